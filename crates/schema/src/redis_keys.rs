@@ -1,0 +1,121 @@
+//! Redis key names (`redis.go`: `inodeKey`, `entryKey`, …).
+//!
+//! Standalone Redis uses no prefix; Redis Cluster uses the hash tag `{N}` (N = the DB
+//! number of the URL) so that every key of a volume lands in one slot. Hash fields are
+//! never prefixed.
+
+use crate::Ino;
+
+/// Builds the key names of one volume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisKeys {
+    prefix: String,
+}
+
+impl RedisKeys {
+    /// Keys with the given prefix (empty for standalone Redis, `{N}` for a cluster).
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// The prefix in use.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// A plain named key such as `setting`, `nextinode`, `usedSpace` or `delfiles`.
+    pub fn named(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// `i{ino}`: the attribute string.
+    pub fn inode(&self, ino: Ino) -> String {
+        format!("{}i{ino}", self.prefix)
+    }
+
+    /// `d{ino}`: the directory's entry hash.
+    pub fn entries(&self, ino: Ino) -> String {
+        format!("{}d{ino}", self.prefix)
+    }
+
+    /// `p{ino}`: the parent counters of a hard-linked file.
+    pub fn parents(&self, ino: Ino) -> String {
+        format!("{}p{ino}", self.prefix)
+    }
+
+    /// `c{ino}_{indx}`: the slice list of one chunk.
+    pub fn chunk(&self, ino: Ino, indx: u32) -> String {
+        format!("{}c{ino}_{indx}", self.prefix)
+    }
+
+    /// `s{ino}`: a symlink target.
+    pub fn symlink(&self, ino: Ino) -> String {
+        format!("{}s{ino}", self.prefix)
+    }
+
+    /// `x{ino}`: the xattr hash.
+    pub fn xattr(&self, ino: Ino) -> String {
+        format!("{}x{ino}", self.prefix)
+    }
+
+    /// A member of `delfiles`: `{ino}:{length}`.
+    pub fn delfile_member(ino: Ino, length: u64) -> String {
+        format!("{ino}:{length}")
+    }
+
+    /// A field of `sliceRef`: `k{id}_{size}`.
+    pub fn slice_ref_field(id: u64, size: u32) -> String {
+        format!("k{id}_{size}")
+    }
+}
+
+/// Names of the volume-wide keys.
+pub mod names {
+    /// The format JSON.
+    pub const SETTING: &str = "setting";
+    /// Last allocated inode (Redis stores one less than SQL/TKV).
+    pub const NEXT_INODE: &str = "nextinode";
+    /// Last allocated slice id.
+    pub const NEXT_CHUNK: &str = "nextchunk";
+    /// Bytes in use, updated inside every transaction that changes it.
+    pub const USED_SPACE: &str = "usedSpace";
+    /// Inodes in use.
+    pub const TOTAL_INODES: &str = "totalInodes";
+    /// Deleted files whose data is not yet freed.
+    pub const DEL_FILES: &str = "delfiles";
+    /// Slice reference counts minus one.
+    pub const SLICE_REF: &str = "sliceRef";
+    /// Dir stat: data length per directory.
+    pub const DIR_DATA_LENGTH: &str = "dirDataLength";
+    /// Dir stat: used space per directory.
+    pub const DIR_USED_SPACE: &str = "dirUsedSpace";
+    /// Dir stat: used inodes per directory.
+    pub const DIR_USED_INODES: &str = "dirUsedInodes";
+    /// Directory quota limits.
+    pub const DIR_QUOTA: &str = "dirQuota";
+    /// Directory quota usage, space.
+    pub const DIR_QUOTA_USED_SPACE: &str = "dirQuotaUsedSpace";
+    /// Directory quota usage, inodes.
+    pub const DIR_QUOTA_USED_INODES: &str = "dirQuotaUsedInodes";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_juicefs() {
+        let k = RedisKeys::default();
+        assert_eq!(k.inode(1), "i1");
+        assert_eq!(k.entries(12), "d12");
+        assert_eq!(k.chunk(5, 3), "c5_3");
+        assert_eq!(k.named(names::SETTING), "setting");
+        let c = RedisKeys::new("{0}");
+        assert_eq!(c.inode(1), "{0}i1");
+        assert_eq!(c.xattr(2), "{0}x2");
+        assert_eq!(RedisKeys::delfile_member(9, 100), "9:100");
+        assert_eq!(RedisKeys::slice_ref_field(7, 1024), "k7_1024");
+    }
+}
