@@ -173,7 +173,9 @@ impl Attr {
         }
         let mut b = Vec::with_capacity(size);
         b.push(self.flags);
-        b.extend_from_slice(&(((self.typ.as_u8() as u16) << 12) | (self.mode & 0o7777)).to_be_bytes());
+        b.extend_from_slice(
+            &(((self.typ.as_u8() as u16) << 12) | (self.mode & 0o7777)).to_be_bytes(),
+        );
         b.extend_from_slice(&self.uid.to_be_bytes());
         b.extend_from_slice(&self.gid.to_be_bytes());
         for t in [self.atime, self.mtime, self.ctime] {
@@ -303,9 +305,18 @@ mod tests {
 
     fn sample() -> Attr {
         let mut a = Attr::new(FileType::File, 0o644, 0o022, 1000, 100, 7);
-        a.atime = Timestamp { sec: 1_700_000_000, nsec: 5 };
-        a.mtime = Timestamp { sec: 1_700_000_001, nsec: 6 };
-        a.ctime = Timestamp { sec: 1_700_000_002, nsec: 7 };
+        a.atime = Timestamp {
+            sec: 1_700_000_000,
+            nsec: 5,
+        };
+        a.mtime = Timestamp {
+            sec: 1_700_000_001,
+            nsec: 6,
+        };
+        a.ctime = Timestamp {
+            sec: 1_700_000_002,
+            nsec: 7,
+        };
         a.length = 12345;
         a
     }
@@ -346,14 +357,20 @@ mod tests {
         let a = Attr::decode(golden).unwrap();
         assert_eq!(a.typ, FileType::Directory);
         assert_eq!(a.mode, 0o777);
-        assert_eq!((a.uid, a.gid, a.nlink, a.length, a.parent), (0, 0, 2, 4096, 1));
+        assert_eq!(
+            (a.uid, a.gid, a.nlink, a.length, a.parent),
+            (0, 0, 2, 4096, 1)
+        );
         assert_eq!(a.mtime.nsec, 0);
         assert_eq!(a.encode(), golden);
     }
 
     #[test]
     fn sql_times_split_microseconds() {
-        let t = Timestamp { sec: 1795312228, nsec: 41_796_121 };
+        let t = Timestamp {
+            sec: 1795312228,
+            nsec: 41_796_121,
+        };
         assert_eq!(t.to_sql(), (1795312228041796, 121));
         assert_eq!(Timestamp::from_sql(1795312228041796, 121), t);
     }

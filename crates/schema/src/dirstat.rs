@@ -59,10 +59,22 @@ mod tests {
 
     #[test]
     fn round_trip_and_add() {
-        let mut s = DirStat { length: 10, space: 4096, inodes: 1 };
-        s.add(DirStat { length: -10, space: -4096, inodes: -1 });
+        let mut s = DirStat {
+            length: 10,
+            space: 4096,
+            inodes: 1,
+        };
+        s.add(DirStat {
+            length: -10,
+            space: -4096,
+            inodes: -1,
+        });
         assert!(s.is_zero());
-        let s = DirStat { length: 1, space: -2, inodes: 3 };
+        let s = DirStat {
+            length: 1,
+            space: -2,
+            inodes: 3,
+        };
         assert_eq!(DirStat::decode(&s.encode()).unwrap(), s);
         assert_eq!(DirStat::default().encode(), [0u8; 24]);
     }

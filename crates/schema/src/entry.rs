@@ -42,7 +42,10 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let d = Dentry { typ: FileType::Directory, inode: 0x0102030405060708 };
+        let d = Dentry {
+            typ: FileType::Directory,
+            inode: 0x0102030405060708,
+        };
         assert_eq!(d.encode(), [2, 1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(Dentry::decode(&d.encode()).unwrap(), d);
         assert!(Dentry::decode(&[1, 2]).is_err());

@@ -29,7 +29,11 @@ pub struct Format {
     #[serde(rename = "Storage", default)]
     pub storage: String,
     /// Object storage class.
-    #[serde(rename = "StorageClass", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "StorageClass",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub storage_class: String,
     /// Storage tiers, kept as JuiceFS wrote them.
     #[serde(rename = "Tiers", default, skip_serializing_if = "Option::is_none")]
@@ -38,19 +42,35 @@ pub struct Format {
     #[serde(rename = "Bucket", default)]
     pub bucket: String,
     /// Object storage access key.
-    #[serde(rename = "AccessKey", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "AccessKey",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub access_key: String,
     /// Object storage secret key (encrypted when `KeyEncrypted`).
-    #[serde(rename = "SecretKey", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "SecretKey",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub secret_key: String,
     /// Object storage session token.
-    #[serde(rename = "SessionToken", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "SessionToken",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub session_token: String,
     /// Block size in KiB; must be > 0 for the real client.
     #[serde(rename = "BlockSize", default)]
     pub block_size: i64,
     /// Block compression.
-    #[serde(rename = "Compression", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "Compression",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub compression: String,
     /// Object storage shards.
     #[serde(rename = "Shards", default, skip_serializing_if = "is_zero")]
@@ -65,10 +85,18 @@ pub struct Format {
     #[serde(rename = "Inodes", default, skip_serializing_if = "is_zero_u")]
     pub inodes: u64,
     /// Encryption key.
-    #[serde(rename = "EncryptKey", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "EncryptKey",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub encrypt_key: String,
     /// Encryption algorithm.
-    #[serde(rename = "EncryptAlgo", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "EncryptAlgo",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub encrypt_algo: String,
     /// Whether secrets are encrypted.
     #[serde(rename = "KeyEncrypted", default, skip_serializing_if = "is_false")]
@@ -86,10 +114,18 @@ pub struct Format {
     #[serde(rename = "MetaVersion", default, skip_serializing_if = "is_zero")]
     pub meta_version: i64,
     /// Oldest client allowed.
-    #[serde(rename = "MinClientVersion", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "MinClientVersion",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub min_client_version: String,
     /// Newest client allowed.
-    #[serde(rename = "MaxClientVersion", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "MaxClientVersion",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub max_client_version: String,
     /// Whether per-directory usage is kept.
     #[serde(rename = "DirStats", default, skip_serializing_if = "is_false")]
@@ -152,7 +188,8 @@ impl Format {
 
     /// Parses a stored setting; fails when it is not a JuiceFS format record.
     pub fn from_json(s: &[u8]) -> Result<Self, String> {
-        let f: Self = serde_json::from_slice(s).map_err(|e| format!("not a JuiceFS setting: {e}"))?;
+        let f: Self =
+            serde_json::from_slice(s).map_err(|e| format!("not a JuiceFS setting: {e}"))?;
         if f.name.is_empty() {
             return Err("not a JuiceFS setting: no volume Name".into());
         }

@@ -70,15 +70,36 @@ mod tests {
     /// The record JuiceFS wrote for a 1000-byte write with slice id 1 (reference §1.3).
     #[test]
     fn golden_write_record() {
-        let s = Slice { pos: 0, id: 1, size: 1000, off: 0, len: 1000 };
+        let s = Slice {
+            pos: 0,
+            id: 1,
+            size: 1000,
+            off: 0,
+            len: 1000,
+        };
         let hex: String = s.encode().iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "00000000".to_owned() + "0000000000000001" + "000003e8" + "00000000" + "000003e8");
+        assert_eq!(
+            hex,
+            "00000000".to_owned() + "0000000000000001" + "000003e8" + "00000000" + "000003e8"
+        );
     }
 
     #[test]
     fn concatenated_round_trip() {
-        let a = Slice { pos: 0, id: 7, size: 1024, off: 0, len: 1024 };
-        let b = Slice { pos: 1024, id: 8, size: 1024, off: 16, len: 1000 };
+        let a = Slice {
+            pos: 0,
+            id: 7,
+            size: 1024,
+            off: 0,
+            len: 1024,
+        };
+        let b = Slice {
+            pos: 1024,
+            id: 8,
+            size: 1024,
+            off: 16,
+            len: 1000,
+        };
         let mut buf = a.encode().to_vec();
         buf.extend_from_slice(&b.encode());
         assert_eq!(Slice::decode_all(&buf).unwrap(), vec![a, b]);

@@ -146,7 +146,10 @@ mod tests {
     #[test]
     fn golden_etcd_root_key() {
         let k = TkvKeys::for_volume(b"/jfs");
-        assert_eq!(k.inode(1), b"/jfs\xfdA\x01\x00\x00\x00\x00\x00\x00\x00I".to_vec());
+        assert_eq!(
+            k.inode(1),
+            b"/jfs\xfdA\x01\x00\x00\x00\x00\x00\x00\x00I".to_vec()
+        );
         let trash = TkvKeys::default().inode(crate::TRASH_INODE);
         assert_eq!(trash, b"A\x00\x00\x00\x10\xff\xff\xff\x7fI".to_vec());
     }
@@ -157,7 +160,10 @@ mod tests {
         assert_eq!(k.entry(2, b"a"), b"A\x02\0\0\0\0\0\0\0Da".to_vec());
         assert_eq!(k.chunk(2, 1), b"A\x02\0\0\0\0\0\0\0C\0\0\0\x01".to_vec());
         assert_eq!(k.counter("nextInode"), b"CnextInode".to_vec());
-        assert_eq!(TkvKeys::prefix_end(&k.entry_prefix(2)), b"A\x02\0\0\0\0\0\0\0E".to_vec());
+        assert_eq!(
+            TkvKeys::prefix_end(&k.entry_prefix(2)),
+            b"A\x02\0\0\0\0\0\0\0E".to_vec()
+        );
         assert_eq!(TkvKeys::prefix_end(b"a\xff"), b"b".to_vec());
         assert_eq!(parse_counter(Some(&pack_counter(-5))), -5);
         assert_eq!(parse_counter(None), 0);

@@ -1,0 +1,293 @@
+//! The operations of a JuiceFS client, as one async trait per engine session.
+
+use crate::{MetaUrl, Result, SessionStats};
+use async_trait::async_trait;
+use metabench_schema::{Attr, FileType, Format, Ino, Slice, Timestamp};
+use std::collections::BTreeMap;
+
+/// Who performs an operation (`meta.Context`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ctx {
+    /// User id.
+    pub uid: u32,
+    /// Group ids, the primary first.
+    pub gids: Vec<u32>,
+    /// Process id.
+    pub pid: u32,
+}
+
+impl Ctx {
+    /// uid 0, gid 0: what JuiceFS's Go benchmark uses (`Background()`).
+    pub fn root() -> Self {
+        Self {
+            uid: 0,
+            gids: vec![0],
+            pid: 1,
+        }
+    }
+
+    /// The primary group.
+    pub fn gid(&self) -> u32 {
+        self.gids.first().copied().unwrap_or(0)
+    }
+}
+
+/// One entry returned by `readdir`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Name (`.` and `..` included).
+    pub name: Vec<u8>,
+    /// Inode.
+    pub inode: Ino,
+    /// Attributes; for `.` and `..` only `typ` is meaningful unless `plus` filled them.
+    pub attr: Attr,
+}
+
+/// Attribute changes for `setattr`; `None` leaves a field alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// New permission bits.
+    pub mode: Option<u16>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New access time.
+    pub atime: Option<Timestamp>,
+    /// New modification time.
+    pub mtime: Option<Timestamp>,
+}
+
+/// `setxattr` flags, as in `setxattr(2)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum XattrFlags {
+    /// Create or replace.
+    #[default]
+    Any,
+    /// Fail with EEXIST if present (XATTR_CREATE).
+    Create,
+    /// Fail with ENOATTR if absent (XATTR_REPLACE).
+    Replace,
+}
+
+/// How a session behaves where the Go client answers from memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Reproduce the Go client's caches: `read` answers from the chunk cache after the
+    /// first call (until this session writes the inode), `readlink` from the symlink
+    /// cache. Off by default, so every call reaches the engine and the figure is the
+    /// engine's.
+    pub client_cache: bool,
+}
+
+/// One JuiceFS client's view of a volume: the operations of `pkg/meta/benchmarks_test.go`.
+///
+/// A session is used by one task at a time and owns its connection (a Redis connection
+/// that can carry WATCH, an SQL connection or pool), so it takes `&mut self`.
+/// Each call sends exactly what the JuiceFS client sends for it (reference §5).
+#[async_trait]
+pub trait Meta: Send {
+    /// Creates a directory (`Mkdir`).
+    async fn mkdir(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)>;
+
+    /// Creates a file, device, fifo or socket node (`Mknod`).
+    #[allow(clippy::too_many_arguments)]
+    async fn mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+    ) -> Result<(Ino, Attr)>;
+
+    /// Creates and opens a regular file (`Create` = `Mknod` + open-file registration,
+    /// which costs no I/O).
+    async fn create(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)>;
+
+    /// Creates a symbolic link (`Symlink`).
+    async fn symlink(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+    ) -> Result<(Ino, Attr)>;
+
+    /// Adds a hard link to `ino` (`Link`).
+    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr>;
+
+    /// Removes a non-directory entry (`Unlink`). Freeing the file's data happens later,
+    /// in [`Meta::flush`], as JuiceFS does it in the background.
+    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()>;
+
+    /// Removes an empty directory (`Rmdir`).
+    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()>;
+
+    /// Moves an entry (`Rename`, flags 0 = replace allowed).
+    #[allow(clippy::too_many_arguments)]
+    async fn rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)>;
+
+    /// Finds a name in a directory (`Lookup`, no permission check).
+    async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)>;
+
+    /// Resolves a relative path in one call (`Resolve`). JuiceFS answers ENOTSUP unless the
+    /// Redis Lua scripts are loaded by a mounted session, so the default does too.
+    async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)> {
+        Err(crate::MetaError::NotSupported)
+    }
+
+    /// Reads attributes (`GetAttr`).
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr>;
+
+    /// Changes attributes (`SetAttr`).
+    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr>;
+
+    /// Checks permission (`Access`): a `getattr` and a mode check.
+    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
+        let attr = self.getattr(ino).await?;
+        if attr.allows(ctx.uid, &ctx.gids, mask) {
+            Ok(())
+        } else {
+            Err(crate::MetaError::Access)
+        }
+    }
+
+    /// Lists a directory (`Readdir`), with attributes when `plus`.
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>>;
+
+    /// Sets an extended attribute (`SetXattr`).
+    async fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()>;
+
+    /// Reads an extended attribute (`GetXattr`).
+    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>>;
+
+    /// Removes an extended attribute (`RemoveXattr`).
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()>;
+
+    /// Lists extended attribute names (`ListXattr`).
+    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>>;
+
+    /// Reads a symlink target (`ReadLink`).
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
+
+    /// Allocates a slice id (`NewSlice`): one counter round trip per 4096 ids, as JuiceFS.
+    async fn new_slice(&mut self) -> Result<u64>;
+
+    /// Appends a slice record to chunk `indx` of a file (`Write`).
+    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()>;
+
+    /// Reads the slice records of chunk `indx` (`Read`), as stored (no overlay).
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
+
+    /// Does what a JuiceFS client does in the background, untimed: flushes buffered dir
+    /// stats and volume counters, and frees the data of deleted files.
+    async fn flush(&mut self) -> Result<()>;
+
+    /// What this session has sent so far.
+    fn stats(&self) -> SessionStats;
+}
+
+/// The engine families metabench speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// Redis (or a compatible server).
+    Redis,
+    /// MySQL or MariaDB.
+    Mysql,
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+impl EngineKind {
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Redis => "redis",
+            Self::Mysql => "mysql",
+            Self::Postgres => "postgres",
+            Self::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// What a database holds, judged before anything is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VolumeState {
+    /// Nothing at all: safe to format.
+    Empty,
+    /// A JuiceFS volume.
+    Volume(Box<Format>),
+    /// Data that is not a JuiceFS volume; never touched.
+    Foreign(String),
+}
+
+/// Facts about the server, for the results' context.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ServerInfo {
+    /// Server software and version, e.g. `redis 7.0.15`.
+    pub version: String,
+    /// Durability settings read from the server (`appendfsync`, `fsync`, …).
+    pub durability: BTreeMap<String, String>,
+}
+
+/// A metadata engine reached through a meta URL. Shared by all sessions of a run.
+#[async_trait]
+pub trait Engine: Send + Sync {
+    /// The engine family.
+    fn kind(&self) -> EngineKind;
+
+    /// The URL it was opened with (print it: its password is redacted).
+    fn url(&self) -> &MetaUrl;
+
+    /// Looks at what the database holds. Reads only.
+    async fn probe(&self) -> Result<VolumeState>;
+
+    /// Writes a new volume as `juicefs format` does: tables (SQL), the setting record, the
+    /// root inode, counters, and the trash inode when `trash_days > 0`. The caller must
+    /// have seen [`VolumeState::Empty`]; formatting refuses anything else.
+    async fn format(&self, format: &Format) -> Result<()>;
+
+    /// Removes a volume this run formatted: its keys (Redis) or its tables (SQL). Refuses
+    /// when the stored volume's UUID differs from `uuid`.
+    async fn destroy(&self, uuid: &str) -> Result<()>;
+
+    /// Opens a session: one JuiceFS client with its own connection.
+    async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>>;
+
+    /// Server version and durability settings.
+    async fn server_info(&self) -> Result<ServerInfo>;
+}

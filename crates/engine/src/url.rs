@@ -1,0 +1,475 @@
+//! Meta URLs in JuiceFS syntax, with JuiceFS's password sources and redaction.
+//!
+//! | scheme | form |
+//! |---|---|
+//! | Redis | `redis://[user][:pass@]host[:port][/db]`, `rediss://…`, or `host:port/db` |
+//! | MySQL / MariaDB | `mysql://user[:pass]@(host:port)/db[?params]` (also `tcp(…)`, `unix(/sock)`) |
+//! | PostgreSQL | `postgres://user[:pass]@host[:port]/db[?sslmode=disable]` |
+//! | SQLite | `sqlite3://path.db` or `sqlite3:///abs/path.db` |
+//!
+//! When the URL carries no password, Redis reads `REDIS_PASSWORD`, then `META_PASSWORD`,
+//! then the file named by `META_PASSWORD_FILE`; MySQL and PostgreSQL read `META_PASSWORD`,
+//! then `META_PASSWORD_FILE`, as JuiceFS does. [`MetaUrl`] never prints a password: its
+//! `Display` and `Debug` show `****` instead.
+
+use crate::{MetaError, Result};
+use std::fmt;
+
+/// Which engine family a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// `redis://`.
+    Redis,
+    /// `rediss://` (TLS).
+    Rediss,
+    /// `mysql://` (MySQL or MariaDB).
+    Mysql,
+    /// `postgres://`.
+    Postgres,
+    /// `sqlite3://`.
+    Sqlite,
+}
+
+impl Scheme {
+    /// The URL scheme as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Redis => "redis",
+            Self::Rediss => "rediss",
+            Self::Mysql => "mysql",
+            Self::Postgres => "postgres",
+            Self::Sqlite => "sqlite3",
+        }
+    }
+}
+
+/// Where a server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    /// TCP host and port (default port filled in).
+    Tcp {
+        /// Host name or address.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// A Unix socket path (MySQL `unix(/path)`).
+    Unix(String),
+    /// A local file (SQLite).
+    File(String),
+}
+
+/// A parsed meta URL. Holds the password (if any) but never displays it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MetaUrl {
+    scheme: Scheme,
+    user: String,
+    password: Option<String>,
+    address: Address,
+    database: String,
+    query: Vec<(String, String)>,
+}
+
+impl MetaUrl {
+    /// Parses a URL, taking a missing password from the environment as JuiceFS does.
+    pub fn parse(s: &str) -> Result<Self> {
+        Self::parse_with_env(s, |k| std::env::var(k).ok())
+    }
+
+    /// Parses a URL with an explicit environment lookup (for tests).
+    pub fn parse_with_env(s: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(bad("empty URL"));
+        }
+        let owned;
+        let s = if s.contains("://") {
+            s
+        } else {
+            owned = format!("redis://{s}");
+            &owned
+        };
+        let (scheme, rest) = s.split_once("://").expect("checked above");
+        let mut url = match scheme {
+            "redis" | "rediss" => parse_redis(scheme, rest)?,
+            "mysql" => parse_mysql(rest)?,
+            "postgres" | "postgresql" => parse_postgres(rest)?,
+            "sqlite3" => parse_sqlite(rest)?,
+            "tikv" | "etcd" | "fdb" | "badger" | "memkv" | "unix" | "keydb" | "oceanbase"
+            | "sqlite" => {
+                return Err(bad(&format!(
+                    "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3)"
+                )))
+            }
+            other => return Err(bad(&format!("unknown scheme '{other}://'"))),
+        };
+        if url.password.is_none() {
+            let vars: &[&str] = match url.scheme {
+                Scheme::Redis | Scheme::Rediss => &["REDIS_PASSWORD", "META_PASSWORD"],
+                Scheme::Mysql | Scheme::Postgres => &["META_PASSWORD"],
+                Scheme::Sqlite => &[],
+            };
+            url.password = vars.iter().find_map(|v| env(v).filter(|p| !p.is_empty()));
+            if url.password.is_none() && !vars.is_empty() {
+                if let Some(file) = env("META_PASSWORD_FILE").filter(|f| !f.is_empty()) {
+                    let pw = std::fs::read_to_string(&file)
+                        .map_err(|e| bad(&format!("cannot read META_PASSWORD_FILE {file}: {e}")))?;
+                    url.password = Some(pw.trim().to_owned());
+                }
+            }
+        }
+        Ok(url)
+    }
+
+    /// The engine family.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// User name (may be empty).
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Password, if any. Never print it.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// Where the server is.
+    pub fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// Database: the Redis DB number as text, the SQL database name, or the SQLite path.
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    /// Query parameters in order.
+    pub fn query(&self) -> &[(String, String)] {
+        &self.query
+    }
+
+    /// The value of one query parameter.
+    pub fn param(&self, key: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The URL with the password shown as `****`, as JuiceFS logs it.
+    pub fn redacted(&self) -> String {
+        let mut s = format!("{}://", self.scheme.as_str());
+        let cred = match (&self.user, &self.password) {
+            (u, Some(_)) => format!("{u}:****@"),
+            (u, None) if !u.is_empty() => format!("{u}@"),
+            _ => String::new(),
+        };
+        match (&self.address, self.scheme) {
+            (Address::Tcp { host, port }, Scheme::Mysql) => {
+                s += &format!("{cred}({host}:{port})/{}", self.database)
+            }
+            (Address::Unix(p), _) => s += &format!("{cred}unix({p})/{}", self.database),
+            (Address::Tcp { host, port }, _) => {
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
+                s += &format!("{cred}{host}:{port}/{}", self.database)
+            }
+            (Address::File(p), _) => s += p,
+        }
+        if !self.query.is_empty() {
+            let q: Vec<String> = self.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            s += "?";
+            s += &q.join("&");
+        }
+        s
+    }
+}
+
+impl fmt::Display for MetaUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl fmt::Debug for MetaUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MetaUrl({})", self.redacted())
+    }
+}
+
+fn bad(why: &str) -> MetaError {
+    MetaError::BadUrl(why.to_owned())
+}
+
+fn decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+fn split_query(rest: &str) -> (&str, Vec<(String, String)>) {
+    match rest.split_once('?') {
+        None => (rest, Vec::new()),
+        Some((head, q)) => (
+            head,
+            q.split('&')
+                .filter(|p| !p.is_empty())
+                .map(|p| match p.split_once('=') {
+                    Some((k, v)) => (decode(k), decode(v)),
+                    None => (decode(p), String::new()),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Splits `user:pass@rest` at the last `@` before the host part.
+fn split_userinfo(s: &str) -> (String, Option<String>, &str) {
+    match s.rfind('@') {
+        None => (String::new(), None, s),
+        Some(at) => {
+            let (info, host) = (&s[..at], &s[at + 1..]);
+            match info.split_once(':') {
+                Some((u, p)) => (decode(u), Some(decode(p)), host),
+                None => (decode(info), None, host),
+            }
+        }
+    }
+}
+
+fn parse_host_port(hp: &str, default_port: u16) -> Result<(String, u16)> {
+    if hp.is_empty() {
+        return Err(bad("no host"));
+    }
+    if hp.contains(',') {
+        return Err(bad(
+            "several hosts (Sentinel / cluster seed lists) are not supported yet",
+        ));
+    }
+    let (host, port) = if let Some(v6) = hp.strip_prefix('[') {
+        let (h, tail) = v6
+            .split_once(']')
+            .ok_or_else(|| bad("unclosed '[' in host"))?;
+        (h.to_owned(), tail.strip_prefix(':'))
+    } else {
+        match hp.rsplit_once(':') {
+            Some((h, p)) => (h.to_owned(), Some(p)),
+            None => (hp.to_owned(), None),
+        }
+    };
+    if host.is_empty() || host.contains(['/', ' ', '(', ')']) {
+        return Err(bad(&format!("bad host '{host}'")));
+    }
+    let port = match port {
+        None | Some("") => default_port,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| bad(&format!("bad port '{p}'")))?,
+    };
+    Ok((host, port))
+}
+
+fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
+    let (rest, query) = split_query(rest);
+    let (authority, path) = match rest.split_once('/') {
+        Some((a, p)) => (a, p),
+        None => (rest, ""),
+    };
+    let (user, password, hp) = split_userinfo(authority);
+    let (host, port) = parse_host_port(hp, 6379)?;
+    let db = if path.is_empty() { "0" } else { path };
+    if db.parse::<u32>().is_err() {
+        return Err(bad(&format!("Redis database must be a number, got '{db}'")));
+    }
+    Ok(MetaUrl {
+        scheme: if scheme == "rediss" {
+            Scheme::Rediss
+        } else {
+            Scheme::Redis
+        },
+        user,
+        password: password.filter(|p| !p.is_empty()),
+        address: Address::Tcp { host, port },
+        database: db.to_owned(),
+        query,
+    })
+}
+
+fn parse_mysql(rest: &str) -> Result<MetaUrl> {
+    let (rest, query) = split_query(rest);
+    let open = rest
+        .find('(')
+        .ok_or_else(|| bad("MySQL URLs look like mysql://user:pass@(host:port)/db"))?;
+    let close = rest[open..]
+        .find(')')
+        .map(|c| c + open)
+        .ok_or_else(|| bad("unclosed '(' in MySQL address"))?;
+    let head = &rest[..open];
+    let at = head
+        .rfind('@')
+        .ok_or_else(|| bad("MySQL URLs need a user: mysql://user:pass@(host:port)/db"))?;
+    let (user, password, _) = split_userinfo(&head[..=at]);
+    let proto = &head[at + 1..];
+    let addr = &rest[open + 1..close];
+    let address = match proto {
+        "" | "tcp" => {
+            let (host, port) = parse_host_port(addr, 3306)?;
+            Address::Tcp { host, port }
+        }
+        "unix" => Address::Unix(addr.to_owned()),
+        other => return Err(bad(&format!("unknown MySQL protocol '{other}'"))),
+    };
+    let db = rest[close + 1..]
+        .strip_prefix('/')
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| bad("MySQL URL has no database name"))?;
+    if user.is_empty() {
+        return Err(bad("MySQL URL has no user"));
+    }
+    Ok(MetaUrl {
+        scheme: Scheme::Mysql,
+        user,
+        password: password.filter(|p| !p.is_empty()),
+        address,
+        database: db.to_owned(),
+        query,
+    })
+}
+
+fn parse_postgres(rest: &str) -> Result<MetaUrl> {
+    let (rest, query) = split_query(rest);
+    let (authority, db) = rest
+        .split_once('/')
+        .ok_or_else(|| bad("PostgreSQL URLs look like postgres://user:pass@host:port/db"))?;
+    if db.is_empty() {
+        return Err(bad("PostgreSQL URL has no database name"));
+    }
+    let (user, password, hp) = split_userinfo(authority);
+    let (host, port) = parse_host_port(hp, 5432)?;
+    Ok(MetaUrl {
+        scheme: Scheme::Postgres,
+        user,
+        password: password.filter(|p| !p.is_empty()),
+        address: Address::Tcp { host, port },
+        database: db.to_owned(),
+        query,
+    })
+}
+
+fn parse_sqlite(rest: &str) -> Result<MetaUrl> {
+    let (path, query) = split_query(rest);
+    if path.is_empty() {
+        return Err(bad("SQLite URLs look like sqlite3://path/to/file.db"));
+    }
+    Ok(MetaUrl {
+        scheme: Scheme::Sqlite,
+        user: String::new(),
+        password: None,
+        address: Address::File(path.to_owned()),
+        database: path.to_owned(),
+        query,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn redis_forms() {
+        let u = MetaUrl::parse_with_env("redis://:s3cret@127.0.0.1:6380/3", no_env).unwrap();
+        assert_eq!(u.scheme(), Scheme::Redis);
+        assert_eq!(u.password(), Some("s3cret"));
+        assert_eq!(u.database(), "3");
+        assert_eq!(
+            u.address(),
+            &Address::Tcp {
+                host: "127.0.0.1".into(),
+                port: 6380
+            }
+        );
+        assert_eq!(u.to_string(), "redis://:****@127.0.0.1:6380/3");
+        assert!(!format!("{u:?}").contains("s3cret"));
+        let bare = MetaUrl::parse_with_env("localhost", no_env).unwrap();
+        assert_eq!(bare.to_string(), "redis://localhost:6379/0");
+        assert!(MetaUrl::parse_with_env("redis://h:99999/1", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("redis://h:6379/x", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("redis://h1,h2/1", no_env).is_err());
+    }
+
+    #[test]
+    fn mysql_forms() {
+        let u =
+            MetaUrl::parse_with_env("mysql://jfs:p%40ss@(127.0.0.1:3307)/juicefs", no_env).unwrap();
+        assert_eq!(u.user(), "jfs");
+        assert_eq!(u.password(), Some("p@ss"));
+        assert_eq!(u.database(), "juicefs");
+        assert_eq!(u.to_string(), "mysql://jfs:****@(127.0.0.1:3307)/juicefs");
+        let t = MetaUrl::parse_with_env("mysql://root@tcp(h)/db?x=1", no_env).unwrap();
+        assert_eq!(
+            t.address(),
+            &Address::Tcp {
+                host: "h".into(),
+                port: 3306
+            }
+        );
+        assert_eq!(t.param("x"), Some("1"));
+        assert!(MetaUrl::parse_with_env("mysql://root@127.0.0.1:3306/db", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("mysql://root@(h:1)/", no_env).is_err());
+    }
+
+    #[test]
+    fn postgres_and_sqlite() {
+        let u = MetaUrl::parse_with_env(
+            "postgres://u:pw@localhost:5433/meta?sslmode=disable",
+            no_env,
+        )
+        .unwrap();
+        assert_eq!(u.param("sslmode"), Some("disable"));
+        assert_eq!(
+            u.to_string(),
+            "postgres://u:****@localhost:5433/meta?sslmode=disable"
+        );
+        let s = MetaUrl::parse_with_env("sqlite3:///tmp/x.db", no_env).unwrap();
+        assert_eq!(s.address(), &Address::File("/tmp/x.db".into()));
+        assert_eq!(s.to_string(), "sqlite3:///tmp/x.db");
+        assert!(MetaUrl::parse_with_env("sqlite3://", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("ftp://x", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("", no_env).is_err());
+    }
+
+    #[test]
+    fn password_from_environment_like_juicefs() {
+        let env = |k: &str| match k {
+            "META_PASSWORD" => Some("fromenv".to_owned()),
+            _ => None,
+        };
+        let u = MetaUrl::parse_with_env("mysql://jfs:@(h:3306)/db", env).unwrap();
+        assert_eq!(u.password(), Some("fromenv"));
+        let kept = MetaUrl::parse_with_env("postgres://u:inurl@h/db", env).unwrap();
+        assert_eq!(kept.password(), Some("inurl"));
+        let redis_first = |k: &str| Some(k.to_owned());
+        let r = MetaUrl::parse_with_env("redis://h/1", redis_first).unwrap();
+        assert_eq!(r.password(), Some("REDIS_PASSWORD"));
+        let dir = std::env::temp_dir().join(format!("mbpw-{}", std::process::id()));
+        std::fs::write(&dir, "filepw\n").unwrap();
+        let path = dir.to_string_lossy().into_owned();
+        let file_env = move |k: &str| (k == "META_PASSWORD_FILE").then(|| path.clone());
+        let f = MetaUrl::parse_with_env("postgres://u@h/db", file_env).unwrap();
+        assert_eq!(f.password(), Some("filepw"));
+        std::fs::remove_file(dir).unwrap();
+    }
+}
