@@ -1,14 +1,105 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! The `metabench` command line: parses arguments, prepares the target volume, runs the
+//! chosen benchmark and prints its report. Errors are one line on stderr and a non-zero
+//! exit code; Ctrl-C stops the run, cleans up and exits with 130.
+
+mod cmd_format;
+mod cmd_info;
+mod cmd_ops;
+mod error;
+mod target;
+
+use clap::{Parser, Subcommand};
+pub use error::CliError;
+
+/// Exit code after Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Benchmark the metadata engines of JuiceFS with JuiceFS's own schema and transactions.
+///
+/// metabench talks to Redis, MySQL/MariaDB, PostgreSQL or SQLite directly, sending the
+/// commands and statements a JuiceFS client sends for each metadata operation. It works
+/// only inside its own namespace and removes what it created.
+#[derive(Debug, Parser)]
+#[command(name = "metabench", version, about, long_about)]
+struct Cli {
+    /// More logging (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Time every operation of JuiceFS's metadata benchmark on one client.
+    Ops(cmd_ops::OpsArgs),
+    /// Write a new, empty JuiceFS volume that the real `juicefs` client accepts.
+    Format(cmd_format::FormatArgs),
+    /// Show what a meta URL holds and the engine's version and durability settings.
+    Info(cmd_info::InfoArgs),
+}
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+                || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    2
+                } else {
+                    0
+                };
+            }
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            eprintln!("metabench: error: {first} (see --help)");
+            return 2;
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("metabench: error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Ops(args) => cmd_ops::run(args).await,
+            Command::Format(args) => cmd_format::run(args).await,
+            Command::Info(args) => cmd_info::run(args).await,
+        }
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("metabench: error: {}", e.one_line());
+            e.exit_code()
+        }
     }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -1,14 +1,11 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Load generation: the operation catalogue and the runners that drive engine sessions.
+//!
+//! [`catalog`] knows, for every operation of JuiceFS's Go benchmark, its untimed setup,
+//! its untimed per-call preparation and its timed call. [`ops`] runs them one after the
+//! other on one client, the way `go test -bench` does, and measures each.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod catalog;
+pub mod ops;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use catalog::Op;
+pub use ops::{run_ops, Budget, OpsConfig, StopFlag};

@@ -1,14 +1,12 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Results of metabench runs and how people read them.
+//!
+//! [`model`] is the versioned JSON every run writes; [`histogram`] stores latency
+//! histograms inside it; [`table`] renders terminal tables in the layout of the JuiceFS
+//! docs, with an optional "(×N)" column against a baseline run. Nothing here knows how an
+//! engine is reached.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod histogram;
+pub mod model;
+pub mod table;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use model::{EngineInfo, HostInfo, OpResult, OpsPlan, OpsResults, SCHEMA_VERSION};

@@ -1,0 +1,38 @@
+//! `metabench info`: what a meta URL holds, read-only.
+
+use crate::error::CliError;
+use metabench_engine::{open, MetaUrl, VolumeState};
+
+/// Arguments of `metabench info`.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// JuiceFS meta URL.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "METABENCH_META",
+        hide_env_values = true
+    )]
+    meta: String,
+}
+
+/// Runs `metabench info`.
+pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
+    let url = MetaUrl::parse(&args.meta)?;
+    let engine = open(&url).await?;
+    let info = engine.server_info().await?;
+    println!("url:      {url}");
+    println!("engine:   {} ({})", engine.kind().name(), info.version);
+    for (k, v) in &info.durability {
+        println!("  {k} = {v}");
+    }
+    match engine.probe().await? {
+        VolumeState::Empty => println!("content:  empty (metabench can format it)"),
+        VolumeState::Volume(f) => println!(
+            "content:  JuiceFS volume '{}' (UUID {}, trash days {}, dir stats {})",
+            f.name, f.uuid, f.trash_days, f.dir_stats
+        ),
+        VolumeState::Foreign(what) => println!("content:  not JuiceFS: {what}"),
+    }
+    Ok(0)
+}

@@ -1,0 +1,205 @@
+//! `metabench ops`: JuiceFS's metadata benchmark, one client, every operation in turn.
+
+use crate::error::{input, CliError};
+use crate::target::{new_run_id, Target, TargetArgs};
+use crate::EXIT_INTERRUPTED;
+use metabench_engine::namespace::Namespace;
+use metabench_engine::SessionOptions;
+use metabench_load::{run_ops, Budget, Op, OpsConfig, StopFlag};
+use metabench_report::table::{fmt_us, ops_notes, ops_table};
+use metabench_report::{HostInfo, OpsPlan, OpsResults, SCHEMA_VERSION};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `metabench ops`.
+#[derive(Debug, clap::Args)]
+pub struct OpsArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+
+    /// Operations to run, comma-separated (default: all, in the Go benchmark's order).
+    #[arg(long, value_delimiter = ',', value_name = "OP,...")]
+    ops: Vec<Op>,
+
+    /// Timed calls per operation.
+    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = parse_count)]
+    iterations: Option<u64>,
+
+    /// Timed time per operation, e.g. 1s or 500ms (default 1s, like `go test -bench`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
+
+    /// Reproduce the Go client's caches (chunk cache for read, symlink cache for
+    /// readlink) instead of asking the engine on every call.
+    #[arg(long)]
+    client_cache: bool,
+
+    /// Write the results (versioned JSON, with histograms) to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+
+    /// Add a "×base" column: µs/op relative to this earlier results file.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+}
+
+/// Parses a count of at least 1.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+/// Parses a positive duration such as `1s`, `250ms` or `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); try 1s or 500ms"))?;
+    if d.is_zero() {
+        return Err("duration must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+fn check_output_path(path: &PathBuf) -> Result<(), CliError> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent {
+        if !dir.is_dir() {
+            return Err(input(format!(
+                "cannot write {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    if path.is_dir() {
+        return Err(input(format!(
+            "cannot write {}: it is a directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `metabench ops`.
+pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
+    // Validate everything local before touching the engine.
+    if let Some(p) = &args.json {
+        check_output_path(p)?;
+    }
+    let baseline = match &args.baseline {
+        None => None,
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| input(format!("cannot read baseline {}: {e}", p.display())))?;
+            Some(
+                OpsResults::from_json(&text)
+                    .map_err(|e| input(format!("baseline {}: {e}", p.display())))?,
+            )
+        }
+    };
+    let ops = if args.ops.is_empty() {
+        Op::ALL.to_vec()
+    } else {
+        args.ops.clone()
+    };
+    let budget = match (args.iterations, args.duration) {
+        (Some(n), _) => Budget::Iterations(n),
+        (None, Some(d)) => Budget::Duration(d),
+        (None, None) => Budget::Duration(Duration::from_secs(1)),
+    };
+
+    let run_id = new_run_id();
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let target = Target::open(&args.target, &run_id).await?;
+    let engine = target.engine_info().await;
+    eprintln!(
+        "metabench ops on {} {} ({}), volume {}{}",
+        engine.kind,
+        engine.version,
+        engine.url,
+        target.format.name,
+        if target.formatted_here() {
+            ", fresh volume"
+        } else {
+            ", existing volume"
+        }
+    );
+
+    let stop = StopFlag::default();
+    let watcher = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("metabench: interrupted; finishing the current call and cleaning up");
+                stop.stop();
+            }
+        })
+    };
+
+    let opts = SessionOptions {
+        client_cache: args.client_cache,
+    };
+    let config = OpsConfig {
+        ops: ops.clone(),
+        budget,
+        client_cache: args.client_cache,
+    };
+    let mut namespace = None;
+    let outcome = async {
+        let mut meta = target.session(&opts).await?;
+        let ns = Namespace::create(meta.as_mut(), &run_id).await?;
+        namespace = Some(ns.clone());
+        let results = run_ops(meta.as_mut(), ns.dir, &config, &stop, |r| {
+            match &r.skipped {
+                Some(why) => eprintln!("  {:<12} skipped: {why}", r.op),
+                None => eprintln!(
+                    "  {:<12} {:>10} µs/op  ({} calls)",
+                    r.op,
+                    fmt_us(r.mean_us),
+                    r.count
+                ),
+            }
+        })
+        .await?;
+        Ok::<_, CliError>(results)
+    }
+    .await;
+    let cleanup = target.finish(namespace.as_ref()).await;
+    watcher.abort();
+    let results = outcome?;
+    cleanup?;
+
+    let run = OpsResults {
+        schema_version: SCHEMA_VERSION,
+        kind: "ops".into(),
+        metabench_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty()),
+        started_at,
+        engine,
+        host: HostInfo::detect(),
+        plan: OpsPlan {
+            ops: ops.iter().map(|o| o.name().to_owned()).collect(),
+            iterations: args.iterations,
+            duration_s: match budget {
+                Budget::Duration(d) => Some(d.as_secs_f64()),
+                Budget::Iterations(_) => None,
+            },
+            client_cache: args.client_cache,
+        },
+        results,
+        interrupted: stop.is_stopped(),
+    };
+    println!("{}", ops_table(&run, baseline.as_ref()));
+    for note in ops_notes(&run) {
+        println!("* {note}");
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&run).expect("results serialize");
+        std::fs::write(path, text + "\n")
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
+}

@@ -1,0 +1,40 @@
+//! Errors the command line reports: one line each, never a password.
+
+use metabench_engine::MetaError;
+
+/// A reason to stop with a non-zero exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The user asked for something that cannot be done; nothing was written.
+    #[error("{0}")]
+    Input(String),
+    /// The engine failed.
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    /// A local file could not be read or written.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl CliError {
+    /// The message on one line.
+    pub fn one_line(&self) -> String {
+        self.to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Exit code: 2 for bad input, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Input(_) | CliError::Meta(MetaError::BadUrl(_)) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Shorthand for bad-input errors.
+pub fn input(msg: impl Into<String>) -> CliError {
+    CliError::Input(msg.into())
+}

@@ -1,0 +1,160 @@
+//! The volume a benchmark runs in: the embedded default (a SQLite volume in a temporary
+//! directory), a volume metabench formats on an empty database, or an existing JuiceFS
+//! volume (`--existing`). Whatever metabench created is removed by [`Target::finish`].
+
+use crate::error::{input, CliError};
+use metabench_engine::namespace::Namespace;
+use metabench_engine::{open, Engine, Meta, MetaUrl, SessionOptions, VolumeState};
+use metabench_report::EngineInfo;
+use metabench_schema::Format;
+use std::sync::Arc;
+
+/// Where to run, as given on the command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
+    /// JuiceFS meta URL, e.g. redis://:pass@host:6379/1,
+    /// mysql://user:pass@(host:3306)/db, postgres://user:pass@host:5432/db,
+    /// sqlite3:///path/to.db. Without it: a SQLite volume in a temporary directory.
+    /// A password missing from the URL is read from META_PASSWORD (and REDIS_PASSWORD for
+    /// Redis), as JuiceFS does.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "METABENCH_META",
+        hide_env_values = true
+    )]
+    pub meta: Option<String>,
+
+    /// Run inside the existing JuiceFS volume at --meta (in a private directory
+    /// /.metabench/<run-id> that is removed afterwards) instead of formatting an empty
+    /// database.
+    #[arg(long, requires = "meta")]
+    pub existing: bool,
+}
+
+/// An opened volume plus what must be undone at the end.
+pub struct Target {
+    /// The engine.
+    pub engine: Arc<dyn Engine>,
+    /// The volume's format record.
+    pub format: Format,
+    /// UUID of the volume metabench formatted for this run, to be destroyed at the end.
+    formatted: Option<String>,
+    /// The embedded default's directory, removed on drop.
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// A short unique id for a run: seconds since the epoch and 8 random hex digits.
+pub fn new_run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let rand = uuid::Uuid::new_v4().simple().to_string();
+    format!("{secs}-{}", &rand[..8])
+}
+
+impl Target {
+    /// Opens (and, for an empty database, formats) the volume. Bad input fails before
+    /// anything is written.
+    pub async fn open(args: &TargetArgs, run_id: &str) -> Result<Self, CliError> {
+        let (url, temp) = match &args.meta {
+            Some(s) => (MetaUrl::parse(s)?, None),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("metabench-")
+                    .tempdir()
+                    .map_err(|e| {
+                        CliError::Io(format!("cannot create a temporary directory: {e}"))
+                    })?;
+                let path = dir.path().join("meta.db");
+                (
+                    MetaUrl::parse(&format!("sqlite3://{}", path.display()))?,
+                    Some(dir),
+                )
+            }
+        };
+        let engine = open(&url).await?;
+        let state = engine.probe().await?;
+        let (format, formatted) = match (state, args.existing) {
+            (VolumeState::Volume(f), true) => {
+                f.check_version().map_err(input)?;
+                (*f, None)
+            }
+            (VolumeState::Volume(f), false) => {
+                return Err(input(format!(
+                    "{url} already holds the JuiceFS volume '{}'; pass --existing to benchmark inside it \
+                     (metabench works in /.metabench/<run-id> and removes it afterwards)",
+                    f.name
+                )))
+            }
+            (VolumeState::Empty, true) => {
+                return Err(input(format!("{url} holds no JuiceFS volume, but --existing needs one")))
+            }
+            (VolumeState::Empty, false) => {
+                let uuid = uuid::Uuid::new_v4().to_string();
+                let name = format!("metabench-{run_id}");
+                let bucket = std::env::temp_dir().join(&name);
+                let f = Format::new(&name, &uuid, &format!("{}/", bucket.display()), 0);
+                engine.format(&f).await?;
+                (f, Some(uuid))
+            }
+            (VolumeState::Foreign(what), _) => {
+                return Err(input(format!(
+                    "{url} is not a JuiceFS volume and is not empty ({what}); metabench will not touch it"
+                )))
+            }
+        };
+        Ok(Self {
+            engine,
+            format,
+            formatted,
+            _temp: temp,
+        })
+    }
+
+    /// Whether metabench formatted this volume itself.
+    pub fn formatted_here(&self) -> bool {
+        self.formatted.is_some()
+    }
+
+    /// Opens a session (one JuiceFS client).
+    pub async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>, CliError> {
+        Ok(self.engine.session(opts).await?)
+    }
+
+    /// The engine's context for results files.
+    pub async fn engine_info(&self) -> EngineInfo {
+        let info = self.engine.server_info().await.unwrap_or_default();
+        EngineInfo {
+            kind: self.engine.kind().name().to_owned(),
+            url: self.engine.url().redacted(),
+            version: info.version,
+            durability: info.durability,
+            formatted_by_metabench: self.formatted_here(),
+        }
+    }
+
+    /// Removes the run's namespace (if created), then the volume if this run formatted it.
+    /// Runs every step even if an earlier one failed, and reports the first failure.
+    pub async fn finish(self, namespace: Option<&Namespace>) -> Result<(), CliError> {
+        let mut first_error = None;
+        if let Some(ns) = namespace {
+            let cleanup = async {
+                let mut meta = self.engine.session(&SessionOptions::default()).await?;
+                ns.remove(meta.as_mut()).await
+            };
+            if let Err(e) = cleanup.await {
+                first_error.get_or_insert(CliError::Meta(e));
+            }
+        }
+        if let Some(uuid) = &self.formatted {
+            if let Err(e) = self.engine.destroy(uuid).await {
+                first_error.get_or_insert(CliError::Meta(e));
+            }
+        }
+        match first_error {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+}

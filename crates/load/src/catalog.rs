@@ -1,0 +1,428 @@
+//! The operations of JuiceFS's metadata benchmark (`pkg/meta/benchmarks_test.go`), each
+//! with the setup the Go benchmark does untimed and the call it times.
+
+use metabench_engine::{Ctx, Meta, MetaError, Result, SetAttr, XattrFlags};
+use metabench_schema::{FileType, Ino, Slice, Timestamp, CHUNK_SIZE};
+use std::fmt;
+use std::str::FromStr;
+
+/// One benchmark operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `Mkdir(parent, "d{i}")`.
+    Mkdir,
+    /// `Rename` of a directory `d{i}` → `d{i+1}`.
+    Mvdir,
+    /// `Rmdir(parent, "dir")` after an untimed mkdir.
+    Rmdir,
+    /// `Resolve(parent, "d/d/d/d/d")`; JuiceFS's benchmark gets ENOTSUP.
+    Resolve,
+    /// `Readdir(plus)` of a directory with 10 files.
+    Readdir10,
+    /// `Readdir(plus)` of a directory with 1000 files.
+    Readdir1k,
+    /// `Mknod(parent, "f{i}", file)`.
+    Mknod,
+    /// `Create(parent, "f{i}")`.
+    Create,
+    /// `Rename` of a file `f{i}` → `f{i+1}`.
+    Rename,
+    /// `Unlink(parent, "file")` after an untimed create.
+    Unlink,
+    /// `Lookup(parent, "file")`.
+    Lookup,
+    /// `GetAttr(file)`.
+    Getattr,
+    /// `SetAttr(file, mode ^= 1)`.
+    Setattr,
+    /// `Access(file, read)` as uid 1.
+    Access,
+    /// `SetXattr(file, "key", "value{i%10}")`.
+    Setxattr,
+    /// `GetXattr(file, "key")`.
+    Getxattr,
+    /// `RemoveXattr(file, "key")` after an untimed set.
+    Removexattr,
+    /// `ListXattr` of a file with 1 xattr.
+    Listxattr1,
+    /// `ListXattr` of a file with 10 xattrs.
+    Listxattr10,
+    /// `Link(file, parent, "l{i}")`.
+    Link,
+    /// `Symlink(parent, "s{i}", "/benchSymlink/source")`.
+    Symlink,
+    /// `ReadLink(symlink)` (commented out in the Go file; kept here).
+    Readlink,
+    /// `NewSlice()`.
+    Newchunk,
+    /// `NewSlice()` + `Write` of a 1 KiB slice at the next offset.
+    Write,
+    /// `Read(file, chunk 0)` of a chunk with 1 slice.
+    Read1,
+    /// `Read(file, chunk 0)` of a chunk with 10 slices.
+    Read10,
+}
+
+/// Writes into one file before the runner moves to a fresh one, so chunks stay below
+/// JuiceFS's compaction thresholds (MySQL's blob holds ~2730 slices).
+const WRITES_PER_FILE: u64 = 1000;
+
+impl Op {
+    /// Every operation, in the Go benchmark's order.
+    pub const ALL: [Op; 26] = [
+        Op::Mkdir,
+        Op::Mvdir,
+        Op::Rmdir,
+        Op::Resolve,
+        Op::Readdir10,
+        Op::Readdir1k,
+        Op::Mknod,
+        Op::Create,
+        Op::Rename,
+        Op::Unlink,
+        Op::Lookup,
+        Op::Getattr,
+        Op::Setattr,
+        Op::Access,
+        Op::Setxattr,
+        Op::Getxattr,
+        Op::Removexattr,
+        Op::Listxattr1,
+        Op::Listxattr10,
+        Op::Link,
+        Op::Symlink,
+        Op::Readlink,
+        Op::Newchunk,
+        Op::Write,
+        Op::Read1,
+        Op::Read10,
+    ];
+
+    /// The name JuiceFS's benchmark prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Mkdir => "mkdir",
+            Op::Mvdir => "mvdir",
+            Op::Rmdir => "rmdir",
+            Op::Resolve => "resolve",
+            Op::Readdir10 => "readdir_10",
+            Op::Readdir1k => "readdir_1k",
+            Op::Mknod => "mknod",
+            Op::Create => "create",
+            Op::Rename => "rename",
+            Op::Unlink => "unlink",
+            Op::Lookup => "lookup",
+            Op::Getattr => "getattr",
+            Op::Setattr => "setattr",
+            Op::Access => "access",
+            Op::Setxattr => "setxattr",
+            Op::Getxattr => "getxattr",
+            Op::Removexattr => "removexattr",
+            Op::Listxattr1 => "listxattr_1",
+            Op::Listxattr10 => "listxattr_10",
+            Op::Link => "link",
+            Op::Symlink => "symlink",
+            Op::Readlink => "readlink",
+            Op::Newchunk => "newchunk",
+            Op::Write => "write",
+            Op::Read1 => "read_1",
+            Op::Read10 => "read_10",
+        }
+    }
+
+    /// How metabench runs the call where a JuiceFS client would answer from memory.
+    pub fn note(self, client_cache: bool) -> Option<&'static str> {
+        match (self, client_cache) {
+            (Op::Read1 | Op::Read10, false) => Some(
+                "every call reads the engine; the Go client serves repeats from its chunk cache (--client-cache)",
+            ),
+            (Op::Read1 | Op::Read10, true) => {
+                Some("Go client chunk cache: only the first call reaches the engine")
+            }
+            (Op::Readlink, false) => Some(
+                "every call reads the engine; the Go client serves repeats from its symlink cache (--client-cache)",
+            ),
+            (Op::Readlink, true) => {
+                Some("Go client symlink cache: only the first call reaches the engine")
+            }
+            (Op::Newchunk, _) => {
+                Some("slice ids come in batches of 4096 as in JuiceFS: one counter round trip per 4096 calls")
+            }
+            (Op::Write, _) => Some("includes NewSlice; a fresh file every 1000 writes keeps chunks below compaction"),
+            (Op::Mkdir | Op::Mknod | Op::Create | Op::Symlink, _) => {
+                Some("inode ids come in batches of 1024, prefetched in the background as in JuiceFS")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Op {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let s = s.trim().to_ascii_lowercase();
+        Op::ALL
+            .iter()
+            .copied()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Op::ALL.iter().map(|o| o.name()).collect();
+                format!("unknown operation '{s}' (known: {})", names.join(", "))
+            })
+    }
+}
+
+/// The working state of one operation on one client: its directory, the file it works
+/// on, and the iteration counter.
+#[derive(Debug, Clone)]
+pub struct OpState {
+    op: Op,
+    /// The operation's own directory.
+    pub dir: Ino,
+    /// The file (or symlink) the operation works on, if any.
+    pub target: Ino,
+    /// Iterations done.
+    pub i: u64,
+    write_offset: u32,
+    writes_in_file: u64,
+    files: u64,
+    mode: u16,
+    xattr_value: [u8; 6],
+}
+
+fn name(prefix: &str, i: u64) -> Vec<u8> {
+    format!("{prefix}{i}").into_bytes()
+}
+
+impl OpState {
+    /// Untimed setup (`prepareParent` and the benchmark's preparation): creates
+    /// directory `dir_name` in `base` and whatever the operation needs inside it.
+    pub async fn setup(op: Op, meta: &mut dyn Meta, base: Ino, dir_name: &[u8]) -> Result<Self> {
+        let ctx = Ctx::root();
+        let (dir, _) = meta.mkdir(&ctx, base, dir_name, 0o755, 0).await?;
+        let mut s = OpState {
+            op,
+            dir,
+            target: 0,
+            i: 0,
+            write_offset: 0,
+            writes_in_file: 0,
+            files: 0,
+            mode: 0o644,
+            xattr_value: *b"value0",
+        };
+        match op {
+            Op::Mvdir => {
+                meta.mkdir(&ctx, dir, b"d0", 0o755, 0).await?;
+            }
+            Op::Resolve => {
+                let mut child = dir;
+                for _ in 0..5 {
+                    child = meta.mkdir(&ctx, child, b"d", 0o755, 0).await?.0;
+                }
+            }
+            Op::Readdir10 | Op::Readdir1k => {
+                let n = if op == Op::Readdir10 { 10 } else { 1000 };
+                for j in 0..n {
+                    meta.create(&ctx, dir, &name("f", j), 0o644, 0o022).await?;
+                }
+            }
+            Op::Rename => {
+                meta.create(&ctx, dir, b"f0", 0o644, 0o022).await?;
+            }
+            Op::Lookup | Op::Getattr | Op::Setattr | Op::Access => {
+                s.target = meta.create(&ctx, dir, b"file", 0o644, 0o022).await?.0;
+            }
+            Op::Setxattr | Op::Getxattr | Op::Removexattr | Op::Listxattr1 | Op::Listxattr10 => {
+                s.target = meta.create(&ctx, dir, b"fxattr", 0o644, 0o022).await?.0;
+                let n = match op {
+                    Op::Getxattr => 1,
+                    Op::Listxattr1 => 1,
+                    Op::Listxattr10 => 10,
+                    _ => 0,
+                };
+                for j in 0..n {
+                    let key = if op == Op::Getxattr {
+                        b"key".to_vec()
+                    } else {
+                        name("key", j)
+                    };
+                    meta.setxattr(s.target, &key, b"value", XattrFlags::Any)
+                        .await?;
+                }
+            }
+            Op::Link | Op::Symlink => {
+                s.target = meta.create(&ctx, dir, b"source", 0o644, 0o022).await?.0;
+            }
+            Op::Readlink => {
+                meta.create(&ctx, dir, b"source", 0o644, 0o022).await?;
+                s.target = meta
+                    .symlink(&ctx, dir, b"slink", b"/benchReadlink/source")
+                    .await?
+                    .0;
+            }
+            Op::Write => {
+                s.target = meta.create(&ctx, dir, b"file", 0o644, 0o022).await?.0;
+            }
+            Op::Read1 | Op::Read10 => {
+                s.target = meta.create(&ctx, dir, b"file", 0o644, 0o022).await?.0;
+                let n = if op == Op::Read1 { 1 } else { 10 };
+                for j in 0..n {
+                    let id = meta.new_slice().await?;
+                    let slice = Slice {
+                        pos: j * 1024,
+                        id,
+                        size: 1024,
+                        off: 0,
+                        len: 1024,
+                    };
+                    meta.write(s.target, 0, slice, Timestamp::now()).await?;
+                }
+            }
+            Op::Mkdir | Op::Rmdir | Op::Mknod | Op::Create | Op::Unlink | Op::Newchunk => {}
+        }
+        Ok(s)
+    }
+
+    /// Untimed preparation before each timed call (the Go benchmark's `StopTimer` blocks).
+    pub async fn prepare(&mut self, meta: &mut dyn Meta) -> Result<()> {
+        let ctx = Ctx::root();
+        match self.op {
+            Op::Rmdir => {
+                meta.mkdir(&ctx, self.dir, b"dir", 0o755, 0).await?;
+            }
+            Op::Unlink => {
+                meta.create(&ctx, self.dir, b"file", 0o644, 0o022).await?;
+            }
+            Op::Removexattr => {
+                meta.setxattr(self.target, b"key", b"value", XattrFlags::Any)
+                    .await?;
+            }
+            Op::Write if self.writes_in_file >= WRITES_PER_FILE => {
+                self.files += 1;
+                self.target = meta
+                    .create(&ctx, self.dir, &name("file", self.files), 0o644, 0o022)
+                    .await?
+                    .0;
+                self.writes_in_file = 0;
+                self.write_offset = 0;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The timed call, exactly as the Go benchmark makes it.
+    pub async fn call(&mut self, meta: &mut dyn Meta) -> Result<()> {
+        let ctx = Ctx::root();
+        let i = self.i;
+        self.i += 1;
+        let dir = self.dir;
+        match self.op {
+            Op::Mkdir => meta
+                .mkdir(&ctx, dir, &name("d", i), 0o755, 0)
+                .await
+                .map(drop),
+            Op::Mvdir => meta
+                .rename(&ctx, dir, &name("d", i), dir, &name("d", i + 1), 0)
+                .await
+                .map(drop),
+            Op::Rmdir => meta.rmdir(&ctx, dir, b"dir").await,
+            Op::Resolve => meta.resolve(&ctx, dir, b"d/d/d/d/d").await.map(drop),
+            Op::Readdir10 | Op::Readdir1k => meta.readdir(&ctx, dir, true).await.map(drop),
+            Op::Mknod => meta
+                .mknod(&ctx, dir, &name("f", i), FileType::File, 0o644, 0o022, 0)
+                .await
+                .map(drop),
+            Op::Create => meta
+                .create(&ctx, dir, &name("f", i), 0o644, 0o022)
+                .await
+                .map(drop),
+            Op::Rename => meta
+                .rename(&ctx, dir, &name("f", i), dir, &name("f", i + 1), 0)
+                .await
+                .map(drop),
+            Op::Unlink => meta.unlink(&ctx, dir, b"file").await,
+            Op::Lookup => meta.lookup(&ctx, dir, b"file").await.map(drop),
+            Op::Getattr => meta.getattr(self.target).await.map(drop),
+            Op::Setattr => {
+                self.mode ^= 1;
+                let set = SetAttr {
+                    mode: Some(self.mode),
+                    ..Default::default()
+                };
+                meta.setattr(&ctx, self.target, &set).await.map(drop)
+            }
+            Op::Access => {
+                let user = Ctx {
+                    uid: 1,
+                    gids: vec![1],
+                    pid: 100,
+                };
+                match meta.access(&user, self.target, 4).await {
+                    Ok(()) | Err(MetaError::Access) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            Op::Setxattr => {
+                self.xattr_value[5] = b'0' + (i % 10) as u8;
+                let value = self.xattr_value;
+                meta.setxattr(self.target, b"key", &value, XattrFlags::Any)
+                    .await
+            }
+            Op::Getxattr => meta.getxattr(self.target, b"key").await.map(drop),
+            Op::Removexattr => meta.removexattr(self.target, b"key").await,
+            Op::Listxattr1 | Op::Listxattr10 => meta.listxattr(self.target).await.map(drop),
+            Op::Link => meta
+                .link(&ctx, self.target, dir, &name("l", i))
+                .await
+                .map(drop),
+            Op::Symlink => meta
+                .symlink(&ctx, dir, &name("s", i), b"/benchSymlink/source")
+                .await
+                .map(drop),
+            Op::Readlink => meta.readlink(self.target).await.map(drop),
+            Op::Newchunk => meta.new_slice().await.map(drop),
+            Op::Write => {
+                let id = meta.new_slice().await?;
+                let slice = Slice {
+                    pos: self.write_offset,
+                    id,
+                    size: 1024,
+                    off: 0,
+                    len: 1024,
+                };
+                meta.write(self.target, 0, slice, Timestamp::now()).await?;
+                self.writes_in_file += 1;
+                self.write_offset += 1024;
+                if (self.write_offset + 1024) as u64 > CHUNK_SIZE {
+                    self.write_offset = 0;
+                }
+                Ok(())
+            }
+            Op::Read1 | Op::Read10 => meta.read(self.target, 0).await.map(drop),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for op in Op::ALL {
+            assert_eq!(op.name().parse::<Op>().unwrap(), op);
+        }
+        assert_eq!(" MKDIR ".parse::<Op>().unwrap(), Op::Mkdir);
+        let err = "mkdirs".parse::<Op>().unwrap_err();
+        assert!(err.contains("unknown operation 'mkdirs'") && err.contains("readdir_1k"));
+    }
+}

@@ -1,0 +1,173 @@
+//! The `ops` runner: every operation in turn on one client, as JuiceFS's Go benchmark
+//! runs them (untimed setup, timed calls), with an HdrHistogram per operation.
+
+use crate::catalog::{Op, OpState};
+use metabench_engine::namespace::remove_tree;
+use metabench_engine::{Meta, MetaError, Result};
+use metabench_report::histogram::{encode, new_latency_histogram};
+use metabench_report::OpResult;
+use metabench_schema::Ino;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How much of each operation to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// Exactly this many timed calls.
+    Iterations(u64),
+    /// Timed calls until their summed time reaches this (like `go test -benchtime`).
+    Duration(Duration),
+}
+
+/// Upper bound on calls in duration mode, so a very fast operation cannot run forever.
+const MAX_CALLS: u64 = 10_000_000;
+
+/// Consecutive failures after which an operation is abandoned.
+const MAX_CONSECUTIVE_ERRORS: u32 = 10;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct OpsConfig {
+    /// Operations, in order.
+    pub ops: Vec<Op>,
+    /// How much of each.
+    pub budget: Budget,
+    /// Whether sessions reproduce the Go client's caches (for the notes).
+    pub client_cache: bool,
+}
+
+/// Set when the user asked to stop (Ctrl-C); runners stop at the next call boundary.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    /// Asks every runner holding this flag to stop.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Runs the operations one after the other in directory `base`, each in a directory of
+/// its own that is removed afterwards. `progress` hears about each finished operation.
+/// Returns the results gathered so far when `stop` is set.
+pub async fn run_ops(
+    meta: &mut dyn Meta,
+    base: Ino,
+    config: &OpsConfig,
+    stop: &StopFlag,
+    mut progress: impl FnMut(&OpResult),
+) -> Result<Vec<OpResult>> {
+    let mut results = Vec::new();
+    for &op in &config.ops {
+        if stop.is_stopped() {
+            break;
+        }
+        let result = run_one(meta, base, op, config, stop).await?;
+        progress(&result);
+        results.push(result);
+    }
+    Ok(results)
+}
+
+async fn run_one(
+    meta: &mut dyn Meta,
+    base: Ino,
+    op: Op,
+    config: &OpsConfig,
+    stop: &StopFlag,
+) -> Result<OpResult> {
+    let dir_name = format!("bench-{}", op.name()).into_bytes();
+    let mut result = OpResult {
+        op: op.name().to_owned(),
+        note: op.note(config.client_cache).map(str::to_owned),
+        ..Default::default()
+    };
+    let mut state = match OpState::setup(op, meta, base, &dir_name).await {
+        Ok(s) => s,
+        Err(e) => {
+            result.skipped = Some(format!("setup failed: {e}"));
+            remove_tree(meta, base, &dir_name).await?;
+            return Ok(result);
+        }
+    };
+    meta.flush().await?;
+
+    let mut hist = new_latency_histogram();
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut round_trips, mut retries, mut calls) = (0u64, 0u64, 0u64);
+    let mut timed = Duration::ZERO;
+    let mut consecutive_errors = 0;
+    loop {
+        let done = match config.budget {
+            Budget::Iterations(n) => calls >= n,
+            Budget::Duration(d) => timed >= d || calls >= MAX_CALLS,
+        };
+        if done || stop.is_stopped() {
+            break;
+        }
+        state.prepare(meta).await?;
+        let before = meta.stats();
+        let start = Instant::now();
+        let outcome = state.call(meta).await;
+        let elapsed = start.elapsed();
+        let cost = meta.stats().since(&before);
+        calls += 1;
+        timed += elapsed;
+        round_trips += cost.round_trips;
+        retries += cost.retries;
+        match outcome {
+            Ok(()) => {
+                consecutive_errors = 0;
+                hist.saturating_record(elapsed.as_nanos() as u64);
+            }
+            Err(MetaError::NotSupported) if calls == 1 => {
+                result.skipped = Some(
+                    "ENOTSUP: JuiceFS answers this only with Lua scripts loaded by a mounted client; its benchmark skips it too"
+                        .to_owned(),
+                );
+                break;
+            }
+            Err(e) => {
+                *errors.entry(e.kind().to_owned()).or_default() += 1;
+                consecutive_errors += 1;
+                if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+                    result.skipped = Some(format!(
+                        "abandoned after {consecutive_errors} failures in a row: {e}"
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    meta.flush().await?;
+    remove_tree(meta, base, &dir_name).await?;
+
+    let ok = hist.len();
+    result.count = ok;
+    if ok > 0 {
+        result.mean_us = hist.mean() / 1000.0;
+        result.p50_us = us(hist.value_at_quantile(0.50));
+        result.p90_us = us(hist.value_at_quantile(0.90));
+        result.p99_us = us(hist.value_at_quantile(0.99));
+        result.p999_us = us(hist.value_at_quantile(0.999));
+        result.max_us = us(hist.max());
+        result.histogram = Some(encode(&hist));
+    }
+    if calls > 0 {
+        result.round_trips_per_op = round_trips as f64 / calls as f64;
+    }
+    result.retries = retries;
+    result.errors = errors;
+    Ok(result)
+}

@@ -1,0 +1,161 @@
+//! The results file: versioned JSON, written by every run and read by reports.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the results layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The engine a run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineInfo {
+    /// Engine family (`redis`, `mysql`, `postgres`, `sqlite`).
+    pub kind: String,
+    /// The meta URL with its password redacted.
+    pub url: String,
+    /// Server software and version.
+    pub version: String,
+    /// Durability settings read from the server.
+    pub durability: BTreeMap<String, String>,
+    /// Whether the run used a volume metabench formatted (`false`: `--existing`).
+    pub formatted_by_metabench: bool,
+}
+
+/// The machine metabench ran on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// Logical CPUs.
+    pub cores: usize,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+    /// Operating system and kernel.
+    pub os: String,
+}
+
+impl HostInfo {
+    /// Reads the facts of this machine.
+    pub fn detect() -> Self {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let memory_bytes = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or(0);
+        let pretty = read("/etc/os-release")
+            .lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|s| s.trim_matches('"').to_owned())
+            .unwrap_or_else(|| std::env::consts::OS.to_owned());
+        let kernel = read("/proc/sys/kernel/osrelease").trim().to_owned();
+        Self {
+            hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_bytes,
+            os: if kernel.is_empty() {
+                pretty
+            } else {
+                format!("{pretty}, Linux {kernel}")
+            },
+        }
+    }
+}
+
+/// What an `ops` run was asked to do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpsPlan {
+    /// Operations, in run order.
+    pub ops: Vec<String>,
+    /// Timed calls per operation, when fixed.
+    pub iterations: Option<u64>,
+    /// Timed time per operation in seconds, when fixed.
+    pub duration_s: Option<f64>,
+    /// Whether the Go client's caches were reproduced (`--client-cache`).
+    pub client_cache: bool,
+}
+
+/// Figures of one operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpResult {
+    /// Operation name as in JuiceFS's benchmark (`mkdir`, `readdir_1k`, …).
+    pub op: String,
+    /// Timed calls that succeeded.
+    pub count: u64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// Median latency, µs.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// Slowest call, µs.
+    pub max_us: f64,
+    /// Round trips to the engine per timed call (Redis requests, SQL statements).
+    pub round_trips_per_op: f64,
+    /// Transaction retries after conflicts, in total.
+    pub retries: u64,
+    /// Failed calls by error kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Why the operation did not run, if it did not.
+    pub skipped: Option<String>,
+    /// How metabench ran it where that differs from a plain call (caches, id batches).
+    pub note: Option<String>,
+    /// The latency histogram (HdrHistogram V2, base64).
+    pub histogram: Option<String>,
+}
+
+/// The results of `metabench ops`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpsResults {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `ops`.
+    pub kind: String,
+    /// metabench version.
+    pub metabench_version: String,
+    /// Git commit metabench was built from, if known.
+    pub git_commit: Option<String>,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// The engine measured.
+    pub engine: EngineInfo,
+    /// The machine.
+    pub host: HostInfo,
+    /// The plan.
+    pub plan: OpsPlan,
+    /// Per-operation figures, in run order.
+    pub results: Vec<OpResult>,
+    /// Whether the run was stopped early (Ctrl-C).
+    pub interrupted: bool,
+}
+
+impl OpsResults {
+    /// Reads a results file, checking its kind and version.
+    pub fn from_json(s: &str) -> Result<Self, String> {
+        let r: Self =
+            serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
+        if r.kind != "ops" {
+            return Err(format!(
+                "results file holds a '{}' run, not an 'ops' run",
+                r.kind
+            ));
+        }
+        if r.schema_version > SCHEMA_VERSION {
+            return Err(format!(
+                "results schema version {} is newer than this metabench understands ({SCHEMA_VERSION})",
+                r.schema_version
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The result of one operation.
+    pub fn get(&self, op: &str) -> Option<&OpResult> {
+        self.results.iter().find(|r| r.op == op)
+    }
+}
