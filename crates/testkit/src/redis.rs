@@ -1,0 +1,278 @@
+//! Private `redis-server` processes, one per test, and a tiny synchronous RESP client.
+
+use crate::util::temp_dir;
+use crate::PASSWORD;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `redis-server` of the test's own on a free 127.0.0.1 port, with a password, no
+/// persistence (`--save ''`, `--appendonly no`) and 64 databases. Nothing else talks to
+/// it, so `INFO commandstats` deltas count exactly what the test sent.
+///
+/// Dropping it kills the process (by its PID) and removes its temp dir.
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// Spawns the server and waits (up to 20 s) until it answers `PING`.
+    ///
+    /// Panics when `redis-server` is missing (run `scripts/test.sh`, which installs it)
+    /// or does not come up.
+    pub fn start() -> RedisServer {
+        let mut last_log = String::new();
+        for _ in 0..10 {
+            let dir = temp_dir();
+            let port = free_port();
+            let mut cmd = Command::new("redis-server");
+            cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--requirepass", PASSWORD])
+                .args(["--save", "", "--appendonly", "no", "--databases", "64"])
+                .arg("--dir")
+                .arg(dir.path())
+                .arg("--pidfile")
+                .arg(dir.path().join("redis.pid"))
+                .arg("--logfile")
+                .arg(dir.path().join("redis.log"))
+                .args(["--daemonize", "no"])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = cmd.spawn().unwrap_or_else(|e| {
+                panic!("cannot spawn redis-server ({e}): run the tests with scripts/test.sh, which installs it")
+            });
+            let mut server = RedisServer { child, port, dir };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    // Exited: most likely another process took the port meanwhile.
+                    last_log = std::fs::read_to_string(server.dir.path().join("redis.log"))
+                        .unwrap_or_default();
+                    break;
+                }
+                if let Ok(Resp::Simple(s)) = server.try_command(&["PING"]) {
+                    if s == "PONG" {
+                        return server;
+                    }
+                }
+                if Instant::now() > deadline {
+                    let log = std::fs::read_to_string(server.dir.path().join("redis.log"))
+                        .unwrap_or_default();
+                    panic!("redis-server on port {port} did not answer PING in 20 s:\n{log}");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("redis-server did not start after 10 attempts; last log:\n{last_log}");
+    }
+
+    /// The meta URL of database `db`: `redis://:PASSWORD@127.0.0.1:PORT/db`.
+    pub fn url(&self, db: u32) -> String {
+        format!("redis://:{PASSWORD}@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The password (`requirepass`).
+    pub fn password(&self) -> &str {
+        PASSWORD
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends one command on a fresh authenticated connection and returns the reply
+    /// (a server error is `Resp::Error`). Panics on I/O errors.
+    ///
+    /// Each call also runs `AUTH`, which `INFO commandstats` counts as `auth`.
+    pub fn command(&self, args: &[&str]) -> Resp {
+        self.try_command(args)
+            .unwrap_or_else(|e| panic!("redis {args:?} on port {}: {e}", self.port))
+    }
+
+    fn try_command(&self, args: &[&str]) -> std::io::Result<Resp> {
+        let stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut w = stream.try_clone()?;
+        let mut r = BufReader::new(stream);
+        w.write_all(&encode(&["AUTH", PASSWORD]))?;
+        w.write_all(&encode(args))?;
+        if let Resp::Error(e) = read_resp(&mut r)? {
+            return Err(std::io::Error::other(format!("AUTH: {e}")));
+        }
+        read_resp(&mut r)
+    }
+
+    /// `INFO commandstats` as `command -> calls` (lower-case names, e.g. `"hget"`,
+    /// `"exec"`; subcommands as `"client|setname"`).
+    ///
+    /// The `INFO` (and `AUTH`) of this call are counted too: take the difference of two
+    /// snapshots and ignore `info` and `auth`, or call [`RedisServer::reset_stats`] first.
+    pub fn commandstats(&self) -> BTreeMap<String, u64> {
+        let text = match self.command(&["INFO", "commandstats"]) {
+            Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("INFO commandstats answered {other:?}"),
+        };
+        parse_commandstats(&text)
+    }
+
+    /// `CONFIG RESETSTAT`: zeroes the command statistics.
+    pub fn reset_stats(&self) {
+        match self.command(&["CONFIG", "RESETSTAT"]) {
+            Resp::Simple(_) => {}
+            other => panic!("CONFIG RESETSTAT answered {other:?}"),
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl std::fmt::Debug for RedisServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisServer")
+            .field("port", &self.port)
+            .field("pid", &self.child.id())
+            .field("dir", &self.dir.path())
+            .finish()
+    }
+}
+
+/// A Redis reply (RESP2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resp {
+    /// `+OK`.
+    Simple(String),
+    /// `-ERR …`.
+    Error(String),
+    /// `:42`.
+    Integer(i64),
+    /// `$…`; `None` is the nil bulk string.
+    Bulk(Option<Vec<u8>>),
+    /// `*…`; `None` is the nil array.
+    Array(Option<Vec<Resp>>),
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot find a free port on 127.0.0.1")
+}
+
+fn encode(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+fn read_resp<R: BufRead>(r: &mut R) -> std::io::Result<Resp> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)?;
+    if line.len() < 3 || !line.ends_with(b"\r\n") {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed",
+        ));
+    }
+    let body = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    Ok(match line[0] {
+        b'+' => Resp::Simple(body),
+        b'-' => Resp::Error(body),
+        b':' => Resp::Integer(body.parse().map_err(|_| bad("bad integer"))?),
+        b'$' => {
+            let n: i64 = body.parse().map_err(|_| bad("bad bulk length"))?;
+            if n < 0 {
+                Resp::Bulk(None)
+            } else {
+                let mut buf = vec![0; n as usize + 2];
+                r.read_exact(&mut buf)?;
+                buf.truncate(n as usize);
+                Resp::Bulk(Some(buf))
+            }
+        }
+        b'*' => {
+            let n: i64 = body.parse().map_err(|_| bad("bad array length"))?;
+            if n < 0 {
+                Resp::Array(None)
+            } else {
+                let mut items = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    items.push(read_resp(r)?);
+                }
+                Resp::Array(Some(items))
+            }
+        }
+        _ => return Err(bad("unknown reply type")),
+    })
+}
+
+/// Parses `cmdstat_hget:calls=3,usec=…` lines.
+fn parse_commandstats(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let calls = rest
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resp_round_trip() {
+        assert_eq!(encode(&["GET", "k"]), b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+        let mut r = &b"*3\r\n+OK\r\n$-1\r\n*2\r\n:7\r\n$2\r\nab\r\n-ERR x\r\n"[..];
+        assert_eq!(
+            read_resp(&mut r).unwrap(),
+            Resp::Array(Some(vec![
+                Resp::Simple("OK".into()),
+                Resp::Bulk(None),
+                Resp::Array(Some(vec![
+                    Resp::Integer(7),
+                    Resp::Bulk(Some(b"ab".to_vec()))
+                ])),
+            ]))
+        );
+        assert_eq!(read_resp(&mut r).unwrap(), Resp::Error("ERR x".into()));
+        assert!(read_resp(&mut r).is_err());
+    }
+
+    #[test]
+    fn commandstats_lines() {
+        let s = "# Commandstats\r\ncmdstat_hget:calls=3,usec=10,usec_per_call=3.33,rejected_calls=0,failed_calls=0\r\ncmdstat_client|setname:calls=1,usec=1\r\n";
+        let m = parse_commandstats(s);
+        assert_eq!(m["hget"], 3);
+        assert_eq!(m["client|setname"], 1);
+        assert_eq!(m.len(), 2);
+    }
+}
