@@ -11,6 +11,7 @@ pub mod entry;
 pub mod format;
 pub mod redis_keys;
 pub mod slice;
+pub mod sql;
 pub mod tkv;
 
 pub use attr::{align4k, Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
