@@ -1,0 +1,1693 @@
+//! The [`Meta`] operations on Redis, command for command as `redis.go` and `base.go` send
+//! them (reference §5.2), with the Go benchmark's configuration.
+
+use super::txn::{txn, Conn, TxErr};
+use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::{Meta, MetaError, Result, SessionStats};
+use async_trait::async_trait;
+use metabench_schema::redis_keys::{names, RedisKeys};
+use metabench_schema::{
+    align4k, Attr, Dentry, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE, ROOT_INODE,
+    TRASH_INODE,
+};
+use redis::aio::MultiplexedConnection;
+use redis::cmd;
+use std::collections::HashMap;
+use tokio::task::JoinHandle;
+
+/// `FlagImmutable`.
+const FLAG_IMMUTABLE: u8 = 1;
+/// `FlagAppend`.
+const FLAG_APPEND: u8 = 2;
+/// `FlagSkipTrash`.
+const FLAG_SKIP_TRASH: u8 = 1 << 5;
+/// `MODE_MASK_W | MODE_MASK_X`.
+const MASK_WX: u16 = 2 | 1;
+/// The name of the trash directory under the root.
+const TRASH_NAME: &[u8] = b".trash";
+/// `MaxSymlink`.
+const MAX_SYMLINK: usize = 4096;
+/// Attributes fetched per MGET by readdir (`batchSize`).
+pub(super) const READDIR_BATCH: usize = 4096;
+/// Entries kept in the client-side caches before they are dropped wholesale.
+const CACHE_LIMIT: usize = 100_000;
+/// `RenameNoReplace`.
+const RENAME_NOREPLACE: u32 = 1;
+/// `RenameExchange`.
+const RENAME_EXCHANGE: u32 = 2;
+/// `RenameWhiteout`.
+const RENAME_WHITEOUT: u32 = 4;
+/// `RenameRestore` (internal).
+const RENAME_RESTORE: u32 = 1 << 5;
+
+/// One JuiceFS client on a Redis volume: its own connection, inode and slice id ranges,
+/// buffered dir stats, pending deleted files and (optionally) client-side caches.
+pub struct RedisSession {
+    pub(super) conn: Conn,
+    /// Shared connection for the background inode prefetch (not counted).
+    bg: MultiplexedConnection,
+    pub(super) keys: RedisKeys,
+    pub(super) format: Format,
+    client_cache: bool,
+    pub(super) retries: u64,
+    inodes: IdRange,
+    prefetch: Option<JoinHandle<Option<IdRange>>>,
+    /// `inodeNeedPrefetch`: ids left when the next batch is fetched in the background.
+    prefetch_at: u64,
+    slice_next: u64,
+    slice_end: u64,
+    pub(super) dir_stats: DirStatBuffer,
+    /// Files whose data is still to be freed: (inode, length).
+    pub(super) deleted: Vec<(Ino, u64)>,
+    /// Writes to hard-linked files whose parents' dir stats are still to be updated:
+    /// (inode, length delta, space delta).
+    pub(super) link_writes: Vec<(Ino, i64, i64)>,
+    /// `dirParents`: directory → parent, for the quota walk.
+    dir_parents: HashMap<Ino, Ino>,
+    chunks: HashMap<(Ino, u32), Vec<Slice>>,
+    symlinks: HashMap<Ino, Vec<u8>>,
+}
+
+/// Whether an inode is the trash or inside it (`Ino.IsTrash`).
+fn is_trash(ino: Ino) -> bool {
+    ino >= TRASH_INODE
+}
+
+/// `checkInodeName`.
+fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        Err(MetaError::Invalid)
+    } else {
+        Ok(())
+    }
+}
+
+/// An attribute that carries only a type, as JuiceFS fills entries it has not read.
+pub(super) fn bare_attr(typ: FileType) -> Attr {
+    Attr {
+        flags: 0,
+        typ,
+        mode: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        atime: Timestamp::default(),
+        mtime: Timestamp::default(),
+        ctime: Timestamp::default(),
+        nlink: 0,
+        length: 0,
+        parent: 0,
+        access_acl: 0,
+        default_acl: 0,
+        tier: 0,
+    }
+}
+
+/// `baseMeta.Access` on an attribute already read (mode bits; root may do anything).
+fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
+    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
+        Ok(())
+    } else {
+        Err(MetaError::Access)
+    }
+}
+
+fn decode(buf: &[u8]) -> std::result::Result<Attr, TxErr> {
+    Ok(Attr::decode(buf)?)
+}
+
+fn touch(attr: &mut Attr, now: Timestamp) {
+    attr.mtime = now;
+    attr.ctime = now;
+}
+
+/// An id range `[v+1-batch, v+1)` from Redis's `INCRBY` answer `v` (the last id taken).
+fn range_from_last(v: i64, batch: u64) -> IdRange {
+    let end = v as u64 + 1;
+    IdRange::new(end.saturating_sub(batch), end)
+}
+
+/// What a mknod transaction found or made.
+enum Made {
+    New(Attr),
+    /// The name exists: its inode and attribute (read only for files and directories).
+    Existing(Ino, Option<Attr>),
+}
+
+impl RedisSession {
+    pub(super) fn new(
+        conn: Conn,
+        bg: MultiplexedConnection,
+        keys: RedisKeys,
+        format: Format,
+        opts: &SessionOptions,
+    ) -> Self {
+        // utils.JitterIt(inodeBatch * 0.1): ±5 %.
+        let base = INODE_BATCH as f64 * 0.1;
+        let prefetch_at = (base + base * (rand::random::<f64>() * 0.1 - 0.05)) as u64;
+        Self {
+            conn,
+            bg,
+            keys,
+            format,
+            client_cache: opts.client_cache,
+            retries: 0,
+            inodes: IdRange::default(),
+            prefetch: None,
+            prefetch_at,
+            slice_next: 0,
+            slice_end: 0,
+            dir_stats: DirStatBuffer::default(),
+            deleted: Vec::new(),
+            link_writes: Vec::new(),
+            dir_parents: HashMap::new(),
+            chunks: HashMap::new(),
+            symlinks: HashMap::new(),
+        }
+    }
+
+    /// The volume format this session loaded at start.
+    pub fn format(&self) -> &Format {
+        &self.format
+    }
+
+    fn named(&self, name: &str) -> String {
+        self.keys.named(name)
+    }
+
+    /// `updateDirStat`: buffered until [`Meta::flush`], only when the volume keeps them.
+    pub(super) fn update_dir_stat(&mut self, ino: Ino, length: i64, space: i64, inodes: i64) {
+        if self.format.dir_stats {
+            self.dir_stats.update(ino, length, space, inodes);
+        }
+    }
+
+    /// `nextInode`: hands out the local range; fetches the next one in the background when
+    /// about 10 % is left (`prefetchInodes`, not counted), inline when it is exhausted.
+    async fn next_inode(&mut self) -> Result<Ino> {
+        loop {
+            if let Some(id) = self.inodes.take() {
+                if self.prefetch.is_none() && self.inodes.left() <= self.prefetch_at {
+                    let mut bg = self.bg.clone();
+                    let key = self.named(names::NEXT_INODE);
+                    self.prefetch = Some(tokio::spawn(async move {
+                        let v: i64 = cmd("INCRBY")
+                            .arg(key)
+                            .arg(INODE_BATCH)
+                            .query_async(&mut bg)
+                            .await
+                            .map_err(|e| tracing::warn!("prefetch inodes: {e}"))
+                            .ok()?;
+                        Some(range_from_last(v, INODE_BATCH))
+                    }));
+                }
+                return Ok(id);
+            }
+            // Exhausted: wait for the prefetch (prefetchMu), else allocate inline.
+            if let Some(h) = self.prefetch.take() {
+                if let Ok(Some(r)) = h.await {
+                    self.inodes = r;
+                    continue;
+                }
+            }
+            let v: i64 = self
+                .conn
+                .query(
+                    cmd("INCRBY")
+                        .arg(self.named(names::NEXT_INODE))
+                        .arg(INODE_BATCH),
+                )
+                .await?;
+            self.inodes = range_from_last(v, INODE_BATCH);
+            // This range came inline: a new prefetch may be started from it.
+        }
+    }
+
+    /// `baseMeta.GetAttr` (plain `GET i{ino}`), caching a directory's parent.
+    async fn get_attr(&mut self, ino: Ino) -> Result<Attr> {
+        let buf: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("GET").arg(self.keys.inode(ino)))
+            .await?;
+        let attr = match buf {
+            Some(b) => Attr::decode(&b)?,
+            None if ino == ROOT_INODE || ino == TRASH_INODE => {
+                // GetAttr answers for the root and the trash even without a record.
+                let mut a = bare_attr(FileType::Directory);
+                a.mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
+                a.nlink = 2;
+                a.length = 4096;
+                a.parent = ROOT_INODE;
+                a
+            }
+            None => return Err(MetaError::NotFound),
+        };
+        if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
+            self.dir_parents.insert(ino, attr.parent);
+        }
+        Ok(attr)
+    }
+
+    /// The walk up the directory tree that `checkDirQuota` / `updateDirQuota` /
+    /// `getQuotaParent` do when DirStats is on: each ancestor missing from `dirParents`
+    /// costs a GetAttr. With no quotas nothing else happens.
+    pub(super) async fn quota_walk(&mut self, mut ino: Ino) {
+        if !self.format.dir_stats {
+            return;
+        }
+        for _ in 0..4096 {
+            if ino <= ROOT_INODE {
+                return;
+            }
+            ino = match self.dir_parents.get(&ino) {
+                Some(p) => *p,
+                None => match self.get_attr(ino).await {
+                    Ok(a) => a.parent,
+                    Err(e) => {
+                        tracing::debug!("get directory parent of inode {ino}: {e}");
+                        return;
+                    }
+                },
+            };
+        }
+    }
+
+    /// `baseMeta.Mknod` + `redisMeta.doMknod`.
+    #[allow(clippy::too_many_arguments)]
+    async fn mknod_inner(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        target: &[u8],
+    ) -> Result<(Ino, Made)> {
+        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        if name == b"." || name == b".." {
+            return Err(MetaError::Exists);
+        }
+        check_name(name)?;
+        self.quota_walk(parent).await; // checkQuota → checkDirQuota(parent)
+        let ino = self.next_inode().await?;
+        let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
+        let kn = self.keys.inode(ino);
+        let keys = self.keys.clone();
+        let made = txn!(self, vec![ki.clone(), kd.clone()], |c| {
+            let pbuf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
+            let mut pattr = decode(&pbuf.ok_or(MetaError::NotFound)?)?;
+            // inheritGid (Linux): a set-gid parent passes its group on.
+            let gid = if pattr.mode & 0o2000 != 0 {
+                pattr.gid
+            } else {
+                ctx.gid()
+            };
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let found: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            if let Some(buf) = found {
+                let d = Dentry::decode(&buf)?;
+                let mut existing = None;
+                if typ == FileType::File || typ == FileType::Directory {
+                    let a: Option<Vec<u8>> = c.query(cmd("GET").arg(keys.inode(d.inode))).await?;
+                    existing = Some(match a {
+                        Some(b) => decode(&b)?,
+                        None => {
+                            let mut a = bare_attr(d.typ);
+                            a.parent = parent;
+                            a
+                        }
+                    });
+                }
+                return Ok(Made::Existing(d.inode, existing));
+            }
+            let now = Timestamp::now();
+            let (nlink, length) = match typ {
+                FileType::Directory => (2, 4096),
+                FileType::Symlink => (1, target.len() as u64),
+                _ => (1, 0),
+            };
+            let mut m = mode & 0o7777 & !umask;
+            // inheritMode (Linux).
+            if pattr.mode & 0o2000 != 0 {
+                if typ == FileType::Directory {
+                    m |= 0o2000;
+                } else if m & 0o2010 == 0o2010 && ctx.uid != 0 && !ctx.gids.contains(&pattr.gid) {
+                    m &= !0o2000;
+                }
+            }
+            let attr = Attr {
+                flags: pattr.flags & FLAG_SKIP_TRASH,
+                typ,
+                mode: m,
+                uid: ctx.uid,
+                gid,
+                rdev: if matches!(typ, FileType::Directory | FileType::Symlink) {
+                    0
+                } else {
+                    rdev
+                },
+                atime: now,
+                mtime: now,
+                ctime: now,
+                nlink,
+                length,
+                parent,
+                access_acl: 0,
+                default_acl: 0,
+                tier: pattr.tier,
+            };
+            let mut update_parent = false;
+            if typ == FileType::Directory {
+                pattr.nlink += 1;
+                update_parent = true;
+            }
+            if update_parent || now >= pattr.mtime {
+                touch(&mut pattr, now);
+                update_parent = true;
+            }
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("SET").arg(&kn).arg(attr.encode());
+            if update_parent {
+                p.cmd("SET").arg(&ki).arg(pattr.encode());
+            }
+            if typ == FileType::Symlink {
+                p.cmd("SET").arg(keys.symlink(ino)).arg(target);
+            }
+            p.cmd("HSET")
+                .arg(&kd)
+                .arg(name)
+                .arg(&Dentry { typ, inode: ino }.encode()[..]);
+            if typ == FileType::Directory {
+                let field = ino.to_string();
+                for h in [
+                    names::DIR_USED_INODES,
+                    names::DIR_DATA_LENGTH,
+                    names::DIR_USED_SPACE,
+                ] {
+                    p.cmd("HSET").arg(keys.named(h)).arg(&field).arg("0");
+                }
+            }
+            p.cmd("INCRBY")
+                .arg(keys.named(names::USED_SPACE))
+                .arg(align4k(0));
+            p.cmd("INCR").arg(keys.named(names::TOTAL_INODES));
+            c.exec(&p).await?;
+            Ok(Made::New(attr))
+        })?;
+        if let Made::New(_) = made {
+            self.update_dir_stat(parent, 0, align4k(0), 1);
+            self.quota_walk(parent).await; // updateDirQuota
+            if typ == FileType::Directory {
+                self.dir_parents.insert(ino, parent);
+            }
+            Ok((ino, made))
+        } else {
+            Ok((0, made))
+        }
+    }
+
+    fn forget_chunks(&mut self, ino: Ino) {
+        if !self.chunks.is_empty() {
+            self.chunks.retain(|(i, _), _| *i != ino);
+        }
+    }
+}
+
+#[async_trait]
+impl Meta for RedisSession {
+    async fn mkdir(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        let (ino, made) = self
+            .mknod_inner(ctx, parent, name, FileType::Directory, mode, umask, 0, b"")
+            .await?;
+        match made {
+            Made::New(a) => Ok((ino, a)),
+            Made::Existing(..) => Err(MetaError::Exists),
+        }
+    }
+
+    async fn mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+    ) -> Result<(Ino, Attr)> {
+        if typ == FileType::Symlink {
+            // A symlink needs a target: use `symlink`.
+            return Err(MetaError::Invalid);
+        }
+        let (ino, made) = self
+            .mknod_inner(ctx, parent, name, typ, mode, umask, rdev, b"")
+            .await?;
+        match made {
+            Made::New(a) => Ok((ino, a)),
+            Made::Existing(..) => Err(MetaError::Exists),
+        }
+    }
+
+    /// `Create` with flags 0, as the Go benchmark calls it: an existing regular file is
+    /// not an error (no `O_EXCL`), its inode and attributes are returned.
+    async fn create(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        let (ino, made) = self
+            .mknod_inner(ctx, parent, name, FileType::File, mode, umask, 0, b"")
+            .await?;
+        match made {
+            Made::New(a) => Ok((ino, a)),
+            Made::Existing(ino, Some(a)) if a.typ == FileType::File => Ok((ino, a)),
+            Made::Existing(..) => Err(MetaError::Exists),
+        }
+    }
+
+    async fn symlink(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+    ) -> Result<(Ino, Attr)> {
+        if target.is_empty() || target.len() > MAX_SYMLINK || target.contains(&0) {
+            return Err(MetaError::Invalid);
+        }
+        let (ino, made) = self
+            .mknod_inner(ctx, parent, name, FileType::Symlink, 0o777, 0, 0, target)
+            .await?;
+        match made {
+            Made::New(a) => Ok((ino, a)),
+            Made::Existing(..) => Err(MetaError::Exists),
+        }
+    }
+
+    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        check_name(name)?;
+        if name == b"." || name == b".." {
+            return Err(MetaError::Exists);
+        }
+        let attr = self.get_attr(ino).await?;
+        if attr.typ == FileType::Directory {
+            return Err(MetaError::Perm);
+        }
+        self.quota_walk(parent).await; // checkDirQuota(parent)
+        let (ki, kd, kn) = (
+            self.keys.inode(parent),
+            self.keys.entries(parent),
+            self.keys.inode(ino),
+        );
+        let kp = self.keys.parents(ino);
+        let iattr = txn!(self, vec![ki.clone(), kd.clone(), kn.clone()], |c| {
+            let rs: Vec<Option<Vec<u8>>> = c.query(cmd("MGET").arg(&ki).arg(&kn)).await?;
+            let (Some(pb), Some(ib)) = (&rs[0], &rs[1]) else {
+                return Err(MetaError::NotFound.into());
+            };
+            let mut pattr = decode(pb)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let update_parent = now >= pattr.mtime;
+            if update_parent {
+                touch(&mut pattr, now);
+            }
+            let mut iattr = decode(ib)?;
+            if iattr.typ == FileType::Directory {
+                return Err(MetaError::Perm.into());
+            }
+            if iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let old_parent = iattr.parent;
+            iattr.parent = 0;
+            iattr.ctime = now;
+            iattr.nlink += 1;
+            let exists: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            if exists.is_some() {
+                return Err(MetaError::Exists.into());
+            }
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("HSET").arg(&kd).arg(name).arg(
+                &Dentry {
+                    typ: iattr.typ,
+                    inode: ino,
+                }
+                .encode()[..],
+            );
+            if update_parent {
+                p.cmd("SET").arg(&ki).arg(pattr.encode());
+            }
+            p.cmd("SET").arg(&kn).arg(iattr.encode());
+            if old_parent > 0 {
+                p.cmd("HINCRBY").arg(&kp).arg(old_parent.to_string()).arg(1);
+            }
+            p.cmd("HINCRBY").arg(&kp).arg(parent.to_string()).arg(1);
+            c.exec(&p).await?;
+            Ok(iattr)
+        })?;
+        self.update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
+        self.quota_walk(parent).await; // updateDirQuota
+        Ok(iattr)
+    }
+
+    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
+            return Err(MetaError::Perm);
+        }
+        let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
+        let keys = self.keys.clone();
+        let (typ, ino, attr) = txn!(self, vec![ki.clone(), kd.clone()], |c| {
+            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
+            if d.typ == FileType::Directory {
+                return Err(MetaError::Perm.into());
+            }
+            let kn = keys.inode(d.inode);
+            c.watch(std::slice::from_ref(&kn)).await?;
+            let rs: Vec<Option<Vec<u8>>> = c.query(cmd("MGET").arg(&ki).arg(&kn)).await?;
+            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let update_parent = !is_trash(parent) && now >= pattr.mtime;
+            if update_parent {
+                touch(&mut pattr, now);
+            }
+            let mut attr = None;
+            if let Some(b) = &rs[1] {
+                let mut a = decode(b)?;
+                if ctx.uid != 0
+                    && pattr.mode & 0o1000 != 0
+                    && ctx.uid != pattr.uid
+                    && ctx.uid != a.uid
+                {
+                    return Err(MetaError::Access.into());
+                }
+                if a.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    return Err(MetaError::Perm.into());
+                }
+                a.ctime = now;
+                a.nlink = a.nlink.saturating_sub(1);
+                attr = Some(a);
+            } else {
+                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
+            }
+            // A missing attribute reads as JuiceFS's zero Attr: nlink 0, parent 0.
+            let (nlink, aparent, length) = attr
+                .as_ref()
+                .map_or((0, 0, 0), |a| (a.nlink, a.parent, a.length));
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("HDEL").arg(&kd).arg(name);
+            if update_parent {
+                p.cmd("SET").arg(&ki).arg(pattr.encode());
+            }
+            if nlink > 0 {
+                let a = attr.as_ref().expect("nlink > 0 only with an attribute");
+                p.cmd("SET").arg(&kn).arg(a.encode());
+                if aparent == 0 {
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(d.inode))
+                        .arg(parent.to_string())
+                        .arg(-1);
+                }
+            } else {
+                match d.typ {
+                    FileType::File => {
+                        p.cmd("ZADD")
+                            .arg(keys.named(names::DEL_FILES))
+                            .arg(now.sec)
+                            .arg(RedisKeys::delfile_member(d.inode, length));
+                        p.cmd("DEL").arg(&kn);
+                        p.cmd("INCRBY")
+                            .arg(keys.named(names::USED_SPACE))
+                            .arg(-align4k(length));
+                        p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+                    }
+                    other => {
+                        if other == FileType::Symlink {
+                            p.cmd("DEL").arg(keys.symlink(d.inode));
+                        }
+                        p.cmd("DEL").arg(&kn);
+                        p.cmd("INCRBY")
+                            .arg(keys.named(names::USED_SPACE))
+                            .arg(-align4k(0));
+                        p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+                    }
+                }
+                p.cmd("DEL").arg(keys.xattr(d.inode));
+                if aparent == 0 {
+                    p.cmd("DEL").arg(keys.parents(d.inode));
+                }
+            }
+            c.exec(&p).await?;
+            Ok((d.typ, d.inode, attr))
+        })?;
+        let (nlink, length, atyp) = attr
+            .as_ref()
+            .map_or((0, 0, None), |a| (a.nlink, a.length, Some(a.typ)));
+        if typ == FileType::File && nlink == 0 {
+            self.deleted.push((ino, length));
+            self.forget_chunks(ino);
+        }
+        let diff = if atyp == Some(FileType::File) {
+            length
+        } else {
+            0
+        };
+        self.update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
+        if !is_trash(parent) {
+            self.quota_walk(parent).await;
+        }
+        Ok(())
+    }
+
+    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        if name == b"." {
+            return Err(MetaError::Invalid);
+        }
+        if name == b".." {
+            return Err(MetaError::NotEmpty);
+        }
+        if (parent == ROOT_INODE && name == TRASH_NAME)
+            || parent == TRASH_INODE
+            || (is_trash(parent) && ctx.uid != 0)
+        {
+            return Err(MetaError::Perm);
+        }
+        let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
+        let keys = self.keys.clone();
+        let ino = txn!(self, vec![ki.clone(), kd.clone()], |c| {
+            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
+            if d.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            let (kn, kdn) = (keys.inode(d.inode), keys.entries(d.inode));
+            c.watch(&[kn.clone(), kdn.clone()]).await?;
+            let rs: Vec<Option<Vec<u8>>> = c.query(cmd("MGET").arg(&ki).arg(&kn)).await?;
+            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            pattr.nlink = pattr.nlink.saturating_sub(1);
+            touch(&mut pattr, now);
+            let cnt: u64 = c.query(cmd("HLEN").arg(&kdn)).await?;
+            if cnt > 0 {
+                return Err(MetaError::NotEmpty.into());
+            }
+            if let Some(b) = &rs[1] {
+                let a = decode(b)?;
+                if ctx.uid != 0
+                    && pattr.mode & 0o1000 != 0
+                    && ctx.uid != pattr.uid
+                    && ctx.uid != a.uid
+                {
+                    return Err(MetaError::Access.into());
+                }
+            } else {
+                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
+            }
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("HDEL").arg(&kd).arg(name);
+            if !is_trash(parent) {
+                p.cmd("SET").arg(&ki).arg(pattr.encode());
+            }
+            p.cmd("DEL").arg(&kn);
+            p.cmd("DEL").arg(keys.xattr(d.inode));
+            p.cmd("INCRBY")
+                .arg(keys.named(names::USED_SPACE))
+                .arg(-align4k(0));
+            p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+            let field = d.inode.to_string();
+            for h in [
+                names::DIR_DATA_LENGTH,
+                names::DIR_USED_SPACE,
+                names::DIR_USED_INODES,
+                names::DIR_QUOTA,
+                names::DIR_QUOTA_USED_SPACE,
+                names::DIR_QUOTA_USED_INODES,
+            ] {
+                p.cmd("HDEL").arg(keys.named(h)).arg(&field);
+            }
+            c.exec(&p).await?;
+            Ok(d.inode)
+        })?;
+        if !is_trash(parent) {
+            self.dir_parents.remove(&ino);
+        }
+        self.update_dir_stat(parent, 0, -align4k(0), -1);
+        if !is_trash(parent) {
+            self.quota_walk(parent).await;
+        }
+        Ok(())
+    }
+
+    async fn rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        let (ps, pd) = (parent_src, parent_dst);
+        if (ps == ROOT_INODE && name_src == TRASH_NAME)
+            || (pd == ROOT_INODE && name_dst == TRASH_NAME)
+        {
+            return Err(MetaError::Perm);
+        }
+        if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
+            return Err(MetaError::Perm);
+        }
+        check_name(name_dst)?;
+        match flags {
+            0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
+            f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
+            f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
+                return Err(MetaError::NotSupported)
+            }
+            _ => return Err(MetaError::Invalid),
+        }
+        let exchange = flags == RENAME_EXCHANGE;
+        // getQuotaParent of both parents.
+        if !is_trash(ps) {
+            self.quota_walk(ps).await;
+        }
+        if ps != pd {
+            self.quota_walk(pd).await;
+        }
+        let mut wkeys = vec![
+            self.keys.inode(ps),
+            self.keys.entries(ps),
+            self.keys.inode(pd),
+            self.keys.entries(pd),
+        ];
+        if is_trash(ps) {
+            wkeys.swap(0, 2);
+        }
+        let keys = self.keys.clone();
+        struct Moved {
+            ino: Ino,
+            typ: FileType,
+            attr: Attr,
+            /// Target inode, its entry type and attribute (a zero attribute if missing).
+            target: Option<(Ino, FileType, Attr)>,
+            same: bool,
+        }
+        let moved = txn!(self, wkeys.clone(), |c| {
+            let (kds, kdd) = (keys.entries(ps), keys.entries(pd));
+            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kds).arg(name_src)).await?;
+            let buf = buf.ok_or(MetaError::NotFound)?;
+            let d = Dentry::decode(&buf)?;
+            let (typ, ino) = (d.typ, d.inode);
+            if ps == pd && name_src == name_dst {
+                return Ok(Moved {
+                    ino,
+                    typ,
+                    attr: bare_attr(typ),
+                    target: None,
+                    same: true,
+                });
+            }
+            let mut watch = vec![keys.inode(ino)];
+            let dbuf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kdd).arg(name_dst)).await?;
+            let mut dentry = None;
+            if let Some(db) = &dbuf {
+                if flags & RENAME_NOREPLACE != 0 {
+                    return Err(MetaError::Exists.into());
+                }
+                let t = Dentry::decode(db)?;
+                watch.push(keys.inode(t.inode));
+                if t.typ == FileType::Directory {
+                    watch.push(keys.entries(t.inode));
+                }
+                dentry = Some(t);
+            }
+            c.watch(&watch).await?;
+            if let Some(t) = &dentry {
+                if t.inode == ino {
+                    return Ok(Moved {
+                        ino,
+                        typ,
+                        attr: bare_attr(typ),
+                        target: None,
+                        same: true,
+                    });
+                }
+                if exchange {
+                } else if typ == FileType::Directory && t.typ != FileType::Directory {
+                    return Err(MetaError::NotDir.into());
+                } else if typ != FileType::Directory && t.typ == FileType::Directory {
+                    return Err(MetaError::IsDir.into());
+                }
+            }
+            let mut mget = cmd("MGET");
+            mget.arg(keys.inode(ps))
+                .arg(keys.inode(pd))
+                .arg(keys.inode(ino));
+            if let Some(t) = &dentry {
+                mget.arg(keys.inode(t.inode));
+            }
+            let rs: Vec<Option<Vec<u8>>> = c.query(&mget).await?;
+            let (Some(sb), Some(db), Some(ib)) = (&rs[0], &rs[1], &rs[2]) else {
+                return Err(MetaError::NotFound.into());
+            };
+            let mut sattr = decode(sb)?;
+            if sattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &sattr, MASK_WX)?;
+            let mut dattr = decode(db)?;
+            if dattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if flags & RENAME_RESTORE == 0 && dattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &dattr, MASK_WX)?;
+            if ino == pd || ino == dattr.parent {
+                return Err(MetaError::Perm.into());
+            }
+            let mut iattr = decode(ib)?;
+            if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+                || dattr.flags & FLAG_IMMUTABLE != 0
+                || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+            {
+                return Err(MetaError::Perm.into());
+            }
+            if ps != pd
+                && sattr.mode & 0o1000 != 0
+                && ctx.uid != 0
+                && ctx.uid != iattr.uid
+                && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
+            {
+                return Err(MetaError::Access.into());
+            }
+            let (mut supdate, mut dupdate) = (false, false);
+            let now = Timestamp::now();
+            let mut target = None;
+            if let Some(t) = &dentry {
+                let mut tattr = match rs.get(3).and_then(|v| v.as_ref()) {
+                    Some(b) => decode(b)?,
+                    None => {
+                        tracing::warn!("no attribute for inode {} ({pd}, {:?})", t.inode, name_dst);
+                        bare_attr(t.typ)
+                    }
+                };
+                if tattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    return Err(MetaError::Perm.into());
+                }
+                tattr.ctime = now;
+                if exchange {
+                    if ps != pd {
+                        if t.typ == FileType::Directory {
+                            tattr.parent = ps;
+                            dattr.nlink = dattr.nlink.saturating_sub(1);
+                            sattr.nlink += 1;
+                            supdate = true;
+                            dupdate = true;
+                        } else if tattr.parent > 0 {
+                            tattr.parent = ps;
+                        }
+                    }
+                } else if t.typ == FileType::Directory {
+                    let cnt: u64 = c.query(cmd("HLEN").arg(keys.entries(t.inode))).await?;
+                    if cnt != 0 {
+                        return Err(MetaError::NotEmpty.into());
+                    }
+                    dattr.nlink = dattr.nlink.saturating_sub(1);
+                    dupdate = true;
+                } else {
+                    tattr.nlink = tattr.nlink.saturating_sub(1);
+                }
+                if ctx.uid != 0
+                    && dattr.mode & 0o1000 != 0
+                    && ctx.uid != dattr.uid
+                    && ctx.uid != tattr.uid
+                {
+                    return Err(MetaError::Access.into());
+                }
+                target = Some((t.inode, t.typ, tattr));
+            } else if exchange {
+                return Err(MetaError::NotFound.into());
+            }
+            if ctx.uid != 0
+                && sattr.mode & 0o1000 != 0
+                && ctx.uid != sattr.uid
+                && ctx.uid != iattr.uid
+            {
+                return Err(MetaError::Access.into());
+            }
+            if ps != pd {
+                if typ == FileType::Directory {
+                    iattr.parent = pd;
+                    sattr.nlink = sattr.nlink.saturating_sub(1);
+                    dattr.nlink += 1;
+                    supdate = true;
+                    dupdate = true;
+                } else if iattr.parent > 0 {
+                    iattr.parent = pd;
+                }
+            }
+            if supdate || now >= sattr.mtime {
+                touch(&mut sattr, now);
+                supdate = true;
+            }
+            if dupdate || now >= dattr.mtime {
+                touch(&mut dattr, now);
+                dupdate = true;
+            }
+            iattr.ctime = now;
+
+            let mut p = redis::pipe();
+            p.atomic();
+            if exchange {
+                let (dino, _, tattr) = target.as_ref().expect("exchange has a target");
+                p.cmd("SET").arg(keys.inode(*dino)).arg(tattr.encode());
+                p.cmd("HSET")
+                    .arg(&kds)
+                    .arg(name_src)
+                    .arg(dbuf.as_deref().expect("exchange has a target"));
+                if ps != pd && tattr.parent == 0 {
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(*dino))
+                        .arg(ps.to_string())
+                        .arg(1);
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(*dino))
+                        .arg(pd.to_string())
+                        .arg(-1);
+                }
+            } else {
+                p.cmd("HDEL").arg(&kds).arg(name_src);
+                if let Some((dino, dtyp, tattr)) = &target {
+                    let (dino, dtyp) = (*dino, *dtyp);
+                    if dtyp != FileType::Directory && tattr.nlink > 0 {
+                        p.cmd("SET").arg(keys.inode(dino)).arg(tattr.encode());
+                        if tattr.parent == 0 {
+                            p.cmd("HINCRBY")
+                                .arg(keys.parents(dino))
+                                .arg(pd.to_string())
+                                .arg(-1);
+                        }
+                    } else {
+                        if dtyp == FileType::File {
+                            p.cmd("ZADD")
+                                .arg(keys.named(names::DEL_FILES))
+                                .arg(now.sec)
+                                .arg(RedisKeys::delfile_member(dino, tattr.length));
+                            p.cmd("DEL").arg(keys.inode(dino));
+                            p.cmd("INCRBY")
+                                .arg(keys.named(names::USED_SPACE))
+                                .arg(-align4k(tattr.length));
+                            p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+                        } else {
+                            if dtyp == FileType::Symlink {
+                                p.cmd("DEL").arg(keys.symlink(dino));
+                            }
+                            p.cmd("DEL").arg(keys.inode(dino));
+                            p.cmd("INCRBY")
+                                .arg(keys.named(names::USED_SPACE))
+                                .arg(-align4k(0));
+                            p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+                        }
+                        p.cmd("DEL").arg(keys.xattr(dino));
+                        if tattr.parent == 0 {
+                            p.cmd("DEL").arg(keys.parents(dino));
+                        }
+                    }
+                    if dtyp == FileType::Directory {
+                        let field = dino.to_string();
+                        for h in [
+                            names::DIR_QUOTA,
+                            names::DIR_QUOTA_USED_SPACE,
+                            names::DIR_QUOTA_USED_INODES,
+                        ] {
+                            p.cmd("HDEL").arg(keys.named(h)).arg(&field);
+                        }
+                    }
+                }
+            }
+            if pd != ps {
+                if !is_trash(ps) && supdate {
+                    p.cmd("SET").arg(keys.inode(ps)).arg(sattr.encode());
+                }
+                if iattr.parent == 0 {
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(ino))
+                        .arg(pd.to_string())
+                        .arg(1);
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(ino))
+                        .arg(ps.to_string())
+                        .arg(-1);
+                }
+            }
+            p.cmd("SET").arg(keys.inode(ino)).arg(iattr.encode());
+            p.cmd("HSET").arg(&kdd).arg(name_dst).arg(&buf[..]);
+            if dupdate {
+                p.cmd("SET").arg(keys.inode(pd)).arg(dattr.encode());
+            }
+            c.exec(&p).await?;
+            Ok(Moved {
+                ino,
+                typ,
+                attr: iattr,
+                target,
+                same: false,
+            })
+        })?;
+        if moved.same {
+            return Ok((moved.ino, moved.attr));
+        }
+        if let Some((dino, dtyp, tattr)) = &moved.target {
+            if !exchange && *dtyp == FileType::File && tattr.nlink == 0 {
+                self.deleted.push((*dino, tattr.length));
+                self.forget_chunks(*dino);
+            }
+        }
+        // baseMeta.Rename, after doRename.
+        let mut diff = 0;
+        if moved.attr.typ == FileType::Directory {
+            self.dir_parents.insert(moved.ino, pd);
+        } else if moved.attr.typ == FileType::File {
+            diff = moved.attr.length;
+        }
+        if ps != pd {
+            self.update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
+            self.update_dir_stat(pd, diff as i64, align4k(diff), 1);
+        }
+        if let Some((dino, _, tattr)) = &moved.target {
+            let mut tdiff = 0;
+            if tattr.typ == FileType::Directory {
+                if exchange {
+                    if ps != pd {
+                        self.dir_parents.insert(*dino, ps);
+                    }
+                } else {
+                    self.dir_parents.remove(dino);
+                }
+            } else if tattr.typ == FileType::File {
+                tdiff = tattr.length;
+            }
+            if ps != pd || !exchange {
+                self.update_dir_stat(pd, -(tdiff as i64), -align4k(tdiff), -1);
+            }
+            if ps != pd && exchange {
+                self.update_dir_stat(ps, tdiff as i64, align4k(tdiff), 1);
+            }
+        }
+        let _ = moved.typ;
+        Ok((moved.ino, moved.attr))
+    }
+
+    async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        let _ = ctx;
+        let mut name = name;
+        if name == b".." {
+            if parent == ROOT_INODE {
+                name = b".";
+            } else {
+                let a = self.get_attr(parent).await?;
+                if a.typ != FileType::Directory {
+                    return Err(MetaError::NotDir);
+                }
+                let up = a.parent;
+                return Ok((up, self.get_attr(up).await?));
+            }
+        }
+        if name == b"." {
+            return Ok((parent, self.get_attr(parent).await?));
+        }
+        if parent == ROOT_INODE && name == TRASH_NAME {
+            return Ok((TRASH_INODE, self.get_attr(TRASH_INODE).await?));
+        }
+        // doLookup without the Lua script: HGET, then GET.
+        let buf: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("HGET").arg(self.keys.entries(parent)).arg(name))
+            .await?;
+        let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
+        let a: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("GET").arg(self.keys.inode(d.inode)))
+            .await?;
+        let attr = match a {
+            Some(b) => Attr::decode(&b)?,
+            None => {
+                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
+                bare_attr(d.typ)
+            }
+        };
+        if attr.typ == FileType::Directory && !is_trash(parent) {
+            self.dir_parents.insert(d.inode, parent);
+        }
+        Ok((d.inode, attr))
+    }
+
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.get_attr(ino).await
+    }
+
+    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        let ki = self.keys.inode(ino);
+        txn!(self, vec![ki.clone()], |c| {
+            let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
+            let cur = decode(&buf.ok_or(MetaError::NotFound)?)?;
+            if cur.parent > TRASH_INODE {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            match merge_attr(ctx, &cur, set, now)? {
+                None => Ok(cur),
+                Some(mut dirty) => {
+                    dirty.ctime = now;
+                    let mut p = redis::pipe();
+                    p.atomic();
+                    p.cmd("SET").arg(&ki).arg(dirty.encode());
+                    c.exec(&p).await?;
+                    Ok(dirty)
+                }
+            }
+        })
+    }
+
+    /// `baseMeta.Access`: root is allowed without I/O; anyone else costs a GetAttr.
+    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
+        if ctx.uid == 0 {
+            return Ok(());
+        }
+        let attr = self.get_attr(ino).await?;
+        access(ctx, &attr, mask)
+    }
+
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        let attr = self.get_attr(ino).await?;
+        let mask = if plus { 4 | 1 } else { 4 };
+        access(ctx, &attr, mask)?;
+        let up = if ino == ROOT_INODE {
+            ROOT_INODE
+        } else {
+            attr.parent
+        };
+        let mut entries = vec![
+            Entry {
+                name: b".".to_vec(),
+                inode: ino,
+                attr: bare_attr(FileType::Directory),
+            },
+            Entry {
+                name: b"..".to_vec(),
+                inode: up,
+                attr: bare_attr(FileType::Directory),
+            },
+        ];
+        self.scan_entries(ino, &mut entries).await?;
+        if plus {
+            self.fill_attrs(&mut entries).await?;
+        }
+        Ok(entries)
+    }
+
+    async fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        let key = self.keys.xattr(ino);
+        txn!(self, vec![key.clone()], |c| {
+            match flags {
+                XattrFlags::Any => {}
+                XattrFlags::Create => {
+                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
+                    if ok {
+                        return Err(MetaError::Exists.into());
+                    }
+                }
+                XattrFlags::Replace => {
+                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
+                    if !ok {
+                        return Err(MetaError::NoAttr.into());
+                    }
+                }
+            }
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("HSET").arg(&key).arg(name).arg(value);
+            c.exec(&p).await?;
+            Ok(())
+        })
+    }
+
+    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        let v: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("HGET").arg(self.keys.xattr(ino)).arg(name))
+            .await?;
+        v.ok_or(MetaError::NoAttr)
+    }
+
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        let key = self.keys.xattr(ino);
+        // doRemoveXattr: the HDEL goes out as a plain pipeline, without MULTI.
+        let n: u64 = txn!(self, vec![key.clone()], |c| {
+            let mut p = redis::pipe();
+            p.cmd("HDEL").arg(&key).arg(name);
+            let (n,): (u64,) = c.pipeline(&p).await?;
+            Ok(n)
+        })?;
+        if n == 0 {
+            Err(MetaError::NoAttr)
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let mut names: Vec<Vec<u8>> = self
+            .conn
+            .query(cmd("HKEYS").arg(self.keys.xattr(ino)))
+            .await?;
+        let buf: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("GET").arg(self.keys.inode(ino)))
+            .await?;
+        let attr = Attr::decode(&buf.ok_or(MetaError::NotFound)?)?;
+        // setXAttrACL
+        if attr.access_acl != 0 {
+            names.push(b"system.posix_acl_access".to_vec());
+        }
+        if attr.default_acl != 0 {
+            names.push(b"system.posix_acl_default".to_vec());
+        }
+        Ok(names)
+    }
+
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        if self.client_cache {
+            if let Some(t) = self.symlinks.get(&ino) {
+                return Ok(t.clone());
+            }
+        }
+        // noatime: a plain GET.
+        let t: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("GET").arg(self.keys.symlink(ino)))
+            .await?;
+        let target = match t {
+            Some(t) if !t.is_empty() => t,
+            _ => {
+                let attr = self.get_attr(ino).await?;
+                if attr.typ != FileType::Symlink {
+                    return Err(MetaError::Invalid);
+                }
+                return Err(MetaError::Corrupt(format!("symlink {ino} has no target")));
+            }
+        };
+        if self.client_cache {
+            if self.symlinks.len() >= CACHE_LIMIT {
+                self.symlinks.clear();
+            }
+            self.symlinks.insert(ino, target.clone());
+        }
+        Ok(target)
+    }
+
+    async fn new_slice(&mut self) -> Result<u64> {
+        if self.slice_next >= self.slice_end {
+            let v: i64 = self
+                .conn
+                .query(
+                    cmd("INCRBY")
+                        .arg(self.named(names::NEXT_CHUNK))
+                        .arg(SLICE_BATCH),
+                )
+                .await?;
+            self.slice_end = v as u64 + 1;
+            self.slice_next = self.slice_end.saturating_sub(SLICE_BATCH);
+        }
+        let id = self.slice_next;
+        self.slice_next += 1;
+        Ok(id)
+    }
+
+    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+        let ki = self.keys.inode(ino);
+        let kc = self.keys.chunk(ino, indx);
+        let kp = self.keys.parents(ino);
+        let keys = self.keys.clone();
+        let (parent, dlen, dspace) = txn!(self, vec![ki.clone()], |c| {
+            let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
+            let mut attr = decode(&buf.ok_or(MetaError::NotFound)?)?;
+            if attr.typ != FileType::File {
+                return Err(MetaError::Perm.into());
+            }
+            let newleng = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
+            let (mut dlen, mut dspace) = (0i64, 0i64);
+            if newleng > attr.length {
+                dlen = (newleng - attr.length) as i64;
+                dspace = align4k(newleng) - align4k(attr.length);
+                attr.length = newleng;
+            }
+            // checkQuota(…, getParents(…)): the parents are read even when no quota check follows.
+            let parents = if attr.parent > 0 {
+                vec![attr.parent]
+            } else {
+                let all: HashMap<String, String> = c.query(cmd("HGETALL").arg(&kp)).await?;
+                all.into_iter()
+                    .filter(|(_, n)| n.parse::<i64>().unwrap_or(0) > 0)
+                    .filter_map(|(p, _)| p.parse::<Ino>().ok())
+                    .collect()
+            };
+            if dspace > 0 {
+                for p in parents {
+                    self.quota_walk(p).await;
+                }
+            }
+            let now = Timestamp::now();
+            attr.mtime = mtime;
+            attr.ctime = now;
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("RPUSH").arg(&kc).arg(&slice.encode()[..]);
+            p.cmd("SET").arg(&ki).arg(attr.encode());
+            if dspace > 0 {
+                p.cmd("INCRBY")
+                    .arg(keys.named(names::USED_SPACE))
+                    .arg(dspace);
+            }
+            c.exec(&p).await?;
+            Ok((attr.parent, dlen, dspace))
+        })?;
+        self.chunks.remove(&(ino, indx));
+        // updateParentStat
+        if dlen != 0 || dspace != 0 {
+            if parent > 0 {
+                self.update_dir_stat(parent, dlen, dspace, 0);
+                self.quota_walk(parent).await;
+            } else if self.format.dir_stats {
+                self.link_writes.push((ino, dlen, dspace));
+            }
+        }
+        Ok(())
+    }
+
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        if self.client_cache {
+            if let Some(s) = self.chunks.get(&(ino, indx)) {
+                return Ok(s.clone());
+            }
+        }
+        let vals: Vec<Vec<u8>> = self
+            .conn
+            .query(cmd("LRANGE").arg(self.keys.chunk(ino, indx)).arg(0).arg(-1))
+            .await?;
+        if vals.is_empty() {
+            let buf: Option<Vec<u8>> = self
+                .conn
+                .query(cmd("GET").arg(self.keys.inode(ino)))
+                .await?;
+            let attr = Attr::decode(&buf.ok_or(MetaError::NotFound)?)?;
+            if attr.typ != FileType::File {
+                return Err(MetaError::Perm);
+            }
+            return Ok(Vec::new());
+        }
+        let slices = vals
+            .iter()
+            .map(|v| Slice::decode(v))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if self.client_cache {
+            if self.chunks.len() >= CACHE_LIMIT {
+                self.chunks.clear();
+            }
+            self.chunks.insert((ino, indx), slices.clone());
+        }
+        Ok(slices)
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        self.flush_background().await
+    }
+
+    fn stats(&self) -> SessionStats {
+        SessionStats {
+            round_trips: self.conn.round_trips(),
+            retries: self.retries,
+        }
+    }
+}
+
+impl RedisSession {
+    /// The entries of directory `ino` (`hscan d{ino}`), appended with type-only attributes.
+    pub(super) async fn scan_entries(&mut self, ino: Ino, entries: &mut Vec<Entry>) -> Result<()> {
+        let key = self.keys.entries(ino);
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, kvs): (u64, Vec<Vec<u8>>) = self
+                .conn
+                .query(
+                    cmd("HSCAN")
+                        .arg(&key)
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg("*")
+                        .arg("COUNT")
+                        .arg(10000),
+                )
+                .await?;
+            for kv in kvs.chunks_exact(2) {
+                if kv[0].is_empty() {
+                    tracing::error!("corrupt entry with empty name in directory {ino}");
+                    continue;
+                }
+                let d = Dentry::decode(&kv[1])?;
+                entries.push(Entry {
+                    name: kv[0].clone(),
+                    inode: d.inode,
+                    attr: bare_attr(d.typ),
+                });
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    /// `fillAttr`: MGET of the entries' attributes, 4096 keys per request; above one
+    /// batch, two requests are in flight at a time as JuiceFS's two goroutines are.
+    pub(super) async fn fill_attrs(&mut self, entries: &mut [Entry]) -> Result<()> {
+        let keys = self.keys.clone();
+        let mget = |es: &[Entry]| {
+            let mut c = cmd("MGET");
+            for e in es {
+                c.arg(keys.inode(e.inode));
+            }
+            c
+        };
+        let apply = |es: &mut [Entry], rs: Vec<Option<Vec<u8>>>| -> Result<()> {
+            for (e, r) in es.iter_mut().zip(rs) {
+                if let Some(b) = r {
+                    e.attr = Attr::decode(&b)?;
+                }
+            }
+            Ok(())
+        };
+        if entries.is_empty() {
+            return Ok(());
+        }
+        if entries.len() <= READDIR_BATCH {
+            let rs: Vec<Option<Vec<u8>>> = self.conn.query(&mget(entries)).await?;
+            return apply(entries, rs);
+        }
+        let mut batches: Vec<&mut [Entry]> = entries.chunks_mut(READDIR_BATCH).collect();
+        while !batches.is_empty() {
+            let take = batches.len().min(2);
+            let mut pair: Vec<&mut [Entry]> = batches.drain(..take).collect();
+            if pair.len() == 2 {
+                let (c1, c2) = (mget(pair[0]), mget(pair[1]));
+                let (mut a, mut b) = (self.conn.clone(), self.conn.clone());
+                let (r1, r2) = tokio::join!(
+                    a.query::<Vec<Option<Vec<u8>>>>(&c1),
+                    b.query::<Vec<Option<Vec<u8>>>>(&c2)
+                );
+                let second = pair.pop().expect("two batches");
+                apply(pair.pop().expect("two batches"), r1?)?;
+                apply(second, r2?)?;
+            } else {
+                let one = pair.pop().expect("one batch");
+                let rs: Vec<Option<Vec<u8>>> = self.conn.query(&mget(one)).await?;
+                apply(one, rs)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `baseMeta.mergeAttr` (Linux, no ACL): the attribute to write, or `None` when nothing
+/// changes.
+fn merge_attr(
+    ctx: &Ctx,
+    cur: &Attr,
+    set: &SetAttr,
+    now: Timestamp,
+) -> std::result::Result<Option<Attr>, MetaError> {
+    let mut dirty = cur.clone();
+    let owner_change = set.uid.is_some() || set.gid.is_some();
+    let mut want_mode = set.mode;
+    if owner_change {
+        if let Some(m) = want_mode.as_mut() {
+            *m |= cur.mode & 0o6000;
+        }
+    }
+    let mut changed = false;
+    if cur.mode & 0o6000 != 0 && owner_change {
+        // clearSUGID (Linux)
+        if cur.typ != FileType::Directory {
+            let keep = if ctx.uid != 0 || (cur.mode >> 3) & 1 != 0 {
+                0o1777
+            } else {
+                0o3777
+            };
+            dirty.mode &= keep;
+            if let Some(m) = want_mode.as_mut() {
+                *m &= keep;
+            }
+        }
+        changed = true;
+    }
+    if let Some(gid) = set.gid {
+        if ctx.uid != 0 && ctx.uid != cur.uid {
+            return Err(MetaError::Perm);
+        }
+        if cur.gid != gid {
+            if ctx.uid != 0 && !ctx.gids.contains(&gid) {
+                return Err(MetaError::Perm);
+            }
+            dirty.gid = gid;
+            changed = true;
+        }
+    }
+    if let Some(uid) = set.uid {
+        if cur.uid != uid {
+            if ctx.uid != 0 {
+                return Err(MetaError::Perm);
+            }
+            dirty.uid = uid;
+            changed = true;
+        }
+    }
+    if let Some(mut m) = want_mode {
+        if ctx.uid != 0 && m & 0o2000 != 0 && !ctx.gids.contains(&cur.gid) {
+            m &= 0o5777;
+        }
+        if m != cur.mode {
+            if ctx.uid != 0
+                && ctx.uid != cur.uid
+                && (cur.mode & 0o1777 != m & 0o1777
+                    || m & 0o2000 > cur.mode & 0o2000
+                    || m & 0o4000 > cur.mode & 0o4000)
+            {
+                return Err(MetaError::Perm);
+            }
+            dirty.mode = m;
+            changed = true;
+        }
+    }
+    let may_write = access(ctx, cur, 2).is_ok() || ctx.uid == cur.uid;
+    for (want, field) in [(set.atime, 0), (set.mtime, 1)] {
+        let Some(t) = want else { continue };
+        let curt = if field == 0 { cur.atime } else { cur.mtime };
+        let newt = if t.sec < 0 {
+            now
+        } else if t != curt {
+            if cur.uid == 0 && ctx.uid != 0 {
+                return Err(MetaError::Perm);
+            }
+            t
+        } else {
+            continue;
+        };
+        if !may_write {
+            return Err(MetaError::Access);
+        }
+        if field == 0 {
+            dirty.atime = newt;
+        } else {
+            dirty.mtime = newt;
+        }
+        changed = true;
+    }
+    Ok(changed.then_some(dirty))
+}
+
+impl std::fmt::Debug for RedisSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSession")
+            .field("volume", &self.format.name)
+            .field("round_trips", &self.conn.round_trips())
+            .field("retries", &self.retries)
+            .finish()
+    }
+}

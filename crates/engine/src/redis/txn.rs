@@ -1,0 +1,163 @@
+//! A connection that counts its round trips, and the optimistic transaction helper
+//! (`redis.go: txn` on top of go-redis `Watch`).
+//!
+//! The transaction shape is JuiceFS's: `WATCH k1..kn` (1 RTT), the reads one RTT each,
+//! `MULTI … EXEC` sent as one pipelined request (1 RTT), then `UNWATCH` (1 RTT), which
+//! go-redis sends whenever the transaction closes, after EXEC and after an error alike.
+//! A nil EXEC is retried up to [`MAX_TRIES`](crate::retry::MAX_TRIES) times with a random
+//! sleep of 0..(i+1)² ms, as `redisMeta.txn` does.
+
+use crate::MetaError;
+use redis::aio::MultiplexedConnection;
+use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Why a step of a transaction stopped: a retryable failure (a nil EXEC, or a server
+/// error JuiceFS's `shouldRetry` retries) or a final error.
+#[derive(Debug)]
+pub(crate) enum TxErr {
+    /// Run the whole transaction again (the message says why, for the last error).
+    Retry(String),
+    /// Give up with this error.
+    Meta(MetaError),
+}
+
+impl From<MetaError> for TxErr {
+    fn from(e: MetaError) -> Self {
+        TxErr::Meta(e)
+    }
+}
+
+impl From<TxErr> for MetaError {
+    fn from(e: TxErr) -> Self {
+        match e {
+            TxErr::Retry(msg) => MetaError::Engine(msg),
+            TxErr::Meta(e) => e,
+        }
+    }
+}
+
+impl From<metabench_schema::DecodeError> for TxErr {
+    fn from(e: metabench_schema::DecodeError) -> Self {
+        TxErr::Meta(e.into())
+    }
+}
+
+/// Classifies a Redis error as `shouldRetry` does (without `retryOnFailure`): server
+/// states that pass (LOADING, READONLY, TRYAGAIN, EXECABORT, …) are retried, anything
+/// else (including I/O errors and timeouts) is final.
+pub(crate) fn classify(e: RedisError) -> TxErr {
+    let msg = e.to_string();
+    let retry = matches!(
+        e.code(),
+        Some("LOADING" | "READONLY" | "CLUSTERDOWN" | "TRYAGAIN" | "MOVED" | "ASK" | "EXECABORT")
+    ) || msg.contains("max number of clients reached")
+        || msg.contains("EXECABORT");
+    if retry {
+        TxErr::Retry(msg)
+    } else {
+        TxErr::Meta(MetaError::Engine(format!("redis: {msg}")))
+    }
+}
+
+/// One session's connection. Clones share the TCP connection (and therefore its WATCH
+/// state) and the round-trip counter.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    con: MultiplexedConnection,
+    round_trips: Arc<AtomicU64>,
+}
+
+impl Conn {
+    /// Wraps a connection with a fresh counter.
+    pub(crate) fn new(con: MultiplexedConnection) -> Self {
+        Self {
+            con,
+            round_trips: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Requests sent so far.
+    pub(crate) fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// Sends one command and waits for its answer (1 RTT).
+    pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, TxErr> {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        cmd.query_async(&mut self.con).await.map_err(classify)
+    }
+
+    /// Sends a plain (non-transactional) pipeline as one request (1 RTT).
+    pub(crate) async fn pipeline<T: FromRedisValue>(&mut self, p: &Pipeline) -> Result<T, TxErr> {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        p.query_async(&mut self.con).await.map_err(classify)
+    }
+
+    /// Sends `MULTI … EXEC` as one request (1 RTT) and returns the replies of the queued
+    /// commands. A nil EXEC (a watched key changed) is [`TxErr::Retry`].
+    pub(crate) async fn exec(&mut self, p: &Pipeline) -> Result<Vec<Value>, TxErr> {
+        debug_assert!(p.is_transaction());
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        match p
+            .query_async::<Value>(&mut self.con)
+            .await
+            .map_err(classify)?
+        {
+            Value::Nil => Err(TxErr::Retry(
+                "redis: transaction failed (a watched key changed)".into(),
+            )),
+            Value::Array(items) => Ok(items),
+            other => Err(TxErr::Meta(MetaError::Engine(format!(
+                "redis: unexpected EXEC reply {other:?}"
+            )))),
+        }
+    }
+
+    /// `WATCH keys…` (1 RTT).
+    pub(crate) async fn watch(&mut self, keys: &[String]) -> Result<(), TxErr> {
+        self.query::<()>(redis::cmd("WATCH").arg(keys)).await
+    }
+
+    /// `UNWATCH` (1 RTT). Its failure is ignored, as go-redis ignores it.
+    pub(crate) async fn unwatch(&mut self) {
+        let _ = self.query::<()>(&redis::cmd("UNWATCH")).await;
+    }
+}
+
+/// Runs `$body` as one JuiceFS Redis transaction on `$sess.conn`: `WATCH $keys`, the body
+/// (reads, then usually one [`Conn::exec`]), then `UNWATCH`, retrying on
+/// [`TxErr::Retry`] as `redisMeta.txn` does. `$c` names the connection inside the body;
+/// the body is an async block whose value is `Result<T, TxErr>`. Evaluates to
+/// `crate::Result<T>`.
+macro_rules! txn {
+    ($sess:expr, $keys:expr, |$c:ident| $body:block) => {{
+        let keys: Vec<String> = $keys;
+        let mut attempt: u32 = 0;
+        loop {
+            let mut $c = $sess.conn.clone();
+            let r: ::std::result::Result<_, $crate::redis::txn::TxErr> = async {
+                $c.watch(&keys).await?;
+                $body
+            }
+            .await;
+            $c.unwatch().await;
+            match r {
+                Ok(v) => break Ok(v),
+                Err($crate::redis::txn::TxErr::Meta(e)) => break Err(e),
+                Err($crate::redis::txn::TxErr::Retry(msg)) => {
+                    tokio::time::sleep($crate::retry::backoff_random_square(attempt)).await;
+                    attempt += 1;
+                    if attempt >= $crate::retry::MAX_TRIES {
+                        tracing::warn!("redis transaction gave up after {attempt} tries: {msg}");
+                        break Err($crate::MetaError::Conflict(attempt));
+                    }
+                    $sess.retries += 1;
+                }
+            }
+        }
+    }};
+}
+
+pub(crate) use txn;

@@ -1,0 +1,695 @@
+//! Round trips per timed call of every operation of JuiceFS's `pkg/meta/benchmarks_test.go`
+//! on Redis, with the benchmark's set-up (reference §5.0): the session's own count must be
+//! §5.5's Redis column, and the server's `INFO commandstats` delta must be exactly the
+//! command multiset of §5.2 (MULTI/EXEC counts once as a round trip, but every queued
+//! command is a call on the server).
+
+use metabench_engine::{
+    namespace, Ctx, Engine, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+};
+use metabench_schema::{Format, Ino, Slice, Timestamp, ROOT_INODE};
+use metabench_testkit::RedisServer;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type Cmds = BTreeMap<String, u64>;
+
+struct Fixture {
+    server: RedisServer,
+    _engine: Arc<dyn Engine>,
+    meta: Box<dyn Meta>,
+    ctx: Ctx,
+}
+
+async fn fixture_with(opts: SessionOptions) -> Fixture {
+    let server = RedisServer::start();
+    let url = MetaUrl::parse(&server.url(1)).unwrap();
+    let engine = metabench_engine::open(&url).await.unwrap();
+    let uuid = uuid_v4();
+    engine
+        .format(&Format::new(
+            "benchmark-all",
+            &uuid,
+            "/tmp/metabench-unused/",
+            0,
+        ))
+        .await
+        .unwrap();
+    let meta = engine.session(&opts).await.unwrap();
+    Fixture {
+        server,
+        _engine: engine,
+        meta,
+        ctx: Ctx::root(),
+    }
+}
+
+async fn fixture() -> Fixture {
+    fixture_with(SessionOptions::default()).await
+}
+
+fn uuid_v4() -> String {
+    // Good enough for a test volume.
+    format!("00000000-0000-4000-8000-{:012x}", std::process::id())
+}
+
+/// `prepareParent`: remove `name` under the root recursively, then make it again.
+async fn prepare_parent(fx: &mut Fixture, name: &str) -> Ino {
+    namespace::remove_tree(fx.meta.as_mut(), ROOT_INODE, name.as_bytes())
+        .await
+        .unwrap();
+    fx.meta
+        .mkdir(&fx.ctx, ROOT_INODE, name.as_bytes(), 0o755, 0)
+        .await
+        .unwrap()
+        .0
+}
+
+fn cmds(pairs: &[(&str, u64)]) -> Cmds {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn delta(before: &Cmds, after: &Cmds) -> Cmds {
+    after
+        .iter()
+        .filter(|(k, _)| k.as_str() != "info" && k.as_str() != "auth")
+        .filter_map(|(k, v)| {
+            let d = v - before.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| (k.clone(), d))
+        })
+        .collect()
+}
+
+/// Runs one timed call and returns (its value, the session's round trips, the server's
+/// command calls).
+macro_rules! measure {
+    ($fx:expr, $call:expr) => {{
+        let before = $fx.server.commandstats();
+        let s0 = $fx.meta.stats();
+        let out = $call;
+        let s1 = $fx.meta.stats();
+        let after = $fx.server.commandstats();
+        (out, s1.since(&s0).round_trips, delta(&before, &after))
+    }};
+}
+
+/// Asserts a timed call's round trips and server-side commands.
+macro_rules! expect {
+    ($fx:expr, $call:expr, $rtt:expr, $cmds:expr) => {{
+        let (out, rtt, got) = measure!($fx, $call);
+        assert_eq!(
+            got,
+            cmds($cmds),
+            "server commands of `{}`",
+            stringify!($call)
+        );
+        assert_eq!(rtt, $rtt, "round trips of `{}`", stringify!($call));
+        out
+    }};
+}
+
+fn name(prefix: &str, i: usize) -> Vec<u8> {
+    format!("{prefix}{i}").into_bytes()
+}
+
+const CREATE: &[(&str, u64)] = &[
+    ("watch", 1),
+    ("get", 1),
+    ("hget", 1),
+    ("multi", 1),
+    ("set", 2),
+    ("hset", 1),
+    ("incrby", 1),
+    ("incr", 1),
+    ("exec", 1),
+    ("unwatch", 1),
+];
+
+const RENAME: &[(&str, u64)] = &[
+    ("watch", 2),
+    ("hget", 2),
+    ("mget", 1),
+    ("multi", 1),
+    ("hdel", 1),
+    ("set", 2),
+    ("hset", 1),
+    ("exec", 1),
+    ("unwatch", 1),
+];
+
+#[tokio::test]
+async fn mkdir_is_5_round_trips() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchMkdir").await;
+    for i in 0..3 {
+        let (ino, attr) = expect!(
+            fx,
+            fx.meta
+                .mkdir(&fx.ctx, parent, &name("d", i), 0o755, 0)
+                .await
+                .unwrap(),
+            5,
+            &[
+                ("watch", 1),
+                ("get", 1),
+                ("hget", 1),
+                ("multi", 1),
+                ("set", 2),
+                ("hset", 4),
+                ("incrby", 1),
+                ("incr", 1),
+                ("exec", 1),
+                ("unwatch", 1),
+            ]
+        );
+        assert!(ino > 1);
+        assert_eq!((attr.nlink, attr.length, attr.parent), (2, 4096, parent));
+    }
+}
+
+#[tokio::test]
+async fn mvdir_is_7_round_trips() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchMvdir").await;
+    fx.meta
+        .mkdir(&fx.ctx, parent, b"d0", 0o755, 0)
+        .await
+        .unwrap();
+    for i in 0..3 {
+        expect!(
+            fx,
+            fx.meta
+                .rename(&fx.ctx, parent, &name("d", i), parent, &name("d", i + 1), 0)
+                .await
+                .unwrap(),
+            7,
+            RENAME
+        );
+    }
+}
+
+#[tokio::test]
+async fn rmdir_is_7_round_trips() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchRmdir").await;
+    for _ in 0..3 {
+        fx.meta
+            .mkdir(&fx.ctx, parent, b"dir", 0o755, 0)
+            .await
+            .unwrap();
+        expect!(
+            fx,
+            fx.meta.rmdir(&fx.ctx, parent, b"dir").await.unwrap(),
+            7,
+            &[
+                ("watch", 2),
+                ("hget", 1),
+                ("mget", 1),
+                ("hlen", 1),
+                ("multi", 1),
+                ("hdel", 7),
+                ("set", 1),
+                ("del", 2),
+                ("incrby", 1),
+                ("decr", 1),
+                ("exec", 1),
+                ("unwatch", 1),
+            ]
+        );
+    }
+}
+
+async fn readdir_n(n: usize) {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, &format!("benchReaddir{n}")).await;
+    for i in 0..n {
+        fx.meta
+            .create(&fx.ctx, parent, &name("f", i), 0o644, 0o022)
+            .await
+            .unwrap();
+    }
+    // Let a background inode prefetch started during the set-up land first.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for _ in 0..2 {
+        let entries = expect!(
+            fx,
+            fx.meta.readdir(&fx.ctx, parent, true).await.unwrap(),
+            3,
+            &[("get", 1), ("hscan", 1), ("mget", 1)]
+        );
+        assert_eq!(entries.len(), n + 2);
+        assert!(entries.iter().skip(2).all(|e| e.attr.nlink == 1));
+    }
+}
+
+#[tokio::test]
+async fn readdir_10_is_3_round_trips() {
+    readdir_n(10).await;
+}
+
+#[tokio::test]
+async fn readdir_1k_is_3_round_trips() {
+    readdir_n(1000).await;
+}
+
+#[tokio::test]
+async fn mknod_and_create_are_5_round_trips() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchMknod").await;
+    for i in 0..3 {
+        expect!(
+            fx,
+            fx.meta
+                .mknod(
+                    &fx.ctx,
+                    parent,
+                    &name("f", i),
+                    metabench_schema::FileType::File,
+                    0o644,
+                    0o022,
+                    0
+                )
+                .await
+                .unwrap(),
+            5,
+            CREATE
+        );
+        expect!(
+            fx,
+            fx.meta
+                .create(&fx.ctx, parent, &name("c", i), 0o644, 0o022)
+                .await
+                .unwrap(),
+            5,
+            CREATE
+        );
+    }
+}
+
+#[tokio::test]
+async fn rename_is_7_round_trips() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchRename").await;
+    fx.meta
+        .create(&fx.ctx, parent, b"f0", 0o644, 0o022)
+        .await
+        .unwrap();
+    for i in 0..3 {
+        expect!(
+            fx,
+            fx.meta
+                .rename(&fx.ctx, parent, &name("f", i), parent, &name("f", i + 1), 0)
+                .await
+                .unwrap(),
+            7,
+            RENAME
+        );
+    }
+}
+
+#[tokio::test]
+async fn unlink_is_6_round_trips() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchUnlink").await;
+    // Settle the dir stats of the set-up (the root gets its record here).
+    fx.meta.flush().await.unwrap();
+    for _ in 0..3 {
+        fx.meta
+            .create(&fx.ctx, parent, b"file", 0o644, 0o022)
+            .await
+            .unwrap();
+        expect!(
+            fx,
+            fx.meta.unlink(&fx.ctx, parent, b"file").await.unwrap(),
+            6,
+            &[
+                ("watch", 2),
+                ("hget", 1),
+                ("mget", 1),
+                ("multi", 1),
+                ("hdel", 1),
+                ("set", 1),
+                ("zadd", 1),
+                ("del", 2),
+                ("incrby", 1),
+                ("decr", 1),
+                ("exec", 1),
+                ("unwatch", 1),
+            ]
+        );
+    }
+    // The background part: doDeleteFileData of a 0-byte file is one ZREM (the parent's
+    // dir-stat deltas cancel out, so none is flushed).
+    expect!(fx, fx.meta.flush().await.unwrap(), 3, &[("zrem", 3)]);
+}
+
+/// A created file, for the attribute and xattr benchmarks.
+async fn with_file(name: &str) -> (Fixture, Ino, Ino) {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, name).await;
+    let (ino, _) = fx
+        .meta
+        .create(&fx.ctx, parent, b"file", 0o644, 0o022)
+        .await
+        .unwrap();
+    (fx, parent, ino)
+}
+
+#[tokio::test]
+async fn lookup_is_2_round_trips() {
+    let (mut fx, parent, ino) = with_file("benchLookup").await;
+    for _ in 0..3 {
+        let (got, _) = expect!(
+            fx,
+            fx.meta.lookup(&fx.ctx, parent, b"file").await.unwrap(),
+            2,
+            &[("hget", 1), ("get", 1)]
+        );
+        assert_eq!(got, ino);
+    }
+}
+
+#[tokio::test]
+async fn getattr_and_access_are_1_round_trip() {
+    let (mut fx, _, ino) = with_file("benchGetAttr").await;
+    let user = Ctx {
+        uid: 1,
+        gids: vec![1],
+        pid: 100,
+    };
+    for _ in 0..3 {
+        expect!(fx, fx.meta.getattr(ino).await.unwrap(), 1, &[("get", 1)]);
+        expect!(
+            fx,
+            fx.meta.access(&user, ino, 4).await.unwrap(),
+            1,
+            &[("get", 1)]
+        );
+    }
+    // Root needs no I/O at all (baseMeta.Access returns before GetAttr).
+    expect!(fx, fx.meta.access(&fx.ctx, ino, 7).await.unwrap(), 0, &[]);
+}
+
+#[tokio::test]
+async fn setattr_is_4_round_trips() {
+    let (mut fx, _, ino) = with_file("benchSetAttr").await;
+    let mut mode = 0o644u16;
+    for _ in 0..3 {
+        mode ^= 1;
+        let attr = expect!(
+            fx,
+            fx.meta
+                .setattr(
+                    &fx.ctx,
+                    ino,
+                    &SetAttr {
+                        mode: Some(mode),
+                        ..Default::default()
+                    }
+                )
+                .await
+                .unwrap(),
+            4,
+            &[
+                ("watch", 1),
+                ("get", 1),
+                ("multi", 1),
+                ("set", 1),
+                ("exec", 1),
+                ("unwatch", 1)
+            ]
+        );
+        assert_eq!(attr.mode, mode);
+    }
+}
+
+#[tokio::test]
+async fn xattr_round_trips() {
+    let (mut fx, _, ino) = with_file("benchXattr").await;
+    for i in 0..3 {
+        let v = format!("value{}", i % 10);
+        expect!(
+            fx,
+            fx.meta
+                .setxattr(ino, b"key", v.as_bytes(), XattrFlags::Any)
+                .await
+                .unwrap(),
+            3,
+            &[
+                ("watch", 1),
+                ("multi", 1),
+                ("hset", 1),
+                ("exec", 1),
+                ("unwatch", 1)
+            ]
+        );
+        let got = expect!(
+            fx,
+            fx.meta.getxattr(ino, b"key").await.unwrap(),
+            1,
+            &[("hget", 1)]
+        );
+        assert_eq!(got, v.as_bytes());
+    }
+    for _ in 0..3 {
+        fx.meta
+            .setxattr(ino, b"key", b"value", XattrFlags::Any)
+            .await
+            .unwrap();
+        expect!(
+            fx,
+            fx.meta.removexattr(ino, b"key").await.unwrap(),
+            3,
+            &[("watch", 1), ("hdel", 1), ("unwatch", 1)]
+        );
+    }
+    for n in [1usize, 10] {
+        for i in 0..n {
+            fx.meta
+                .setxattr(ino, format!("key{i}").as_bytes(), b"v", XattrFlags::Any)
+                .await
+                .unwrap();
+        }
+        let names = expect!(
+            fx,
+            fx.meta.listxattr(ino).await.unwrap(),
+            2,
+            &[("hkeys", 1), ("get", 1)]
+        );
+        assert_eq!(names.len(), n);
+    }
+}
+
+#[tokio::test]
+async fn link_is_6_round_trips() {
+    let (mut fx, parent, ino) = with_file("benchLink").await;
+    for i in 0..3 {
+        let first = i == 0;
+        let attr = expect!(
+            fx,
+            fx.meta
+                .link(&fx.ctx, ino, parent, &name("l", i))
+                .await
+                .unwrap(),
+            6,
+            &[
+                ("get", 1),
+                ("watch", 1),
+                ("mget", 1),
+                ("hget", 1),
+                ("multi", 1),
+                ("hset", 1),
+                ("set", 2),
+                ("hincrby", if first { 2 } else { 1 }),
+                ("exec", 1),
+                ("unwatch", 1),
+            ]
+        );
+        assert_eq!((attr.nlink, attr.parent), (i as u32 + 2, 0));
+    }
+}
+
+#[tokio::test]
+async fn symlink_is_5_and_readlink_1_round_trips() {
+    let (mut fx, parent, _) = with_file("benchSymlink").await;
+    let mut last = 0;
+    for i in 0..3 {
+        let (ino, attr) = expect!(
+            fx,
+            fx.meta
+                .symlink(&fx.ctx, parent, &name("s", i), b"/benchSymlink/source")
+                .await
+                .unwrap(),
+            5,
+            &[
+                ("watch", 1),
+                ("get", 1),
+                ("hget", 1),
+                ("multi", 1),
+                ("set", 3),
+                ("hset", 1),
+                ("incrby", 1),
+                ("incr", 1),
+                ("exec", 1),
+                ("unwatch", 1),
+            ]
+        );
+        assert_eq!(attr.length, 20);
+        last = ino;
+    }
+    // Without the client cache every readlink reaches Redis.
+    for _ in 0..3 {
+        let t = expect!(fx, fx.meta.readlink(last).await.unwrap(), 1, &[("get", 1)]);
+        assert_eq!(t, b"/benchSymlink/source");
+    }
+}
+
+#[tokio::test]
+async fn client_cache_serves_readlink_and_read_from_memory() {
+    let mut fx = fixture_with(SessionOptions { client_cache: true }).await;
+    let parent = prepare_parent(&mut fx, "benchCache").await;
+    let (sym, _) = fx
+        .meta
+        .symlink(&fx.ctx, parent, b"s", b"/target")
+        .await
+        .unwrap();
+    expect!(fx, fx.meta.readlink(sym).await.unwrap(), 1, &[("get", 1)]);
+    for _ in 0..3 {
+        let t = expect!(fx, fx.meta.readlink(sym).await.unwrap(), 0, &[]);
+        assert_eq!(t, b"/target");
+    }
+    let (ino, _) = fx
+        .meta
+        .create(&fx.ctx, parent, b"f", 0o644, 0o022)
+        .await
+        .unwrap();
+    write_kib(&mut fx, ino, 0).await;
+    expect!(fx, fx.meta.read(ino, 0).await.unwrap(), 1, &[("lrange", 1)]);
+    for _ in 0..3 {
+        let s = expect!(fx, fx.meta.read(ino, 0).await.unwrap(), 0, &[]);
+        assert_eq!(s.len(), 1);
+    }
+    // This session's write invalidates the cached chunk.
+    write_kib(&mut fx, ino, 1).await;
+    let s = expect!(fx, fx.meta.read(ino, 0).await.unwrap(), 1, &[("lrange", 1)]);
+    assert_eq!(s.len(), 2);
+}
+
+#[tokio::test]
+async fn newchunk_costs_one_round_trip_per_4096() {
+    let mut fx = fixture().await;
+    let first = expect!(fx, fx.meta.new_slice().await.unwrap(), 1, &[("incrby", 1)]);
+    assert_eq!(first, 1);
+    for i in 1..4096 {
+        let (id, rtt, _) = {
+            let s0 = fx.meta.stats();
+            let id = fx.meta.new_slice().await.unwrap();
+            (id, fx.meta.stats().since(&s0).round_trips, ())
+        };
+        assert_eq!((id, rtt), (i + 1, 0));
+    }
+    let id = expect!(fx, fx.meta.new_slice().await.unwrap(), 1, &[("incrby", 1)]);
+    assert_eq!(id, 4097);
+}
+
+async fn write_kib(fx: &mut Fixture, ino: Ino, j: u32) {
+    let id = fx.meta.new_slice().await.unwrap();
+    fx.meta
+        .write(
+            ino,
+            0,
+            Slice {
+                pos: j * 1024,
+                id,
+                size: 1024,
+                off: 0,
+                len: 1024,
+            },
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn write_is_4_round_trips() {
+    let (mut fx, _, ino) = with_file("benchWrite").await;
+    for j in 0..6u32 {
+        let id = fx.meta.new_slice().await.unwrap();
+        let slice = Slice {
+            pos: j * 1024,
+            id,
+            size: 1024,
+            off: 0,
+            len: 1024,
+        };
+        // usedSpace grows only when the length crosses a 4 KiB boundary (the 5th write).
+        let grows = j == 4;
+        let mut want = vec![
+            ("watch", 1),
+            ("get", 1),
+            ("multi", 1),
+            ("rpush", 1),
+            ("set", 1),
+            ("exec", 1),
+            ("unwatch", 1),
+        ];
+        if grows {
+            want.push(("incrby", 1));
+        }
+        expect!(
+            fx,
+            fx.meta
+                .write(ino, 0, slice, Timestamp::now())
+                .await
+                .unwrap(),
+            4,
+            &want
+        );
+    }
+    assert_eq!(fx.meta.getattr(ino).await.unwrap().length, 6 * 1024);
+}
+
+async fn read_n(n: u32) {
+    let (mut fx, _, ino) = with_file(&format!("benchRead{n}")).await;
+    for j in 0..n {
+        write_kib(&mut fx, ino, j).await;
+    }
+    for _ in 0..3 {
+        let s = expect!(fx, fx.meta.read(ino, 0).await.unwrap(), 1, &[("lrange", 1)]);
+        assert_eq!(s.len(), n as usize);
+    }
+}
+
+#[tokio::test]
+async fn read_1_and_read_10_are_1_round_trip() {
+    read_n(1).await;
+    read_n(10).await;
+}
+
+#[tokio::test]
+async fn first_create_of_a_session_allocates_inodes_inline() {
+    let mut fx = fixture().await;
+    // The very first create fetches the first inode batch on the calling path.
+    let (ino, _) = expect!(
+        fx,
+        fx.meta
+            .mkdir(&fx.ctx, ROOT_INODE, b"first", 0o755, 0)
+            .await
+            .unwrap(),
+        6,
+        &[
+            ("incrby", 2),
+            ("watch", 1),
+            ("get", 1),
+            ("hget", 1),
+            ("multi", 1),
+            ("set", 2),
+            ("hset", 4),
+            ("incr", 1),
+            ("exec", 1),
+            ("unwatch", 1),
+        ]
+    );
+    assert_eq!(ino, 2, "the first inode is 2");
+}
