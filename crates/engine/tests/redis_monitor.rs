@@ -1,0 +1,615 @@
+//! The exact command sequence of each operation, in order and with its keys, as Redis's
+//! `MONITOR` shows it, against reference §5.2 (observed MONITOR traces of the Go client).
+//! Binary values (attributes, dentries, slices) are matched by `*`.
+
+use metabench_engine::{namespace, Ctx, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags};
+use metabench_schema::{Format, Ino, Slice, Timestamp, ROOT_INODE};
+use metabench_testkit::RedisServer;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A `MONITOR` connection read by a thread; lines are kept as argument vectors.
+struct Monitor {
+    lines: Arc<Mutex<Vec<Vec<String>>>>,
+    marks: usize,
+}
+
+impl Monitor {
+    fn start(server: &RedisServer) -> Monitor {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+        let pw = server.password();
+        write!(
+            s,
+            "*2\r\n$4\r\nAUTH\r\n${}\r\n{pw}\r\n*1\r\n$7\r\nMONITOR\r\n",
+            pw.len()
+        )
+        .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            let r = BufReader::new(s);
+            for line in r.lines() {
+                let Ok(line) = line else { return };
+                if let Some(args) = parse_monitor_line(&line) {
+                    sink.lock().unwrap().push(args);
+                }
+            }
+        });
+        Monitor { lines, marks: 0 }
+    }
+
+    /// Sends `ECHO mark-N` on another connection and waits until MONITOR shows it;
+    /// returns the position of the mark.
+    fn mark(&mut self, server: &RedisServer) -> usize {
+        self.marks += 1;
+        let tag = format!("mark-{}", self.marks);
+        server.command(&["ECHO", &tag]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(i) = self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .position(|l| l.len() == 2 && l[0] == "ECHO" && l[1] == tag)
+            {
+                return i;
+            }
+            assert!(Instant::now() < deadline, "MONITOR never showed {tag}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The commands between two marks, without the marks' own AUTH/ECHO.
+    fn between(&self, a: usize, b: usize) -> Vec<Vec<String>> {
+        self.lines.lock().unwrap()[a + 1..b]
+            .iter()
+            .filter(|l| !matches!(l[0].as_str(), "AUTH" | "ECHO" | "INFO"))
+            .cloned()
+            .collect()
+    }
+}
+
+/// `1712345678.123456 [1 127.0.0.1:5555] "SET" "k" "v\x00"` → `["SET", "k", "v\x00"]`
+/// (escapes kept as text, the command upper-cased).
+fn parse_monitor_line(line: &str) -> Option<Vec<String>> {
+    let rest = &line[line.find("] ")? + 2..];
+    let mut args = Vec::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut arg = String::new();
+        loop {
+            match chars.next()? {
+                '\\' => {
+                    let e = chars.next()?;
+                    if e == '"' || e == '\\' {
+                        arg.push(e);
+                    } else {
+                        arg.push('\\');
+                        arg.push(e);
+                    }
+                }
+                '"' => break,
+                ch => arg.push(ch),
+            }
+        }
+        args.push(arg);
+    }
+    if let Some(first) = args.first_mut() {
+        *first = first.to_uppercase();
+    }
+    (!args.is_empty()).then_some(args)
+}
+
+struct Fixture {
+    server: RedisServer,
+    mon: Monitor,
+    meta: Box<dyn Meta>,
+    ctx: Ctx,
+}
+
+impl Fixture {
+    async fn new() -> Fixture {
+        let server = RedisServer::start();
+        let url = MetaUrl::parse(&server.url(2)).unwrap();
+        let engine = metabench_engine::open(&url).await.unwrap();
+        engine
+            .format(&Format::new(
+                "monitor",
+                "11111111-2222-4333-8444-555555555555",
+                "/tmp/metabench-unused/",
+                0,
+            ))
+            .await
+            .unwrap();
+        let meta = engine.session(&SessionOptions::default()).await.unwrap();
+        let mon = Monitor::start(&server);
+        Fixture {
+            server,
+            mon,
+            meta,
+            ctx: Ctx::root(),
+        }
+    }
+
+    async fn parent(&mut self, name: &str) -> Ino {
+        namespace::remove_tree(self.meta.as_mut(), ROOT_INODE, name.as_bytes())
+            .await
+            .unwrap();
+        let p = self
+            .meta
+            .mkdir(&self.ctx, ROOT_INODE, name.as_bytes(), 0o755, 0)
+            .await
+            .unwrap()
+            .0;
+        self.meta.flush().await.unwrap();
+        p
+    }
+}
+
+/// Runs `$call` between two marks and returns (its value, the commands it sent).
+macro_rules! trace {
+    ($fx:expr, $call:expr) => {{
+        let a = $fx.mon.mark(&$fx.server);
+        let out = $call;
+        let b = $fx.mon.mark(&$fx.server);
+        (out, $fx.mon.between(a, b))
+    }};
+}
+
+fn assert_trace(got: &[Vec<String>], want: &[Vec<String>]) {
+    let show = |v: &[Vec<String>]| v.iter().map(|l| l.join(" ")).collect::<Vec<_>>().join("\n");
+    let ok = got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| g.len() == w.len() && g.iter().zip(w).all(|(a, b)| b == "*" || a == b));
+    assert!(
+        ok,
+        "command sequence differs\n--- got\n{}\n--- want\n{}",
+        show(got),
+        show(want)
+    );
+}
+
+/// Builds expected lines from space-separated strings.
+macro_rules! want {
+    ($($line:expr),* $(,)?) => {
+        vec![$($line.split(' ').map(str::to_owned).collect::<Vec<String>>()),*]
+    };
+}
+
+#[tokio::test]
+async fn create_and_delete_sequences() {
+    let mut fx = Fixture::new().await;
+    let p = fx.parent("seq").await;
+
+    let ((n, _), got) = trace!(
+        fx,
+        fx.meta.mkdir(&fx.ctx, p, b"d0", 0o755, 0).await.unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("GET i{p}"),
+            format!("HGET d{p} d0"),
+            "MULTI",
+            format!("SET i{n} *"),
+            format!("SET i{p} *"),
+            format!("HSET d{p} d0 *"),
+            format!("HSET dirUsedInodes {n} 0"),
+            format!("HSET dirDataLength {n} 0"),
+            format!("HSET dirUsedSpace {n} 0"),
+            "INCRBY usedSpace 4096",
+            "INCR totalInodes",
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    let ((f, _), got) = trace!(
+        fx,
+        fx.meta
+            .create(&fx.ctx, p, b"file", 0o644, 0o022)
+            .await
+            .unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("GET i{p}"),
+            format!("HGET d{p} file"),
+            "MULTI",
+            format!("SET i{f} *"),
+            format!("SET i{p} *"),
+            format!("HSET d{p} file *"),
+            "INCRBY usedSpace 4096",
+            "INCR totalInodes",
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    // The dir stats of `p` (a record exists): pipelined HEXISTS, then pipelined HINCRBY.
+    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("HEXISTS dirUsedSpace {p}"),
+            format!("HINCRBY dirUsedSpace {p} 8192"),
+            format!("HINCRBY dirUsedInodes {p} 2"),
+        ],
+    );
+
+    let ((s, _), got) = trace!(
+        fx,
+        fx.meta.symlink(&fx.ctx, p, b"sym", b"file").await.unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("GET i{p}"),
+            format!("HGET d{p} sym"),
+            "MULTI",
+            format!("SET i{s} *"),
+            format!("SET i{p} *"),
+            format!("SET s{s} file"),
+            format!("HSET d{p} sym *"),
+            "INCRBY usedSpace 4096",
+            "INCR totalInodes",
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    let (_, got) = trace!(fx, fx.meta.link(&fx.ctx, f, p, b"l0").await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("GET i{f}"),
+            format!("WATCH i{p} d{p} i{f}"),
+            format!("MGET i{p} i{f}"),
+            format!("HGET d{p} l0"),
+            "MULTI",
+            format!("HSET d{p} l0 *"),
+            format!("SET i{p} *"),
+            format!("SET i{f} *"),
+            format!("HINCRBY p{f} {p} 1"),
+            format!("HINCRBY p{f} {p} 1"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    // Unlinking one of two links keeps the inode: SET and HINCRBY -1 instead of deletes.
+    let (_, got) = trace!(fx, fx.meta.unlink(&fx.ctx, p, b"l0").await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("HGET d{p} l0"),
+            format!("WATCH i{f}"),
+            format!("MGET i{p} i{f}"),
+            "MULTI",
+            format!("HDEL d{p} l0"),
+            format!("SET i{p} *"),
+            format!("SET i{f} *"),
+            format!("HINCRBY p{f} {p} -1"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    // The last link of a hard-linked file: its parent counters go too.
+    let (_, got) = trace!(fx, fx.meta.unlink(&fx.ctx, p, b"file").await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("HGET d{p} file"),
+            format!("WATCH i{f}"),
+            format!("MGET i{p} i{f}"),
+            "MULTI",
+            format!("HDEL d{p} file"),
+            format!("SET i{p} *"),
+            "ZADD delfiles *".to_owned() + &format!(" {f}:0"),
+            format!("DEL i{f}"),
+            "INCRBY usedSpace -4096",
+            "DECR totalInodes",
+            format!("DEL x{f}"),
+            format!("DEL p{f}"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    let (_, got) = trace!(fx, fx.meta.unlink(&fx.ctx, p, b"sym").await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("HGET d{p} sym"),
+            format!("WATCH i{s}"),
+            format!("MGET i{p} i{s}"),
+            "MULTI",
+            format!("HDEL d{p} sym"),
+            format!("SET i{p} *"),
+            format!("DEL s{s}"),
+            format!("DEL i{s}"),
+            "INCRBY usedSpace -4096",
+            "DECR totalInodes",
+            format!("DEL x{s}"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    let (_, got) = trace!(fx, fx.meta.rmdir(&fx.ctx, p, b"d0").await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p}"),
+            format!("HGET d{p} d0"),
+            format!("WATCH i{n} d{n}"),
+            format!("MGET i{p} i{n}"),
+            format!("HLEN d{n}"),
+            "MULTI",
+            format!("HDEL d{p} d0"),
+            format!("SET i{p} *"),
+            format!("DEL i{n}"),
+            format!("DEL x{n}"),
+            "INCRBY usedSpace -4096",
+            "DECR totalInodes",
+            format!("HDEL dirDataLength {n}"),
+            format!("HDEL dirUsedSpace {n}"),
+            format!("HDEL dirUsedInodes {n}"),
+            format!("HDEL dirQuota {n}"),
+            format!("HDEL dirQuotaUsedSpace {n}"),
+            format!("HDEL dirQuotaUsedInodes {n}"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    // The background part: the dir stats of `p` (sym, l0 made; l0, file, sym, d0 gone),
+    // then a 0-byte file's data, which is one ZREM.
+    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("HEXISTS dirUsedSpace {p}"),
+            format!("HINCRBY dirUsedSpace {p} -8192"),
+            format!("HINCRBY dirUsedInodes {p} -2"),
+            format!("ZREM delfiles {f}:0"),
+        ],
+    );
+}
+
+#[tokio::test]
+async fn rename_lookup_readdir_and_attr_sequences() {
+    let mut fx = Fixture::new().await;
+    let p = fx.parent("seq").await;
+    let (f, _) = fx
+        .meta
+        .create(&fx.ctx, p, b"f0", 0o644, 0o022)
+        .await
+        .unwrap();
+
+    let (_, got) = trace!(
+        fx,
+        fx.meta
+            .rename(&fx.ctx, p, b"f0", p, b"f1", 0)
+            .await
+            .unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{p} d{p} i{p} d{p}"),
+            format!("HGET d{p} f0"),
+            format!("HGET d{p} f1"),
+            format!("WATCH i{f}"),
+            format!("MGET i{p} i{p} i{f}"),
+            "MULTI",
+            format!("HDEL d{p} f0"),
+            format!("SET i{f} *"),
+            format!("HSET d{p} f1 *"),
+            format!("SET i{p} *"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+
+    let (_, got) = trace!(fx, fx.meta.lookup(&fx.ctx, p, b"f1").await.unwrap());
+    assert_trace(&got, &want![format!("HGET d{p} f1"), format!("GET i{f}")]);
+
+    let (_, got) = trace!(fx, fx.meta.readdir(&fx.ctx, p, true).await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("GET i{p}"),
+            format!("HSCAN d{p} 0 MATCH * COUNT 10000"),
+            format!("MGET i{p} i1 i{f}"),
+        ],
+    );
+    // Without attributes JuiceFS does not MGET.
+    let (_, got) = trace!(fx, fx.meta.readdir(&fx.ctx, p, false).await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("GET i{p}"),
+            format!("HSCAN d{p} 0 MATCH * COUNT 10000")
+        ],
+    );
+
+    let set = SetAttr {
+        mode: Some(0o600),
+        ..Default::default()
+    };
+    let (_, got) = trace!(fx, fx.meta.setattr(&fx.ctx, f, &set).await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{f}"),
+            format!("GET i{f}"),
+            "MULTI",
+            format!("SET i{f} *"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+    // Nothing changes: no MULTI/EXEC at all.
+    let (_, got) = trace!(fx, fx.meta.setattr(&fx.ctx, f, &set).await.unwrap());
+    assert_trace(
+        &got,
+        &want![format!("WATCH i{f}"), format!("GET i{f}"), "UNWATCH"],
+    );
+
+    let (_, got) = trace!(
+        fx,
+        fx.meta
+            .setxattr(f, b"user.k", b"v1", XattrFlags::Any)
+            .await
+            .unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH x{f}"),
+            "MULTI",
+            format!("HSET x{f} user.k v1"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+    let (_, got) = trace!(
+        fx,
+        fx.meta
+            .setxattr(f, b"user.k", b"v2", XattrFlags::Replace)
+            .await
+            .unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH x{f}"),
+            format!("HEXISTS x{f} user.k"),
+            "MULTI",
+            format!("HSET x{f} user.k v2"),
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+    let (_, got) = trace!(fx, fx.meta.listxattr(f).await.unwrap());
+    assert_trace(&got, &want![format!("HKEYS x{f}"), format!("GET i{f}")]);
+    let (_, got) = trace!(fx, fx.meta.getxattr(f, b"user.k").await.unwrap());
+    assert_trace(&got, &want![format!("HGET x{f} user.k")]);
+    let (_, got) = trace!(fx, fx.meta.removexattr(f, b"user.k").await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH x{f}"),
+            format!("HDEL x{f} user.k"),
+            "UNWATCH"
+        ],
+    );
+}
+
+#[tokio::test]
+async fn data_and_background_sequences() {
+    let mut fx = Fixture::new().await;
+    let p = fx.parent("seq").await;
+    let (f, _) = fx
+        .meta
+        .create(&fx.ctx, p, b"f", 0o644, 0o022)
+        .await
+        .unwrap();
+    let (id, got) = trace!(fx, fx.meta.new_slice().await.unwrap());
+    assert_trace(&got, &want!["INCRBY nextchunk 4096"]);
+    let slice = Slice {
+        pos: 0,
+        id,
+        size: 5000,
+        off: 0,
+        len: 5000,
+    };
+    let (_, got) = trace!(
+        fx,
+        fx.meta.write(f, 0, slice, Timestamp::now()).await.unwrap()
+    );
+    assert_trace(
+        &got,
+        &want![
+            format!("WATCH i{f}"),
+            format!("GET i{f}"),
+            "MULTI",
+            format!("RPUSH c{f}_0 *"),
+            format!("SET i{f} *"),
+            "INCRBY usedSpace 4096",
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+    let (_, got) = trace!(fx, fx.meta.read(f, 0).await.unwrap());
+    assert_trace(&got, &want![format!("LRANGE c{f}_0 0 -1")]);
+    // An empty chunk also reads the attribute (EPERM for non-files).
+    let (_, got) = trace!(fx, fx.meta.read(f, 1).await.unwrap());
+    assert_trace(
+        &got,
+        &want![format!("LRANGE c{f}_1 0 -1"), format!("GET i{f}")],
+    );
+
+    fx.meta.unlink(&fx.ctx, p, b"f").await.unwrap();
+    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            // dir stat of p: +1 file, +5000 B, then −1 file, −5000 B: nothing to flush.
+            format!("LLEN c{f}_0"),
+            format!("WATCH c{f}_0"),
+            format!("LRANGE c{f}_0 0 -1"),
+            "MULTI",
+            format!("DEL c{f}_0"),
+            format!("HINCRBY sliceRef k{id}_5000 -1"),
+            "EXEC",
+            "UNWATCH",
+            format!("HDEL sliceRef k{id}_5000"),
+            format!("ZREM delfiles {f}:5000"),
+        ],
+    );
+}
+
+#[tokio::test]
+async fn root_dir_stat_is_synced_on_first_flush() {
+    let mut fx = Fixture::new().await;
+    let (d, _) = fx
+        .meta
+        .mkdir(&fx.ctx, ROOT_INODE, b"top", 0o755, 0)
+        .await
+        .unwrap();
+    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
+    assert_trace(
+        &got,
+        &want![
+            "HEXISTS dirUsedSpace 1",
+            "HSCAN d1 0 MATCH * COUNT 10000",
+            format!("MGET i{d}"),
+            "WATCH i1",
+            "EXISTS i1",
+            "MULTI",
+            "HSET dirDataLength 1 0",
+            "HSET dirUsedSpace 1 4096",
+            "HSET dirUsedInodes 1 1",
+            "EXEC",
+            "UNWATCH",
+        ],
+    );
+}
