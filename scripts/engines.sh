@@ -98,17 +98,24 @@ apt_install() {
         $SUDO chmod 755 "$policy"
         created_policy=1
     fi
-    local rc=0
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq || rc=$?
+    local rc=0 log
+    log="$(mktemp /tmp/metabench-apt.XXXXXX)"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 || rc=$?
     if [[ $rc -eq 0 ]]; then
         $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
             -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-            --no-install-recommends "${pkgs[@]}" >&2 || rc=$?
+            --no-install-recommends "${pkgs[@]}" >>"$log" 2>&1 || rc=$?
     fi
     if [[ $created_policy -eq 1 ]]; then
         $SUDO rm -f "$policy"
     fi
-    [[ $rc -eq 0 ]] || die "apt-get install ${pkgs[*]} failed"
+    if [[ $rc -ne 0 ]]; then
+        tail -n 40 "$log" >&2
+        rm -f "$log"
+        die "apt-get install ${pkgs[*]} failed"
+    fi
+    rm -f "$log"
+    say "installed ${pkgs[*]}"
 }
 
 find_juicefs() {
@@ -539,7 +546,10 @@ restart)
     cmd_start
     ;;
 status) cmd_status ;;
-install) install_all ;;
+install)
+    install_all
+    say "juicefs: $JUICEFS_BIN ($("$JUICEFS_BIN" version))"
+    ;;
 *)
     echo "usage: $0 start|stop|restart|status|install" >&2
     exit 2
