@@ -307,7 +307,7 @@ start_mariadb() {
     wait_for MariaDB "$pid" "$d/error.log" mysqladmin --no-defaults --socket="$d/mysqld.sock" -uroot ping
     "$client" --no-defaults --socket="$d/mysqld.sock" -uroot <<SQL || die "MariaDB: creating user $USER_NAME failed"
 DROP USER IF EXISTS ''@'localhost';
-DROP USER IF EXISTS ''@'$(hostname)';
+DROP USER IF EXISTS ''@'$(hostname 2>/dev/null || echo localhost)';
 CREATE USER IF NOT EXISTS '$USER_NAME'@'127.0.0.1' IDENTIFIED BY '$PASSWORD';
 CREATE USER IF NOT EXISTS '$USER_NAME'@'localhost' IDENTIFIED BY '$PASSWORD';
 GRANT ALL PRIVILEGES ON *.* TO '$USER_NAME'@'127.0.0.1' WITH GRANT OPTION;

@@ -4,6 +4,7 @@
 #
 #   scripts/test.sh                      # cargo test --workspace --all-targets
 #   scripts/test.sh -- --nocapture       # extra arguments go to cargo test
+#   scripts/test.sh -p metabench-engine  # one crate (drops --workspace)
 #
 # METABENCH_KEEP_ENGINES=1 leaves the engines running afterwards (scripts/engines.sh stop
 # stops them); METABENCH_KEEP_ENGINE_DATA=1 keeps their data and logs when stopping.
@@ -43,5 +44,11 @@ source "$TARGET/engines/env.sh"
 step "engines: MySQL ${METABENCH_MYSQL_URL//metabench-test-pw/****}, PostgreSQL ${METABENCH_PG_URL//metabench-test-pw/****}, Redis ${METABENCH_REDIS_URL//metabench-test-pw/****}"
 step "juicefs: $("$METABENCH_JUICEFS" version)"
 
-step "cargo test --workspace --all-targets $*"
-cargo test --workspace --all-targets "$@"
+# `-p CRATE` narrows the run to that crate (cargo would let --workspace win).
+scope=(--workspace)
+for a in "$@"; do
+    [[ "$a" == -- ]] && break
+    case "$a" in -p | -p* | --package | --package=*) scope=() ;; esac
+done
+step "cargo test ${scope[*]} --all-targets $*"
+cargo test "${scope[@]}" --all-targets "$@"
