@@ -53,7 +53,7 @@ impl Slice {
 
     /// Decodes a chunk value: concatenated records (SQL and TKV layout).
     pub fn decode_all(buf: &[u8]) -> Result<Vec<Self>, DecodeError> {
-        if buf.len() % SLICE_LEN != 0 {
+        if !buf.len().is_multiple_of(SLICE_LEN) {
             return Err(DecodeError::Invalid {
                 what: "chunk length",
                 value: buf.len() as u64,
