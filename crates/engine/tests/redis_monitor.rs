@@ -180,7 +180,7 @@ fn assert_trace(got: &[Vec<String>], want: &[Vec<String>]) {
 /// Builds expected lines from space-separated strings.
 macro_rules! want {
     ($($line:expr),* $(,)?) => {
-        vec![$($line.split(' ').map(str::to_owned).collect::<Vec<String>>()),*]
+        [$($line.split(' ').map(str::to_owned).collect::<Vec<String>>()),*]
     };
 }
 
