@@ -1,5 +1,8 @@
 //! `metabench ops`: JuiceFS's metadata benchmark, one client, every operation in turn.
 
+use crate::args::{
+    check_output_path, git_commit, parse_count, parse_duration, watch_ctrl_c, write_file,
+};
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::EXIT_INTERRUPTED;
@@ -17,7 +20,8 @@ pub struct OpsArgs {
     #[command(flatten)]
     target: TargetArgs,
 
-    /// Operations to run, comma-separated (default: all, in the Go benchmark's order).
+    /// Operations to run, comma-separated (default: every operation of JuiceFS's Go
+    /// benchmark, in its order; NNBench's create_write and open are available too).
     #[arg(long, value_delimiter = ',', value_name = "OP,...")]
     ops: Vec<Op>,
 
@@ -43,45 +47,6 @@ pub struct OpsArgs {
     baseline: Option<PathBuf>,
 }
 
-/// Parses a count of at least 1.
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("'{s}' is not a whole number")),
-    }
-}
-
-/// Parses a positive duration such as `1s`, `250ms` or `2m`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s)
-        .map_err(|e| format!("'{s}' is not a duration ({e}); try 1s or 500ms"))?;
-    if d.is_zero() {
-        return Err("duration must be greater than zero".into());
-    }
-    Ok(d)
-}
-
-fn check_output_path(path: &PathBuf) -> Result<(), CliError> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(dir) = parent {
-        if !dir.is_dir() {
-            return Err(input(format!(
-                "cannot write {}: directory {} does not exist",
-                path.display(),
-                dir.display()
-            )));
-        }
-    }
-    if path.is_dir() {
-        return Err(input(format!(
-            "cannot write {}: it is a directory",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
 /// Runs `metabench ops`.
 pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     // Validate everything local before touching the engine.
@@ -100,7 +65,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         }
     };
     let ops = if args.ops.is_empty() {
-        Op::ALL.to_vec()
+        Op::GOLANG.to_vec()
     } else {
         args.ops.clone()
     };
@@ -128,15 +93,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     );
 
     let stop = StopFlag::default();
-    let watcher = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("metabench: interrupted; finishing the current call and cleaning up");
-                stop.stop();
-            }
-        })
-    };
+    let watcher = watch_ctrl_c(stop.clone());
 
     let opts = SessionOptions {
         client_cache: args.client_cache,
@@ -175,7 +132,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         schema_version: SCHEMA_VERSION,
         kind: "ops".into(),
         metabench_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty()),
+        git_commit: git_commit(),
         started_at,
         engine,
         host: HostInfo::detect(),
@@ -197,8 +154,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&run).expect("results serialize");
-        std::fs::write(path, text + "\n")
-            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+        write_file(path, &(text + "\n"))?;
         eprintln!("results written to {}", path.display());
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })

@@ -2,9 +2,11 @@
 //! chosen benchmark and prints its report. Errors are one line on stderr and a non-zero
 //! exit code; Ctrl-C stops the run, cleans up and exits with 130.
 
+mod args;
 mod cmd_format;
 mod cmd_info;
 mod cmd_ops;
+mod cmd_sweep;
 mod error;
 mod target;
 
@@ -32,6 +34,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Sweep concurrency levels until the engine saturates: throughput, latency
+    /// percentiles and the knee per operation.
+    Sweep(cmd_sweep::SweepArgs),
     /// Time every operation of JuiceFS's metadata benchmark on one client.
     Ops(cmd_ops::OpsArgs),
     /// Write a new, empty JuiceFS volume that the real `juicefs` client accepts.
@@ -76,6 +81,7 @@ pub fn main() -> i32 {
     };
     let outcome = runtime.block_on(async {
         match cli.command {
+            Command::Sweep(args) => cmd_sweep::run(args).await,
             Command::Ops(args) => cmd_ops::run(args).await,
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,

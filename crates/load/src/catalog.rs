@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// One benchmark operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
     /// `Mkdir(parent, "d{i}")`.
     Mkdir,
@@ -61,6 +61,10 @@ pub enum Op {
     Read1,
     /// `Read(file, chunk 0)` of a chunk with 10 slices.
     Read10,
+    /// NNBench's create + write + close: `Create`, `NewSlice`, `Write` of 1 KiB.
+    CreateWrite,
+    /// NNBench's open: `Lookup` then `GetAttr`.
+    Open,
 }
 
 /// Writes into one file before the runner moves to a fresh one, so chunks stay below
@@ -68,8 +72,11 @@ pub enum Op {
 const WRITES_PER_FILE: u64 = 1000;
 
 impl Op {
-    /// Every operation, in the Go benchmark's order.
-    pub const ALL: [Op; 26] = [
+    /// The operations of NNBench as JuiceFS's comparison ran them, in order.
+    pub const NNBENCH: [Op; 4] = [Op::CreateWrite, Op::Open, Op::Rename, Op::Unlink];
+
+    /// Every operation of the Go benchmark, in its order.
+    pub const GOLANG: [Op; 26] = [
         Op::Mkdir,
         Op::Mvdir,
         Op::Rmdir,
@@ -97,6 +104,19 @@ impl Op {
         Op::Read1,
         Op::Read10,
     ];
+
+    /// Every operation metabench knows.
+    pub const ALL: [Op; 28] = {
+        let mut all = [Op::Mkdir; 28];
+        let mut i = 0;
+        while i < 26 {
+            all[i] = Op::GOLANG[i];
+            i += 1;
+        }
+        all[26] = Op::CreateWrite;
+        all[27] = Op::Open;
+        all
+    };
 
     /// The name JuiceFS's benchmark prints.
     pub fn name(self) -> &'static str {
@@ -127,6 +147,8 @@ impl Op {
             Op::Write => "write",
             Op::Read1 => "read_1",
             Op::Read10 => "read_10",
+            Op::CreateWrite => "create_write",
+            Op::Open => "open",
         }
     }
 
@@ -149,6 +171,8 @@ impl Op {
                 Some("slice ids come in batches of 4096 as in JuiceFS: one counter round trip per 4096 calls")
             }
             (Op::Write, _) => Some("includes NewSlice; a fresh file every 1000 writes keeps chunks below compaction"),
+            (Op::CreateWrite, _) => Some("NNBench create+write+close: Create, NewSlice and one 1 KiB Write (close costs no metadata call)"),
+            (Op::Open, _) => Some("NNBench open: Lookup then GetAttr"),
             (Op::Mkdir | Op::Mknod | Op::Create | Op::Symlink, _) => {
                 Some("inode ids come in batches of 1024, prefetched in the background as in JuiceFS")
             }
@@ -195,18 +219,25 @@ pub struct OpState {
     files: u64,
     mode: u16,
     xattr_value: [u8; 6],
-}
-
-fn name(prefix: &str, i: u64) -> Vec<u8> {
-    format!("{prefix}{i}").into_bytes()
+    tag: String,
 }
 
 impl OpState {
-    /// Untimed setup (`prepareParent` and the benchmark's preparation): creates
-    /// directory `dir_name` in `base` and whatever the operation needs inside it.
-    pub async fn setup(op: Op, meta: &mut dyn Meta, base: Ino, dir_name: &[u8]) -> Result<Self> {
+    /// `{tag}{prefix}{i}`: a numbered name of this client.
+    fn name(&self, prefix: &str, i: u64) -> Vec<u8> {
+        format!("{}{prefix}{i}", self.tag).into_bytes()
+    }
+
+    /// `{tag}{name}`: a fixed name of this client.
+    fn fixed(&self, name: &str) -> Vec<u8> {
+        format!("{}{name}", self.tag).into_bytes()
+    }
+
+    /// Untimed setup (the Go benchmark's preparation) inside directory `dir`, which the
+    /// caller created. Every name the state uses starts with `tag`, so clients sharing a
+    /// directory never collide (the Go benchmark's names when `tag` is empty).
+    pub async fn setup(op: Op, meta: &mut dyn Meta, dir: Ino, tag: &str) -> Result<Self> {
         let ctx = Ctx::root();
-        let (dir, _) = meta.mkdir(&ctx, base, dir_name, 0o755, 0).await?;
         let mut s = OpState {
             op,
             dir,
@@ -217,10 +248,11 @@ impl OpState {
             files: 0,
             mode: 0o644,
             xattr_value: *b"value0",
+            tag: tag.to_owned(),
         };
         match op {
             Op::Mvdir => {
-                meta.mkdir(&ctx, dir, b"d0", 0o755, 0).await?;
+                meta.mkdir(&ctx, dir, &s.fixed("d0"), 0o755, 0).await?;
             }
             Op::Resolve => {
                 let mut child = dir;
@@ -231,17 +263,24 @@ impl OpState {
             Op::Readdir10 | Op::Readdir1k => {
                 let n = if op == Op::Readdir10 { 10 } else { 1000 };
                 for j in 0..n {
-                    meta.create(&ctx, dir, &name("f", j), 0o644, 0o022).await?;
+                    meta.create(&ctx, dir, &s.name("f", j), 0o644, 0o022)
+                        .await?;
                 }
             }
             Op::Rename => {
-                meta.create(&ctx, dir, b"f0", 0o644, 0o022).await?;
+                meta.create(&ctx, dir, &s.fixed("f0"), 0o644, 0o022).await?;
             }
-            Op::Lookup | Op::Getattr | Op::Setattr | Op::Access => {
-                s.target = meta.create(&ctx, dir, b"file", 0o644, 0o022).await?.0;
+            Op::Lookup | Op::Getattr | Op::Setattr | Op::Access | Op::Open => {
+                s.target = meta
+                    .create(&ctx, dir, &s.fixed("file"), 0o644, 0o022)
+                    .await?
+                    .0;
             }
             Op::Setxattr | Op::Getxattr | Op::Removexattr | Op::Listxattr1 | Op::Listxattr10 => {
-                s.target = meta.create(&ctx, dir, b"fxattr", 0o644, 0o022).await?.0;
+                s.target = meta
+                    .create(&ctx, dir, &s.fixed("fxattr"), 0o644, 0o022)
+                    .await?
+                    .0;
                 let n = match op {
                     Op::Getxattr => 1,
                     Op::Listxattr1 => 1,
@@ -252,27 +291,37 @@ impl OpState {
                     let key = if op == Op::Getxattr {
                         b"key".to_vec()
                     } else {
-                        name("key", j)
+                        format!("key{j}").into_bytes()
                     };
                     meta.setxattr(s.target, &key, b"value", XattrFlags::Any)
                         .await?;
                 }
             }
             Op::Link | Op::Symlink => {
-                s.target = meta.create(&ctx, dir, b"source", 0o644, 0o022).await?.0;
+                s.target = meta
+                    .create(&ctx, dir, &s.fixed("source"), 0o644, 0o022)
+                    .await?
+                    .0;
             }
             Op::Readlink => {
-                meta.create(&ctx, dir, b"source", 0o644, 0o022).await?;
+                meta.create(&ctx, dir, &s.fixed("source"), 0o644, 0o022)
+                    .await?;
                 s.target = meta
-                    .symlink(&ctx, dir, b"slink", b"/benchReadlink/source")
+                    .symlink(&ctx, dir, &s.fixed("slink"), b"/benchReadlink/source")
                     .await?
                     .0;
             }
             Op::Write => {
-                s.target = meta.create(&ctx, dir, b"file", 0o644, 0o022).await?.0;
+                s.target = meta
+                    .create(&ctx, dir, &s.fixed("file"), 0o644, 0o022)
+                    .await?
+                    .0;
             }
             Op::Read1 | Op::Read10 => {
-                s.target = meta.create(&ctx, dir, b"file", 0o644, 0o022).await?.0;
+                s.target = meta
+                    .create(&ctx, dir, &s.fixed("file"), 0o644, 0o022)
+                    .await?
+                    .0;
                 let n = if op == Op::Read1 { 1 } else { 10 };
                 for j in 0..n {
                     let id = meta.new_slice().await?;
@@ -286,7 +335,13 @@ impl OpState {
                     meta.write(s.target, 0, slice, Timestamp::now()).await?;
                 }
             }
-            Op::Mkdir | Op::Rmdir | Op::Mknod | Op::Create | Op::Unlink | Op::Newchunk => {}
+            Op::Mkdir
+            | Op::Rmdir
+            | Op::Mknod
+            | Op::Create
+            | Op::Unlink
+            | Op::Newchunk
+            | Op::CreateWrite => {}
         }
         Ok(s)
     }
@@ -296,10 +351,12 @@ impl OpState {
         let ctx = Ctx::root();
         match self.op {
             Op::Rmdir => {
-                meta.mkdir(&ctx, self.dir, b"dir", 0o755, 0).await?;
+                meta.mkdir(&ctx, self.dir, &self.fixed("dir"), 0o755, 0)
+                    .await?;
             }
             Op::Unlink => {
-                meta.create(&ctx, self.dir, b"file", 0o644, 0o022).await?;
+                meta.create(&ctx, self.dir, &self.fixed("file"), 0o644, 0o022)
+                    .await?;
             }
             Op::Removexattr => {
                 meta.setxattr(self.target, b"key", b"value", XattrFlags::Any)
@@ -308,7 +365,7 @@ impl OpState {
             Op::Write if self.writes_in_file >= WRITES_PER_FILE => {
                 self.files += 1;
                 self.target = meta
-                    .create(&ctx, self.dir, &name("file", self.files), 0o644, 0o022)
+                    .create(&ctx, self.dir, &self.name("file", self.files), 0o644, 0o022)
                     .await?
                     .0;
                 self.writes_in_file = 0;
@@ -327,30 +384,52 @@ impl OpState {
         let dir = self.dir;
         match self.op {
             Op::Mkdir => meta
-                .mkdir(&ctx, dir, &name("d", i), 0o755, 0)
+                .mkdir(&ctx, dir, &self.name("d", i), 0o755, 0)
                 .await
                 .map(drop),
             Op::Mvdir => meta
-                .rename(&ctx, dir, &name("d", i), dir, &name("d", i + 1), 0)
+                .rename(
+                    &ctx,
+                    dir,
+                    &self.name("d", i),
+                    dir,
+                    &self.name("d", i + 1),
+                    0,
+                )
                 .await
                 .map(drop),
-            Op::Rmdir => meta.rmdir(&ctx, dir, b"dir").await,
+            Op::Rmdir => meta.rmdir(&ctx, dir, &self.fixed("dir")).await,
             Op::Resolve => meta.resolve(&ctx, dir, b"d/d/d/d/d").await.map(drop),
             Op::Readdir10 | Op::Readdir1k => meta.readdir(&ctx, dir, true).await.map(drop),
             Op::Mknod => meta
-                .mknod(&ctx, dir, &name("f", i), FileType::File, 0o644, 0o022, 0)
+                .mknod(
+                    &ctx,
+                    dir,
+                    &self.name("f", i),
+                    FileType::File,
+                    0o644,
+                    0o022,
+                    0,
+                )
                 .await
                 .map(drop),
             Op::Create => meta
-                .create(&ctx, dir, &name("f", i), 0o644, 0o022)
+                .create(&ctx, dir, &self.name("f", i), 0o644, 0o022)
                 .await
                 .map(drop),
             Op::Rename => meta
-                .rename(&ctx, dir, &name("f", i), dir, &name("f", i + 1), 0)
+                .rename(
+                    &ctx,
+                    dir,
+                    &self.name("f", i),
+                    dir,
+                    &self.name("f", i + 1),
+                    0,
+                )
                 .await
                 .map(drop),
-            Op::Unlink => meta.unlink(&ctx, dir, b"file").await,
-            Op::Lookup => meta.lookup(&ctx, dir, b"file").await.map(drop),
+            Op::Unlink => meta.unlink(&ctx, dir, &self.fixed("file")).await,
+            Op::Lookup => meta.lookup(&ctx, dir, &self.fixed("file")).await.map(drop),
             Op::Getattr => meta.getattr(self.target).await.map(drop),
             Op::Setattr => {
                 self.mode ^= 1;
@@ -381,11 +460,11 @@ impl OpState {
             Op::Removexattr => meta.removexattr(self.target, b"key").await,
             Op::Listxattr1 | Op::Listxattr10 => meta.listxattr(self.target).await.map(drop),
             Op::Link => meta
-                .link(&ctx, self.target, dir, &name("l", i))
+                .link(&ctx, self.target, dir, &self.name("l", i))
                 .await
                 .map(drop),
             Op::Symlink => meta
-                .symlink(&ctx, dir, &name("s", i), b"/benchSymlink/source")
+                .symlink(&ctx, dir, &self.name("s", i), b"/benchSymlink/source")
                 .await
                 .map(drop),
             Op::Readlink => meta.readlink(self.target).await.map(drop),
@@ -406,6 +485,24 @@ impl OpState {
                     self.write_offset = 0;
                 }
                 Ok(())
+            }
+            Op::CreateWrite => {
+                let (ino, _) = meta
+                    .create(&ctx, dir, &self.name("f", i), 0o644, 0o022)
+                    .await?;
+                let id = meta.new_slice().await?;
+                let slice = Slice {
+                    pos: 0,
+                    id,
+                    size: 1024,
+                    off: 0,
+                    len: 1024,
+                };
+                meta.write(ino, 0, slice, Timestamp::now()).await
+            }
+            Op::Open => {
+                let (ino, _) = meta.lookup(&ctx, dir, &self.fixed("file")).await?;
+                meta.getattr(ino).await.map(drop)
             }
             Op::Read1 | Op::Read10 => meta.read(self.target, 0).await.map(drop),
         }

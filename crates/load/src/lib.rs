@@ -2,10 +2,17 @@
 //!
 //! [`catalog`] knows, for every operation of JuiceFS's Go benchmark, its untimed setup,
 //! its untimed per-call preparation and its timed call. [`ops`] runs them one after the
-//! other on one client, the way `go test -bench` does, and measures each.
+//! other on one client, the way `go test -bench` does, and measures each; [`sweep`] runs
+//! a [`workload`] at each concurrency level of a [`spec`] until the engine saturates.
 
 pub mod catalog;
 pub mod ops;
+pub mod spec;
+pub mod sweep;
+pub mod workload;
 
 pub use catalog::Op;
 pub use ops::{run_ops, Budget, OpsConfig, StopFlag};
+pub use spec::ConcSpec;
+pub use sweep::{run_sweep, Live, SweepConfig, SweepOutcome};
+pub use workload::{Phase, Workload};

@@ -3,7 +3,7 @@
 
 use crate::catalog::{Op, OpState};
 use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Meta, MetaError, Result};
+use metabench_engine::{Ctx, Meta, MetaError, Result};
 use metabench_report::histogram::{encode, new_latency_histogram};
 use metabench_report::OpResult;
 use metabench_schema::Ino;
@@ -93,7 +93,11 @@ async fn run_one(
         note: op.note(config.client_cache).map(str::to_owned),
         ..Default::default()
     };
-    let mut state = match OpState::setup(op, meta, base, &dir_name).await {
+    let setup = async {
+        let (dir, _) = meta.mkdir(&Ctx::root(), base, &dir_name, 0o755, 0).await?;
+        OpState::setup(op, meta, dir, "").await
+    };
+    let mut state = match setup.await {
         Ok(s) => s,
         Err(e) => {
             result.skipped = Some(format!("setup failed: {e}"));

@@ -5,8 +5,12 @@
 //! docs, with an optional "(×N)" column against a baseline run. Nothing here knows how an
 //! engine is reached.
 
+pub mod analysis;
 pub mod histogram;
 pub mod model;
 pub mod table;
 
-pub use model::{EngineInfo, HostInfo, OpResult, OpsPlan, OpsResults, SCHEMA_VERSION};
+pub use model::{
+    ClientCheck, EngineInfo, HostInfo, IntervalSample, Level, LevelOp, OpResult, OpsPlan,
+    OpsResults, SweepPlan, SweepResults, SCHEMA_VERSION,
+};

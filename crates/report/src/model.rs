@@ -159,3 +159,195 @@ impl OpsResults {
         self.results.iter().find(|r| r.op == op)
     }
 }
+
+/// What a sweep was asked to do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlan {
+    /// The `--conc` spec as given.
+    pub conc: String,
+    /// Levels in run order.
+    pub levels: Vec<u32>,
+    /// Workload name.
+    pub workload: String,
+    /// Phases: each a name and its operations with weights.
+    pub phases: Vec<(String, Vec<(String, u32)>)>,
+    /// Discarded warm-up per level and phase, seconds.
+    pub warmup_s: f64,
+    /// Timed window per level and phase, seconds.
+    pub duration_s: f64,
+    /// Whether all clients worked in one shared directory.
+    pub shared_dir: bool,
+    /// The `--p99-limit`, µs.
+    pub p99_limit_us: Option<f64>,
+    /// Whether the sweep stops at a plateau.
+    pub until_plateau: bool,
+    /// Whether sessions reproduced the Go client's caches.
+    pub client_cache: bool,
+}
+
+/// Figures of one second of a timed window, for significance tests between runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    /// Calls completed in that second.
+    pub count: u64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+}
+
+/// Figures of one operation at one level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelOp {
+    /// Operation name.
+    pub op: String,
+    /// Phase the operation ran in.
+    pub phase: String,
+    /// Calls completed in the timed window.
+    pub count: u64,
+    /// Throughput over the timed window.
+    pub ops_per_s: f64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// Slowest call, µs.
+    pub max_us: f64,
+    /// Round trips per call.
+    pub round_trips_per_op: f64,
+    /// Transaction retries after conflicts.
+    pub retries: u64,
+    /// Failed calls by error kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Per-second samples of the window.
+    pub intervals: Vec<IntervalSample>,
+    /// The latency histogram (HdrHistogram V2, base64).
+    pub histogram: Option<String>,
+}
+
+/// The load generator's own state during a level: is the client the bottleneck?
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientCheck {
+    /// CPU seconds metabench's process used in the timed windows.
+    pub cpu_s: f64,
+    /// CPU used as a share of all cores over the windows (1.0 = every core busy).
+    pub cpu_utilisation: f64,
+    /// 99th percentile of the scheduling lag (how late a ready task starts), µs.
+    pub lag_p99_us: f64,
+    /// Largest scheduling lag, µs.
+    pub lag_max_us: f64,
+    /// Whether the generator, not the engine, limited this level.
+    pub client_bound: bool,
+    /// Why it was flagged.
+    pub reason: Option<String>,
+}
+
+/// One concurrency level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    /// Concurrent clients.
+    pub clients: u32,
+    /// Per-operation figures.
+    pub ops: Vec<LevelOp>,
+    /// The generator self-check.
+    pub client: ClientCheck,
+}
+
+/// The results of `metabench sweep`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepResults {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `sweep`.
+    pub kind: String,
+    /// metabench version.
+    pub metabench_version: String,
+    /// Git commit metabench was built from, if known.
+    pub git_commit: Option<String>,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// The engine measured.
+    pub engine: EngineInfo,
+    /// The machine.
+    pub host: HostInfo,
+    /// The plan.
+    pub plan: SweepPlan,
+    /// Levels in run order.
+    pub levels: Vec<Level>,
+    /// Saturation analysis per operation.
+    pub saturation: BTreeMap<String, crate::analysis::Saturation>,
+    /// Why the sweep stopped before its last level, if it did.
+    pub stopped_early: Option<String>,
+    /// Whether the run was stopped by Ctrl-C.
+    pub interrupted: bool,
+}
+
+impl SweepResults {
+    /// Reads a results file, checking its kind and version.
+    pub fn from_json(s: &str) -> Result<Self, String> {
+        let r: Self =
+            serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
+        if r.kind != "sweep" {
+            return Err(format!(
+                "results file holds a '{}' run, not a 'sweep' run",
+                r.kind
+            ));
+        }
+        if r.schema_version > SCHEMA_VERSION {
+            return Err(format!(
+                "results schema version {} is newer than this metabench understands ({SCHEMA_VERSION})",
+                r.schema_version
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The operations measured, in first-seen order.
+    pub fn op_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for l in &self.levels {
+            for o in &l.ops {
+                if !names.contains(&o.op) {
+                    names.push(o.op.clone());
+                }
+            }
+        }
+        names
+    }
+
+    /// (clients, ops/s, p99) of one operation across levels.
+    pub fn curve(&self, op: &str) -> Vec<crate::analysis::Point> {
+        self.levels
+            .iter()
+            .filter_map(|l| {
+                l.ops
+                    .iter()
+                    .find(|o| o.op == op)
+                    .map(|o| crate::analysis::Point {
+                        clients: l.clients,
+                        ops_per_s: o.ops_per_s,
+                        p99_us: o.p99_us,
+                    })
+            })
+            .collect()
+    }
+
+    /// Recomputes the saturation analysis from the levels.
+    pub fn analyse(&mut self) {
+        let limit = self.plan.p99_limit_us;
+        self.saturation = self
+            .op_names()
+            .into_iter()
+            .map(|op| {
+                let s = crate::analysis::saturation(&self.curve(&op), limit);
+                (op, s)
+            })
+            .collect();
+    }
+}

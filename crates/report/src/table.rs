@@ -47,8 +47,8 @@ pub fn ops_table(run: &OpsResults, baseline: Option<&OpsResults>) -> String {
     t.set_header(header);
     for r in &run.results {
         let mut row: Vec<String> = vec![r.op.clone()];
-        if let Some(why) = &r.skipped {
-            row.push(format!("skipped: {why}"));
+        if r.skipped.is_some() {
+            row.push("skipped".to_owned());
             if baseline.is_some() {
                 row.push(String::new());
             }
@@ -88,8 +88,152 @@ pub fn ops_table(run: &OpsResults, baseline: Option<&OpsResults>) -> String {
 pub fn ops_notes(run: &OpsResults) -> Vec<String> {
     run.results
         .iter()
-        .filter_map(|r| r.note.as_ref().map(|n| format!("{}: {n}", r.op)))
+        .flat_map(|r| {
+            let skipped = r
+                .skipped
+                .as_ref()
+                .map(|why| format!("{}: skipped: {why}", r.op));
+            let note = r.note.as_ref().map(|n| format!("{}: {n}", r.op));
+            skipped.into_iter().chain(note)
+        })
         .collect()
+}
+
+/// Renders a sweep: per operation, one row per level with throughput and latency, and a
+/// mark on levels where the generator (not the engine) was the bottleneck.
+pub fn sweep_table(run: &crate::SweepResults) -> String {
+    let mut out = String::new();
+    for op in run.op_names() {
+        let mut t = Table::new();
+        t.load_style(ASCII_MARKDOWN);
+        t.set_header([
+            "clients",
+            "ops/s",
+            "mean µs",
+            "p50 µs",
+            "p90 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs",
+            "round trips/op",
+            "retries",
+            "errors",
+            "client",
+        ]);
+        for level in &run.levels {
+            let Some(r) = level.ops.iter().find(|o| o.op == op) else {
+                continue;
+            };
+            let errors = r
+                .errors
+                .iter()
+                .map(|(k, n)| format!("{k}×{n}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            t.add_row(vec![
+                level.clients.to_string(),
+                format!("{:.0}", r.ops_per_s),
+                fmt_us(r.mean_us),
+                fmt_us(r.p50_us),
+                fmt_us(r.p90_us),
+                fmt_us(r.p99_us),
+                fmt_us(r.p999_us),
+                fmt_us(r.max_us),
+                format!("{:.2}", r.round_trips_per_op),
+                r.retries.to_string(),
+                errors,
+                if level.client.client_bound {
+                    "BOUND".to_owned()
+                } else {
+                    "ok".to_owned()
+                },
+            ]);
+        }
+        for i in 0..t.column_count() {
+            if let Some(c) = t.column_mut(i) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        out += &format!("\n{op}\n{t}\n");
+        if let Some(s) = run.saturation.get(&op) {
+            out += &format!(
+                "peak {:.0} ops/s at {} clients; knee (≥95% of peak) at {} clients",
+                s.peak_ops_per_s, s.peak_clients, s.knee_clients
+            );
+            if let Some(limit) = run.plan.p99_limit_us {
+                match s.p99_limit_clients {
+                    Some(c) => out += &format!("; p99 above {} µs from {c} clients", fmt_us(limit)),
+                    None => out += &format!("; p99 stayed below {} µs", fmt_us(limit)),
+                }
+            }
+            out += "\n";
+            if let Some(u) = &s.usl {
+                let peak = if u.peak_clients.is_finite() {
+                    format!(
+                        "predicted peak {:.0} ops/s at {:.0} clients",
+                        u.peak_ops_per_s, u.peak_clients
+                    )
+                } else {
+                    "no peak predicted within reach (κ = 0)".to_owned()
+                };
+                out += &format!(
+                    "USL fit: λ = {:.0} ops/s per client, σ = {:.4}, κ = {:.6} (R² = {:.3}); {peak}\n",
+                    u.lambda, u.sigma, u.kappa, u.r2
+                );
+            }
+        }
+    }
+    let bound: Vec<String> = run
+        .levels
+        .iter()
+        .filter_map(|l| {
+            l.client
+                .reason
+                .as_ref()
+                .map(|r| format!("{} clients: {r}", l.clients))
+        })
+        .collect();
+    if !bound.is_empty() {
+        out += "\nBOUND marks levels where metabench itself was the bottleneck, not the engine:\n";
+        for b in bound {
+            out += &format!("  {b}\n");
+        }
+    }
+    out
+}
+
+/// One CSV row per level and operation, with a header.
+pub fn sweep_csv(run: &crate::SweepResults) -> String {
+    let mut s = String::from(
+        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound\n",
+    );
+    for level in &run.levels {
+        for r in &level.ops {
+            let errors: u64 = r.errors.values().sum();
+            s += &format!(
+                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{}\n",
+                run.engine.kind,
+                run.plan.workload.replace(',', ";"),
+                level.clients,
+                r.op,
+                r.phase,
+                r.count,
+                r.ops_per_s,
+                r.mean_us,
+                r.p50_us,
+                r.p90_us,
+                r.p99_us,
+                r.p999_us,
+                r.max_us,
+                r.round_trips_per_op,
+                r.retries,
+                errors,
+                level.client.cpu_utilisation,
+                level.client.client_bound
+            );
+        }
+    }
+    s
 }
 
 #[cfg(test)]
@@ -124,7 +268,11 @@ mod tests {
         let t = ops_table(&run(300.0), Some(&run(100.0)));
         assert!(t.contains("×3.00"), "{t}");
         assert!(t.contains("| mkdir"), "{t}");
-        assert!(t.contains("skipped: ENOTSUP"), "{t}");
+        assert!(t.contains("| skipped"), "{t}");
+        assert_eq!(
+            ops_notes(&run(1.0)),
+            vec!["resolve: skipped: ENOTSUP".to_owned()]
+        );
         assert!(t.contains("5.00"));
         let plain = ops_table(&run(1.5), None);
         assert!(!plain.contains("×base"));

@@ -1,0 +1,67 @@
+//! Argument parsers and checks shared by the subcommands.
+
+use crate::error::{input, CliError};
+use std::path::Path;
+use std::time::Duration;
+
+/// Parses a count of at least 1.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+/// Parses a positive duration such as `1s`, `250ms` or `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); try 1s or 500ms"))?;
+    if d.is_zero() {
+        return Err("duration must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+/// Fails early (before any engine is touched) when `path` cannot be written.
+pub fn check_output_path(path: &Path) -> Result<(), CliError> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent {
+        if !dir.is_dir() {
+            return Err(input(format!(
+                "cannot write {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    if path.is_dir() {
+        return Err(input(format!(
+            "cannot write {}: it is a directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Sets `stop` on the first Ctrl-C (the run then finishes its current call, writes what
+/// it gathered and cleans up); abort the returned handle when the run is over.
+pub fn watch_ctrl_c(stop: metabench_load::StopFlag) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("metabench: interrupted; finishing the current window and cleaning up");
+            stop.stop();
+        }
+    })
+}
+
+/// The git commit metabench was built from, if known.
+pub fn git_commit() -> Option<String> {
+    Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty())
+}
+
+/// Writes a results file, mapping failures to one-line errors.
+pub fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
+    std::fs::write(path, text)
+        .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+}

@@ -1,0 +1,291 @@
+//! `metabench sweep`: concurrency sweeps to saturation with per-operation histograms.
+
+use crate::args::{check_output_path, git_commit, parse_duration, watch_ctrl_c, write_file};
+use crate::error::{input, CliError};
+use crate::target::{new_run_id, Target, TargetArgs};
+use crate::EXIT_INTERRUPTED;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use indicatif::{ProgressBar, ProgressStyle};
+use metabench_engine::namespace::Namespace;
+use metabench_engine::SessionOptions;
+use metabench_load::sweep::IntervalHistograms;
+use metabench_load::{run_sweep, ConcSpec, Live, Op, StopFlag, SweepConfig, Workload};
+use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
+use metabench_report::{HostInfo, Level, SweepPlan, SweepResults, SCHEMA_VERSION};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `metabench sweep`.
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+
+    /// Concurrency levels: 1..128 (doubling), 1,8,64 (list), 8..64:+8 (step),
+    /// 1..1024:x2 (factor).
+    #[arg(long, value_name = "SPEC", default_value = "1..128")]
+    conc: ConcSpec,
+
+    /// Operations, each run as its own phase at every level (default: create,getattr).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "OP,...",
+        conflicts_with = "workload"
+    )]
+    ops: Vec<Op>,
+
+    /// A workload instead of --ops: golang (every operation of JuiceFS's Go benchmark),
+    /// nnbench (create+write, open, rename, delete), or a mix from configs/workloads/NAME.toml
+    /// or a TOML file path.
+    #[arg(long, value_name = "NAME")]
+    workload: Option<String>,
+
+    /// Discarded warm-up before each timed window.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    warmup: Duration,
+
+    /// Timed window per level and phase.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    duration: Duration,
+
+    /// Make all clients work in one hot directory instead of one directory each.
+    #[arg(long)]
+    shared_dir: bool,
+
+    /// Report the first level whose p99 exceeds this latency, e.g. 10ms.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    p99_limit: Option<Duration>,
+
+    /// Stop when throughput has not grown by 5% for two consecutive levels.
+    #[arg(long)]
+    until_plateau: bool,
+
+    /// Reproduce the Go client's caches (see `metabench ops --help`).
+    #[arg(long)]
+    client_cache: bool,
+
+    /// Write the results (versioned JSON with histograms) to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+
+    /// Write one CSV row per level and operation to this file.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+
+    /// Write an HdrHistogram interval log per level (1 s intervals, tagged by operation)
+    /// into this directory.
+    #[arg(long, value_name = "DIR")]
+    hdr_dir: Option<PathBuf>,
+}
+
+fn write_interval_log(
+    dir: &Path,
+    level: &Level,
+    hists: &IntervalHistograms,
+) -> Result<(), CliError> {
+    let path = dir.join(format!("c{}.hlog", level.clients));
+    let mut buf = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    {
+        let mut log = IntervalLogWriterBuilder::new()
+            .add_comment(&format!(
+                "metabench sweep, {} clients; values in ns",
+                level.clients
+            ))
+            .with_base_time(std::time::SystemTime::now())
+            .begin_log_with(&mut buf, &mut ser)
+            .map_err(|e| CliError::Io(format!("HDR log: {e}")))?;
+        for (op, intervals) in hists {
+            for (i, h) in intervals.iter().enumerate() {
+                log.write_histogram(
+                    h,
+                    Duration::from_secs(i as u64),
+                    Duration::from_secs(1),
+                    Tag::new(op),
+                )
+                .map_err(|e| CliError::Io(format!("HDR log: {e:?}")))?;
+            }
+        }
+    }
+    std::fs::write(&path, buf)
+        .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Runs `metabench sweep`.
+pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
+    for p in [&args.json, &args.csv].into_iter().flatten() {
+        check_output_path(p)?;
+    }
+    if let Some(dir) = &args.hdr_dir {
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| input(format!("cannot create --hdr-dir {}: {e}", dir.display())))?;
+        }
+    }
+    let workload = match (&args.workload, args.ops.is_empty()) {
+        (Some(name), _) => {
+            Workload::resolve(name, &[PathBuf::from("configs/workloads")]).map_err(input)?
+        }
+        (None, false) => Workload::from_ops(&args.ops),
+        (None, true) => Workload::from_ops(&[Op::Create, Op::Getattr]),
+    };
+    let levels = args.conc.levels().to_vec();
+    let plan = SweepPlan {
+        conc: args.conc.to_string(),
+        levels: levels.clone(),
+        workload: workload.name.clone(),
+        phases: workload
+            .phases
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    p.ops
+                        .iter()
+                        .map(|(o, w)| (o.name().to_owned(), *w))
+                        .collect(),
+                )
+            })
+            .collect(),
+        warmup_s: args.warmup.as_secs_f64(),
+        duration_s: args.duration.as_secs_f64(),
+        shared_dir: args.shared_dir,
+        p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
+        until_plateau: args.until_plateau,
+        client_cache: args.client_cache,
+    };
+
+    let run_id = new_run_id();
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let target = Target::open(&args.target, &run_id).await?;
+    let engine = target.engine_info().await;
+    eprintln!(
+        "metabench sweep on {} {} ({}), volume {}: levels {:?}, workload {}",
+        engine.kind, engine.version, engine.url, target.format.name, levels, workload.name
+    );
+
+    let stop = StopFlag::default();
+    let watcher = watch_ctrl_c(stop.clone());
+    let live = Arc::new(Live::default());
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("static template"));
+    let ticker = {
+        let (bar, live, phases) = (bar.clone(), live.clone(), workload.phases.clone());
+        tokio::spawn(async move {
+            let mut last = (0u64, std::time::Instant::now());
+            loop {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                let done = live.completed.load(Ordering::Relaxed);
+                let now = std::time::Instant::now();
+                let rate = done.saturating_sub(last.0) as f64 / (now - last.1).as_secs_f64();
+                last = (done, now);
+                let phase = phases
+                    .get(live.phase.load(Ordering::Relaxed) as usize)
+                    .map_or("", |p| p.name.as_str());
+                let state = if live.measuring.load(Ordering::Relaxed) {
+                    format!("{rate:.0} ops/s")
+                } else {
+                    "setting up / warming up".to_owned()
+                };
+                bar.set_message(format!(
+                    "{} clients · {phase} · {state}",
+                    live.clients.load(Ordering::Relaxed)
+                ));
+                bar.tick();
+            }
+        })
+    };
+
+    let config = SweepConfig {
+        levels,
+        workload: workload.clone(),
+        warmup: args.warmup,
+        duration: args.duration,
+        shared_dir: args.shared_dir,
+        until_plateau: args.until_plateau,
+        session: SessionOptions {
+            client_cache: args.client_cache,
+        },
+    };
+    let mut namespace = None;
+    let mut log_error = None;
+    let outcome =
+        async {
+            let mut meta = target.session(&SessionOptions::default()).await?;
+            let ns = Namespace::create(meta.as_mut(), &run_id).await?;
+            namespace = Some(ns.clone());
+            let outcome =
+                run_sweep(
+                    target.engine.clone(),
+                    ns.dir,
+                    &config,
+                    &stop,
+                    live.clone(),
+                    |level, hists| {
+                        for o in &level.ops {
+                            bar.println(format!(
+                    "{:>6} clients  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{}",
+                    level.clients,
+                    o.op,
+                    o.ops_per_s,
+                    fmt_us(o.p50_us),
+                    fmt_us(o.p99_us),
+                    if level.client.client_bound { "  (client-bound)" } else { "" }
+                ));
+                        }
+                        if let Some(dir) = &args.hdr_dir {
+                            if let Err(e) = write_interval_log(dir, level, hists) {
+                                log_error.get_or_insert(e);
+                            }
+                        }
+                    },
+                )
+                .await?;
+            Ok::<_, CliError>(outcome)
+        }
+        .await;
+    ticker.abort();
+    bar.finish_and_clear();
+    let cleanup = target.finish(namespace.as_ref()).await;
+    watcher.abort();
+    let outcome = outcome?;
+    cleanup?;
+
+    let mut run = SweepResults {
+        schema_version: SCHEMA_VERSION,
+        kind: "sweep".into(),
+        metabench_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(),
+        started_at,
+        engine,
+        host: HostInfo::detect(),
+        plan,
+        levels: outcome.levels,
+        saturation: Default::default(),
+        stopped_early: outcome.stopped_early,
+        interrupted: stop.is_stopped(),
+    };
+    run.analyse();
+    println!("{}", sweep_table(&run));
+    if let Some(why) = &run.stopped_early {
+        println!("stopped early: {why}");
+    }
+    if let Some(path) = &args.json {
+        write_file(
+            path,
+            &(serde_json::to_string_pretty(&run).expect("results serialize") + "\n"),
+        )?;
+        eprintln!("results written to {}", path.display());
+    }
+    if let Some(path) = &args.csv {
+        write_file(path, &sweep_csv(&run))?;
+    }
+    if let Some(e) = log_error {
+        return Err(e);
+    }
+    Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
+}

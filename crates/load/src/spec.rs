@@ -1,0 +1,156 @@
+//! Concurrency level specs: `1..128` (doubling), `1,8,64`, `8..64:+8`, `1..1024:x2`.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Most clients one level may have.
+pub const MAX_CLIENTS: u32 = 65_536;
+
+/// The concurrency levels of a sweep, ascending and without duplicates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConcSpec {
+    levels: Vec<u32>,
+    text: String,
+}
+
+impl ConcSpec {
+    /// The levels in run order.
+    pub fn levels(&self) -> &[u32] {
+        &self.levels
+    }
+}
+
+impl fmt::Display for ConcSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn number(s: &str, what: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{what} '{}' is not a whole number", s.trim()))?;
+    if n == 0 {
+        return Err("concurrency must be at least 1".into());
+    }
+    if n > MAX_CLIENTS {
+        return Err(format!(
+            "concurrency {n} is above the limit of {MAX_CLIENTS}"
+        ));
+    }
+    Ok(n)
+}
+
+impl FromStr for ConcSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let text = s.trim();
+        if text.is_empty() {
+            return Err("empty concurrency spec; try 1..128, 1,8,64 or 8..64:+8".into());
+        }
+        let mut levels = if let Some((start, rest)) = text.split_once("..") {
+            let (end, step) = match rest.split_once(':') {
+                Some((e, st)) => (e, Some(st.trim())),
+                None => (rest, None),
+            };
+            let start = number(start, "start")?;
+            let end = number(end, "end")?;
+            if end < start {
+                return Err(format!("range {start}..{end} ends below its start"));
+            }
+            let mut v = Vec::new();
+            match step {
+                None => doubling(start, end, 2, &mut v),
+                Some(st) if st.starts_with('x') || st.starts_with('*') => {
+                    let f = st[1..]
+                        .parse::<u32>()
+                        .map_err(|_| format!("factor '{}' is not a whole number", &st[1..]))?;
+                    if f < 2 {
+                        return Err("a factor must be at least 2".into());
+                    }
+                    doubling(start, end, f, &mut v);
+                }
+                Some(st) => {
+                    let inc = st.strip_prefix('+').unwrap_or(st);
+                    let inc =
+                        inc.parse::<u32>().ok().filter(|i| *i > 0).ok_or_else(|| {
+                            format!("step '{st}' must be +N (N ≥ 1) or xN (N ≥ 2)")
+                        })?;
+                    let mut n = start;
+                    while n <= end {
+                        v.push(n);
+                        n = match n.checked_add(inc) {
+                            Some(n) => n,
+                            None => break,
+                        };
+                    }
+                    if v.last() != Some(&end) {
+                        v.push(end);
+                    }
+                }
+            }
+            v
+        } else {
+            text.split(',')
+                .map(|p| number(p, "level"))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        levels.sort_unstable();
+        levels.dedup();
+        Ok(Self {
+            levels,
+            text: text.to_owned(),
+        })
+    }
+}
+
+/// `start, start·f, start·f², …` up to `end`, with `end` itself always included.
+fn doubling(start: u32, end: u32, f: u32, v: &mut Vec<u32>) {
+    let mut n = start as u64;
+    while n <= end as u64 {
+        v.push(n as u32);
+        n *= f as u64;
+    }
+    if v.last() != Some(&end) {
+        v.push(end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn levels(s: &str) -> Vec<u32> {
+        s.parse::<ConcSpec>().unwrap().levels().to_vec()
+    }
+
+    #[test]
+    fn valid_specs() {
+        assert_eq!(levels("1..128"), vec![1, 2, 4, 8, 16, 32, 64, 128]);
+        assert_eq!(levels("1..100"), vec![1, 2, 4, 8, 16, 32, 64, 100]);
+        assert_eq!(levels("1,8,64"), vec![1, 8, 64]);
+        assert_eq!(levels("64, 8,8,1"), vec![1, 8, 64]);
+        assert_eq!(levels("8..64:+8"), vec![8, 16, 24, 32, 40, 48, 56, 64]);
+        assert_eq!(levels("8..20:+8"), vec![8, 16, 20]);
+        assert_eq!(levels("1..1024:x2").len(), 11);
+        assert_eq!(levels("1..100:x10"), vec![1, 10, 100]);
+        assert_eq!(levels("5"), vec![5]);
+        assert_eq!(levels("3..3"), vec![3]);
+    }
+
+    #[test]
+    fn invalid_specs_say_why() {
+        let err = |s: &str| s.parse::<ConcSpec>().unwrap_err();
+        assert!(err("0..8").contains("at least 1"));
+        assert!(err("128..1").contains("ends below its start"));
+        assert!(err("1..x").contains("'x' is not a whole number"));
+        assert!(err("1..").contains("is not a whole number"));
+        assert!(err("").contains("empty"));
+        assert!(err("1..8:+0").contains("step"));
+        assert!(err("1..8:x1").contains("factor"));
+        assert!(err("1,0").contains("at least 1"));
+        assert!(err("1..999999").contains("limit"));
+    }
+}

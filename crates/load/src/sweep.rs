@@ -1,0 +1,543 @@
+//! The closed-loop sweep: at each concurrency level, N virtual clients — each its own
+//! engine session, as N JuiceFS clients — repeat the workload's operations against their
+//! own working set; a warm-up is discarded, then a timed window is measured.
+
+use crate::catalog::{Op, OpState};
+use crate::ops::StopFlag;
+use crate::workload::{Phase, Workload};
+use hdrhistogram::Histogram;
+use metabench_engine::namespace::remove_tree;
+use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
+use metabench_report::analysis::{plateaued, Point};
+use metabench_report::histogram::encode;
+use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp};
+use metabench_schema::Ino;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Barrier};
+
+/// Throughput growth below which a level counts as no growth (`--until-plateau`).
+pub const PLATEAU_GROWTH: f64 = 0.05;
+/// Levels without growth after which `--until-plateau` stops.
+pub const PLATEAU_LEVELS: usize = 2;
+/// CPU share of all cores above which the generator is flagged as the bottleneck.
+pub const CLIENT_CPU_LIMIT: f64 = 0.90;
+/// Scheduling lag p99 above which the generator is flagged as the bottleneck.
+pub const CLIENT_LAG_LIMIT: Duration = Duration::from_millis(2);
+/// Consecutive failures after which a client gives up for the rest of a window.
+const MAX_CONSECUTIVE_ERRORS: u32 = 1000;
+/// Length of one interval sample.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// Concurrency levels, ascending.
+    pub levels: Vec<u32>,
+    /// What each client repeats.
+    pub workload: Workload,
+    /// Discarded warm-up per level and phase.
+    pub warmup: Duration,
+    /// Timed window per level and phase.
+    pub duration: Duration,
+    /// All clients in one directory instead of one each.
+    pub shared_dir: bool,
+    /// Stop when throughput stops growing.
+    pub until_plateau: bool,
+    /// Session behaviour (client caches).
+    pub session: SessionOptions,
+}
+
+/// Live figures for a progress display, updated by the running clients.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Clients of the current level.
+    pub clients: AtomicU32,
+    /// Calls completed in the current timed window.
+    pub completed: AtomicU64,
+    /// Index of the current phase in the workload.
+    pub phase: AtomicU32,
+    /// Whether the current window is being measured (false during setup and warm-up).
+    pub measuring: std::sync::atomic::AtomicBool,
+}
+
+/// The per-second histograms of one level, by operation, for HDR interval logs.
+pub type IntervalHistograms = BTreeMap<String, Vec<Histogram<u64>>>;
+
+/// What a sweep produced.
+#[derive(Debug, Default)]
+pub struct SweepOutcome {
+    /// Completed levels.
+    pub levels: Vec<Level>,
+    /// Why it stopped before the last level, if it did.
+    pub stopped_early: Option<String>,
+}
+
+#[derive(Default)]
+struct OpAcc {
+    hist: Option<Histogram<u64>>,
+    intervals: Vec<Histogram<u64>>,
+    errors: BTreeMap<String, u64>,
+    retries: u64,
+    round_trips: u64,
+    calls: u64,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+impl OpAcc {
+    fn record(&mut self, latency: Duration, interval: usize) {
+        let ns = latency.as_nanos() as u64;
+        // Auto-resizing histograms grow on `record`; `saturating_record` would clamp.
+        let _ = self.hist.get_or_insert_with(histogram).record(ns);
+        while self.intervals.len() <= interval {
+            self.intervals.push(histogram());
+        }
+        let _ = self.intervals[interval].record(ns);
+    }
+
+    fn merge(&mut self, other: OpAcc) {
+        if let Some(h) = other.hist {
+            match &mut self.hist {
+                Some(mine) => mine.add(&h).expect("auto-resizing histograms merge"),
+                None => self.hist = Some(h),
+            }
+        }
+        for (i, h) in other.intervals.into_iter().enumerate() {
+            if i < self.intervals.len() {
+                self.intervals[i]
+                    .add(&h)
+                    .expect("auto-resizing histograms merge");
+            } else {
+                self.intervals.push(h);
+            }
+        }
+        for (k, n) in other.errors {
+            *self.errors.entry(k).or_default() += n;
+        }
+        self.retries += other.retries;
+        self.round_trips += other.round_trips;
+        self.calls += other.calls;
+    }
+}
+
+/// Shards of accumulators, so clients record without contending on one lock.
+struct Recorder {
+    shards: Vec<Mutex<BTreeMap<Op, OpAcc>>>,
+}
+
+impl Recorder {
+    fn new(shards: usize) -> Self {
+        Self {
+            shards: (0..shards).map(|_| Mutex::new(BTreeMap::new())).collect(),
+        }
+    }
+
+    fn with<R>(&self, client: usize, op: Op, f: impl FnOnce(&mut OpAcc) -> R) -> R {
+        let mut shard = self.shards[client % self.shards.len()]
+            .lock()
+            .expect("recorder lock");
+        f(shard.entry(op).or_default())
+    }
+
+    fn merged(self) -> BTreeMap<Op, OpAcc> {
+        let mut all: BTreeMap<Op, OpAcc> = BTreeMap::new();
+        for shard in self.shards {
+            for (op, acc) in shard.into_inner().expect("recorder lock") {
+                all.entry(op).or_default().merge(acc);
+            }
+        }
+        all
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Window {
+    measure_from: Instant,
+    end: Instant,
+}
+
+/// CPU time this process has used (user + system).
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+struct ClientJob {
+    index: usize,
+    phase: Phase,
+    dir: Ino,
+    own_dir: Option<Vec<u8>>,
+    tag: String,
+}
+
+async fn run_client(
+    mut meta: Box<dyn Meta>,
+    job: ClientJob,
+    barrier: Arc<Barrier>,
+    mut start: watch::Receiver<Option<Window>>,
+    recorder: Arc<Recorder>,
+    live: Arc<Live>,
+    stop: StopFlag,
+) -> (Box<dyn Meta>, Result<()>) {
+    let outcome = client_body(
+        meta.as_mut(),
+        &job,
+        &barrier,
+        &mut start,
+        &recorder,
+        &live,
+        &stop,
+    )
+    .await;
+    (meta, outcome)
+}
+
+async fn client_body(
+    meta: &mut dyn Meta,
+    job: &ClientJob,
+    barrier: &Barrier,
+    start: &mut watch::Receiver<Option<Window>>,
+    recorder: &Recorder,
+    live: &Live,
+    stop: &StopFlag,
+) -> Result<()> {
+    let ctx = Ctx::root();
+    // Untimed setup: the client's directory and each operation's working set.
+    let setup = async {
+        let dir = match &job.own_dir {
+            Some(name) => meta.mkdir(&ctx, job.dir, name, 0o755, 0).await?.0,
+            None => job.dir,
+        };
+        let mut states = Vec::new();
+        for &(op, _) in &job.phase.ops {
+            let tag = if job.phase.ops.len() > 1 {
+                format!("{}{}-", job.tag, op.name())
+            } else {
+                job.tag.clone()
+            };
+            states.push(OpState::setup(op, meta, dir, &tag).await?);
+        }
+        meta.flush().await?;
+        Ok::<_, MetaError>(states)
+    }
+    .await;
+    barrier.wait().await;
+    let mut states = setup?;
+    let window = match start.wait_for(|w| w.is_some()).await {
+        Ok(w) => w.expect("checked by wait_for"),
+        Err(_) => return Ok(()),
+    };
+    let total_weight: u32 = job.phase.ops.iter().map(|(_, w)| w).sum();
+    let mut consecutive_errors = 0;
+    loop {
+        if stop.is_stopped() {
+            break;
+        }
+        let k = if states.len() == 1 {
+            0
+        } else {
+            let mut pick = rand::random_range(0..total_weight);
+            let mut k = 0;
+            for (i, (_, w)) in job.phase.ops.iter().enumerate() {
+                if pick < *w {
+                    k = i;
+                    break;
+                }
+                pick -= w;
+            }
+            k
+        };
+        let op = job.phase.ops[k].0;
+        let state = &mut states[k];
+        let prepared = state.prepare(meta).await;
+        let before = meta.stats();
+        let t0 = Instant::now();
+        let outcome = match prepared {
+            Ok(()) => state.call(meta).await,
+            Err(e) => Err(e),
+        };
+        let t1 = Instant::now();
+        if t1 >= window.end {
+            break;
+        }
+        if t0 < window.measure_from {
+            continue;
+        }
+        let cost = meta.stats().since(&before);
+        let interval = ((t1 - window.measure_from).as_nanos() / INTERVAL.as_nanos()) as usize;
+        recorder.with(job.index, op, |acc| {
+            acc.calls += 1;
+            acc.round_trips += cost.round_trips;
+            acc.retries += cost.retries;
+            match &outcome {
+                Ok(()) => acc.record(t1 - t0, interval),
+                Err(e) => *acc.errors.entry(e.kind().to_owned()).or_default() += 1,
+            }
+        });
+        match outcome {
+            Ok(()) => {
+                consecutive_errors = 0;
+                live.completed.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                consecutive_errors += 1;
+                if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+                    break;
+                }
+            }
+        }
+    }
+    // Untimed: background work, then the client's own directory.
+    meta.flush().await?;
+    if let Some(name) = &job.own_dir {
+        remove_tree(meta, job.dir, name).await?;
+    }
+    Ok(())
+}
+
+/// Measures how late a ready task gets to run: sleeps 1 ms over and over and records the
+/// overshoot until `end`.
+async fn lag_probe(from: Instant, end: Instant) -> Histogram<u64> {
+    let mut h = histogram();
+    tokio::time::sleep_until(from.into()).await;
+    while Instant::now() < end {
+        let want = Instant::now() + Duration::from_millis(1);
+        tokio::time::sleep_until(want.into()).await;
+        let _ = h.record(Instant::now().saturating_duration_since(want).as_nanos() as u64);
+    }
+    h
+}
+
+/// Opens sessions until there are `n`.
+async fn grow_sessions(
+    engine: &Arc<dyn Engine>,
+    opts: &SessionOptions,
+    sessions: &mut Vec<Box<dyn Meta>>,
+    n: usize,
+) -> Result<()> {
+    while sessions.len() < n {
+        let batch = (n - sessions.len()).min(64);
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..batch {
+            let engine = engine.clone();
+            let opts = opts.clone();
+            set.spawn(async move { engine.session(&opts).await });
+        }
+        while let Some(joined) = set.join_next().await {
+            let meta =
+                joined.map_err(|e| MetaError::Engine(format!("session task failed: {e}")))??;
+            sessions.push(meta);
+        }
+    }
+    Ok(())
+}
+
+fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
+    let mut r = LevelOp {
+        op: op.name().to_owned(),
+        phase: phase.to_owned(),
+        errors: acc.errors.clone(),
+        retries: acc.retries,
+        ..Default::default()
+    };
+    if acc.calls > 0 {
+        r.round_trips_per_op = acc.round_trips as f64 / acc.calls as f64;
+    }
+    if let Some(h) = &acc.hist {
+        r.count = h.len();
+        r.ops_per_s = h.len() as f64 / window.as_secs_f64();
+        r.mean_us = h.mean() / 1000.0;
+        r.p50_us = us(h.value_at_quantile(0.5));
+        r.p90_us = us(h.value_at_quantile(0.9));
+        r.p99_us = us(h.value_at_quantile(0.99));
+        r.p999_us = us(h.value_at_quantile(0.999));
+        r.max_us = us(h.max());
+        r.histogram = Some(encode(h));
+    }
+    r.intervals = acc
+        .intervals
+        .iter()
+        .map(|h| IntervalSample {
+            count: h.len(),
+            mean_us: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+            p99_us: us(h.value_at_quantile(0.99)),
+        })
+        .collect();
+    r
+}
+
+/// Runs the sweep below directory `base` (the run's namespace). `on_level` hears each
+/// finished level with its per-second histograms. Stops after the current window when
+/// `stop` is set, returning the completed levels.
+pub async fn run_sweep(
+    engine: Arc<dyn Engine>,
+    base: Ino,
+    config: &SweepConfig,
+    stop: &StopFlag,
+    live: Arc<Live>,
+    mut on_level: impl FnMut(&Level, &IntervalHistograms),
+) -> Result<SweepOutcome> {
+    let mut outcome = SweepOutcome::default();
+    let mut sessions: Vec<Box<dyn Meta>> = Vec::new();
+    let mut totals: Vec<Point> = Vec::new();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for &clients in &config.levels {
+        if stop.is_stopped() {
+            break;
+        }
+        let n = clients as usize;
+        grow_sessions(&engine, &config.session, &mut sessions, n).await?;
+        live.clients.store(clients, Ordering::Relaxed);
+        let mut level = Level {
+            clients,
+            ..Default::default()
+        };
+        let mut raw_intervals = IntervalHistograms::new();
+        let (mut cpu, mut lag) = (Duration::ZERO, histogram());
+        let mut measured = Duration::ZERO;
+        for (phase_index, phase) in config.workload.phases.iter().enumerate() {
+            if stop.is_stopped() {
+                break;
+            }
+            live.phase.store(phase_index as u32, Ordering::Relaxed);
+            live.measuring.store(false, Ordering::Relaxed);
+            live.completed.store(0, Ordering::Relaxed);
+            let ctx = Ctx::root();
+            let level_dir_name = format!("c{clients}-{}", phase.name).into_bytes();
+            let level_dir = sessions[0]
+                .mkdir(&ctx, base, &level_dir_name, 0o755, 0)
+                .await?
+                .0;
+            let barrier = Arc::new(Barrier::new(n + 1));
+            let (start_tx, start_rx) = watch::channel(None);
+            let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
+            let mut tasks = Vec::with_capacity(n);
+            for (index, meta) in sessions.drain(..n).enumerate() {
+                let job = ClientJob {
+                    index,
+                    phase: phase.clone(),
+                    dir: level_dir,
+                    own_dir: (!config.shared_dir).then(|| format!("c{index}").into_bytes()),
+                    tag: if config.shared_dir {
+                        format!("c{index}-")
+                    } else {
+                        String::new()
+                    },
+                };
+                tasks.push(tokio::spawn(run_client(
+                    meta,
+                    job,
+                    barrier.clone(),
+                    start_rx.clone(),
+                    recorder.clone(),
+                    live.clone(),
+                    stop.clone(),
+                )));
+            }
+            barrier.wait().await;
+            let now = Instant::now();
+            let window = Window {
+                measure_from: now + config.warmup,
+                end: now + config.warmup + config.duration,
+            };
+            let _ = start_tx.send(Some(window));
+            let probe = tokio::spawn(lag_probe(window.measure_from, window.end));
+            tokio::time::sleep_until(window.measure_from.into()).await;
+            live.measuring.store(true, Ordering::Relaxed);
+            let cpu_start = process_cpu_time();
+            tokio::time::sleep_until(window.end.into()).await;
+            cpu += process_cpu_time().saturating_sub(cpu_start);
+            live.measuring.store(false, Ordering::Relaxed);
+            measured += config.duration;
+            let mut first_error = None;
+            let mut returned = Vec::with_capacity(n);
+            for t in tasks {
+                let (meta, result) = t
+                    .await
+                    .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
+                returned.push(meta);
+                if let Err(e) = result {
+                    first_error.get_or_insert(e);
+                }
+            }
+            returned.append(&mut sessions);
+            sessions = returned;
+            if let Ok(h) = probe.await {
+                lag.add(&h).expect("auto-resizing histograms merge");
+            }
+            remove_tree(sessions[0].as_mut(), base, &level_dir_name).await?;
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+            if stop.is_stopped() {
+                break;
+            }
+            let recorder =
+                Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
+            for (op, acc) in recorder.merged() {
+                level
+                    .ops
+                    .push(level_op(op, &phase.name, &acc, config.duration));
+                raw_intervals.insert(op.name().to_owned(), acc.intervals);
+            }
+        }
+        if stop.is_stopped() {
+            break;
+        }
+        let cpu_utilisation = cpu.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
+        let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
+        let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT {
+            Some(format!(
+                "metabench used {:.0}% of all cores (an embedded engine such as SQLite counts here too)",
+                cpu_utilisation * 100.0
+            ))
+        } else if lag_p99 > CLIENT_LAG_LIMIT {
+            Some(format!(
+                "scheduling lag p99 {:.1} ms: tasks wait for a core",
+                lag_p99.as_secs_f64() * 1000.0
+            ))
+        } else {
+            None
+        };
+        level.client = ClientCheck {
+            cpu_s: cpu.as_secs_f64(),
+            cpu_utilisation,
+            lag_p99_us: us(lag.value_at_quantile(0.99)),
+            lag_max_us: us(lag.max()),
+            client_bound: reason.is_some(),
+            reason,
+        };
+        on_level(&level, &raw_intervals);
+        totals.push(Point {
+            clients,
+            ops_per_s: level.ops.iter().map(|o| o.ops_per_s).sum(),
+            p99_us: 0.0,
+        });
+        outcome.levels.push(level);
+        if config.until_plateau && plateaued(&totals, PLATEAU_GROWTH, PLATEAU_LEVELS) {
+            if clients != *config.levels.last().expect("non-empty") {
+                outcome.stopped_early = Some(format!(
+                    "throughput grew less than {:.0}% over {PLATEAU_LEVELS} levels (--until-plateau)",
+                    PLATEAU_GROWTH * 100.0
+                ));
+            }
+            break;
+        }
+    }
+    Ok(outcome)
+}
