@@ -252,6 +252,37 @@ async fn readdir_1k_is_3_round_trips() {
     readdir_n(1000).await;
 }
 
+/// Above 4096 entries the attributes come in several MGETs (JuiceFS: two goroutines).
+#[tokio::test]
+async fn readdir_5k_fetches_attributes_in_4096_key_batches() {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, "benchReaddir5k").await;
+    for i in 0..5000 {
+        fx.meta
+            .mknod(
+                &fx.ctx,
+                parent,
+                &name("f", i),
+                metabench_schema::FileType::File,
+                0o644,
+                0,
+                0,
+            )
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (entries, rtt, got) = measure!(fx, fx.meta.readdir(&fx.ctx, parent, true).await.unwrap());
+    assert_eq!(entries.len(), 5002);
+    assert!(entries
+        .iter()
+        .skip(2)
+        .all(|e| e.attr.nlink == 1 && e.attr.parent == parent));
+    assert_eq!((got["get"], got["mget"]), (1, 2));
+    assert_eq!(rtt, 1 + got["hscan"] + 2);
+    assert_eq!(got.len(), 3, "{got:?}");
+}
+
 #[tokio::test]
 async fn mknod_and_create_are_5_round_trips() {
     let mut fx = fixture().await;

@@ -49,6 +49,8 @@ pub fn fidelity_notes() -> &'static [&'static str] {
         "Directory and user/group quotas are neither loaded nor enforced nor updated; the parent walk \
          JuiceFS does for the quota check (GetAttr of each uncached ancestor when DirStats is on) is \
          reproduced, including its round trips on a cold session.",
+        "The volume's capacity and inode limits (`juicefs format --capacity/--inodes`) are not \
+         enforced (JuiceFS checks them against counters its session refreshes in the background).",
         "POSIX ACLs are not evaluated: access checks use the mode bits, and a parent's default ACL is \
          not inherited (the new node gets mode & ~umask).",
         "Compaction is never started (JuiceFS compacts a chunk in the background after reads of >= 5 \
