@@ -13,6 +13,7 @@ use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{run_sweep, ConcSpec, Live, Op, StopFlag, SweepConfig, Workload};
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
 use metabench_report::{HostInfo, Level, SweepPlan, SweepResults, SCHEMA_VERSION};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -115,6 +116,39 @@ fn write_interval_log(
         .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
 }
 
+/// One progress line per operation of a finished level.
+fn level_lines(level: &Level) -> Vec<String> {
+    let bound = if level.client.client_bound {
+        "  (client-bound)"
+    } else {
+        ""
+    };
+    level
+        .ops
+        .iter()
+        .map(|o| {
+            format!(
+                "{:>6} clients  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{bound}",
+                level.clients,
+                o.op,
+                o.ops_per_s,
+                fmt_us(o.p50_us),
+                fmt_us(o.p99_us)
+            )
+        })
+        .collect()
+}
+
+/// Prints above the progress line; off a terminal the bar is not drawn and would
+/// swallow the line, so it goes straight to stderr.
+fn say(bar: &ProgressBar, line: String) {
+    if std::io::stderr().is_terminal() {
+        bar.println(line);
+    } else {
+        eprintln!("{line}");
+    }
+}
+
 /// Runs `metabench sweep`.
 pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     for p in [&args.json, &args.csv].into_iter().flatten() {
@@ -213,41 +247,32 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     };
     let mut namespace = None;
     let mut log_error = None;
-    let outcome =
-        async {
-            let mut meta = target.session(&SessionOptions::default()).await?;
-            let ns = Namespace::create(meta.as_mut(), &run_id).await?;
-            namespace = Some(ns.clone());
-            let outcome =
-                run_sweep(
-                    target.engine.clone(),
-                    ns.dir,
-                    &config,
-                    &stop,
-                    live.clone(),
-                    |level, hists| {
-                        for o in &level.ops {
-                            bar.println(format!(
-                    "{:>6} clients  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{}",
-                    level.clients,
-                    o.op,
-                    o.ops_per_s,
-                    fmt_us(o.p50_us),
-                    fmt_us(o.p99_us),
-                    if level.client.client_bound { "  (client-bound)" } else { "" }
-                ));
-                        }
-                        if let Some(dir) = &args.hdr_dir {
-                            if let Err(e) = write_interval_log(dir, level, hists) {
-                                log_error.get_or_insert(e);
-                            }
-                        }
-                    },
-                )
-                .await?;
-            Ok::<_, CliError>(outcome)
-        }
-        .await;
+    let outcome = async {
+        let mut meta = target.session(&SessionOptions::default()).await?;
+        let ns = Namespace::create(meta.as_mut(), &run_id).await?;
+        namespace = Some(ns.clone());
+        let on_level = |level: &Level, hists: &IntervalHistograms| {
+            for line in level_lines(level) {
+                say(&bar, line);
+            }
+            if let Some(dir) = &args.hdr_dir {
+                if let Err(e) = write_interval_log(dir, level, hists) {
+                    log_error.get_or_insert(e);
+                }
+            }
+        };
+        let outcome = run_sweep(
+            target.engine.clone(),
+            ns.dir,
+            &config,
+            &stop,
+            live.clone(),
+            on_level,
+        )
+        .await?;
+        Ok::<_, CliError>(outcome)
+    }
+    .await;
     ticker.abort();
     bar.finish_and_clear();
     let cleanup = target.finish(namespace.as_ref()).await;

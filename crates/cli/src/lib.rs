@@ -61,8 +61,14 @@ pub fn main() -> i32 {
                     0
                 };
             }
+            // clap's message up to its first blank line (usage and tips follow), on one line.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let first = first.join(" ");
             let first = first.trim_start_matches("error: ");
             eprintln!("metabench: error: {first} (see --help)");
             return 2;

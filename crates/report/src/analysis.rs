@@ -19,6 +19,7 @@ pub struct Point {
 
 /// Saturation figures of one operation across a sweep.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Saturation {
     /// Highest throughput measured, ops/s.
     pub peak_ops_per_s: f64,
@@ -34,6 +35,7 @@ pub struct Saturation {
 
 /// `X(N) = λN / (1 + σ(N−1) + κN(N−1))`, fitted by least squares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UslFit {
     /// Throughput of one client, ops/s.
     pub lambda: f64,
@@ -41,10 +43,11 @@ pub struct UslFit {
     pub sigma: f64,
     /// Coherency (crosstalk) penalty.
     pub kappa: f64,
-    /// Clients at the predicted peak (`sqrt((1−σ)/κ)`; infinite when κ = 0).
-    pub peak_clients: f64,
-    /// Predicted peak throughput, ops/s.
-    pub peak_ops_per_s: f64,
+    /// Clients at the predicted peak (`sqrt((1−σ)/κ)`); none when κ = 0.
+    pub peak_clients: Option<f64>,
+    /// Predicted peak throughput, ops/s (the asymptote λ/σ when κ = 0); none when the fit
+    /// predicts unbounded growth.
+    pub peak_ops_per_s: Option<f64>,
     /// Coefficient of determination of the fit.
     pub r2: f64,
 }
@@ -167,8 +170,8 @@ pub fn fit_usl(points: &[Point]) -> Option<UslFit> {
         lambda,
         sigma,
         kappa,
-        peak_clients,
-        peak_ops_per_s,
+        peak_clients: Some(peak_clients).filter(|p| p.is_finite()),
+        peak_ops_per_s: Some(peak_ops_per_s).filter(|p| p.is_finite()),
         r2: if sst > 0.0 { 1.0 - sse / sst } else { 1.0 },
     })
 }
@@ -230,7 +233,7 @@ mod tests {
         assert!((fit.kappa - 0.0002).abs() < 0.0001, "{fit:?}");
         assert!(fit.r2 > 0.999);
         // Predicted peak near sqrt(0.95/0.0002) ≈ 69 clients.
-        assert!((fit.peak_clients - 68.9).abs() < 8.0, "{fit:?}");
+        assert!((fit.peak_clients.unwrap() - 68.9).abs() < 8.0, "{fit:?}");
         assert!(fit_usl(&pts[..2]).is_none());
     }
 
@@ -239,6 +242,10 @@ mod tests {
         let pts = curve([1, 2, 4, 8], |n| 500.0 * n);
         let fit = fit_usl(&pts).unwrap();
         assert!(fit.sigma < 0.01 && fit.kappa < 1e-6, "{fit:?}");
+        assert!(
+            fit.peak_clients.is_none() || fit.peak_clients.unwrap() > 100.0,
+            "{fit:?}"
+        );
         assert!(knee(&pts, 0.95) == Some(8));
     }
 }

@@ -8,6 +8,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// The engine a run measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EngineInfo {
     /// Engine family (`redis`, `mysql`, `postgres`, `sqlite`).
     pub kind: String,
@@ -23,6 +24,7 @@ pub struct EngineInfo {
 
 /// The machine metabench ran on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HostInfo {
     /// Host name.
     pub hostname: String,
@@ -65,6 +67,7 @@ impl HostInfo {
 
 /// What an `ops` run was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpsPlan {
     /// Operations, in run order.
     pub ops: Vec<String>,
@@ -78,6 +81,7 @@ pub struct OpsPlan {
 
 /// Figures of one operation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpResult {
     /// Operation name as in JuiceFS's benchmark (`mkdir`, `readdir_1k`, …).
     pub op: String,
@@ -111,6 +115,7 @@ pub struct OpResult {
 
 /// The results of `metabench ops`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpsResults {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -162,6 +167,7 @@ impl OpsResults {
 
 /// What a sweep was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SweepPlan {
     /// The `--conc` spec as given.
     pub conc: String,
@@ -187,6 +193,7 @@ pub struct SweepPlan {
 
 /// Figures of one second of a timed window, for significance tests between runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IntervalSample {
     /// Calls completed in that second.
     pub count: u64,
@@ -198,6 +205,7 @@ pub struct IntervalSample {
 
 /// Figures of one operation at one level.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LevelOp {
     /// Operation name.
     pub op: String,
@@ -233,6 +241,7 @@ pub struct LevelOp {
 
 /// The load generator's own state during a level: is the client the bottleneck?
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClientCheck {
     /// CPU seconds metabench's process used in the timed windows.
     pub cpu_s: f64,
@@ -250,6 +259,7 @@ pub struct ClientCheck {
 
 /// One concurrency level.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Level {
     /// Concurrent clients.
     pub clients: u32,
@@ -261,6 +271,7 @@ pub struct Level {
 
 /// The results of `metabench sweep`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SweepResults {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,

@@ -168,13 +168,12 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             }
             out += "\n";
             if let Some(u) = &s.usl {
-                let peak = if u.peak_clients.is_finite() {
-                    format!(
-                        "predicted peak {:.0} ops/s at {:.0} clients",
-                        u.peak_ops_per_s, u.peak_clients
-                    )
-                } else {
-                    "no peak predicted within reach (κ = 0)".to_owned()
+                let peak = match (u.peak_clients, u.peak_ops_per_s) {
+                    (Some(n), Some(x)) => format!("predicted peak {x:.0} ops/s at {n:.0} clients"),
+                    (None, Some(x)) => format!(
+                        "no retrograde region (κ = 0); throughput levels off towards {x:.0} ops/s"
+                    ),
+                    _ => "no limit predicted within the measured range".to_owned(),
                 };
                 out += &format!(
                     "USL fit: λ = {:.0} ops/s per client, σ = {:.4}, κ = {:.6} (R² = {:.3}); {peak}\n",

@@ -1,0 +1,176 @@
+//! `metabench sweep` end to end: short real sweeps on SQLite and Redis whose results file
+//! reads back under the strict results schema, and a Ctrl-C in the middle of a sweep.
+
+use metabench_report::SweepResults;
+use metabench_testkit::RedisServer;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn metabench() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_metabench"));
+    c.env_remove("METABENCH_META").stdin(Stdio::null());
+    c
+}
+
+fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
+    let json = dir.join("sweep.json");
+    let csv = dir.join("sweep.csv");
+    let hdr = dir.join("hdr");
+    let mut cmd = metabench();
+    cmd.args([
+        "sweep",
+        "--conc",
+        "1,2,4",
+        "--ops",
+        "create,getattr",
+        "--warmup",
+        "200ms",
+    ])
+    .args(["--duration", "1s", "--json"])
+    .arg(&json)
+    .arg("--csv")
+    .arg(&csv)
+    .arg("--hdr-dir")
+    .arg(&hdr);
+    if let Some(url) = meta {
+        cmd.args(["--meta", url]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("knee (≥95% of peak)"), "{stdout}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(run.plan.levels, vec![1, 2, 4]);
+    assert_eq!(run.levels.len(), 3);
+    for level in &run.levels {
+        assert_eq!(level.ops.len(), 2);
+        for op in &level.ops {
+            assert!(op.count > 0 && op.ops_per_s > 0.0, "{op:?}");
+            assert!(
+                op.p50_us > 0.0 && op.p99_us >= op.p50_us && op.max_us >= op.p99_us,
+                "{op:?}"
+            );
+            let h = metabench_report::histogram::decode(op.histogram.as_ref().unwrap()).unwrap();
+            assert_eq!(h.len(), op.count);
+            assert!(!op.intervals.is_empty());
+            assert_eq!(op.intervals.iter().map(|i| i.count).sum::<u64>(), op.count);
+        }
+        assert!(level.client.cpu_s > 0.0);
+        let getattr = level.ops.iter().find(|o| o.op == "getattr").unwrap();
+        assert_eq!(getattr.round_trips_per_op, 1.0);
+    }
+    assert!(run.saturation.contains_key("create") && run.saturation.contains_key("getattr"));
+    assert!(!run.engine.url.contains(metabench_testkit::PASSWORD));
+    assert!(!run.host.os.is_empty() && run.host.cores > 0);
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().count(), 1 + 3 * 2);
+    for c in [1, 2, 4] {
+        assert!(hdr.join(format!("c{c}.hlog")).is_file());
+    }
+    run
+}
+
+#[test]
+fn short_sweep_on_the_embedded_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = short_sweep(None, dir.path());
+    assert_eq!(run.engine.kind, "sqlite");
+}
+
+#[test]
+fn short_sweep_on_redis_leaves_the_database_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    let url = redis.url(3);
+    let run = short_sweep(Some(&url), dir.path());
+    assert_eq!(run.engine.kind, "redis");
+    assert!(
+        run.engine.durability.contains_key("appendfsync"),
+        "{:?}",
+        run.engine.durability
+    );
+    // Create is WATCH, GET, HGET, MULTI/EXEC, UNWATCH on Redis.
+    let create = run.levels[0].ops.iter().find(|o| o.op == "create").unwrap();
+    assert_eq!(create.round_trips_per_op, 5.0);
+    // metabench formatted the empty DB 3 itself, so it removed the whole volume again.
+    match redis.command(&["INFO", "keyspace"]) {
+        metabench_testkit::Resp::Bulk(Some(b)) => {
+            let text = String::from_utf8_lossy(&b);
+            assert!(!text.contains("db3:"), "keys left in db 3: {text}");
+        }
+        other => panic!("INFO keyspace answered {other:?}"),
+    }
+}
+
+#[test]
+fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("vol.db");
+    let o = Command::new("juicefs")
+        .args(["format", "--storage", "file", "--bucket"])
+        .arg(dir.path().join("bucket"))
+        .arg(format!("sqlite3://{}", db.display()))
+        .arg("sweeptest")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let url = format!("sqlite3://{}", db.display());
+    let json = dir.path().join("partial.json");
+    let log = dir.path().join("stderr.txt");
+    let child = metabench()
+        .args([
+            "sweep",
+            "--meta",
+            &url,
+            "--existing",
+            "--conc",
+            "1,2,4,8,16",
+            "--ops",
+            "create",
+        ])
+        .args(["--warmup", "100ms", "--duration", "1s", "--json"])
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Let the first level finish (its line goes to stderr), then interrupt.
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("ops/s")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "sweep never reported a level"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.interrupted);
+    assert!(
+        !run.levels.is_empty() && run.levels.len() < 5,
+        "{} levels",
+        run.levels.len()
+    );
+    // Only the root (and the trash) remain: the namespace is gone.
+    let dump = metabench_testkit::juicefs_dump(&url);
+    let tree = metabench_testkit::dump_tree(&dump);
+    assert!(
+        tree.keys().all(|p| !p.contains(".metabench")),
+        "{:?}",
+        tree.keys().collect::<Vec<_>>()
+    );
+}
