@@ -174,7 +174,7 @@ fn foreign_sqlite_database_is_refused_and_unchanged() {
 }
 
 fn juicefs_format_sqlite(db: &Path, bucket: &Path) {
-    let o = Command::new("juicefs")
+    let o = Command::new(metabench_testkit::juicefs_bin())
         .args(["format", "--storage", "file", "--bucket"])
         .arg(bucket)
         .arg(format!("sqlite3://{}", db.display()))
@@ -227,7 +227,7 @@ fn existing_volume_needs_the_flag_and_is_left_as_found() {
             "{table} changed: {before:?} -> {after:?}"
         );
     }
-    let fsck = Command::new("juicefs")
+    let fsck = Command::new(metabench_testkit::juicefs_bin())
         .args(["fsck", &url, "--path", "/", "-r"])
         .output()
         .unwrap();

@@ -107,7 +107,7 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
 fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("vol.db");
-    let o = Command::new("juicefs")
+    let o = Command::new(metabench_testkit::juicefs_bin())
         .args(["format", "--storage", "file", "--bucket"])
         .arg(dir.path().join("bucket"))
         .arg(format!("sqlite3://{}", db.display()))
