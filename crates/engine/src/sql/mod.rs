@@ -1,10 +1,721 @@
 //! SQL engines (MySQL/MariaDB, PostgreSQL, SQLite) as `pkg/meta/sql.go` uses them.
+//!
+//! - [`conn`]: one connection of any dialect, with the drivers' wire behaviour
+//!   (prepare/execute/close per MySQL statement, pgx's per-connection statement cache).
+//! - [`dialect`]: every statement text, rendered per dialect and table prefix.
+//! - [`ops`]: [`SqlSession`], the [`Meta`](crate::Meta) operations.
+//! - this module: [`SqlEngine`]: connecting from a meta URL, probe, format, destroy and
+//!   the server facts.
+//!
+//! Each session is one JuiceFS client with its own connection. The engine keeps one more
+//! connection (opened lazily) for probe / format / destroy / server info and for the
+//! background inode prefetch of the sessions, which JuiceFS runs on another pooled
+//! connection and which is therefore not counted in a session's round trips.
 
-use crate::{Engine, MetaError, MetaUrl, Result};
+mod conn;
+mod dialect;
+mod ops;
+
+pub use ops::SqlSession;
+
+use crate::url::Address;
+use crate::{
+    Engine, EngineKind, Meta, MetaError, MetaUrl, Result, Scheme, ServerInfo, SessionOptions,
+    VolumeState,
+};
+use async_trait::async_trait;
+use conn::{Arg, Conn, DbError};
+use dialect::Stmts;
+use metabench_schema::sql::{create_statements, table_names, table_prefix, Dialect, NodeRow};
+use metabench_schema::{Attr, FileType, Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
+use sqlx::postgres::{PgConnectOptions, PgSslMode};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
+use sqlx::{ConnectOptions, Connection};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// How long connecting may take before it is reported as a timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Connects to the SQL engine a URL names and checks it answers.
 pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
-    let _ = url;
-    Err(MetaError::NotSupported)
+    Ok(Arc::new(SqlEngine::open(url).await?))
+}
+
+/// Where and how to connect, derived from the meta URL.
+pub(crate) struct Target {
+    url: MetaUrl,
+    how: How,
+}
+
+enum How {
+    Mysql(Box<MySqlConnectOptions>),
+    Postgres(Box<PgConnectOptions>),
+    Sqlite(PathBuf),
+}
+
+impl Target {
+    fn new(url: &MetaUrl) -> Result<Self> {
+        let how = match url.scheme() {
+            Scheme::Mysql => {
+                let mut o = MySqlConnectOptions::new()
+                    .username(url.user())
+                    .database(url.database())
+                    // go-sql-driver sends nothing at connect but its DSN parameters.
+                    .pipes_as_concat(false)
+                    .no_engine_substitution(false)
+                    .timezone(None)
+                    .set_names(false)
+                    .charset("utf8mb4")
+                    .ssl_mode(MySqlSslMode::Disabled);
+                if let Some(pw) = url.password() {
+                    o = o.password(pw);
+                }
+                o = match url.address() {
+                    Address::Tcp { host, port } => o.host(host).port(*port),
+                    Address::Unix(path) => o.socket(path),
+                    Address::File(_) => return Err(MetaError::BadUrl("MySQL needs a host".into())),
+                };
+                How::Mysql(Box::new(o))
+            }
+            Scheme::Postgres => {
+                let mut o = PgConnectOptions::new()
+                    .username(url.user())
+                    .database(url.database())
+                    .ssl_mode(match url.param("sslmode") {
+                        Some("disable") => PgSslMode::Disable,
+                        Some("allow") => PgSslMode::Allow,
+                        Some("require") => PgSslMode::Require,
+                        Some("verify-ca") => PgSslMode::VerifyCa,
+                        Some("verify-full") => PgSslMode::VerifyFull,
+                        _ => PgSslMode::Prefer,
+                    });
+                if let Some(pw) = url.password() {
+                    o = o.password(pw);
+                }
+                o = match url.address() {
+                    Address::Tcp { host, port } => o.host(host).port(*port),
+                    Address::Unix(path) => o.socket(path),
+                    Address::File(_) => {
+                        return Err(MetaError::BadUrl("PostgreSQL needs a host".into()))
+                    }
+                };
+                How::Postgres(Box::new(o))
+            }
+            Scheme::Sqlite => match url.address() {
+                Address::File(p) => How::Sqlite(PathBuf::from(p)),
+                _ => return Err(MetaError::BadUrl("SQLite needs a file path".into())),
+            },
+            Scheme::Redis | Scheme::Rediss => {
+                return Err(MetaError::BadUrl("not an SQL URL".into()));
+            }
+        };
+        Ok(Self {
+            url: url.clone(),
+            how,
+        })
+    }
+
+    fn dialect(&self) -> Dialect {
+        match self.how {
+            How::Mysql(_) => Dialect::Mysql,
+            How::Postgres(_) => Dialect::Postgres,
+            How::Sqlite(_) => Dialect::Sqlite,
+        }
+    }
+
+    fn connect_error(&self, why: String) -> MetaError {
+        MetaError::Connect {
+            url: self.url.redacted(),
+            reason: why,
+        }
+    }
+
+    /// Opens a connection configured as JuiceFS configures its connections: MySQL
+    /// transaction isolation REPEATABLE READ, PostgreSQL defaults, SQLite WAL journal
+    /// and a 5 s busy timeout. SQLite files are created only when `create` is set.
+    pub(crate) async fn connect_with(&self, create: bool) -> Result<Conn> {
+        let fut = async {
+            match &self.how {
+                How::Mysql(o) => {
+                    let c = o.connect().await.map_err(|e| self.map_connect(e))?;
+                    self.nodelay();
+                    let mut c = Conn::Mysql(c);
+                    // createMySQLEngine: transaction_isolation, falling back to tx_isolation
+                    // on servers that do not know it (MariaDB before 11.1, MySQL 5.x).
+                    if let Err(e) = c
+                        .simple("SET transaction_isolation = 'repeatable-read'")
+                        .await
+                    {
+                        if !e.msg.to_lowercase().contains("unknown system variable") {
+                            return Err(self.connect_error(short(&e.msg)));
+                        }
+                        c.simple("SET tx_isolation = 'repeatable-read'")
+                            .await
+                            .map_err(|e| self.connect_error(short(&e.msg)))?;
+                    }
+                    Ok(c)
+                }
+                How::Postgres(o) => {
+                    let c = o.connect().await.map_err(|e| self.map_connect(e))?;
+                    self.nodelay();
+                    Ok(Conn::Postgres(c))
+                }
+                How::Sqlite(path) => {
+                    if !create && !path.exists() {
+                        return Err(self.connect_error(format!(
+                            "database file {} does not exist",
+                            path.display()
+                        )));
+                    }
+                    let o = SqliteConnectOptions::new()
+                        .filename(path)
+                        .create_if_missing(create)
+                        .journal_mode(SqliteJournalMode::Wal)
+                        .busy_timeout(Duration::from_millis(5000))
+                        .foreign_keys(false);
+                    let c = sqlx::SqliteConnection::connect_with(&o)
+                        .await
+                        .map_err(|e| self.map_connect(e))?;
+                    Ok(Conn::Sqlite(c))
+                }
+            }
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(self.connect_error("connection timed out".into())),
+        }
+    }
+
+    /// Turns Nagle's algorithm off on the connections to the server, as Go does for every
+    /// TCP connection. sqlx 0.9.0 leaves it on (sqlx issue 4335); MySQL's COM_STMT_CLOSE,
+    /// which gets no answer, then holds the next statement back until the server's
+    /// delayed ACK (40 ms on Linux) — a stall the Go client never has.
+    fn nodelay(&self) {
+        if let Address::Tcp { port, .. } = self.url.address() {
+            set_nodelay_to_port(*port);
+        }
+    }
+
+    /// A session connection (never creates a SQLite file).
+    pub(crate) async fn connect(&self) -> Result<Conn> {
+        self.connect_with(false).await
+    }
+
+    /// A read-only SQLite connection that neither creates the file nor changes its
+    /// journal mode (for probe).
+    async fn connect_sqlite_readonly(&self, path: &PathBuf) -> Result<Conn> {
+        let o = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(false)
+            .read_only(true)
+            .busy_timeout(Duration::from_millis(5000));
+        let c = sqlx::SqliteConnection::connect_with(&o)
+            .await
+            .map_err(|e| self.map_connect(e))?;
+        Ok(Conn::Sqlite(c))
+    }
+
+    /// A short, password-free, one-line reason for a failed connection.
+    fn map_connect(&self, e: sqlx::Error) -> MetaError {
+        let user = self.url.user();
+        let db = self.url.database();
+        let reason = match &e {
+            sqlx::Error::Io(io) => match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+                std::io::ErrorKind::TimedOut => "connection timed out".to_owned(),
+                std::io::ErrorKind::NotFound => "no such socket or file".to_owned(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+                _ => {
+                    let m = io.to_string();
+                    if m.contains("lookup address") || m.contains("Name or service") {
+                        match self.url.address() {
+                            Address::Tcp { host, .. } => format!("cannot resolve host '{host}'"),
+                            _ => short(&m),
+                        }
+                    } else {
+                        short(&m)
+                    }
+                }
+            },
+            sqlx::Error::Database(d) => {
+                let code = d.code().map(|c| c.into_owned()).unwrap_or_default();
+                let number = d
+                    .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                    .map(|m| m.number());
+                match (self.dialect(), number, code.as_str()) {
+                    (Dialect::Mysql, Some(1045), _) | (Dialect::Postgres, _, "28P01") => {
+                        format!("access denied for user '{user}' (wrong password?)")
+                    }
+                    (Dialect::Mysql, Some(1044), _) => {
+                        format!("access denied for user '{user}' to database '{db}'")
+                    }
+                    (Dialect::Postgres, _, "28000") => {
+                        format!("access denied for user '{user}'")
+                    }
+                    (Dialect::Mysql, Some(1049), _) | (Dialect::Postgres, _, "3D000") => {
+                        format!("database '{db}' does not exist")
+                    }
+                    _ => short(d.message()),
+                }
+            }
+            other => short(&other.to_string()),
+        };
+        self.connect_error(reason)
+    }
+}
+
+/// Sets TCP_NODELAY on every TCP socket of this process connected to `port` (sqlx does
+/// not expose its sockets). Setting it on a socket that already has it, or on another
+/// client's socket to the same port, is harmless.
+#[cfg(target_os = "linux")]
+fn set_nodelay_to_port(port: u16) {
+    use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        let is_socket = std::fs::read_link(entry.path())
+            .map(|t| t.to_string_lossy().starts_with("socket:"))
+            .unwrap_or(false);
+        if !is_socket {
+            continue;
+        }
+        // SAFETY: the descriptor is borrowed for two socket calls and handed back with
+        // `into_raw_fd`, so it is never closed here.
+        let s = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+        if s.peer_addr().map(|a| a.port() == port).unwrap_or(false) {
+            let _ = s.set_nodelay(true);
+        }
+        let _ = s.into_raw_fd();
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_nodelay_to_port(_port: u16) {}
+
+/// First line of a message, without anything that looks like a URL with credentials.
+fn short(msg: &str) -> String {
+    let line = msg.lines().next().unwrap_or_default().trim();
+    if line.contains('@') && line.contains("://") {
+        "connection failed".into()
+    } else {
+        line.to_owned()
+    }
+}
+
+/// An SQL engine reached through a meta URL.
+pub struct SqlEngine {
+    url: MetaUrl,
+    target: Arc<Target>,
+    st: Arc<Stmts>,
+    /// Probe/format/destroy/server info, and the sessions' inode prefetch.
+    admin: Arc<Mutex<Option<Conn>>>,
+}
+
+impl SqlEngine {
+    /// Parses what the URL names and, for MySQL and PostgreSQL, connects once to check
+    /// that the server answers and the credentials work. For SQLite nothing is opened
+    /// or created (format creates the file).
+    pub async fn open(url: &MetaUrl) -> Result<Self> {
+        let target = Target::new(url)?;
+        let prefix = table_prefix(url.param("table_prefix"));
+        let st = Stmts::new(target.dialect(), &prefix);
+        let admin = match target.how {
+            How::Sqlite(ref p) => {
+                if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    if !dir.is_dir() {
+                        return Err(target
+                            .connect_error(format!("directory {} does not exist", dir.display())));
+                    }
+                }
+                None
+            }
+            _ => Some(target.connect().await?),
+        };
+        Ok(Self {
+            url: url.clone(),
+            target: Arc::new(target),
+            st: Arc::new(st),
+            admin: Arc::new(Mutex::new(admin)),
+        })
+    }
+
+    /// The table prefix in use (`jfs_` or `jfs_<x>_`).
+    pub fn table_prefix(&self) -> &str {
+        &self.st.prefix
+    }
+
+    /// The SQL dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.st.dialect
+    }
+
+    /// Opens a session with its concrete type (tests use [`SqlSession::connection_id`]).
+    pub async fn sql_session(&self, opts: &SessionOptions) -> Result<SqlSession> {
+        SqlSession::open(
+            self.target.clone(),
+            self.st.clone(),
+            self.admin.clone(),
+            opts.clone(),
+        )
+        .await
+    }
+
+    /// The names of the tables in the database (or schema), sorted; SQLite's internal
+    /// tables left out.
+    async fn list_tables(conn: &mut Conn) -> std::result::Result<Vec<String>, DbError> {
+        let sql = match conn.dialect() {
+            Dialect::Mysql => {
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+            }
+            Dialect::Postgres => {
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            }
+            Dialect::Sqlite => {
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            }
+        };
+        let mut names = conn
+            .simple_fetch(sql)
+            .await?
+            .iter()
+            .map(|r| r.text(0))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        names.sort();
+        Ok(names)
+    }
+
+    async fn probe_on(&self, conn: &mut Conn) -> Result<VolumeState> {
+        let tables = Self::list_tables(conn).await.map_err(engine_err)?;
+        if tables.is_empty() {
+            return Ok(VolumeState::Empty);
+        }
+        let setting = format!("{}setting", self.st.prefix);
+        if tables.contains(&setting) {
+            let rows = conn
+                .fetch(&self.st.setting_get, &[Arg::Str("format")])
+                .await
+                .map_err(engine_err)?;
+            if let Some(row) = rows.first() {
+                if let Ok(f) = Format::from_json(row.bytes(1).map_err(engine_err)?) {
+                    return Ok(VolumeState::Volume(Box::new(f)));
+                }
+            }
+        }
+        let shown: Vec<&str> = tables.iter().take(8).map(String::as_str).collect();
+        Ok(VolumeState::Foreign(format!(
+            "database holds {} tables that are not a JuiceFS volume{}: {}{}",
+            tables.len(),
+            if self.st.prefix == "jfs_" {
+                String::new()
+            } else {
+                format!(" with table prefix {}", self.st.prefix)
+            },
+            shown.join(", "),
+            if tables.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        )))
+    }
+
+    /// The admin connection, opened first if needed (for SQLite only when the file
+    /// exists, unless `create`).
+    async fn admin_conn(&self, create: bool) -> Result<tokio::sync::MutexGuard<'_, Option<Conn>>> {
+        let mut guard = self.admin.lock().await;
+        if guard.is_none() {
+            *guard = Some(self.target.connect_with(create).await?);
+        }
+        Ok(guard)
+    }
+}
+
+/// After an engine error the admin connection may be unusable (e.g. an aborted
+/// transaction): forget it, the next use reconnects.
+fn admin_done<T>(guard: &mut Option<Conn>, r: Result<T>) -> Result<T> {
+    if let Err(MetaError::Engine(_)) = &r {
+        *guard = None;
+    }
+    r
+}
+
+fn engine_err(e: DbError) -> MetaError {
+    MetaError::Engine(e.msg)
+}
+
+/// The root (or trash) directory as `doInit` writes it.
+fn root_attr(mode: u16, now: Timestamp) -> Attr {
+    let mut a = Attr::new(FileType::Directory, mode, 0, 0, 0, ROOT_INODE);
+    a.atime = now;
+    a.mtime = now;
+    a.ctime = now;
+    a
+}
+
+#[async_trait]
+impl Engine for SqlEngine {
+    fn kind(&self) -> EngineKind {
+        match self.st.dialect {
+            Dialect::Mysql => EngineKind::Mysql,
+            Dialect::Postgres => EngineKind::Postgres,
+            Dialect::Sqlite => EngineKind::Sqlite,
+        }
+    }
+
+    fn url(&self) -> &MetaUrl {
+        &self.url
+    }
+
+    async fn probe(&self) -> Result<VolumeState> {
+        if let How::Sqlite(path) = &self.target.how {
+            // Nothing there, or an empty file: nothing to look at, and nothing created.
+            match std::fs::metadata(path) {
+                Err(_) => return Ok(VolumeState::Empty),
+                Ok(m) if m.len() == 0 => return Ok(VolumeState::Empty),
+                Ok(m) if !m.is_file() => {
+                    return Ok(VolumeState::Foreign(format!(
+                        "{} is not a file",
+                        path.display()
+                    )))
+                }
+                Ok(_) => {}
+            }
+            let mut c = self.target.connect_sqlite_readonly(path).await?;
+            let r = match self.probe_on(&mut c).await {
+                Err(MetaError::Engine(m)) if m.contains("not a database") => Ok(
+                    VolumeState::Foreign(format!("{} is not an SQLite database", path.display())),
+                ),
+                r => r,
+            };
+            c.close().await;
+            return r;
+        }
+        let mut g = self.admin_conn(false).await?;
+        let r = self.probe_on(g.as_mut().expect("connected")).await;
+        admin_done(&mut g, r)
+    }
+
+    async fn format(&self, format: &Format) -> Result<()> {
+        match self.probe().await? {
+            VolumeState::Empty => {}
+            VolumeState::Volume(v) => {
+                return Err(MetaError::Engine(format!(
+                    "refusing to format: the database already holds the JuiceFS volume '{}'",
+                    v.name
+                )))
+            }
+            VolumeState::Foreign(why) => {
+                return Err(MetaError::Engine(format!("refusing to format: {why}")))
+            }
+        }
+        let json = format.to_json();
+        let trash = format.trash_days > 0;
+        let st = self.st.clone();
+        let mut g = self.admin_conn(true).await?;
+        let c = g.as_mut().expect("connected");
+        let r: Result<_> = {
+            async {
+                for ddl in create_statements(st.dialect, &st.prefix) {
+                    c.simple(&ddl).await.map_err(engine_err)?;
+                }
+                let now = Timestamp::now();
+                let r: std::result::Result<(), DbError> = async {
+                    c.simple(st.begin).await?;
+                    if trash {
+                        let found = c
+                            .fetch(&st.node_get_for_update, &[Arg::I64(TRASH_INODE as i64)])
+                            .await?;
+                        if found.is_empty() {
+                            let row = NodeRow::from_attr(TRASH_INODE, &root_attr(0o555, now));
+                            c.exec(&st.node_insert, &ops::node_args(&row)).await?;
+                        }
+                    }
+                    c.exec(&st.setting_insert, &[Arg::Str("format"), Arg::Str(&json)])
+                        .await?;
+                    let row = NodeRow::from_attr(ROOT_INODE, &root_attr(0o777, now));
+                    c.exec(&st.node_insert, &ops::node_args(&row)).await?;
+                    c.exec(
+                        &st.counters_init,
+                        &[
+                            Arg::Str("nextInode"),
+                            Arg::I64(2),
+                            Arg::Str("nextChunk"),
+                            Arg::I64(1),
+                            Arg::Str("nextSession"),
+                            Arg::I64(0),
+                            Arg::Str("usedSpace"),
+                            Arg::I64(0),
+                            Arg::Str("totalInodes"),
+                            Arg::I64(0),
+                            Arg::Str("nextCleanupSlices"),
+                            Arg::I64(0),
+                        ],
+                    )
+                    .await?;
+                    c.simple(st.commit).await
+                }
+                .await;
+                if let Err(e) = r {
+                    let _ = c.simple(st.rollback).await;
+                    return Err(engine_err(e));
+                }
+                Ok(())
+            }
+        }
+        .await;
+        admin_done(&mut g, r)
+    }
+
+    async fn destroy(&self, uuid: &str) -> Result<()> {
+        match self.probe().await? {
+            VolumeState::Volume(f) if f.uuid == uuid => {}
+            VolumeState::Volume(f) => {
+                return Err(MetaError::Engine(format!(
+                    "refusing to destroy: the volume's UUID is {}, not {uuid}",
+                    f.uuid
+                )))
+            }
+            VolumeState::Empty => {
+                return Err(MetaError::Engine(
+                    "refusing to destroy: no JuiceFS volume here".into(),
+                ))
+            }
+            VolumeState::Foreign(why) => {
+                return Err(MetaError::Engine(format!("refusing to destroy: {why}")))
+            }
+        }
+        let st = self.st.clone();
+        let mut g = self.admin_conn(false).await?;
+        let c = g.as_mut().expect("connected");
+        let r: Result<_> = {
+            async {
+                for t in table_names(&st.prefix) {
+                    c.simple(&format!("DROP TABLE IF EXISTS {}", st.dialect.quote(&t)))
+                        .await
+                        .map_err(engine_err)?;
+                }
+                Ok(())
+            }
+        }
+        .await;
+        admin_done(&mut g, r)
+    }
+
+    async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
+        Ok(Box::new(self.sql_session(opts).await?))
+    }
+
+    async fn server_info(&self) -> Result<ServerInfo> {
+        if let How::Sqlite(path) = &self.target.how {
+            if !path.exists() {
+                // Do not create the file: ask an in-memory database, and report the
+                // settings metabench's connections use.
+                let mut c = Conn::Sqlite(
+                    sqlx::SqliteConnection::connect("sqlite::memory:")
+                        .await
+                        .map_err(|e| self.target.map_connect(e))?,
+                );
+                let v = c
+                    .simple_fetch("SELECT sqlite_version()")
+                    .await
+                    .map_err(engine_err)?;
+                c.close().await;
+                let mut info = ServerInfo {
+                    version: format!("sqlite {}", v[0].text(0).map_err(engine_err)?),
+                    ..Default::default()
+                };
+                info.durability.insert("journal_mode".into(), "wal".into());
+                info.durability.insert("synchronous".into(), "FULL".into());
+                return Ok(info);
+            }
+        }
+        let mut g = self.admin_conn(false).await?;
+        let c = g.as_mut().expect("connected");
+        let r: Result<_> = {
+            async {
+                let one = |rows: Vec<conn::Row>| -> Result<String> {
+                    match rows.first() {
+                        Some(r) => match r.0.first() {
+                            Some(conn::Val::Int(i)) => Ok(i.to_string()),
+                            _ => r.text(0).map_err(engine_err),
+                        },
+                        None => Ok(String::new()),
+                    }
+                };
+                let mut info = ServerInfo::default();
+                match c.dialect() {
+                    Dialect::Mysql => {
+                        info.version = format!(
+                            "mysql {}",
+                            one(c
+                                .simple_fetch("SELECT VERSION()")
+                                .await
+                                .map_err(engine_err)?)?
+                        );
+                        for v in ["innodb_flush_log_at_trx_commit", "sync_binlog"] {
+                            let val = one(c
+                                .simple_fetch(&format!("SELECT @@{v}"))
+                                .await
+                                .map_err(engine_err)?)?;
+                            info.durability.insert(v.into(), val);
+                        }
+                    }
+                    Dialect::Postgres => {
+                        info.version = one(c
+                            .simple_fetch("SELECT VERSION()")
+                            .await
+                            .map_err(engine_err)?)?;
+                        for v in ["fsync", "synchronous_commit"] {
+                            let val = one(c
+                                .simple_fetch(&format!("SHOW {v}"))
+                                .await
+                                .map_err(engine_err)?)?;
+                            info.durability.insert(v.into(), val);
+                        }
+                    }
+                    Dialect::Sqlite => {
+                        info.version = format!(
+                            "sqlite {}",
+                            one(c
+                                .simple_fetch("SELECT sqlite_version()")
+                                .await
+                                .map_err(engine_err)?)?
+                        );
+                        let jm = one(c
+                            .simple_fetch("PRAGMA journal_mode")
+                            .await
+                            .map_err(engine_err)?)?;
+                        info.durability.insert("journal_mode".into(), jm);
+                        let sync = one(c
+                            .simple_fetch("PRAGMA synchronous")
+                            .await
+                            .map_err(engine_err)?)?;
+                        let sync = match sync.as_str() {
+                            "0" => "OFF".to_owned(),
+                            "1" => "NORMAL".to_owned(),
+                            "2" => "FULL".to_owned(),
+                            "3" => "EXTRA".to_owned(),
+                            o => o.to_owned(),
+                        };
+                        info.durability.insert("synchronous".into(), sync);
+                    }
+                }
+                Ok(info)
+            }
+        }
+        .await;
+        admin_done(&mut g, r)
+    }
 }

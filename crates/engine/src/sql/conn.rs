@@ -1,0 +1,365 @@
+//! One database connection of any of the three dialects, with JuiceFS's wire behaviour:
+//! MySQL prepares, executes and closes every parameterized statement (go-sql-driver
+//! without `interpolateParams`: 2 round trips), PostgreSQL caches prepared statements
+//! per connection (pgx), SQLite prepares every statement afresh (go-sqlite3). Statements
+//! without parameters (BEGIN, COMMIT, DDL…) go through the simple query protocol.
+
+use metabench_schema::sql::Dialect;
+use sqlx::mysql::MySqlConnection;
+use sqlx::postgres::PgConnection;
+use sqlx::sqlite::SqliteConnection;
+use sqlx::{AssertSqlSafe, Column, Connection, Executor, Row as _, TypeInfo, ValueRef};
+use std::sync::Arc;
+
+/// A statement text, rendered once per dialect and table prefix.
+pub(crate) type Sql = Arc<str>;
+
+/// A bound parameter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    /// A BIGINT value.
+    I64(i64),
+    /// An INT value (PostgreSQL gets an `int4` parameter, as pgx infers for INTEGER).
+    I32(i32),
+    /// A binary value (VARBINARY / BLOB / BYTEA).
+    Bytes(&'a [u8]),
+    /// A text value (VARCHAR / TEXT).
+    Str(&'a str),
+}
+
+/// One column value of a result row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Val {
+    Null,
+    Int(i64),
+    Bytes(Vec<u8>),
+}
+
+/// A result row, columns in `SELECT` order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Row(pub Vec<Val>);
+
+impl Row {
+    /// An integer column (NULL is an error).
+    pub fn int(&self, i: usize) -> Result<i64, DbError> {
+        match self.0.get(i) {
+            Some(Val::Int(v)) => Ok(*v),
+            other => Err(DbError::decode(format!(
+                "column {i}: expected an integer, got {other:?}"
+            ))),
+        }
+    }
+
+    /// A nullable integer column.
+    pub fn opt_int(&self, i: usize) -> Result<Option<i64>, DbError> {
+        match self.0.get(i) {
+            Some(Val::Null) => Ok(None),
+            _ => self.int(i).map(Some),
+        }
+    }
+
+    /// A binary or text column (NULL reads as empty).
+    pub fn bytes(&self, i: usize) -> Result<&[u8], DbError> {
+        match self.0.get(i) {
+            Some(Val::Bytes(b)) => Ok(b),
+            Some(Val::Null) => Ok(&[]),
+            other => Err(DbError::decode(format!(
+                "column {i}: expected bytes, got {other:?}"
+            ))),
+        }
+    }
+
+    /// A text column, lossily decoded.
+    pub fn text(&self, i: usize) -> Result<String, DbError> {
+        self.bytes(i)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+}
+
+/// How an error should be handled (`dbMeta.shouldRetry`, `isDuplicateEntryErr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrKind {
+    /// Conflict, deadlock, lock timeout, busy database… JuiceFS runs the transaction again.
+    Retry,
+    /// The connection is gone; reconnect, then retry.
+    Broken,
+    /// Anything else: the operation fails.
+    Fatal,
+}
+
+/// An error of the database, classified for the retry loop.
+#[derive(Debug, Clone)]
+pub(crate) struct DbError {
+    /// What to do about it.
+    pub kind: ErrKind,
+    /// A unique-key violation (`isDuplicateEntryErr`).
+    pub duplicate: bool,
+    /// The server's message.
+    pub msg: String,
+}
+
+impl DbError {
+    pub fn decode(msg: String) -> Self {
+        Self {
+            kind: ErrKind::Fatal,
+            duplicate: false,
+            msg,
+        }
+    }
+
+    /// Classifies an sqlx error as JuiceFS's `shouldRetry` does for `dialect`.
+    pub fn classify(dialect: Dialect, e: sqlx::Error) -> Self {
+        let broken = matches!(
+            e,
+            sqlx::Error::Io(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::WorkerCrashed
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::PoolTimedOut
+        );
+        let mut duplicate = false;
+        let mut number = None;
+        if let sqlx::Error::Database(db) = &e {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            match dialect {
+                Dialect::Mysql => {
+                    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                        number = Some(my.number());
+                        duplicate = my.number() == 1062;
+                    }
+                }
+                Dialect::Postgres => duplicate = code == "23505",
+                // SQLITE_CONSTRAINT and its extended codes (2067 unique, 1555 primary key…)
+                Dialect::Sqlite => {
+                    duplicate = code.parse::<i64>().map(|c| c & 0xff == 19).unwrap_or(false)
+                }
+            }
+        }
+        let msg = e.to_string();
+        let m = msg.to_lowercase();
+        let retry = m.contains("too many connections")
+            || m.contains("too many clients")
+            || match dialect {
+                Dialect::Sqlite => m.contains("database is locked") || m.contains("(code: 5)"),
+                Dialect::Mysql => {
+                    m.contains("try restarting transaction")
+                        || m.contains("try again later")
+                        || m.contains("duplicate entry")
+                        || number == Some(1020)
+                        || number == Some(1062)
+                        || m.contains("serialize access")
+                }
+                Dialect::Postgres => {
+                    m.contains("current transaction is aborted")
+                        || m.contains("deadlock detected")
+                        || m.contains("duplicate key value")
+                        || m.contains("serialize access")
+                        || duplicate
+                }
+            };
+        let kind = if broken {
+            ErrKind::Broken
+        } else if retry {
+            ErrKind::Retry
+        } else {
+            ErrKind::Fatal
+        };
+        Self {
+            kind,
+            duplicate,
+            msg,
+        }
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+/// Result of a statement that returns no rows.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Done {
+    pub rows_affected: u64,
+}
+
+/// One connection.
+pub(crate) enum Conn {
+    Mysql(MySqlConnection),
+    Postgres(PgConnection),
+    Sqlite(SqliteConnection),
+}
+
+macro_rules! bind_all {
+    ($q:expr, $args:expr) => {{
+        let mut q = $q;
+        for a in $args {
+            q = match *a {
+                Arg::I64(v) => q.bind(v),
+                Arg::I32(v) => q.bind(v),
+                Arg::Bytes(b) => q.bind(b),
+                Arg::Str(s) => q.bind(s),
+            };
+        }
+        q
+    }};
+}
+
+impl Conn {
+    /// The connection's dialect.
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Mysql(_) => Dialect::Mysql,
+            Conn::Postgres(_) => Dialect::Postgres,
+            Conn::Sqlite(_) => Dialect::Sqlite,
+        }
+    }
+
+    fn err(&self, e: sqlx::Error) -> DbError {
+        DbError::classify(self.dialect(), e)
+    }
+
+    /// Runs a parameterized statement that returns no rows.
+    pub async fn exec(&mut self, sql: &Sql, args: &[Arg<'_>]) -> Result<Done, DbError> {
+        let r = match self {
+            Conn::Mysql(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
+                .persistent(false)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected()),
+            Conn::Postgres(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected()),
+            Conn::Sqlite(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
+                .persistent(false)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected()),
+        };
+        r.map(|rows_affected| Done { rows_affected })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Runs a parameterized query and returns all its rows.
+    pub async fn fetch(&mut self, sql: &Sql, args: &[Arg<'_>]) -> Result<Vec<Row>, DbError> {
+        let r = match self {
+            Conn::Mysql(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
+                .persistent(false)
+                .fetch_all(&mut *c)
+                .await
+                .and_then(|rows| rows.iter().map(mysql_row).collect()),
+            Conn::Postgres(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
+                .fetch_all(&mut *c)
+                .await
+                .and_then(|rows| rows.iter().map(pg_row).collect()),
+            Conn::Sqlite(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
+                .persistent(false)
+                .fetch_all(&mut *c)
+                .await
+                .and_then(|rows| rows.iter().map(sqlite_row).collect()),
+        };
+        r.map_err(|e| self.err(e))
+    }
+
+    /// Runs a statement without parameters through the simple query protocol (MySQL
+    /// `COM_QUERY`, PostgreSQL `Query`): BEGIN, COMMIT, ROLLBACK, DDL, session settings.
+    pub async fn simple(&mut self, sql: &str) -> Result<(), DbError> {
+        let s = AssertSqlSafe(sql.to_owned());
+        let r = match self {
+            Conn::Mysql(c) => c.execute(s).await.map(|_| ()),
+            Conn::Postgres(c) => c.execute(s).await.map(|_| ()),
+            Conn::Sqlite(c) => c.execute(s).await.map(|_| ()),
+        };
+        r.map_err(|e| self.err(e))
+    }
+
+    /// A query without parameters through the simple query protocol, with its rows.
+    pub async fn simple_fetch(&mut self, sql: &str) -> Result<Vec<Row>, DbError> {
+        let s = AssertSqlSafe(sql.to_owned());
+        let r = match self {
+            Conn::Mysql(c) => c
+                .fetch_all(s)
+                .await
+                .and_then(|rows| rows.iter().map(mysql_row).collect()),
+            Conn::Postgres(c) => c
+                .fetch_all(s)
+                .await
+                .and_then(|rows| rows.iter().map(pg_row).collect()),
+            Conn::Sqlite(c) => c
+                .fetch_all(s)
+                .await
+                .and_then(|rows| rows.iter().map(sqlite_row).collect()),
+        };
+        r.map_err(|e| self.err(e))
+    }
+
+    /// Closes the connection politely.
+    pub async fn close(self) {
+        let _ = match self {
+            Conn::Mysql(c) => c.close().await,
+            Conn::Postgres(c) => c.close().await,
+            Conn::Sqlite(c) => c.close().await,
+        };
+    }
+}
+
+fn mysql_row(r: &sqlx::mysql::MySqlRow) -> Result<Row, sqlx::Error> {
+    let mut out = Vec::with_capacity(r.columns().len());
+    for (i, c) in r.columns().iter().enumerate() {
+        let raw = r.try_get_raw(i)?;
+        if raw.is_null() {
+            out.push(Val::Null);
+            continue;
+        }
+        let ty = c.type_info().name().to_ascii_uppercase();
+        if ty.contains("INT") && ty.contains("UNSIGNED") {
+            out.push(Val::Int(r.try_get::<u64, _>(i)? as i64));
+        } else if ty.contains("INT") {
+            out.push(Val::Int(r.try_get::<i64, _>(i)?));
+        } else {
+            out.push(Val::Bytes(r.try_get_unchecked::<Vec<u8>, _>(i)?));
+        }
+    }
+    Ok(Row(out))
+}
+
+fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row, sqlx::Error> {
+    let mut out = Vec::with_capacity(r.columns().len());
+    for (i, c) in r.columns().iter().enumerate() {
+        let raw = r.try_get_raw(i)?;
+        if raw.is_null() {
+            out.push(Val::Null);
+            continue;
+        }
+        out.push(match c.type_info().name() {
+            "INT2" => Val::Int(r.try_get::<i16, _>(i)? as i64),
+            "INT4" => Val::Int(r.try_get::<i32, _>(i)? as i64),
+            "INT8" => Val::Int(r.try_get::<i64, _>(i)?),
+            "BYTEA" => Val::Bytes(r.try_get::<Vec<u8>, _>(i)?),
+            _ => Val::Bytes(r.try_get_unchecked::<String, _>(i)?.into_bytes()),
+        });
+    }
+    Ok(Row(out))
+}
+
+fn sqlite_row(r: &sqlx::sqlite::SqliteRow) -> Result<Row, sqlx::Error> {
+    let mut out = Vec::with_capacity(r.columns().len());
+    for i in 0..r.columns().len() {
+        let raw = r.try_get_raw(i)?;
+        if raw.is_null() {
+            out.push(Val::Null);
+            continue;
+        }
+        // The runtime type of the value: `slices || ?` turns a BLOB into TEXT with the
+        // same bytes, so anything not an integer is read as bytes.
+        let ty = raw.type_info().name().to_owned();
+        out.push(if ty == "INTEGER" {
+            Val::Int(r.try_get_unchecked::<i64, _>(i)?)
+        } else {
+            Val::Bytes(r.try_get_unchecked::<Vec<u8>, _>(i)?)
+        });
+    }
+    Ok(Row(out))
+}

@@ -1,0 +1,2459 @@
+//! [`SqlSession`]: one JuiceFS client on an SQL engine, sending exactly the statements of
+//! `pkg/meta/sql.go` (reference §5.3) in the same transactions.
+//!
+//! Transactions follow `dbMeta.txn` (write: BEGIN … COMMIT, ROLLBACK on error, up to 50
+//! attempts with an i² ms sleep on retryable errors), `dbMeta.roTxn` (a read-only,
+//! repeatable-read transaction that always ends with ROLLBACK) and `dbMeta.simpleTxn`
+//! (one autocommit statement, retried the same way). What the Go client does in the
+//! background — dir-stat and volume-counter flushes, freeing deleted files' data — is
+//! buffered here and done by [`Meta::flush`].
+
+use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
+use super::dialect::Stmts;
+use super::Target;
+use crate::background::{IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::retry::{backoff_square, MAX_TRIES};
+use crate::XattrFlags;
+use crate::{Ctx, Entry, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
+use async_trait::async_trait;
+use metabench_schema::sql::{Dialect, NodeRow};
+use metabench_schema::{
+    align4k, Attr, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE, ROOT_INODE,
+    TRASH_INODE,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::task::JoinHandle;
+
+const FLAG_IMMUTABLE: i64 = 1;
+const FLAG_APPEND: i64 = 2;
+const FLAG_SKIP_TRASH: i64 = 32;
+const TYPE_FILE: i64 = 1;
+const TYPE_DIR: i64 = 2;
+const TYPE_SYMLINK: i64 = 3;
+const TRASH_NAME: &[u8] = b".trash";
+const MAX_SYMLINK: usize = 4096;
+const RENAME_NOREPLACE: u32 = 1;
+const RENAME_EXCHANGE: u32 = 2;
+const RENAME_WHITEOUT: u32 = 4;
+const RENAME_RESTORE: u32 = 32;
+/// `doUpdateDirStat` updates at most this many directories per transaction.
+const DIRSTAT_BATCH: usize = 1000;
+
+fn is_trash(ino: Ino) -> bool {
+    ino >= TRASH_INODE
+}
+
+/// Why a transaction attempt failed.
+pub(crate) enum TxErr {
+    /// An errno from the operation's logic: rolled back, not retried.
+    Meta(MetaError),
+    /// A parent update matched no row on MySQL (`syscall.EBUSY`): retried.
+    Busy,
+    /// A statement failed.
+    Db(DbError),
+    /// COMMIT failed.
+    Commit(DbError),
+}
+
+impl From<MetaError> for TxErr {
+    fn from(e: MetaError) -> Self {
+        TxErr::Meta(e)
+    }
+}
+
+impl From<DbError> for TxErr {
+    fn from(e: DbError) -> Self {
+        TxErr::Db(e)
+    }
+}
+
+impl From<metabench_schema::DecodeError> for TxErr {
+    fn from(e: metabench_schema::DecodeError) -> Self {
+        TxErr::Meta(e.into())
+    }
+}
+
+/// The error an operation returns after its last attempt.
+fn final_error(e: TxErr, retryable: bool) -> MetaError {
+    match e {
+        TxErr::Meta(m) => m,
+        TxErr::Busy => MetaError::Conflict(MAX_TRIES),
+        TxErr::Db(d) | TxErr::Commit(d) if retryable => {
+            tracing::debug!("giving up after {MAX_TRIES} tries: {}", d.msg);
+            MetaError::Conflict(MAX_TRIES)
+        }
+        TxErr::Db(d) | TxErr::Commit(d) => MetaError::Engine(d.msg),
+    }
+}
+
+/// A write transaction (`dbMeta.txn`). The body is a block evaluated inside the
+/// transaction; `?` in it aborts the attempt.
+macro_rules! txn {
+    ($s:ident, $body:block) => {{
+        let _guard = $s.write_guard().await;
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, TxErr> = async {
+                $s.begin().await.map_err(TxErr::Db)?;
+                #[allow(clippy::redundant_closure_call)]
+                let v = $body;
+                $s.commit().await.map_err(TxErr::Commit)?;
+                Ok(v)
+            }
+            .await;
+            match res {
+                Ok(v) => break Ok(v),
+                Err(e) => {
+                    let retry = $s.abort(&e).await;
+                    if retry && attempt + 1 < MAX_TRIES {
+                        $s.stats.retries += 1;
+                        tokio::time::sleep(backoff_square(attempt)).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    break Err(final_error(e, retry));
+                }
+            }
+        }
+    }};
+}
+
+/// A read-only transaction (`dbMeta.roTxn`): always rolled back.
+macro_rules! ro_txn {
+    ($s:ident, $body:block) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, TxErr> = async {
+                $s.begin_ro().await.map_err(TxErr::Db)?;
+                Ok($body)
+            }
+            .await;
+            let retry = match &res {
+                Ok(_) => {
+                    let _ = $s.rollback().await;
+                    false
+                }
+                Err(e) => $s.abort(e).await,
+            };
+            match res {
+                Ok(v) => break Ok(v),
+                Err(e) if retry && attempt + 1 < MAX_TRIES => {
+                    drop(e);
+                    $s.stats.retries += 1;
+                    tokio::time::sleep(backoff_square(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => break Err(final_error(e, retry)),
+            }
+        }
+    }};
+}
+
+/// Autocommit reads (`dbMeta.simpleTxn`), retried on retryable errors.
+macro_rules! simple {
+    ($s:ident, $body:block) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, TxErr> = async { Ok($body) }.await;
+            match res {
+                Ok(v) => break Ok(v),
+                Err(e) => {
+                    let retry = matches!(&e, TxErr::Db(d) if d.kind != ErrKind::Fatal);
+                    if retry && attempt + 1 < MAX_TRIES {
+                        $s.stats.retries += 1;
+                        tokio::time::sleep(backoff_square(attempt)).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    break Err(final_error(e, retry));
+                }
+            }
+        }
+    }};
+}
+
+/// The 19 `node` values as bound parameters, INT columns as `int4`.
+pub(crate) fn node_args(row: &NodeRow) -> [Arg<'static>; 19] {
+    let v = row.values();
+    let int32 = [1, 2, 3, 4, 5, 9, 10, 11, 12, 14, 16, 17, 18];
+    let mut out = [Arg::I64(0); 19];
+    for (i, x) in v.iter().enumerate() {
+        out[i] = if int32.contains(&i) {
+            Arg::I32(*x as i32)
+        } else {
+            Arg::I64(*x)
+        };
+    }
+    out
+}
+
+fn parse_node(r: &Row, off: usize) -> std::result::Result<NodeRow, TxErr> {
+    let mut v = [None; 19];
+    for (i, x) in v.iter_mut().enumerate() {
+        *x = r.opt_int(off + i)?;
+    }
+    Ok(NodeRow::from_values(v)?)
+}
+
+/// An `edge` row.
+#[derive(Debug, Clone)]
+struct EdgeRow {
+    id: i64,
+    name: Vec<u8>,
+    inode: Ino,
+    typ: i64,
+}
+
+fn parse_edge(r: &Row, off: usize) -> std::result::Result<EdgeRow, DbError> {
+    Ok(EdgeRow {
+        id: r.int(off)?,
+        name: r.bytes(off + 2)?.to_vec(),
+        inode: r.int(off + 3)? as Ino,
+        typ: r.int(off + 4)?,
+    })
+}
+
+fn type_only(typ: FileType) -> Attr {
+    Attr {
+        flags: 0,
+        typ,
+        mode: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        atime: Timestamp::default(),
+        mtime: Timestamp::default(),
+        ctime: Timestamp::default(),
+        nlink: 0,
+        length: 0,
+        parent: 0,
+        access_acl: 0,
+        default_acl: 0,
+        tier: 0,
+    }
+}
+
+fn file_type(t: i64) -> std::result::Result<FileType, MetaError> {
+    Ok(FileType::from_u8(t as u8)?)
+}
+
+/// `getMtime`: the node's mtime in ns.
+fn mtime_ns(n: &NodeRow) -> i64 {
+    n.mtime * 1000 + n.mtimensec
+}
+
+fn ns(t: Timestamp) -> i64 {
+    t.sec * 1_000_000_000 + t.nsec as i64
+}
+
+fn set_mtime(n: &mut NodeRow, t: Timestamp) {
+    let (us, rest) = t.to_sql();
+    n.mtime = us;
+    n.mtimensec = rest as i64;
+}
+
+fn set_ctime(n: &mut NodeRow, t: Timestamp) {
+    let (us, rest) = t.to_sql();
+    n.ctime = us;
+    n.ctimensec = rest as i64;
+}
+
+/// `baseMeta.Access` with the attribute at hand (no I/O): EACCES unless allowed.
+fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
+    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
+        Ok(())
+    } else {
+        Err(MetaError::Access)
+    }
+}
+
+/// `checkInodeName`.
+fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        Err(MetaError::Invalid)
+    } else {
+        Ok(())
+    }
+}
+
+fn xattr_name(name: &[u8]) -> Result<&str> {
+    if name.is_empty() {
+        return Err(MetaError::Invalid);
+    }
+    std::str::from_utf8(name).map_err(|_| MetaError::Invalid)
+}
+
+fn unix_now() -> i64 {
+    Timestamp::now().sec
+}
+
+/// One JuiceFS client on an SQL engine, with its own connection.
+pub struct SqlSession {
+    st: Arc<Stmts>,
+    target: Arc<Target>,
+    /// The engine's shared connection, used for the background inode prefetch.
+    bg: Arc<Mutex<Option<Conn>>>,
+    conn: Option<Conn>,
+    stats: SessionStats,
+    opts: SessionOptions,
+    dir_stats_on: bool,
+    /// SQLite: JuiceFS serialises all write transactions of a client (one writer).
+    sqlite_lock: Option<Arc<Mutex<()>>>,
+    inodes: IdRange,
+    prefetch: Option<JoinHandle<Option<IdRange>>>,
+    prefetch_at: u64,
+    slice_next: u64,
+    slice_end: u64,
+    dirstats: HashMap<Ino, DirStat>,
+    new_space: i64,
+    new_inodes: i64,
+    deleted: Vec<(Ino, u64)>,
+    linked_writes: Vec<(Ino, i64, i64)>,
+    chunk_cache: HashMap<(Ino, u32), Vec<Slice>>,
+    symlink_cache: HashMap<Ino, Vec<u8>>,
+}
+
+impl SqlSession {
+    pub(crate) async fn open(
+        target: Arc<Target>,
+        st: Arc<Stmts>,
+        bg: Arc<Mutex<Option<Conn>>>,
+        opts: SessionOptions,
+    ) -> Result<Self> {
+        let mut conn = target.connect().await?;
+        // NewClient loads the format first.
+        let rows = conn
+            .fetch(&st.setting_get, &[Arg::Str("format")])
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let format = match rows.first() {
+            Some(r) => Format::from_json(r.bytes(1).map_err(|e| MetaError::Engine(e.msg))?)
+                .map_err(MetaError::Corrupt)?,
+            None => {
+                conn.close().await;
+                return Err(MetaError::Engine(format!(
+                    "no JuiceFS volume with table prefix {} in {} (format it first)",
+                    st.prefix,
+                    target.url.redacted()
+                )));
+            }
+        };
+        format.check_version().map_err(MetaError::Engine)?;
+        if format.trash_days > 0 {
+            tracing::debug!(
+                "volume {} has trash on ({} days): unlink and rmdir delete as with TrashDays 0",
+                format.name,
+                format.trash_days
+            );
+        }
+        let jitter = INODE_BATCH / 10 / 20;
+        let prefetch_at = INODE_BATCH / 10 - jitter + rand::random_range(0..=2 * jitter);
+        Ok(Self {
+            sqlite_lock: (st.dialect == Dialect::Sqlite).then(|| Arc::new(Mutex::new(()))),
+            st,
+            target,
+            bg,
+            conn: Some(conn),
+            stats: SessionStats::default(),
+            opts,
+            dir_stats_on: format.dir_stats,
+            inodes: IdRange::default(),
+            prefetch: None,
+            prefetch_at,
+            slice_next: 0,
+            slice_end: 0,
+            dirstats: HashMap::new(),
+            new_space: 0,
+            new_inodes: 0,
+            deleted: Vec::new(),
+            linked_writes: Vec::new(),
+            chunk_cache: HashMap::new(),
+            symlink_cache: HashMap::new(),
+        })
+    }
+
+    /// The server's id of this session's connection: `CONNECTION_ID()` on MySQL (the
+    /// general log's thread id), `pg_backend_pid()` on PostgreSQL, 0 on SQLite. Not
+    /// counted in [`SessionStats`].
+    pub async fn connection_id(&mut self) -> Result<u64> {
+        let sql = match self.st.dialect {
+            Dialect::Mysql => "SELECT CONNECTION_ID()",
+            Dialect::Postgres => "SELECT pg_backend_pid()",
+            Dialect::Sqlite => return Ok(0),
+        };
+        let c = self
+            .conn_or_reconnect()
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let rows = c
+            .simple_fetch(sql)
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let id = rows
+            .first()
+            .ok_or_else(|| MetaError::Engine("no connection id".into()))?
+            .int(0)
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        Ok(id as u64)
+    }
+
+    // ---- statements (each one counted) ------------------------------------------------
+
+    async fn conn_or_reconnect(&mut self) -> std::result::Result<&mut Conn, DbError> {
+        if self.conn.is_none() {
+            match self.target.connect().await {
+                Ok(c) => self.conn = Some(c),
+                Err(e) => {
+                    return Err(DbError {
+                        kind: ErrKind::Broken,
+                        duplicate: false,
+                        msg: e.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    fn note(&mut self, e: &DbError) {
+        if e.kind == ErrKind::Broken {
+            self.conn = None;
+        }
+    }
+
+    async fn exec(&mut self, sql: &Sql, args: &[Arg<'_>]) -> std::result::Result<Done, DbError> {
+        self.stats.round_trips += 1;
+        let r = self.conn_or_reconnect().await?.exec(sql, args).await;
+        if let Err(e) = &r {
+            self.note(e);
+        }
+        r
+    }
+
+    async fn fetch(
+        &mut self,
+        sql: &Sql,
+        args: &[Arg<'_>],
+    ) -> std::result::Result<Vec<Row>, DbError> {
+        self.stats.round_trips += 1;
+        let r = self.conn_or_reconnect().await?.fetch(sql, args).await;
+        if let Err(e) = &r {
+            self.note(e);
+        }
+        r
+    }
+
+    async fn simple_stmt(&mut self, sql: &str) -> std::result::Result<(), DbError> {
+        self.stats.round_trips += 1;
+        let r = self.conn_or_reconnect().await?.simple(sql).await;
+        if let Err(e) = &r {
+            self.note(e);
+        }
+        r
+    }
+
+    async fn begin(&mut self) -> std::result::Result<(), DbError> {
+        let s = self.st.begin;
+        self.simple_stmt(s).await
+    }
+
+    async fn begin_ro(&mut self) -> std::result::Result<(), DbError> {
+        for s in self.st.begin_ro {
+            self.simple_stmt(s).await?;
+        }
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> std::result::Result<(), DbError> {
+        let s = self.st.commit;
+        self.simple_stmt(s).await
+    }
+
+    async fn rollback(&mut self) -> std::result::Result<(), DbError> {
+        if self.conn.is_none() {
+            return Ok(());
+        }
+        let s = self.st.rollback;
+        self.simple_stmt(s).await
+    }
+
+    /// Ends a failed attempt as database/sql and xorm do (ROLLBACK after a failed
+    /// statement or an errno; nothing after a failed COMMIT except on SQLite, whose
+    /// driver rolls back) and says whether JuiceFS would retry.
+    async fn abort(&mut self, e: &TxErr) -> bool {
+        match e {
+            TxErr::Commit(d) => {
+                if self.st.dialect == Dialect::Sqlite && d.kind != ErrKind::Broken {
+                    let _ = self.rollback().await;
+                }
+                d.kind != ErrKind::Fatal
+            }
+            TxErr::Db(d) if d.kind == ErrKind::Broken => true,
+            TxErr::Db(d) => {
+                let _ = self.rollback().await;
+                d.kind == ErrKind::Retry
+            }
+            TxErr::Busy => {
+                let _ = self.rollback().await;
+                true
+            }
+            TxErr::Meta(_) => {
+                let _ = self.rollback().await;
+                false
+            }
+        }
+    }
+
+    async fn write_guard(&self) -> Option<OwnedMutexGuard<()>> {
+        match &self.sqlite_lock {
+            Some(l) => Some(l.clone().lock_owned().await),
+            None => None,
+        }
+    }
+
+    // ---- row helpers ------------------------------------------------------------------
+
+    async fn get_node(
+        &mut self,
+        ino: Ino,
+        for_update: bool,
+    ) -> std::result::Result<Option<NodeRow>, TxErr> {
+        let st = self.st.clone();
+        let sql = if for_update {
+            &st.node_get_for_update
+        } else {
+            &st.node_get
+        };
+        let rows = self.fetch(sql, &[Arg::I64(ino as i64)]).await?;
+        rows.first().map(|r| parse_node(r, 0)).transpose()
+    }
+
+    async fn get_edge(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+    ) -> std::result::Result<Option<EdgeRow>, DbError> {
+        let st = self.st.clone();
+        let rows = self
+            .fetch(&st.edge_get, &[Arg::I64(parent as i64), Arg::Bytes(name)])
+            .await?;
+        rows.first().map(|r| parse_edge(r, 0)).transpose()
+    }
+
+    async fn insert_edge(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        ino: Ino,
+        typ: i64,
+    ) -> std::result::Result<(), DbError> {
+        let st = self.st.clone();
+        let args = [
+            Arg::I64(parent as i64),
+            Arg::Bytes(name),
+            Arg::I64(ino as i64),
+            Arg::I32(typ as i32),
+        ];
+        if st.dialect == Dialect::Postgres {
+            self.fetch(&st.edge_insert, &args).await.map(|_| ())
+        } else {
+            self.exec(&st.edge_insert, &args).await.map(|_| ())
+        }
+    }
+
+    async fn delete_edge(&mut self, parent: Ino, e: &EdgeRow) -> std::result::Result<u64, DbError> {
+        let st = self.st.clone();
+        self.exec(
+            &st.edge_delete,
+            &[
+                Arg::I64(parent as i64),
+                Arg::Bytes(&e.name),
+                Arg::I64(e.inode as i64),
+                Arg::I32(e.typ as i32),
+                Arg::I64(e.id),
+            ],
+        )
+        .await
+        .map(|d| d.rows_affected)
+    }
+
+    /// A parent-directory update; matching no row is a conflict (EBUSY, retried) on
+    /// MySQL and ENOENT elsewhere.
+    async fn update_parent(&mut self, sql: &Sql, pn: &NodeRow) -> std::result::Result<(), TxErr> {
+        let d = self
+            .exec(
+                sql,
+                &[
+                    Arg::I64(pn.mtime),
+                    Arg::I64(pn.ctime),
+                    Arg::I32(pn.mtimensec as i32),
+                    Arg::I32(pn.ctimensec as i32),
+                    Arg::I64(pn.inode),
+                ],
+            )
+            .await?;
+        if d.rows_affected == 0 {
+            return Err(if self.st.dialect == Dialect::Mysql {
+                TxErr::Busy
+            } else {
+                TxErr::Meta(MetaError::NotFound)
+            });
+        }
+        Ok(())
+    }
+
+    fn update_dir_stat(&mut self, dir: Ino, length: i64, space: i64, inodes: i64) {
+        if !self.dir_stats_on {
+            return;
+        }
+        self.dirstats.entry(dir).or_default().add(DirStat {
+            length,
+            space,
+            inodes,
+        });
+    }
+
+    // ---- id allocation ------------------------------------------------------------------
+
+    /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
+    async fn incr_counter(&mut self, name: &str, batch: u64) -> Result<u64> {
+        let st = self.st.clone();
+        txn!(self, {
+            let rows = self
+                .fetch(&st.counter_get_for_update, &[Arg::Str(name)])
+                .await?;
+            let v = match rows.first() {
+                Some(r) => r.int(1)?,
+                None => 0,
+            } + batch as i64;
+            if rows.is_empty() {
+                self.exec(&st.counter_insert, &[Arg::Str(name), Arg::I64(v)])
+                    .await?;
+            } else {
+                self.exec(&st.counter_update, &[Arg::I64(v), Arg::Str(name)])
+                    .await?;
+            }
+            v as u64
+        })
+    }
+
+    /// `nextInode`: from the local range; the next batch is prefetched in the
+    /// background when about 10% is left (`prefetchInodes`).
+    async fn next_inode(&mut self) -> Result<Ino> {
+        loop {
+            if let Some(id) = self.inodes.take() {
+                if self.inodes.left() == self.prefetch_at && self.prefetch.is_none() {
+                    self.spawn_prefetch();
+                }
+                return Ok(id);
+            }
+            if let Some(h) = self.prefetch.take() {
+                if let Ok(Some(r)) = h.await {
+                    self.inodes = r;
+                    continue;
+                }
+            }
+            let v = self.incr_counter("nextInode", INODE_BATCH).await?;
+            self.inodes = IdRange::new(v - INODE_BATCH, v);
+        }
+    }
+
+    fn spawn_prefetch(&mut self) {
+        let (bg, target, st) = (self.bg.clone(), self.target.clone(), self.st.clone());
+        let lock = self.sqlite_lock.clone();
+        self.prefetch = Some(tokio::spawn(async move {
+            let _g = match lock {
+                Some(l) => Some(l.lock_owned().await),
+                None => None,
+            };
+            let mut guard = bg.lock().await;
+            if guard.is_none() {
+                match target.connect().await {
+                    Ok(c) => *guard = Some(c),
+                    Err(e) => {
+                        tracing::warn!("prefetch inodes: {e}");
+                        return None;
+                    }
+                }
+            }
+            let conn = guard.as_mut().expect("connected above");
+            match incr_counter_bg(conn, &st, "nextInode", INODE_BATCH).await {
+                Ok(v) => Some(IdRange::new(v - INODE_BATCH, v)),
+                Err(e) => {
+                    tracing::warn!("prefetch inodes: {}", e.msg);
+                    if e.kind == ErrKind::Broken {
+                        *guard = None;
+                    }
+                    None
+                }
+            }
+        }));
+    }
+
+    // ---- operations ---------------------------------------------------------------------
+
+    /// `baseMeta.Mknod` + `dbMeta.doMknod`. On EEXIST of a file or directory the
+    /// existing entry is returned in the error slot `found` (for `Create`).
+    #[allow(clippy::too_many_arguments)]
+    async fn do_mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        path: &[u8],
+        found: &mut Option<(Ino, Attr)>,
+    ) -> Result<(Ino, Attr)> {
+        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        if name == b"." || name == b".." {
+            return Err(MetaError::Exists);
+        }
+        check_name(name)?;
+        let ino = self.next_inode().await?;
+        let st = self.st.clone();
+        let t = typ.as_u8() as i64;
+        let attr = txn!(self, {
+            *found = None;
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            let pattr = pn.to_attr()?;
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pattr, 0o3)?;
+            if pn.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if let Some(e) = self.get_edge(parent, name).await? {
+                if matches!(typ, FileType::File | FileType::Directory) {
+                    let a = match self.get_node(e.inode, false).await? {
+                        Some(n) => n.to_attr()?,
+                        None => {
+                            let mut a = type_only(file_type(e.typ)?);
+                            a.parent = parent;
+                            a
+                        }
+                    };
+                    *found = Some((e.inode, a));
+                }
+                return Err(MetaError::Exists.into());
+            }
+            let now = Timestamp::now();
+            // inheritGid / inheritMode (Linux)
+            let mut cmode = mode & !umask & 0o7777;
+            let gid = if pn.mode & 0o2000 != 0 {
+                pn.gid as u32
+            } else {
+                ctx.gid()
+            };
+            if pn.mode & 0o2000 != 0 {
+                if typ == FileType::Directory {
+                    cmode |= 0o2000;
+                } else if ctx.uid != 0
+                    && cmode & 0o2010 == 0o2010
+                    && !ctx.gids.contains(&(pn.gid as u32))
+                {
+                    cmode &= !0o2000;
+                }
+            }
+            let mut a = Attr::new(typ, cmode, 0, ctx.uid, gid, parent);
+            a.atime = now;
+            a.mtime = now;
+            a.ctime = now;
+            match typ {
+                FileType::Symlink => a.length = path.len() as u64,
+                FileType::Directory => {}
+                _ => a.rdev = rdev,
+            }
+            if pn.flags & FLAG_SKIP_TRASH != 0 {
+                a.flags |= FLAG_SKIP_TRASH as u8;
+            }
+            a.tier = pattr.tier;
+            let mut update_parent = false;
+            let mut nlink_adjust = 0;
+            if typ == FileType::Directory {
+                pn.nlink += 1;
+                update_parent = true;
+                nlink_adjust = 1;
+            }
+            if update_parent || ns(now) - mtime_ns(&pn) >= 0 {
+                set_mtime(&mut pn, now);
+                set_ctime(&mut pn, now);
+                update_parent = true;
+            }
+            let row = NodeRow::from_attr(ino, &a);
+            self.insert_edge(parent, name, ino, t).await?;
+            self.exec(&st.node_insert, &node_args(&row)).await?;
+            if typ == FileType::Symlink {
+                self.exec(
+                    &st.symlink_insert,
+                    &[Arg::I64(ino as i64), Arg::Bytes(path)],
+                )
+                .await?;
+            }
+            if typ == FileType::Directory {
+                self.exec(
+                    &st.dirstat_insert,
+                    &[Arg::I64(ino as i64), Arg::I64(0), Arg::I64(0), Arg::I64(0)],
+                )
+                .await?;
+            }
+            if update_parent {
+                let sql = st.parent_update_nlink(nlink_adjust);
+                self.update_parent(&sql, &pn).await?;
+            }
+            a
+        })?;
+        self.new_space += align4k(0);
+        self.new_inodes += 1;
+        self.update_dir_stat(parent, 0, align4k(0), 1);
+        Ok((ino, attr))
+    }
+
+    async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        check_name(name)?;
+        if name == b"." || name == b".." {
+            return Err(MetaError::Exists);
+        }
+        let cur = self.getattr_inner(ino).await?;
+        if cur.typ == FileType::Directory {
+            return Err(MetaError::Perm);
+        }
+        let st = self.st.clone();
+        let attr = txn!(self, {
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            if pn.parent.unwrap_or(0) as u64 > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pn.to_attr()?, 0o3)?;
+            if pn.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if self.get_edge(parent, name).await?.is_some() {
+                return Err(MetaError::Exists.into());
+            }
+            let mut n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            if n.typ == TYPE_DIR {
+                return Err(MetaError::Perm.into());
+            }
+            if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let update_parent = ns(now) - mtime_ns(&pn) >= 0;
+            if update_parent {
+                set_mtime(&mut pn, now);
+                set_ctime(&mut pn, now);
+            }
+            n.parent = Some(0);
+            n.nlink += 1;
+            set_ctime(&mut n, now);
+            self.insert_edge(parent, name, ino, n.typ).await?;
+            self.exec(
+                &st.node_update_link,
+                &[
+                    Arg::I64(n.ctime),
+                    Arg::I32(n.ctimensec as i32),
+                    Arg::I32(n.nlink as i32),
+                    Arg::I64(0),
+                    Arg::I64(ino as i64),
+                ],
+            )
+            .await?;
+            if update_parent {
+                self.update_parent(&st.parent_update_mtime, &pn).await?;
+            }
+            n.to_attr()?
+        })?;
+        self.update_dir_stat(parent, attr.length as i64, align4k(attr.length), 1);
+        Ok(attr)
+    }
+
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
+            return Err(MetaError::Perm);
+        }
+        let st = self.st.clone();
+        let mut outcome = (NodeRow::default(), 0i64, 0i64);
+        txn!(self, {
+            outcome = (NodeRow::default(), 0, 0);
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &pn.to_attr()?, 0o3)?;
+            if pn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let e = self
+                .get_edge(parent, name)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if e.typ == TYPE_DIR {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let mut n = match self.get_node(e.inode, true).await? {
+                Some(mut n) => {
+                    if ctx.uid != 0
+                        && pn.mode & 0o1000 != 0
+                        && ctx.uid as i64 != pn.uid
+                        && ctx.uid as i64 != n.uid
+                    {
+                        return Err(MetaError::Access.into());
+                    }
+                    if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                        return Err(MetaError::Perm.into());
+                    }
+                    set_ctime(&mut n, now);
+                    n.nlink -= 1;
+                    n
+                }
+                None => {
+                    tracing::warn!("no attribute for inode {} ({parent})", e.inode);
+                    NodeRow {
+                        inode: e.inode as i64,
+                        ..NodeRow::default()
+                    }
+                }
+            };
+            let update_parent = !is_trash(parent) && ns(now) - mtime_ns(&pn) >= 0;
+            if update_parent {
+                set_mtime(&mut pn, now);
+                set_ctime(&mut pn, now);
+            }
+            self.delete_edge(parent, &e).await?;
+            let (mut space, mut inodes) = (0, 0);
+            if n.nlink > 0 {
+                self.exec(
+                    &st.node_update_link,
+                    &[
+                        Arg::I64(n.ctime),
+                        Arg::I32(n.ctimensec as i32),
+                        Arg::I32(n.nlink as i32),
+                        Arg::I64(n.parent.unwrap_or(0)),
+                        Arg::I64(e.inode as i64),
+                    ],
+                )
+                .await?;
+            } else {
+                let ino = Arg::I64(e.inode as i64);
+                match e.typ {
+                    TYPE_FILE => {
+                        // sid 0 (no registered session): never "opened", deleted at once
+                        self.exec(
+                            &st.delfile_insert,
+                            &[ino, Arg::I64(n.length), Arg::I64(unix_now())],
+                        )
+                        .await?;
+                        self.exec(&st.node_delete, &[ino]).await?;
+                        space = -align4k(n.length as u64);
+                        inodes = -1;
+                    }
+                    t => {
+                        if t == TYPE_SYMLINK {
+                            self.exec(&st.symlink_delete, &[ino]).await?;
+                        }
+                        self.exec(&st.node_delete, &[ino]).await?;
+                        space = -align4k(0);
+                        inodes = -1;
+                    }
+                }
+                self.exec(&st.xattr_delete_all, &[ino]).await?;
+            }
+            if update_parent {
+                self.update_parent(&st.parent_update_mtime, &pn).await?;
+            }
+            if n.typ == 0 {
+                n.typ = e.typ;
+            }
+            outcome = (n, space, inodes);
+        })?;
+        let (n, space, inodes) = outcome;
+        let ino = n.inode as Ino;
+        if n.typ == TYPE_FILE && n.nlink == 0 {
+            self.deleted.push((ino, n.length as u64));
+        }
+        self.new_space += space;
+        self.new_inodes += inodes;
+        let len = if n.typ == TYPE_FILE {
+            n.length as u64
+        } else {
+            0
+        };
+        self.update_dir_stat(parent, -(len as i64), -align4k(len), -1);
+        if n.nlink == 0 {
+            self.chunk_cache.retain(|(i, _), _| *i != ino);
+            self.symlink_cache.remove(&ino);
+        }
+        Ok(())
+    }
+
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        if name == b"." {
+            return Err(MetaError::Invalid);
+        }
+        if name == b".." {
+            return Err(MetaError::NotEmpty);
+        }
+        if (parent == ROOT_INODE && name == TRASH_NAME)
+            || parent == TRASH_INODE
+            || (is_trash(parent) && ctx.uid != 0)
+        {
+            return Err(MetaError::Perm);
+        }
+        let st = self.st.clone();
+        txn!(self, {
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &pn.to_attr()?, 0o3)?;
+            if pn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let e = self
+                .get_edge(parent, name)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if e.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            let n = self.get_node(e.inode, true).await?;
+            let child = self
+                .fetch(&st.edge_first_child, &[Arg::I64(e.inode as i64)])
+                .await?;
+            if !child.is_empty() {
+                return Err(MetaError::NotEmpty.into());
+            }
+            let now = Timestamp::now();
+            match &n {
+                Some(n) => {
+                    if ctx.uid != 0
+                        && pn.mode & 0o1000 != 0
+                        && ctx.uid as i64 != pn.uid
+                        && ctx.uid as i64 != n.uid
+                    {
+                        return Err(MetaError::Access.into());
+                    }
+                }
+                None => tracing::warn!("no attribute for inode {} ({parent})", e.inode),
+            }
+            pn.nlink -= 1;
+            set_mtime(&mut pn, now);
+            set_ctime(&mut pn, now);
+            let ino = Arg::I64(e.inode as i64);
+            self.delete_edge(parent, &e).await?;
+            self.exec(&st.dirstat_delete, &[ino]).await?;
+            self.exec(&st.dirquota_delete, &[ino]).await?;
+            self.exec(&st.node_delete, &[ino]).await?;
+            self.exec(&st.xattr_delete_all, &[ino]).await?;
+            if !is_trash(parent) {
+                // no check of the affected rows here in doRmdir
+                self.exec(
+                    &st.parent_update_rmdir,
+                    &[
+                        Arg::I64(pn.mtime),
+                        Arg::I64(pn.ctime),
+                        Arg::I32(pn.mtimensec as i32),
+                        Arg::I32(pn.ctimensec as i32),
+                        Arg::I64(pn.inode),
+                    ],
+                )
+                .await?;
+            }
+        })?;
+        self.new_space -= align4k(0);
+        self.new_inodes -= 1;
+        self.update_dir_stat(parent, 0, -align4k(0), -1);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn do_rename(
+        &mut self,
+        ctx: &Ctx,
+        ps: Ino,
+        ns_: &[u8],
+        pd: Ino,
+        nd: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        if (ps == ROOT_INODE && ns_ == TRASH_NAME) || (pd == ROOT_INODE && nd == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
+            return Err(MetaError::Perm);
+        }
+        check_name(nd)?;
+        match flags {
+            0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
+            f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
+            f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
+                return Err(MetaError::NotSupported)
+            }
+            _ => return Err(MetaError::Invalid),
+        }
+        let exchange = flags == RENAME_EXCHANGE;
+        let st = self.st.clone();
+        // (source inode, its attr, target node if any, target's type, freed space, inodes)
+        struct Out {
+            ino: Ino,
+            attr: Attr,
+            target: Option<NodeRow>,
+            ttyp: i64,
+            space: i64,
+            inodes: i64,
+        }
+        let out = txn!(self, {
+            let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
+            let mut dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;
+            if spn.typ != TYPE_DIR || dpn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            if spn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 || dpn.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let spattr = spn.to_attr()?;
+            let dpattr = dpn.to_attr()?;
+            if flags & RENAME_RESTORE == 0 && dpattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &spattr, 0o3)?;
+            access(ctx, &dpattr, 0o3)?;
+            let se = self.get_edge(ps, ns_).await?.ok_or(MetaError::NotFound)?;
+            if ps == pd && se.name == nd {
+                let mut a = type_only(file_type(se.typ)?);
+                a.parent = ps;
+                Out {
+                    ino: se.inode,
+                    attr: a,
+                    target: None,
+                    ttyp: 0,
+                    space: 0,
+                    inodes: 0,
+                }
+            } else {
+                if se.inode == pd || se.inode == dpattr.parent {
+                    return Err(MetaError::Perm.into());
+                }
+                let mut sn = self
+                    .get_node(se.inode, false)
+                    .await?
+                    .ok_or(MetaError::NotFound)?;
+                let sattr = sn.to_attr()?;
+                if ps != pd
+                    && spattr.mode & 0o1000 != 0
+                    && ctx.uid != 0
+                    && ctx.uid != sattr.uid
+                    && (ctx.uid != spattr.uid || sattr.typ == FileType::Directory)
+                {
+                    return Err(MetaError::Access.into());
+                }
+                if sn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    return Err(MetaError::Perm.into());
+                }
+                let de = self.get_edge(pd, nd).await?;
+                let (mut supdate, mut dupdate) = (false, false);
+                let (mut srcnlink, mut dstnlink) = (0i32, 0i32);
+                let now = Timestamp::now();
+                let mut dn: Option<NodeRow> = None;
+                let mut same_inode = false;
+                if let Some(de) = &de {
+                    if flags & RENAME_NOREPLACE != 0 {
+                        return Err(MetaError::Exists.into());
+                    }
+                    let mut n = match self.get_node(de.inode, true).await? {
+                        Some(n) => n,
+                        None => {
+                            tracing::warn!("no attribute for inode {} ({pd})", de.inode);
+                            NodeRow {
+                                inode: de.inode as i64,
+                                typ: de.typ,
+                                ..NodeRow::default()
+                            }
+                        }
+                    };
+                    if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                        return Err(MetaError::Perm.into());
+                    }
+                    set_ctime(&mut n, now);
+                    if exchange {
+                        if ps != pd {
+                            if de.typ == TYPE_DIR {
+                                n.parent = Some(ps as i64);
+                                dpn.nlink -= 1;
+                                dstnlink -= 1;
+                                spn.nlink += 1;
+                                srcnlink += 1;
+                                supdate = true;
+                                dupdate = true;
+                            } else if n.parent.unwrap_or(0) > 0 {
+                                n.parent = Some(ps as i64);
+                            }
+                        }
+                    } else if de.inode == se.inode {
+                        same_inode = true;
+                    } else if se.typ == TYPE_DIR && de.typ != TYPE_DIR {
+                        return Err(MetaError::NotDir.into());
+                    } else if de.typ == TYPE_DIR {
+                        if se.typ != TYPE_DIR {
+                            return Err(MetaError::IsDir.into());
+                        }
+                        let child = self
+                            .fetch(&st.edge_first_child, &[Arg::I64(de.inode as i64)])
+                            .await?;
+                        if !child.is_empty() {
+                            return Err(MetaError::NotEmpty.into());
+                        }
+                        dpn.nlink -= 1;
+                        dstnlink -= 1;
+                        dupdate = true;
+                    } else {
+                        n.nlink -= 1;
+                    }
+                    if !same_inode
+                        && ctx.uid != 0
+                        && dpn.mode & 0o1000 != 0
+                        && ctx.uid as i64 != dpn.uid
+                        && ctx.uid as i64 != n.uid
+                    {
+                        return Err(MetaError::Access.into());
+                    }
+                    dn = Some(n);
+                } else if exchange {
+                    return Err(MetaError::NotFound.into());
+                }
+                if same_inode {
+                    Out {
+                        ino: se.inode,
+                        attr: sattr,
+                        target: None,
+                        ttyp: 0,
+                        space: 0,
+                        inodes: 0,
+                    }
+                } else {
+                    if ctx.uid != 0
+                        && spn.mode & 0o1000 != 0
+                        && ctx.uid as i64 != spn.uid
+                        && ctx.uid as i64 != sn.uid
+                    {
+                        return Err(MetaError::Access.into());
+                    }
+                    if ps != pd {
+                        if se.typ == TYPE_DIR {
+                            sn.parent = Some(pd as i64);
+                            spn.nlink -= 1;
+                            srcnlink -= 1;
+                            dpn.nlink += 1;
+                            dstnlink += 1;
+                            supdate = true;
+                            dupdate = true;
+                        } else if sn.parent.unwrap_or(0) > 0 {
+                            sn.parent = Some(pd as i64);
+                        }
+                    }
+                    if supdate || ns(now) - mtime_ns(&spn) >= 0 {
+                        set_mtime(&mut spn, now);
+                        set_ctime(&mut spn, now);
+                        supdate = true;
+                    }
+                    if dupdate || ns(now) - mtime_ns(&dpn) >= 0 {
+                        set_mtime(&mut dpn, now);
+                        set_ctime(&mut dpn, now);
+                        dupdate = true;
+                    }
+                    set_ctime(&mut sn, now);
+                    let (mut space, mut inodes) = (0i64, 0i64);
+                    if exchange {
+                        let de = de.as_ref().expect("exchange needs a target");
+                        let dn = dn.as_ref().expect("exchange needs a target");
+                        self.exec(
+                            &st.edge_update_target,
+                            &[
+                                Arg::I64(de.inode as i64),
+                                Arg::I32(de.typ as i32),
+                                Arg::I64(ps as i64),
+                                Arg::Bytes(&se.name),
+                            ],
+                        )
+                        .await?;
+                        self.exec(
+                            &st.edge_update_target,
+                            &[
+                                Arg::I64(se.inode as i64),
+                                Arg::I32(se.typ as i32),
+                                Arg::I64(pd as i64),
+                                Arg::Bytes(&de.name),
+                            ],
+                        )
+                        .await?;
+                        self.exec(
+                            &st.node_update_ctime_parent,
+                            &[
+                                Arg::I64(dn.ctime),
+                                Arg::I32(dn.ctimensec as i32),
+                                Arg::I64(dn.parent.unwrap_or(0)),
+                                Arg::I64(dn.inode),
+                            ],
+                        )
+                        .await?;
+                    } else {
+                        if self.delete_edge(ps, &se).await? != 1 {
+                            return Err(TxErr::Db(DbError::decode("delete src failed".into())));
+                        }
+                        if let (Some(de), Some(dn)) = (&de, &dn) {
+                            let dino = Arg::I64(de.inode as i64);
+                            if de.typ != TYPE_DIR && dn.nlink > 0 {
+                                self.exec(
+                                    &st.node_update_link,
+                                    &[
+                                        Arg::I64(dn.ctime),
+                                        Arg::I32(dn.ctimensec as i32),
+                                        Arg::I32(dn.nlink as i32),
+                                        Arg::I64(dn.parent.unwrap_or(0)),
+                                        dino,
+                                    ],
+                                )
+                                .await?;
+                            } else {
+                                if de.typ == TYPE_FILE {
+                                    self.exec(
+                                        &st.delfile_insert,
+                                        &[dino, Arg::I64(dn.length), Arg::I64(unix_now())],
+                                    )
+                                    .await?;
+                                    self.exec(&st.node_delete, &[dino]).await?;
+                                    space = -align4k(dn.length as u64);
+                                } else {
+                                    if de.typ == TYPE_SYMLINK {
+                                        self.exec(&st.symlink_delete, &[dino]).await?;
+                                    }
+                                    self.exec(&st.node_delete, &[dino]).await?;
+                                    space = -align4k(0);
+                                }
+                                inodes = -1;
+                                self.exec(&st.xattr_delete_all, &[dino]).await?;
+                            }
+                            self.delete_edge(pd, de).await?;
+                            if de.typ == TYPE_DIR {
+                                self.exec(&st.dirquota_delete, &[dino]).await?;
+                            }
+                        }
+                        self.insert_edge(pd, nd, se.inode, se.typ).await?;
+                    }
+                    self.exec(
+                        &st.node_update_ctime_parent,
+                        &[
+                            Arg::I64(sn.ctime),
+                            Arg::I32(sn.ctimensec as i32),
+                            Arg::I64(sn.parent.unwrap_or(0)),
+                            Arg::I64(sn.inode),
+                        ],
+                    )
+                    .await?;
+                    if pd != ps && !is_trash(ps) && supdate {
+                        if dupdate && dpn.inode < spn.inode {
+                            let sql = st.parent_update_nlink(dstnlink);
+                            self.update_parent(&sql, &dpn).await?;
+                            dupdate = false;
+                        }
+                        let sql = st.parent_update_nlink(srcnlink);
+                        self.update_parent(&sql, &spn).await?;
+                    }
+                    if dupdate {
+                        let sql = st.parent_update_nlink(dstnlink);
+                        self.update_parent(&sql, &dpn).await?;
+                    }
+                    Out {
+                        ino: se.inode,
+                        attr: sn.to_attr()?,
+                        ttyp: de.as_ref().map(|d| d.typ).unwrap_or(0),
+                        target: dn,
+                        space,
+                        inodes,
+                    }
+                }
+            }
+        })?;
+        // baseMeta.Rename: dir stats of both parents and of a replaced target.
+        let len = |typ: i64, l: i64| if typ == TYPE_FILE { l as u64 } else { 0 };
+        let sl = len(out.attr.typ.as_u8() as i64, out.attr.length as i64);
+        if ps != pd {
+            self.update_dir_stat(ps, -(sl as i64), -align4k(sl), -1);
+            self.update_dir_stat(pd, sl as i64, align4k(sl), 1);
+        }
+        if let Some(dn) = &out.target {
+            let tl = len(out.ttyp, dn.length);
+            if ps != pd || !exchange {
+                self.update_dir_stat(pd, -(tl as i64), -align4k(tl), -1);
+            }
+            if ps != pd && exchange {
+                self.update_dir_stat(ps, tl as i64, align4k(tl), 1);
+            }
+            if !exchange {
+                if out.ttyp == TYPE_FILE && dn.nlink == 0 {
+                    self.deleted.push((dn.inode as Ino, dn.length as u64));
+                    let dino = dn.inode as Ino;
+                    self.chunk_cache.retain(|(i, _), _| *i != dino);
+                }
+                self.new_space += out.space;
+                self.new_inodes += out.inodes;
+            }
+        }
+        Ok((out.ino, out.attr))
+    }
+
+    async fn getattr_inner(&mut self, ino: Ino) -> Result<Attr> {
+        let st = self.st.clone();
+        let n = simple!(self, {
+            let rows = self.fetch(&st.node_get, &[Arg::I64(ino as i64)]).await?;
+            match rows.first() {
+                Some(r) => parse_node(r, 0)?,
+                None => return Err(MetaError::NotFound.into()),
+            }
+        })?;
+        Ok(n.to_attr()?)
+    }
+
+    async fn do_lookup(&mut self, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        if name == b".." {
+            if parent != ROOT_INODE {
+                let a = self.getattr_inner(parent).await?;
+                if a.typ != FileType::Directory {
+                    return Err(MetaError::NotDir);
+                }
+                let p = a.parent;
+                return Ok((p, self.getattr_inner(p).await?));
+            }
+            return Ok((parent, self.getattr_inner(parent).await?));
+        }
+        if name == b"." {
+            return Ok((parent, self.getattr_inner(parent).await?));
+        }
+        if parent == ROOT_INODE && name == TRASH_NAME {
+            return Ok((TRASH_INODE, self.getattr_inner(TRASH_INODE).await?));
+        }
+        let st = self.st.clone();
+        let n = simple!(self, {
+            let rows = self
+                .fetch(&st.lookup, &[Arg::I64(parent as i64), Arg::Bytes(name)])
+                .await?;
+            match rows.first() {
+                Some(r) => parse_node(r, 0)?,
+                None => return Err(MetaError::NotFound.into()),
+            }
+        })?;
+        Ok((n.inode as Ino, n.to_attr()?))
+    }
+
+    async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        let st = self.st.clone();
+        txn!(self, {
+            let cur = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            let cattr = cur.to_attr()?;
+            if cattr.parent > TRASH_INODE {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            match merge_attr(ctx, &cattr, set)? {
+                None => cattr,
+                Some(mut dirty) => {
+                    dirty.ctime = now;
+                    let n = NodeRow::from_attr(ino, &dirty);
+                    self.exec(
+                        &st.node_setattr,
+                        &[
+                            Arg::I32(n.flags as i32),
+                            Arg::I32(n.mode as i32),
+                            Arg::I32(n.uid as i32),
+                            Arg::I32(n.gid as i32),
+                            Arg::I64(n.atime),
+                            Arg::I64(n.mtime),
+                            Arg::I64(n.ctime),
+                            Arg::I32(n.atimensec as i32),
+                            Arg::I32(n.mtimensec as i32),
+                            Arg::I32(n.ctimensec as i32),
+                            Arg::I32(n.access_acl_id.unwrap_or(0) as i32),
+                            Arg::I32(n.default_acl_id.unwrap_or(0) as i32),
+                            Arg::I32(n.tier_id.unwrap_or(0) as i32),
+                            Arg::I64(ino as i64),
+                        ],
+                    )
+                    .await?;
+                    dirty
+                }
+            }
+        })
+    }
+
+    async fn do_readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        let mut attr = self.getattr_inner(ino).await?;
+        access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
+        if ino == ROOT_INODE {
+            attr.parent = ROOT_INODE;
+        }
+        let mut out = vec![
+            Entry {
+                name: b".".to_vec(),
+                inode: ino,
+                attr: type_only(FileType::Directory),
+            },
+            Entry {
+                name: b"..".to_vec(),
+                inode: attr.parent,
+                attr: type_only(FileType::Directory),
+            },
+        ];
+        let st = self.st.clone();
+        let rows = simple!(self, {
+            let sql = if plus { &st.readdir_plus } else { &st.readdir };
+            self.fetch(sql, &[Arg::I64(ino as i64)]).await?
+        })?;
+        for r in &rows {
+            let e = parse_edge(r, 0).map_err(|e| MetaError::Engine(e.msg))?;
+            if e.name.is_empty() {
+                tracing::error!(
+                    "corrupt entry with empty name: inode {} parent {ino}",
+                    e.inode
+                );
+                continue;
+            }
+            let attr = if plus {
+                parse_node(r, 5)
+                    .map_err(|e| final_error(e, false))?
+                    .to_attr()?
+            } else {
+                type_only(file_type(e.typ)?)
+            };
+            out.push(Entry {
+                name: e.name,
+                inode: e.inode,
+                attr,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn do_setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        txn!(self, {
+            let rows = self
+                .fetch(
+                    &st.xattr_get_for_update,
+                    &[Arg::I64(ino as i64), Arg::Str(name)],
+                )
+                .await?;
+            let existing = match rows.first() {
+                Some(r) => Some((r.int(0)?, r.bytes(3)?.to_vec())),
+                None => None,
+            };
+            let insert = [Arg::I64(ino as i64), Arg::Str(name), Arg::Bytes(value)];
+            let action = match (flags, &existing) {
+                (XattrFlags::Create, Some(_)) => return Err(MetaError::Exists.into()),
+                (XattrFlags::Replace, None) => return Err(MetaError::NoAttr.into()),
+                (XattrFlags::Create, None) | (XattrFlags::Any, None) => Some(None),
+                (XattrFlags::Replace, Some((id, _))) => Some(Some(*id)),
+                (XattrFlags::Any, Some((id, v))) => (v.as_slice() != value).then_some(Some(*id)),
+            };
+            match action {
+                None => {}
+                Some(None) => {
+                    if st.dialect == Dialect::Postgres {
+                        self.fetch(&st.xattr_insert, &insert).await?;
+                    } else {
+                        self.exec(&st.xattr_insert, &insert).await?;
+                    }
+                }
+                Some(Some(id)) => {
+                    self.exec(
+                        &st.xattr_update,
+                        &[
+                            Arg::Bytes(value),
+                            Arg::I64(id),
+                            Arg::I64(ino as i64),
+                            Arg::Str(name),
+                        ],
+                    )
+                    .await?;
+                }
+            }
+        })
+    }
+
+    async fn do_write(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+        mtime: Timestamp,
+    ) -> Result<()> {
+        let st = self.st.clone();
+        let buf = slice.encode();
+        let (parent, dlen, dspace) = txn!(self, {
+            let mut n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            if n.typ != TYPE_FILE {
+                return Err(MetaError::Perm.into());
+            }
+            let newleng = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
+            let (mut dlen, mut dspace) = (0i64, 0i64);
+            if newleng > n.length as u64 {
+                dlen = newleng as i64 - n.length;
+                dspace = align4k(newleng) - align4k(n.length as u64);
+                n.length = newleng as i64;
+            }
+            let parent = n.parent.unwrap_or(0);
+            if parent == 0 {
+                // getParents inside the transaction, for the quota check
+                self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
+                    .await?;
+            }
+            let now = Timestamp::now();
+            set_mtime(&mut n, mtime);
+            set_ctime(&mut n, now);
+            let d = self
+                .exec(
+                    &st.chunk_upsert,
+                    &[
+                        Arg::I64(ino as i64),
+                        Arg::I32(indx as i32),
+                        Arg::Bytes(&buf),
+                        Arg::Bytes(&buf),
+                    ],
+                )
+                .await?;
+            let inserted = st.dialect == Dialect::Mysql && d.rows_affected == 1;
+            self.exec(
+                &st.chunkref_insert,
+                &[
+                    Arg::I64(slice.id as i64),
+                    Arg::I32(slice.size as i32),
+                    Arg::I32(1),
+                ],
+            )
+            .await?;
+            self.exec(
+                &st.node_update_write,
+                &[
+                    Arg::I64(n.mtime),
+                    Arg::I64(n.ctime),
+                    Arg::I32(n.mtimensec as i32),
+                    Arg::I32(n.ctimensec as i32),
+                    Arg::I64(n.length),
+                    Arg::I64(ino as i64),
+                ],
+            )
+            .await?;
+            if !inserted {
+                // counts the slices for the compaction trigger (errors ignored)
+                let _ = self
+                    .fetch(
+                        &st.chunk_get,
+                        &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
+                    )
+                    .await;
+            }
+            (parent, dlen, dspace)
+        })?;
+        self.chunk_cache.remove(&(ino, indx));
+        if dlen != 0 || dspace != 0 {
+            self.new_space += dspace;
+            if parent > 0 {
+                self.update_dir_stat(parent as Ino, dlen, dspace, 0);
+            } else if self.dir_stats_on {
+                self.linked_writes.push((ino, dlen, dspace));
+            }
+        }
+        Ok(())
+    }
+
+    async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        if self.opts.client_cache {
+            if let Some(s) = self.chunk_cache.get(&(ino, indx)) {
+                return Ok(s.clone());
+            }
+        }
+        let st = self.st.clone();
+        let buf = simple!(self, {
+            let rows = self
+                .fetch(
+                    &st.chunk_get,
+                    &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
+                )
+                .await?;
+            match rows.first() {
+                Some(r) => r.bytes(3)?.to_vec(),
+                None => Vec::new(),
+            }
+        })?;
+        let slices = Slice::decode_all(&buf)?;
+        if slices.is_empty() {
+            let a = self.getattr_inner(ino).await?;
+            if a.typ != FileType::File {
+                return Err(MetaError::Perm);
+            }
+            return Ok(slices);
+        }
+        if self.opts.client_cache {
+            self.chunk_cache.insert((ino, indx), slices.clone());
+        }
+        Ok(slices)
+    }
+
+    // ---- background work ------------------------------------------------------------------
+
+    /// `doSyncDirStat`: recomputes a directory's usage from its children and writes it.
+    async fn sync_dir_stat(&mut self, ino: Ino) -> Result<()> {
+        let st = self.st.clone();
+        let rows = simple!(self, {
+            self.fetch(&st.readdir_plus, &[Arg::I64(ino as i64)])
+                .await?
+        })?;
+        let mut s = DirStat::default();
+        for r in &rows {
+            let n = parse_node(r, 5).map_err(|e| final_error(e, false))?;
+            let l = if n.typ == TYPE_FILE {
+                n.length as u64
+            } else {
+                0
+            };
+            s.inodes += 1;
+            s.length += l as i64;
+            s.space += align4k(l);
+        }
+        txn!(self, {
+            if self.get_node(ino, false).await?.is_none() {
+                return Err(MetaError::NotFound.into());
+            }
+            let vals = [Arg::I64(s.length), Arg::I64(s.space), Arg::I64(s.inodes)];
+            match self
+                .exec(
+                    &st.dirstat_insert,
+                    &[Arg::I64(ino as i64), vals[0], vals[1], vals[2]],
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.duplicate => {
+                    self.exec(
+                        &st.dirstat_set,
+                        &[vals[0], vals[1], vals[2], Arg::I64(ino as i64)],
+                    )
+                    .await?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        })
+    }
+
+    /// `doFlushDirStat` / `doUpdateDirStat`.
+    async fn flush_dir_stats(&mut self) -> Result<()> {
+        if !self.dir_stats_on || self.dirstats.is_empty() {
+            self.dirstats.clear();
+            return Ok(());
+        }
+        let mut batch: Vec<(Ino, DirStat)> = self.dirstats.drain().collect();
+        batch.sort_by_key(|(i, _)| *i);
+        let st = self.st.clone();
+        let mut missing = Vec::new();
+        for group in batch.chunks(DIRSTAT_BATCH) {
+            let mut nonexist = Vec::new();
+            txn!(self, {
+                nonexist.clear();
+                for (ino, s) in group {
+                    let d = self
+                        .exec(
+                            &st.dirstat_add,
+                            &[
+                                Arg::I64(s.length),
+                                Arg::I64(s.space),
+                                Arg::I64(s.inodes),
+                                Arg::I64(*ino as i64),
+                            ],
+                        )
+                        .await?;
+                    // go-sql-driver reports changed rows, and `x = x + 0` changes none;
+                    // sqlx asks MySQL for found rows.
+                    let rows = if st.dialect == Dialect::Mysql && s.is_zero() {
+                        0
+                    } else {
+                        d.rows_affected
+                    };
+                    if rows == 0 {
+                        nonexist.push(*ino);
+                    }
+                }
+            })?;
+            missing.extend(nonexist);
+        }
+        for ino in missing {
+            match self.sync_dir_stat(ino).await {
+                Ok(()) | Err(MetaError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// `doDeleteFileData`: frees the chunks of a deleted file, then its `delfile` row.
+    async fn delete_file_data(&mut self, ino: Ino) -> Result<()> {
+        let st = self.st.clone();
+        let rows = simple!(self, {
+            self.fetch(&st.chunk_indexes, &[Arg::I64(ino as i64)])
+                .await?
+        })?;
+        for r in rows {
+            let indx = r.int(0).map_err(|e| MetaError::Engine(e.msg))?;
+            let slices = txn!(self, {
+                let rows = self
+                    .fetch(
+                        &st.chunk_get_for_update,
+                        &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
+                    )
+                    .await?;
+                match rows.first() {
+                    None => Vec::new(),
+                    Some(c) => {
+                        let id = c.int(0)?;
+                        let ss = Slice::decode_all(c.bytes(3)?).unwrap_or_default();
+                        let mut deltas: BTreeMap<u64, i32> = BTreeMap::new();
+                        for s in ss.iter().filter(|s| s.id > 0) {
+                            *deltas.entry(s.id).or_default() -= 1;
+                        }
+                        let ids: Vec<(u64, i32)> = deltas.into_iter().collect();
+                        for part in ids.chunks(st.txn_batch()) {
+                            let mut args = Vec::with_capacity(part.len() * 3);
+                            for (id, d) in part {
+                                args.push(Arg::I64(*id as i64));
+                                args.push(Arg::I32(*d));
+                            }
+                            for (id, _) in part {
+                                args.push(Arg::I64(*id as i64));
+                            }
+                            self.exec(&st.chunkref_batch(part.len()), &args).await?;
+                        }
+                        let d = self
+                            .exec(
+                                &st.chunk_delete,
+                                &[
+                                    Arg::I64(ino as i64),
+                                    Arg::I32(indx as i32),
+                                    Arg::I64(id),
+                                    Arg::I64(ino as i64),
+                                ],
+                            )
+                            .await?;
+                        if d.rows_affected == 0 {
+                            let kind = if st.dialect == Dialect::Mysql {
+                                ErrKind::Retry
+                            } else {
+                                ErrKind::Fatal
+                            };
+                            return Err(TxErr::Db(DbError {
+                                kind,
+                                duplicate: false,
+                                msg: format!(
+                                    "chunk {ino}:{indx} changed, try restarting transaction"
+                                ),
+                            }));
+                        }
+                        ss
+                    }
+                }
+            })?;
+            for s in slices.iter().filter(|s| s.id > 0) {
+                let refs = simple!(self, {
+                    let rows = self
+                        .fetch(&st.chunkref_get, &[Arg::I64(s.id as i64)])
+                        .await?;
+                    match rows.first() {
+                        Some(r) => Some(r.int(2)?),
+                        None => None,
+                    }
+                })?;
+                if matches!(refs, Some(r) if r <= 0) {
+                    // deleteSlice: the objects (none: metabench writes no data), then
+                    // doDeleteSlice
+                    txn!(self, {
+                        self.exec(&st.chunkref_delete, &[Arg::I64(s.id as i64)])
+                            .await?;
+                    })?;
+                }
+            }
+        }
+        txn!(self, {
+            self.exec(&st.delfile_delete, &[Arg::I64(ino as i64)])
+                .await?;
+        })
+    }
+
+    async fn do_flush(&mut self) -> Result<()> {
+        let mut first: Option<MetaError> = None;
+        // Parents of hard-linked files that were written (updateParentStat's goroutine).
+        let st = self.st.clone();
+        for (ino, dlen, dspace) in std::mem::take(&mut self.linked_writes) {
+            let r = simple!(self, {
+                self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
+                    .await?
+            });
+            match r {
+                Ok(rows) => {
+                    let mut parents: BTreeMap<i64, i64> = BTreeMap::new();
+                    for r in &rows {
+                        if let Ok(p) = r.int(1) {
+                            *parents.entry(p).or_default() += 1;
+                        }
+                    }
+                    for (p, c) in parents {
+                        self.update_dir_stat(p as Ino, dlen * c, dspace * c, 0);
+                    }
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        if let Err(e) = self.flush_dir_stats().await {
+            first.get_or_insert(e);
+        }
+        // doFlushStats
+        if self.new_space != 0 || self.new_inodes != 0 {
+            let (space, inodes) = (self.new_space, self.new_inodes);
+            let r = txn!(self, {
+                self.exec(&st.stats_inodes, &[Arg::I64(inodes)]).await?;
+                self.exec(&st.stats_space, &[Arg::I64(space)]).await?;
+            });
+            match r {
+                Ok(()) => {
+                    self.new_space -= space;
+                    self.new_inodes -= inodes;
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        for (ino, _len) in std::mem::take(&mut self.deleted) {
+            if let Err(e) = self.delete_file_data(ino).await {
+                first.get_or_insert(e);
+            }
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `mergeAttr` for the fields [`SetAttr`] can change (Linux behaviour, no ACLs):
+/// `None` when nothing changes.
+fn merge_attr(
+    ctx: &Ctx,
+    cur: &Attr,
+    set: &SetAttr,
+) -> std::result::Result<Option<Attr>, MetaError> {
+    let mut dirty = cur.clone();
+    let mut want_mode = set.mode;
+    let owner = set.uid.is_some() || set.gid.is_some();
+    if owner {
+        want_mode = want_mode.map(|m| m | (cur.mode & 0o6000));
+    }
+    let mut changed = false;
+    if cur.mode & 0o6000 != 0 && owner {
+        // clearSUGID
+        if cur.typ != FileType::Directory {
+            let keep = if ctx.uid != 0 || (cur.mode >> 3) & 1 != 0 {
+                0o1777
+            } else {
+                0o3777
+            };
+            dirty.mode &= keep;
+            want_mode = want_mode.map(|m| m & keep);
+        }
+        changed = true;
+    }
+    if let Some(gid) = set.gid {
+        if ctx.uid != 0 && ctx.uid != cur.uid {
+            return Err(MetaError::Perm);
+        }
+        if cur.gid != gid {
+            if ctx.uid != 0 && !ctx.gids.contains(&gid) {
+                return Err(MetaError::Perm);
+            }
+            dirty.gid = gid;
+            changed = true;
+        }
+    }
+    if let Some(uid) = set.uid {
+        if cur.uid != uid {
+            if ctx.uid != 0 {
+                return Err(MetaError::Perm);
+            }
+            dirty.uid = uid;
+            changed = true;
+        }
+    }
+    if let Some(mut m) = want_mode {
+        m &= 0o7777;
+        if ctx.uid != 0 && m & 0o2000 != 0 && !ctx.gids.contains(&cur.gid) {
+            m &= 0o5777;
+        }
+        if m != cur.mode {
+            if ctx.uid != 0
+                && ctx.uid != cur.uid
+                && (cur.mode & 0o1777 != m & 0o1777
+                    || m & 0o2000 > cur.mode & 0o2000
+                    || m & 0o4000 > cur.mode & 0o4000)
+            {
+                return Err(MetaError::Perm);
+            }
+            dirty.mode = m;
+            changed = true;
+        }
+    }
+    for (want, which) in [(set.atime, 0), (set.mtime, 1)] {
+        let Some(t) = want else { continue };
+        let curt = if which == 0 { cur.atime } else { cur.mtime };
+        if curt != t {
+            if cur.uid == 0 && ctx.uid != 0 {
+                return Err(MetaError::Perm);
+            }
+            if ctx.uid != cur.uid && access(ctx, cur, 0o2).is_err() {
+                return Err(MetaError::Access);
+            }
+            if which == 0 {
+                dirty.atime = t;
+            } else {
+                dirty.mtime = t;
+            }
+            changed = true;
+        }
+    }
+    Ok(changed.then_some(dirty))
+}
+
+/// `incrCounter` on the background connection (inode prefetch): not counted.
+async fn incr_counter_bg(
+    c: &mut Conn,
+    st: &Stmts,
+    name: &str,
+    batch: u64,
+) -> std::result::Result<u64, DbError> {
+    let mut attempt = 0;
+    loop {
+        let r: std::result::Result<u64, (DbError, bool)> = async {
+            c.simple(st.begin).await.map_err(|e| (e, false))?;
+            let rows = c
+                .fetch(&st.counter_get_for_update, &[Arg::Str(name)])
+                .await
+                .map_err(|e| (e, false))?;
+            let v = match rows.first() {
+                Some(r) => r.int(1).map_err(|e| (e, false))?,
+                None => 0,
+            } + batch as i64;
+            if rows.is_empty() {
+                c.exec(&st.counter_insert, &[Arg::Str(name), Arg::I64(v)])
+                    .await
+                    .map_err(|e| (e, false))?;
+            } else {
+                c.exec(&st.counter_update, &[Arg::I64(v), Arg::Str(name)])
+                    .await
+                    .map_err(|e| (e, false))?;
+            }
+            c.simple(st.commit).await.map_err(|e| (e, true))?;
+            Ok(v as u64)
+        }
+        .await;
+        match r {
+            Ok(v) => return Ok(v),
+            Err((e, at_commit)) => {
+                if e.kind == ErrKind::Broken {
+                    return Err(e);
+                }
+                if !at_commit || st.dialect == Dialect::Sqlite {
+                    let _ = c.simple(st.rollback).await;
+                }
+                if e.kind == ErrKind::Retry && attempt + 1 < MAX_TRIES {
+                    tokio::time::sleep(backoff_square(attempt)).await;
+                    attempt += 1;
+                    continue;
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Meta for SqlSession {
+    async fn mkdir(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        let mut found = None;
+        self.do_mknod(
+            ctx,
+            parent,
+            name,
+            FileType::Directory,
+            mode,
+            umask,
+            0,
+            b"",
+            &mut found,
+        )
+        .await
+    }
+
+    async fn mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+    ) -> Result<(Ino, Attr)> {
+        let mut found = None;
+        self.do_mknod(ctx, parent, name, typ, mode, umask, rdev, b"", &mut found)
+            .await
+    }
+
+    async fn create(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        let mut found = None;
+        match self
+            .do_mknod(
+                ctx,
+                parent,
+                name,
+                FileType::File,
+                mode,
+                umask,
+                0,
+                b"",
+                &mut found,
+            )
+            .await
+        {
+            // Create without O_EXCL opens an existing file.
+            Err(MetaError::Exists) => match found {
+                Some((ino, attr)) if attr.typ == FileType::File => Ok((ino, attr)),
+                _ => Err(MetaError::Exists),
+            },
+            r => r,
+        }
+    }
+
+    async fn symlink(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+    ) -> Result<(Ino, Attr)> {
+        if target.is_empty() || target.len() > MAX_SYMLINK || target.contains(&0) {
+            return Err(MetaError::Invalid);
+        }
+        let mut found = None;
+        self.do_mknod(
+            ctx,
+            parent,
+            name,
+            FileType::Symlink,
+            0o777,
+            0,
+            0,
+            target,
+            &mut found,
+        )
+        .await
+    }
+
+    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.do_link(ctx, ino, parent, name).await
+    }
+
+    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        self.do_unlink(ctx, parent, name).await
+    }
+
+    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        self.do_rmdir(ctx, parent, name).await
+    }
+
+    async fn rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        self.do_rename(ctx, parent_src, name_src, parent_dst, name_dst, flags)
+            .await
+    }
+
+    async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        self.do_lookup(parent, name).await
+    }
+
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.getattr_inner(ino).await
+    }
+
+    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        self.do_setattr(ctx, ino, set).await
+    }
+
+    /// `baseMeta.Access`: root is allowed without any I/O, anyone else costs a getattr.
+    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
+        if ctx.uid == 0 {
+            return Ok(());
+        }
+        let attr = self.getattr_inner(ino).await?;
+        access(ctx, &attr, mask)
+    }
+
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        self.do_readdir(ctx, ino, plus).await
+    }
+
+    async fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        self.do_setxattr(ino, name, value, flags).await
+    }
+
+    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        simple!(self, {
+            let rows = self
+                .fetch(&st.xattr_get, &[Arg::I64(ino as i64), Arg::Str(name)])
+                .await?;
+            match rows.first() {
+                Some(r) => r.bytes(3)?.to_vec(),
+                None => return Err(MetaError::NoAttr.into()),
+            }
+        })
+    }
+
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        txn!(self, {
+            let d = self
+                .exec(&st.xattr_remove, &[Arg::I64(ino as i64), Arg::Str(name)])
+                .await?;
+            if d.rows_affected == 0 {
+                return Err(MetaError::NoAttr.into());
+            }
+        })
+    }
+
+    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let st = self.st.clone();
+        let i = Arg::I64(ino as i64);
+        ro_txn!(self, {
+            let rows = self.fetch(&st.xattr_list, &[i, i]).await?;
+            let mut names = Vec::with_capacity(rows.len());
+            for r in &rows {
+                names.push(r.bytes(2)?.to_vec());
+            }
+            if self.get_node(ino, false).await?.is_none() {
+                return Err(MetaError::NotFound.into());
+            }
+            names
+        })
+    }
+
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        if self.opts.client_cache {
+            if let Some(t) = self.symlink_cache.get(&ino) {
+                return Ok(t.clone());
+            }
+        }
+        let st = self.st.clone();
+        let target = simple!(self, {
+            let rows = self.fetch(&st.symlink_get, &[Arg::I64(ino as i64)]).await?;
+            match rows.first() {
+                Some(r) => r.bytes(1)?.to_vec(),
+                None => Vec::new(),
+            }
+        })?;
+        if target.is_empty() {
+            let a = self.getattr_inner(ino).await?;
+            if a.typ != FileType::Symlink {
+                return Err(MetaError::Invalid);
+            }
+            return Err(MetaError::Engine(format!("symlink {ino} has no target")));
+        }
+        if self.opts.client_cache {
+            self.symlink_cache.insert(ino, target.clone());
+        }
+        Ok(target)
+    }
+
+    async fn new_slice(&mut self) -> Result<u64> {
+        if self.slice_next >= self.slice_end {
+            let v = self.incr_counter("nextChunk", SLICE_BATCH).await?;
+            self.slice_next = v - SLICE_BATCH;
+            self.slice_end = v;
+        }
+        let id = self.slice_next;
+        self.slice_next += 1;
+        Ok(id)
+    }
+
+    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+        self.do_write(ino, indx, slice, mtime).await
+    }
+
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        self.do_read(ino, indx).await
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        self.do_flush().await
+    }
+
+    fn stats(&self) -> SessionStats {
+        self.stats
+    }
+}
+
+impl Drop for SqlSession {
+    fn drop(&mut self) {
+        if let Some(h) = self.prefetch.take() {
+            h.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> Ctx {
+        Ctx::root()
+    }
+
+    fn user(uid: u32, gid: u32) -> Ctx {
+        Ctx {
+            uid,
+            gids: vec![gid],
+            pid: 1,
+        }
+    }
+
+    #[test]
+    fn merge_attr_changes_only_what_differs() {
+        let cur = Attr::new(FileType::File, 0o644, 0, 7, 7, 1);
+        assert_eq!(
+            merge_attr(&root(), &cur, &SetAttr::default()).unwrap(),
+            None
+        );
+        let same = SetAttr {
+            mode: Some(0o644),
+            ..Default::default()
+        };
+        assert_eq!(merge_attr(&root(), &cur, &same).unwrap(), None);
+        let flip = SetAttr {
+            mode: Some(0o645),
+            ..Default::default()
+        };
+        assert_eq!(
+            merge_attr(&root(), &cur, &flip).unwrap().unwrap().mode,
+            0o645
+        );
+        // only root may give a file away; others get EPERM
+        let chown = SetAttr {
+            uid: Some(9),
+            ..Default::default()
+        };
+        assert!(matches!(
+            merge_attr(&user(7, 7), &cur, &chown),
+            Err(MetaError::Perm)
+        ));
+        assert_eq!(merge_attr(&root(), &cur, &chown).unwrap().unwrap().uid, 9);
+        // chown clears setuid of a file
+        let mut suid = cur.clone();
+        suid.mode = 0o4755;
+        let a = merge_attr(&root(), &suid, &chown).unwrap().unwrap();
+        assert_eq!(a.mode, 0o755);
+    }
+
+    #[test]
+    fn node_args_bind_int_columns_as_int4() {
+        let a = Attr::new(FileType::Directory, 0o755, 0, 1, 2, 1);
+        let args = node_args(&NodeRow::from_attr(5, &a));
+        assert!(matches!(args[0], Arg::I64(5)));
+        assert!(matches!(args[1], Arg::I32(2)));
+        assert!(matches!(args[3], Arg::I32(0o755)));
+        assert!(matches!(args[13], Arg::I64(4096)));
+        assert!(matches!(args[15], Arg::I64(1)));
+    }
+
+    #[test]
+    fn names() {
+        assert!(check_name(b"ok").is_ok());
+        assert!(check_name(b"").is_err());
+        assert!(check_name(b"a/b").is_err());
+        assert!(check_name(b"a\0").is_err());
+        assert!(xattr_name(b"user.k").is_ok());
+        assert!(xattr_name(b"").is_err());
+        assert!(xattr_name(&[0xff]).is_err());
+    }
+}
