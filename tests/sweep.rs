@@ -63,6 +63,7 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
     assert!(run.saturation.contains_key("create") && run.saturation.contains_key("getattr"));
     assert!(!run.engine.url.contains(metabench_testkit::PASSWORD));
     assert!(!run.host.os.is_empty() && run.host.cores > 0);
+    assert!(run.peak_rss_bytes.unwrap() > 1 << 20);
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 1 + 3 * 2);
     for c in [1, 2, 4] {

@@ -292,12 +292,19 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         levels: outcome.levels,
         saturation: Default::default(),
         stopped_early: outcome.stopped_early,
+        peak_rss_bytes: metabench_report::model::peak_rss_bytes(),
         interrupted: stop.is_stopped(),
     };
     run.analyse();
     println!("{}", sweep_table(&run));
     if let Some(why) = &run.stopped_early {
         println!("stopped early: {why}");
+    }
+    if let Some(rss) = run.peak_rss_bytes {
+        eprintln!(
+            "metabench peak memory: {:.1} MiB",
+            rss as f64 / (1 << 20) as f64
+        );
     }
     if let Some(path) = &args.json {
         write_file(

@@ -295,8 +295,20 @@ pub struct SweepResults {
     pub saturation: BTreeMap<String, crate::analysis::Saturation>,
     /// Why the sweep stopped before its last level, if it did.
     pub stopped_early: Option<String>,
+    /// Peak resident memory of metabench during the run, bytes (Linux `VmHWM`).
+    pub peak_rss_bytes: Option<u64>,
     /// Whether the run was stopped by Ctrl-C.
     pub interrupted: bool,
+}
+
+/// Peak resident memory of this process so far (Linux `VmHWM`), in bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
 }
 
 impl SweepResults {
