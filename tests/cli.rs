@@ -302,3 +302,71 @@ fn ctrl_c_stops_cleans_up_and_exits_130() {
         "namespace not removed: {after:?}"
     );
 }
+
+#[test]
+fn wrong_passwords_are_one_line_and_never_printed() {
+    use metabench_testkit::{fresh_database, Kind, RedisServer, PASSWORD};
+    let redis = RedisServer::start();
+    let bad = redis.url(1).replace(PASSWORD, "not-the-password");
+    let mysql = fresh_database(Kind::Mysql);
+    let postgres = fresh_database(Kind::Postgres);
+    for url in [
+        bad,
+        mysql.url().replace(PASSWORD, "not-the-password"),
+        postgres.url().replace(PASSWORD, "not-the-password"),
+    ] {
+        let o = run(&["ops", "--meta", &url, "--iterations", "1"]);
+        let line = one_error_line(&o, 1);
+        assert!(line.contains("cannot connect"), "{line}");
+        assert!(!line.contains("not-the-password"), "{line}");
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("not-the-password"));
+    }
+    // A password from META_PASSWORD is used, and not printed either.
+    let url = postgres.url().replace(&format!(":{PASSWORD}@"), "@");
+    let o = metabench()
+        .env("META_PASSWORD", PASSWORD)
+        .args(["info", "--meta", &url])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("postgres") && out.contains("empty"), "{out}");
+    assert!(!out.contains(PASSWORD) && !stderr(&o).contains(PASSWORD));
+}
+
+#[test]
+fn foreign_data_on_servers_is_refused_and_unchanged() {
+    use metabench_testkit::{fresh_database, Kind, RedisServer, Resp};
+    let redis = RedisServer::start();
+    redis.command(&["SET", "app:user:1", "alice"]);
+    let keys = |r: &RedisServer| match r.command(&["DBSIZE"]) {
+        Resp::Integer(n) => n,
+        other => panic!("DBSIZE answered {other:?}"),
+    };
+    let url = redis.url(0);
+    for args in [
+        vec!["ops", "--meta", &url, "--iterations", "1"],
+        vec!["format", "--meta", &url],
+    ] {
+        let line = one_error_line(&run(&args), 2);
+        assert!(line.contains("not"), "{line}");
+        assert_eq!(keys(&redis), 1);
+    }
+    for kind in [Kind::Mysql, Kind::Postgres] {
+        let db = fresh_database(kind);
+        db.query("CREATE TABLE orders (id INTEGER PRIMARY KEY, item VARCHAR(20))");
+        db.query("INSERT INTO orders VALUES (1, 'book')");
+        let line = one_error_line(&run(&["ops", "--meta", db.url(), "--iterations", "1"]), 2);
+        assert!(line.contains("orders"), "{line}");
+        let tables = db.query(if kind == Kind::Mysql {
+            "SHOW TABLES"
+        } else {
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        });
+        assert_eq!(tables, vec![vec!["orders".to_owned()]]);
+        assert_eq!(
+            db.query("SELECT COUNT(*) FROM orders"),
+            vec![vec!["1".to_owned()]]
+        );
+    }
+}
