@@ -3,6 +3,7 @@
 //! exit code; Ctrl-C stops the run, cleans up and exits with 130.
 
 mod args;
+mod cmd_compare;
 mod cmd_format;
 mod cmd_info;
 mod cmd_ops;
@@ -43,6 +44,12 @@ enum Command {
     Format(cmd_format::FormatArgs),
     /// Show what a meta URL holds and the engine's version and durability settings.
     Info(cmd_info::InfoArgs),
+    /// Compare two results files: per operation (and level), the change in throughput,
+    /// mean and p99, each marked significant or within noise.
+    Compare(cmd_compare::CompareArgs),
+    /// Fail (exit 1) when the current results regressed against a baseline: any increase
+    /// in round trips per operation, or a significant timing regression beyond a threshold.
+    Gate(cmd_compare::GateArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -91,6 +98,8 @@ pub fn main() -> i32 {
             Command::Ops(args) => cmd_ops::run(args).await,
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,
+            Command::Compare(args) => cmd_compare::run_compare(args),
+            Command::Gate(args) => cmd_compare::run_gate(args),
         }
     });
     match outcome {

@@ -6,11 +6,13 @@
 //! engine is reached.
 
 pub mod analysis;
+pub mod compare;
 pub mod histogram;
 pub mod model;
+pub mod stats;
 pub mod table;
 
 pub use model::{
-    ClientCheck, EngineInfo, HostInfo, IntervalSample, Level, LevelOp, OpResult, OpsPlan,
+    AnyResults, ClientCheck, EngineInfo, HostInfo, IntervalSample, Level, LevelOp, OpResult, OpsPlan,
     OpsResults, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

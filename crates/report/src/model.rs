@@ -374,3 +374,64 @@ impl SweepResults {
             .collect();
     }
 }
+
+/// Either kind of results file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyResults {
+    /// `metabench ops`.
+    Ops(OpsResults),
+    /// `metabench sweep`.
+    Sweep(SweepResults),
+}
+
+impl AnyResults {
+    /// Reads a results file of either kind.
+    pub fn from_json(s: &str) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct Kind {
+            kind: Option<String>,
+        }
+        let k: Kind =
+            serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
+        match k.kind.as_deref() {
+            Some("ops") => OpsResults::from_json(s).map(AnyResults::Ops),
+            Some("sweep") => SweepResults::from_json(s).map(AnyResults::Sweep),
+            Some(other) => Err(format!(
+                "results file holds a '{other}' run; expected 'ops' or 'sweep'"
+            )),
+            None => Err("not a metabench results file: no 'kind'".into()),
+        }
+    }
+
+    /// `ops` or `sweep`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyResults::Ops(_) => "ops",
+            AnyResults::Sweep(_) => "sweep",
+        }
+    }
+
+    /// The engine measured.
+    pub fn engine(&self) -> &EngineInfo {
+        match self {
+            AnyResults::Ops(r) => &r.engine,
+            AnyResults::Sweep(r) => &r.engine,
+        }
+    }
+
+    /// The machine.
+    pub fn host(&self) -> &HostInfo {
+        match self {
+            AnyResults::Ops(r) => &r.host,
+            AnyResults::Sweep(r) => &r.host,
+        }
+    }
+
+    /// Start time, metabench version and commit.
+    pub fn provenance(&self) -> (&str, &str, Option<&str>) {
+        match self {
+            AnyResults::Ops(r) => (&r.started_at, &r.metabench_version, r.git_commit.as_deref()),
+            AnyResults::Sweep(r) => (&r.started_at, &r.metabench_version, r.git_commit.as_deref()),
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! `metabench compare` and `metabench gate`: two results files side by side, with a
+//! significance test on every timing, and a regression gate for CI.
+
+use crate::error::{input, CliError};
+use metabench_report::compare::{compare, gate, parse_percent, render, GatePolicy, DEFAULT_ALPHA};
+use metabench_report::AnyResults;
+use std::path::{Path, PathBuf};
+
+/// Exit code of `gate` when a row failed.
+pub const EXIT_GATE_FAILED: i32 = 1;
+
+/// Reads a results file of either kind as a one-line input error on failure.
+pub fn read_results(path: &Path) -> Result<AnyResults, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
+    AnyResults::from_json(&text).map_err(|e| input(format!("{}: {e}", path.display())))
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!("'{s}' is not a significance level between 0 and 1")),
+    }
+}
+
+/// Arguments of `metabench compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline results file (`ops --json` or `sweep --json`).
+    #[arg(value_name = "BASELINE")]
+    baseline: PathBuf,
+
+    /// The results file to compare with it (same kind).
+    #[arg(value_name = "CURRENT")]
+    current: PathBuf,
+
+    /// Significance level: a change with p below it is significant.
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_ALPHA, value_parser = parse_alpha)]
+    alpha: f64,
+}
+
+/// Runs `metabench compare`.
+pub fn run_compare(args: CompareArgs) -> Result<i32, CliError> {
+    let base = read_results(&args.baseline)?;
+    let cur = read_results(&args.current)?;
+    let c = compare(&base, &cur, args.alpha).map_err(input)?;
+    println!(
+        "baseline {} ({} {}), current {} ({} {})",
+        args.baseline.display(),
+        base.engine().kind,
+        base.engine().version,
+        args.current.display(),
+        cur.engine().kind,
+        cur.engine().version
+    );
+    print!("{}", render(&c));
+    Ok(0)
+}
+
+/// Arguments of `metabench gate`.
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// The baseline results file.
+    #[arg(long, value_name = "FILE")]
+    baseline: PathBuf,
+
+    /// The results file under test (same kind as the baseline).
+    #[arg(long, value_name = "FILE")]
+    current: PathBuf,
+
+    /// Largest tolerated regression of throughput, mean or p99 latency, e.g. 10%; only
+    /// changes that are also significant count. Round trips per operation are
+    /// deterministic: any increase fails, whatever this says.
+    #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = parse_percent)]
+    max_regression: f64,
+
+    /// Gate on round trips per operation only, ignoring timings (for shared or noisy
+    /// machines such as CI).
+    #[arg(long)]
+    round_trips_only: bool,
+
+    /// Significance level of the timing tests.
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_ALPHA, value_parser = parse_alpha)]
+    alpha: f64,
+}
+
+/// Runs `metabench gate`: 0 when it passes, 1 when a row failed.
+pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
+    let base = read_results(&args.baseline)?;
+    let cur = read_results(&args.current)?;
+    let c = compare(&base, &cur, args.alpha).map_err(input)?;
+    let policy = GatePolicy {
+        max_regression: (!args.round_trips_only).then_some(args.max_regression),
+        alpha: args.alpha,
+    };
+    let failures = gate(&c, &policy);
+    let what = match policy.max_regression {
+        None => "round trips per operation".to_owned(),
+        Some(m) => format!(
+            "round trips per operation, and significant (p < {}) timing regressions above {:.1}%",
+            args.alpha,
+            m * 100.0
+        ),
+    };
+    if !c.only_in_base.is_empty() {
+        println!(
+            "note: not in the current run, not gated: {}",
+            c.only_in_base.join(", ")
+        );
+    }
+    if failures.is_empty() {
+        println!(
+            "gate passed: {} rows of {} checked against {} ({what})",
+            c.rows.len(),
+            args.current.display(),
+            args.baseline.display()
+        );
+        return Ok(0);
+    }
+    println!(
+        "gate FAILED: {} of {} rows of {} regressed against {} ({what}):",
+        failures
+            .iter()
+            .map(|f| &f.row)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        c.rows.len(),
+        args.current.display(),
+        args.baseline.display()
+    );
+    for f in &failures {
+        println!("  {}: {}", f.row, f.reason);
+    }
+    Ok(EXIT_GATE_FAILED)
+}

@@ -1,0 +1,654 @@
+//! Comparing two runs honestly, and the regression gate built on it.
+//!
+//! Every timing change comes with a significance test, so a change is either
+//! *significant* (p < α) or *within noise*:
+//!
+//! - **sweep files**: Welch's t-test on the per-second [`IntervalSample`]s of each level
+//!   and operation — per-interval counts for throughput, per-interval mean latency for
+//!   the mean, per-interval p99 for the p99.
+//! - **ops files** have no intervals: the mean is tested with Welch's t-test on the two
+//!   latency histograms' summaries (mean, standard deviation, count of the individual
+//!   calls — with thousands of calls this is the normal approximation); throughput of one
+//!   client is `1/mean` and shares that test; the p99 of a single run has no test and is
+//!   shown but never gated.
+//!
+//! Round trips per operation are deterministic, so any increase is a regression.
+//!
+//! [`IntervalSample`]: crate::model::IntervalSample
+
+use crate::histogram;
+use crate::model::{AnyResults, LevelOp, OpResult, OpsResults, SweepResults};
+use crate::stats::{welch, welch_samples, Summary, Welch};
+use crate::table::fmt_us;
+use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
+
+/// Default significance level.
+pub const DEFAULT_ALPHA: f64 = 0.05;
+
+/// Tolerance for comparing round trips per operation (they are averages of integers).
+pub const ROUND_TRIP_EPSILON: f64 = 1e-9;
+
+/// Which direction of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Throughput.
+    Higher,
+    /// Latency.
+    Lower,
+}
+
+/// The change of one metric between two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// `ops/s`, `mean µs` or `p99 µs`.
+    pub metric: &'static str,
+    /// Which way is better.
+    pub better: Better,
+    /// Value in the baseline run.
+    pub base: f64,
+    /// Value in the current run.
+    pub current: f64,
+    /// The test, when one applies.
+    pub test: Option<Welch>,
+    /// Whether the change is significant at the chosen α.
+    pub significant: bool,
+}
+
+impl Change {
+    fn new(
+        metric: &'static str,
+        better: Better,
+        base: f64,
+        current: f64,
+        test: Option<Welch>,
+        alpha: f64,
+    ) -> Self {
+        let significant = test.is_some_and(|w| w.p < alpha) && base != current;
+        Change {
+            metric,
+            better,
+            base,
+            current,
+            test,
+            significant,
+        }
+    }
+
+    /// Relative change `(current − base) / base`; 0 when the base is 0.
+    pub fn relative(&self) -> f64 {
+        if self.base == 0.0 {
+            0.0
+        } else {
+            (self.current - self.base) / self.base
+        }
+    }
+
+    /// How much worse the current run is, as a share of the base (negative: better).
+    pub fn regression(&self) -> f64 {
+        match self.better {
+            Better::Higher => -self.relative(),
+            Better::Lower => self.relative(),
+        }
+    }
+
+    /// The cell of a comparison table: `base → current (±x.x%, mark)`.
+    pub fn cell(&self) -> String {
+        let fmt = |v: f64| {
+            if self.better == Better::Higher {
+                format!("{v:.0}")
+            } else {
+                fmt_us(v)
+            }
+        };
+        let mark = match (self.test, self.significant) {
+            (None, _) => "no test".to_owned(),
+            (Some(w), true) => format!("significant, p={}", fmt_p(w.p)),
+            (Some(w), false) => format!("noise, p={}", fmt_p(w.p)),
+        };
+        format!(
+            "{} → {} ({:+.1}%, {mark})",
+            fmt(self.base),
+            fmt(self.current),
+            self.relative() * 100.0
+        )
+    }
+}
+
+fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// One operation (at one level, for sweeps) in both runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Operation.
+    pub op: String,
+    /// Concurrency level (sweeps only).
+    pub clients: Option<u32>,
+    /// Throughput, mean and p99.
+    pub changes: Vec<Change>,
+    /// Round trips per operation: baseline, current.
+    pub round_trips: (f64, f64),
+}
+
+impl Row {
+    /// `mkdir` or `mkdir @ 8 clients`.
+    pub fn name(&self) -> String {
+        match self.clients {
+            Some(c) => format!("{} @ {c} clients", self.op),
+            None => self.op.clone(),
+        }
+    }
+
+    /// Whether round trips per operation went up.
+    pub fn round_trips_increased(&self) -> bool {
+        self.round_trips.1 > self.round_trips.0 + ROUND_TRIP_EPSILON
+    }
+}
+
+/// Two runs side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// `ops` or `sweep`.
+    pub kind: &'static str,
+    /// Significance level used.
+    pub alpha: f64,
+    /// Rows present in both runs.
+    pub rows: Vec<Row>,
+    /// Rows only the baseline has.
+    pub only_in_base: Vec<String>,
+    /// Rows only the current run has.
+    pub only_in_current: Vec<String>,
+}
+
+impl Comparison {
+    /// Which test backs the timing columns.
+    pub fn test_description(&self) -> &'static str {
+        if self.kind == "sweep" {
+            "Welch's t-test on the per-second interval samples (counts for ops/s, \
+             per-interval mean and p99 latency)"
+        } else {
+            "Welch's t-test on the latency histograms' per-call mean, standard deviation and \
+             count (normal approximation; ops/s of one client is 1/mean and shares the test); \
+             a single run's p99 has no test"
+        }
+    }
+}
+
+/// Compares `current` against `base` at significance level `alpha`.
+pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Comparison, String> {
+    match (base, current) {
+        (AnyResults::Ops(a), AnyResults::Ops(b)) => Ok(compare_ops(a, b, alpha)),
+        (AnyResults::Sweep(a), AnyResults::Sweep(b)) => Ok(compare_sweeps(a, b, alpha)),
+        (a, b) => Err(format!(
+            "cannot compare a '{}' run with a '{}' run",
+            a.kind(),
+            b.kind()
+        )),
+    }
+}
+
+/// Summary of the calls of an `ops` result in µs: from its histogram, else none.
+fn ops_summary(r: &OpResult) -> Option<Summary> {
+    let h = histogram::decode(r.histogram.as_deref()?).ok()?;
+    if h.is_empty() {
+        return None;
+    }
+    Some(Summary {
+        mean: h.mean() / 1000.0,
+        sd: h.stdev() / 1000.0,
+        n: h.len() as f64,
+    })
+}
+
+/// Compares two `ops` runs.
+pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
+    let usable = |r: &&OpResult| r.skipped.is_none() && r.count > 0;
+    let mut rows = Vec::new();
+    let mut only_in_base = Vec::new();
+    for ra in a.results.iter().filter(usable) {
+        let Some(rb) = b.get(&ra.op).filter(usable) else {
+            only_in_base.push(ra.op.clone());
+            continue;
+        };
+        let test = match (ops_summary(ra), ops_summary(rb)) {
+            (Some(sa), Some(sb)) => welch(&sa, &sb),
+            _ => None,
+        };
+        let tput = |m: f64| if m > 0.0 { 1e6 / m } else { 0.0 };
+        rows.push(Row {
+            op: ra.op.clone(),
+            clients: None,
+            changes: vec![
+                Change::new(
+                    "ops/s",
+                    Better::Higher,
+                    tput(ra.mean_us),
+                    tput(rb.mean_us),
+                    test,
+                    alpha,
+                ),
+                Change::new(
+                    "mean µs",
+                    Better::Lower,
+                    ra.mean_us,
+                    rb.mean_us,
+                    test,
+                    alpha,
+                ),
+                Change::new("p99 µs", Better::Lower, ra.p99_us, rb.p99_us, None, alpha),
+            ],
+            round_trips: (ra.round_trips_per_op, rb.round_trips_per_op),
+        });
+    }
+    let only_in_current = b
+        .results
+        .iter()
+        .filter(usable)
+        .filter(|r| !a.results.iter().filter(usable).any(|x| x.op == r.op))
+        .map(|r| r.op.clone())
+        .collect();
+    Comparison {
+        kind: "ops",
+        alpha,
+        rows,
+        only_in_base,
+        only_in_current,
+    }
+}
+
+fn sweep_rows(r: &SweepResults) -> Vec<(u32, &LevelOp)> {
+    r.levels
+        .iter()
+        .flat_map(|l| l.ops.iter().map(move |o| (l.clients, o)))
+        .collect()
+}
+
+/// Compares two sweeps level by level.
+pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Comparison {
+    let ra = sweep_rows(a);
+    let rb = sweep_rows(b);
+    let mut rows = Vec::new();
+    let mut only_in_base = Vec::new();
+    for (c, oa) in &ra {
+        let Some((_, ob)) = rb.iter().find(|(cb, ob)| cb == c && ob.op == oa.op) else {
+            only_in_base.push(format!("{} @ {c} clients", oa.op));
+            continue;
+        };
+        let series = |o: &LevelOp, f: fn(&crate::IntervalSample) -> f64| -> Vec<f64> {
+            o.intervals.iter().map(f).collect()
+        };
+        let test =
+            |f: fn(&crate::IntervalSample) -> f64| welch_samples(&series(oa, f), &series(ob, f));
+        rows.push(Row {
+            op: oa.op.clone(),
+            clients: Some(*c),
+            changes: vec![
+                Change::new(
+                    "ops/s",
+                    Better::Higher,
+                    oa.ops_per_s,
+                    ob.ops_per_s,
+                    test(|s| s.count as f64),
+                    alpha,
+                ),
+                Change::new(
+                    "mean µs",
+                    Better::Lower,
+                    oa.mean_us,
+                    ob.mean_us,
+                    test(|s| s.mean_us),
+                    alpha,
+                ),
+                Change::new(
+                    "p99 µs",
+                    Better::Lower,
+                    oa.p99_us,
+                    ob.p99_us,
+                    test(|s| s.p99_us),
+                    alpha,
+                ),
+            ],
+            round_trips: (oa.round_trips_per_op, ob.round_trips_per_op),
+        });
+    }
+    let only_in_current = rb
+        .iter()
+        .filter(|(c, ob)| !ra.iter().any(|(ca, oa)| ca == c && oa.op == ob.op))
+        .map(|(c, o)| format!("{} @ {c} clients", o.op))
+        .collect();
+    Comparison {
+        kind: "sweep",
+        alpha,
+        rows,
+        only_in_base,
+        only_in_current,
+    }
+}
+
+fn round_trip_cell(rt: (f64, f64)) -> String {
+    if (rt.1 - rt.0).abs() <= ROUND_TRIP_EPSILON {
+        format!("{:.2}", rt.0)
+    } else {
+        format!("{:.2} → {:.2} ({:+.2})", rt.0, rt.1, rt.1 - rt.0)
+    }
+}
+
+/// Renders a comparison as a Markdown table with the test used and the unmatched rows.
+pub fn render(c: &Comparison) -> String {
+    let mut t = Table::new();
+    t.load_style(ASCII_MARKDOWN);
+    let mut header = vec!["op"];
+    if c.kind == "sweep" {
+        header.push("clients");
+    }
+    header.extend(["ops/s", "mean µs", "p99 µs", "round trips/op"]);
+    t.set_header(header);
+    for r in &c.rows {
+        let mut row = vec![r.op.clone()];
+        if let Some(cl) = r.clients {
+            row.push(cl.to_string());
+        }
+        row.extend(r.changes.iter().map(Change::cell));
+        row.push(round_trip_cell(r.round_trips));
+        t.add_row(row);
+    }
+    for i in 1..t.column_count() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = format!("{t}\n");
+    out += &format!(
+        "Changes are current against baseline; significant means p < {} by {}.\n",
+        c.alpha,
+        c.test_description()
+    );
+    if !c.only_in_base.is_empty() {
+        out += &format!("Only in the baseline: {}\n", c.only_in_base.join(", "));
+    }
+    if !c.only_in_current.is_empty() {
+        out += &format!(
+            "Only in the current run: {}\n",
+            c.only_in_current.join(", ")
+        );
+    }
+    out
+}
+
+/// What the gate checks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GatePolicy {
+    /// Largest tolerated significant regression of a timing, as a share (0.10 = 10 %);
+    /// `None` gates on round trips only.
+    pub max_regression: Option<f64>,
+    /// Significance level.
+    pub alpha: f64,
+}
+
+/// One reason a row failed the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The row (`mkdir`, `mkdir @ 8 clients`).
+    pub row: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Applies the gate: every failing row with its reason (empty: the gate passes).
+pub fn gate(c: &Comparison, policy: &GatePolicy) -> Vec<Failure> {
+    let mut failures = Vec::new();
+    for r in &c.rows {
+        if r.round_trips_increased() {
+            failures.push(Failure {
+                row: r.name(),
+                reason: format!(
+                    "round trips per operation increased from {:.2} to {:.2}",
+                    r.round_trips.0, r.round_trips.1
+                ),
+            });
+        }
+        let Some(max) = policy.max_regression else {
+            continue;
+        };
+        for ch in &r.changes {
+            let Some(w) = ch.test else { continue };
+            if w.p < policy.alpha && ch.base != ch.current && ch.regression() > max {
+                failures.push(Failure {
+                    row: r.name(),
+                    reason: format!(
+                        "{} {} beyond the {:.1}% allowed ({}, p={})",
+                        ch.metric,
+                        if ch.better == Better::Higher {
+                            format!("fell {:.1}%", ch.regression() * 100.0)
+                        } else {
+                            format!("rose {:.1}%", ch.regression() * 100.0)
+                        },
+                        max * 100.0,
+                        if ch.better == Better::Higher {
+                            format!("{:.0} → {:.0}", ch.base, ch.current)
+                        } else {
+                            format!("{} → {}", fmt_us(ch.base), fmt_us(ch.current))
+                        },
+                        fmt_p(w.p)
+                    ),
+                });
+            }
+        }
+    }
+    failures
+}
+
+/// Parses a regression threshold, `10%` or `10` (both percent), as a share (0.1).
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let num = t.strip_suffix('%').unwrap_or(t).trim();
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage; try 10%"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("'{s}' must be a percentage of at least 0"));
+    }
+    Ok(v / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{IntervalSample, Level};
+
+    /// A deterministic pseudo-random stream (xorshift), uniform in [−1, 1).
+    struct Noise(u64);
+    impl Noise {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        }
+    }
+
+    /// A one-level sweep of `mkdir` with `n` one-second intervals around `mean_us`, each
+    /// off by up to ±`noise` (a share), round trips `rt`.
+    fn sweep(mean_us: f64, noise: f64, n: usize, rt: f64, seed: u64) -> AnyResults {
+        let mut rng = Noise(seed);
+        let clients = 4.0;
+        let intervals: Vec<IntervalSample> = (0..n)
+            .map(|_| {
+                let m = mean_us * (1.0 + noise * rng.next());
+                IntervalSample {
+                    count: (clients * 1e6 / m) as u64,
+                    mean_us: m,
+                    p99_us: 3.0 * m * (1.0 + noise * rng.next()),
+                }
+            })
+            .collect();
+        let mean = intervals.iter().map(|s| s.mean_us).sum::<f64>() / n as f64;
+        let ops = intervals.iter().map(|s| s.count as f64).sum::<f64>() / n as f64;
+        let p99 = intervals.iter().map(|s| s.p99_us).sum::<f64>() / n as f64;
+        AnyResults::Sweep(SweepResults {
+            kind: "sweep".into(),
+            levels: vec![Level {
+                clients: 4,
+                ops: vec![LevelOp {
+                    op: "mkdir".into(),
+                    count: ops as u64 * n as u64,
+                    ops_per_s: ops,
+                    mean_us: mean,
+                    p99_us: p99,
+                    round_trips_per_op: rt,
+                    intervals,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    }
+
+    fn policy(max: f64) -> GatePolicy {
+        GatePolicy {
+            max_regression: Some(max),
+            alpha: DEFAULT_ALPHA,
+        }
+    }
+
+    #[test]
+    fn low_noise_slowdown_of_20_percent_is_flagged() {
+        let base = sweep(1000.0, 0.02, 10, 5.0, 1);
+        let cur = sweep(1200.0, 0.02, 10, 5.0, 2);
+        let c = compare(&base, &cur, DEFAULT_ALPHA).unwrap();
+        let row = &c.rows[0];
+        assert!(row.changes.iter().all(|ch| ch.significant), "{row:?}");
+        assert!((row.changes[1].relative() - 0.2).abs() < 0.03, "{row:?}");
+        let fails = gate(&c, &policy(0.10));
+        assert!(!fails.is_empty());
+        assert!(
+            fails.iter().all(|f| f.row == "mkdir @ 4 clients"),
+            "{fails:?}"
+        );
+        assert!(
+            fails.iter().any(|f| f.reason.starts_with("mean µs rose")),
+            "{fails:?}"
+        );
+        assert!(
+            fails.iter().any(|f| f.reason.starts_with("ops/s fell")),
+            "{fails:?}"
+        );
+        // Beyond a looser threshold, or on round trips only, the same change passes.
+        assert!(gate(&c, &policy(0.30)).is_empty());
+        let rt_only = GatePolicy {
+            max_regression: None,
+            alpha: DEFAULT_ALPHA,
+        };
+        assert!(gate(&c, &rt_only).is_empty());
+        let text = render(&c);
+        assert!(text.contains("significant, p=<0.001"), "{text}");
+        // An improvement is significant but never a failure.
+        let back = compare(&cur, &base, DEFAULT_ALPHA).unwrap();
+        assert!(back.rows[0].changes[1].significant);
+        assert!(gate(&back, &policy(0.10)).is_empty());
+    }
+
+    #[test]
+    fn difference_of_20_percent_inside_the_noise_is_not_flagged() {
+        // ±80 % per-second swings over 5 seconds: a 20 % shift in the means is noise.
+        let base = sweep(1000.0, 0.8, 5, 5.0, 3);
+        let cur = sweep(1200.0, 0.8, 5, 5.0, 4);
+        let c = compare(&base, &cur, DEFAULT_ALPHA).unwrap();
+        let row = &c.rows[0];
+        let mean = &row.changes[1];
+        assert!(mean.regression() > 0.1, "{row:?}");
+        assert!(!mean.significant, "{row:?}");
+        assert!(row.changes.iter().all(|ch| !ch.significant), "{row:?}");
+        assert!(gate(&c, &policy(0.10)).is_empty());
+        assert!(render(&c).contains("noise, p="));
+    }
+
+    #[test]
+    fn one_more_round_trip_always_fails() {
+        let base = sweep(1000.0, 0.02, 10, 5.0, 5);
+        let cur = sweep(1000.0, 0.02, 10, 6.0, 6);
+        let c = compare(&base, &cur, DEFAULT_ALPHA).unwrap();
+        for p in [
+            policy(0.10),
+            policy(10.0),
+            GatePolicy {
+                max_regression: None,
+                alpha: DEFAULT_ALPHA,
+            },
+        ] {
+            let f = gate(&c, &p);
+            assert_eq!(f.len(), 1, "{f:?}");
+            assert!(f[0].reason.contains("from 5.00 to 6.00"), "{f:?}");
+        }
+        assert!(render(&c).contains("5.00 → 6.00 (+1.00)"));
+        // Fewer round trips pass.
+        let c = compare(&cur, &base, DEFAULT_ALPHA).unwrap();
+        assert!(gate(&c, &policy(0.10)).is_empty());
+    }
+
+    fn ops_run(latencies_us: &[f64], rt: f64) -> AnyResults {
+        let mut h = histogram::new_latency_histogram();
+        for l in latencies_us {
+            h.record((l * 1000.0) as u64).unwrap();
+        }
+        AnyResults::Ops(OpsResults {
+            kind: "ops".into(),
+            results: vec![
+                OpResult {
+                    op: "mkdir".into(),
+                    count: h.len(),
+                    mean_us: h.mean() / 1000.0,
+                    p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
+                    round_trips_per_op: rt,
+                    histogram: Some(histogram::encode(&h)),
+                    ..Default::default()
+                },
+                OpResult {
+                    op: "readlink".into(),
+                    skipped: Some("ENOTSUP".into()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn ops_runs_use_the_histograms() {
+        let mut rng = Noise(7);
+        let tight_a: Vec<f64> = (0..2000)
+            .map(|_| 100.0 * (1.0 + 0.05 * rng.next()))
+            .collect();
+        let tight_b: Vec<f64> = (0..2000)
+            .map(|_| 120.0 * (1.0 + 0.05 * rng.next()))
+            .collect();
+        let c = compare(&ops_run(&tight_a, 4.0), &ops_run(&tight_b, 4.0), 0.05).unwrap();
+        assert_eq!(c.rows.len(), 1);
+        assert!(c.rows[0].changes[1].significant);
+        assert!(c.rows[0].changes[2].test.is_none());
+        assert!(!gate(&c, &policy(0.10)).is_empty());
+        // 20 calls scattered over a factor of ten: a 20 % shift is noise.
+        let wide_a: Vec<f64> = (0..20).map(|_| 100.0 * (1.0 + 0.9 * rng.next())).collect();
+        let wide_b: Vec<f64> = wide_a.iter().map(|v| v * 1.2).collect();
+        let c = compare(&ops_run(&wide_a, 4.0), &ops_run(&wide_b, 4.0), 0.05).unwrap();
+        assert!(!c.rows[0].changes[1].significant, "{:?}", c.rows[0]);
+        assert!(gate(&c, &policy(0.10)).is_empty());
+        let c = compare(&ops_run(&wide_a, 4.0), &ops_run(&wide_a, 5.0), 0.05).unwrap();
+        assert_eq!(gate(&c, &policy(0.10)).len(), 1);
+        assert!(compare(&ops_run(&wide_a, 4.0), &sweep(1.0, 0.1, 3, 1.0, 1), 0.05).is_err());
+    }
+
+    #[test]
+    fn percentages_parse() {
+        assert_eq!(parse_percent("10%").unwrap(), 0.1);
+        assert_eq!(parse_percent("25").unwrap(), 0.25);
+        assert!(parse_percent("ten").is_err());
+        assert!(parse_percent("-1%").is_err());
+    }
+}
