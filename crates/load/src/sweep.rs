@@ -401,7 +401,12 @@ pub async fn run_sweep(
             break;
         }
         let n = clients as usize;
-        grow_sessions(&engine, &config.session, &mut sessions, n).await?;
+        if let Err(e) = grow_sessions(&engine, &config.session, &mut sessions, n).await {
+            // The engine's connection limit is a finding, not a failure: keep the levels
+            // measured so far and say why the sweep ended.
+            outcome.stopped_early = Some(format!("could not open {n} sessions: {e}"));
+            break;
+        }
         live.clients.store(clients, Ordering::Relaxed);
         let mut level = Level {
             clients,
