@@ -37,8 +37,25 @@ fn int(v: &Vol, sql: &str) -> i64 {
         .unwrap_or_else(|| panic!("{sql}: no row"))
 }
 
-fn count(v: &Vol, sql: &str) -> usize {
-    v.db.query(sql).len()
+fn count<D: AsDb>(v: &D, sql: &str) -> usize {
+    v.db().query(sql).len()
+}
+
+/// A test database, directly or through a volume fixture.
+trait AsDb {
+    fn db(&self) -> &metabench_testkit::TestDb;
+}
+
+impl AsDb for Vol {
+    fn db(&self) -> &metabench_testkit::TestDb {
+        &self.db
+    }
+}
+
+impl AsDb for metabench_testkit::TestDb {
+    fn db(&self) -> &metabench_testkit::TestDb {
+        self
+    }
 }
 
 async fn tree_and_errors(kind: Kind) {
@@ -609,10 +626,125 @@ async fn table_prefix(kind: Kind) {
     drop(s);
 }
 
+/// On a volume with trash (`juicefs format`'s default TrashDays 1) deleted entries move
+/// into the hour's trash sub-directory, made on first use (`checkTrash`), named
+/// `<parent>-<inode>-<name>`, and stay counted; the statements follow `doUnlink` /
+/// `doRmdir` / `doRename` with trash (first captured from juicefs 1.4.2 on MariaDB).
+async fn trash(kind: Kind) {
+    let db = metabench_testkit::fresh_database(kind);
+    let e = sql_common::engine(&db).await;
+    let mut f = sql_common::test_format("/tmp/unused/");
+    f.trash_days = 1;
+    use metabench_engine::Engine;
+    e.format(&f).await.unwrap();
+    let mut s = e.sql_session(&SessionOptions::default()).await.unwrap();
+    let ctx = Ctx::root();
+    let rtt = |s: &metabench_engine::sql::SqlSession| s.stats().round_trips;
+    let (d, _) = s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let (fi, _) = s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    let id = s.new_slice().await.unwrap();
+    s.write(fi, 0, slice(id, 0, 5000), Timestamp::now())
+        .await
+        .unwrap();
+    let (g, _) = s.create(&ctx, d, b"g", 0o644, 0).await.unwrap();
+
+    // first delete of the hour: lookup + make the sub-directory + the unlink
+    let r0 = rtt(&s);
+    s.unlink(&ctx, d, b"f").await.unwrap();
+    assert_eq!(rtt(&s) - r0, 1 + 9 + 9);
+    let r0 = rtt(&s);
+    s.unlink(&ctx, d, b"g").await.unwrap();
+    assert_eq!(
+        rtt(&s) - r0,
+        9,
+        "B, node p, edge, node FU, DELETE edge, UPDATE node, INSERT trash edge, UPDATE p, C"
+    );
+
+    assert_eq!(
+        s.lookup(&ctx, ROOT_INODE, b".trash").await.unwrap().0,
+        metabench_schema::TRASH_INODE
+    );
+    let subs = s
+        .readdir(&ctx, metabench_schema::TRASH_INODE, true)
+        .await
+        .unwrap();
+    assert_eq!(subs.len(), 3);
+    let sub = &subs[2];
+    assert_eq!(sub.name.len(), "2026-01-01-00".len());
+    assert_eq!(
+        (sub.attr.mode, sub.attr.parent),
+        (0o555, metabench_schema::TRASH_INODE)
+    );
+    assert_eq!(sub.inode, metabench_schema::TRASH_INODE + 1);
+    let sub = sub.inode;
+    let (tf, ta) = s
+        .lookup(&ctx, sub, format!("{d}-{fi}-f").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!((tf, ta.parent, ta.nlink, ta.length), (fi, sub, 1, 5000));
+    assert_eq!(count(&db, "SELECT * FROM jfs_delfile"), 0);
+    let tg = s
+        .lookup(&ctx, sub, format!("{d}-{g}-g").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!((tg.0, tg.1.parent), (g, sub));
+
+    // rmdir
+    let (x, _) = s.mkdir(&ctx, d, b"x", 0o755, 0).await.unwrap();
+    let r0 = rtt(&s);
+    s.rmdir(&ctx, d, b"x").await.unwrap();
+    assert_eq!(rtt(&s) - r0, 12);
+    assert_eq!(s.getattr(x).await.unwrap().parent, sub);
+    assert_eq!(
+        s.lookup(&ctx, sub, format!("{d}-{x}-x").as_bytes())
+            .await
+            .unwrap()
+            .0,
+        x
+    );
+
+    // rename over an existing file: the target goes to the trash
+    s.create(&ctx, d, b"a", 0o644, 0).await.unwrap();
+    let (b, _) = s.create(&ctx, d, b"b", 0o644, 0).await.unwrap();
+    let r0 = rtt(&s);
+    s.rename(&ctx, d, b"a", d, b"b", 0).await.unwrap();
+    assert_eq!(rtt(&s) - r0, 15);
+    assert_eq!(s.getattr(b).await.unwrap().parent, sub);
+
+    s.flush().await.unwrap();
+    let r = &db.query(&format!(
+        "SELECT data_length, used_space, used_inodes FROM jfs_dir_stats WHERE inode = {sub}"
+    ))[0];
+    assert_eq!(
+        r,
+        &["5000", &(8192 + 3 * 4096).to_string(), "4"].map(String::from)
+    );
+    // d, f, g, x, a, b and the sub-directory; nothing was freed
+    assert_eq!(
+        int_db(
+            &db,
+            "SELECT value FROM jfs_counter WHERE name = 'totalInodes'"
+        ),
+        7
+    );
+    assert_eq!(
+        int_db(
+            &db,
+            "SELECT value FROM jfs_counter WHERE name = 'nextTrash'"
+        ),
+        1
+    );
+}
+
+fn int_db(db: &metabench_testkit::TestDb, sql: &str) -> i64 {
+    db.query(sql)[0][0].parse().unwrap()
+}
+
 sql_tests!(
     tree_and_errors,
     flush_writes_stats_and_frees_data,
     inode_prefetch,
     conflict_is_retried,
-    table_prefix
+    table_prefix,
+    trash
 );

@@ -42,6 +42,10 @@ pub(crate) struct Stmts {
     pub parent_update_rmdir: Sql,
     pub edge_get: Sql,
     pub edge_first_child: Sql,
+    /// `doLookup` without attributes (the trash sub-directory): `SELECT *` of the edge.
+    pub edge_lookup_plain: Sql,
+    /// The trash-entry check of `doUnlink` for files with more links.
+    pub edge_get_full: Sql,
     pub edge_insert: Sql,
     pub edge_delete: Sql,
     pub edge_update_target: Sql,
@@ -152,6 +156,10 @@ impl Stmts {
             parent_update_rmdir: r(&format!("{PARENT_UPDATE}, `nlink`=nlink - 1 WHERE `inode`=?")),
             edge_get: r(&format!("{EDGE_SELECT} WHERE `parent`=? AND `name`=? LIMIT 1")),
             edge_first_child: r(&format!("{EDGE_SELECT} WHERE `parent`=? LIMIT 1")),
+            edge_lookup_plain: r("SELECT * FROM `{p}edge` WHERE `parent`=? AND `name`=? LIMIT 1"),
+            edge_get_full: r(&format!(
+                "{EDGE_SELECT} WHERE `parent`=? AND `name`=? AND `inode`=? AND `type`=? LIMIT 1"
+            )),
             edge_insert: returning_id(
                 "INSERT INTO `{p}edge` (`parent`,`name`,`inode`,`type`) VALUES (?,?,?,?)",
             ),

@@ -109,7 +109,7 @@ impl Target {
                 Address::File(p) => How::Sqlite(PathBuf::from(p)),
                 _ => return Err(MetaError::BadUrl("SQLite needs a file path".into())),
             },
-            Scheme::Redis | Scheme::Rediss => {
+            _ => {
                 return Err(MetaError::BadUrl("not an SQL URL".into()));
             }
         };

@@ -285,6 +285,30 @@ fn xattr_name(name: &[u8]) -> Result<&str> {
     std::str::from_utf8(name).map_err(|_| MetaError::Invalid)
 }
 
+/// The trash sub-directory of the hour of `secs` (UTC): `YYYY-MM-DD-HH`.
+fn trash_hour(secs: i64) -> String {
+    // civil_from_days (Howard Hinnant)
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let h = secs.rem_euclid(86_400) / 3600;
+    format!("{y:04}-{m:02}-{d:02}-{h:02}")
+}
+
+/// `trashEntry`: `<parent>-<inode>-<name>`, cut to 255 bytes.
+fn trash_entry(parent: Ino, inode: Ino, name: &[u8]) -> Vec<u8> {
+    let mut s = format!("{parent}-{inode}-").into_bytes();
+    s.extend_from_slice(name);
+    s.truncate(255);
+    s
+}
+
 fn unix_now() -> i64 {
     Timestamp::now().sec
 }
@@ -299,6 +323,10 @@ pub struct SqlSession {
     stats: SessionStats,
     opts: SessionOptions,
     dir_stats_on: bool,
+    /// `Format.TrashDays`: deleted entries move to the trash when > 0.
+    trash_days: i64,
+    /// The trash sub-directory of the current hour (`subTrash`).
+    sub_trash: Option<(String, Ino)>,
     /// SQLite: JuiceFS serialises all write transactions of a client (one writer).
     sqlite_lock: Option<Arc<Mutex<()>>>,
     inodes: IdRange,
@@ -341,13 +369,6 @@ impl SqlSession {
             }
         };
         format.check_version().map_err(MetaError::Engine)?;
-        if format.trash_days > 0 {
-            tracing::debug!(
-                "volume {} has trash on ({} days): unlink and rmdir delete as with TrashDays 0",
-                format.name,
-                format.trash_days
-            );
-        }
         let jitter = INODE_BATCH / 10 / 20;
         let prefetch_at = INODE_BATCH / 10 - jitter + rand::random_range(0..=2 * jitter);
         Ok(Self {
@@ -359,6 +380,8 @@ impl SqlSession {
             stats: SessionStats::default(),
             opts,
             dir_stats_on: format.dir_stats,
+            trash_days: format.trash_days,
+            sub_trash: None,
             inodes: IdRange::default(),
             prefetch: None,
             prefetch_at,
@@ -890,14 +913,116 @@ impl SqlSession {
         Ok(attr)
     }
 
+    /// `checkTrash`: the trash sub-directory of this hour (`YYYY-MM-DD-HH`, UTC) when the
+    /// volume keeps a trash and `parent` is not in it; 0 otherwise. Looked up (and made
+    /// if missing) once per hour per session, as each JuiceFS client does.
+    async fn check_trash(&mut self, parent: Ino) -> Result<Ino> {
+        if self.trash_days == 0 || is_trash(parent) {
+            return Ok(0);
+        }
+        let name = trash_hour(Timestamp::now().sec);
+        if let Some((n, ino)) = &self.sub_trash {
+            if *n == name {
+                return Ok(*ino);
+            }
+        }
+        let st = self.st.clone();
+        let rows = simple!(self, {
+            self.fetch(
+                &st.edge_lookup_plain,
+                &[Arg::I64(TRASH_INODE as i64), Arg::Bytes(name.as_bytes())],
+            )
+            .await?
+        })?;
+        let ino = match rows.first() {
+            Some(r) => r.int(3).map_err(|e| MetaError::Engine(e.msg))? as Ino,
+            None => self.make_trash_dir(&name).await?,
+        };
+        if ino <= TRASH_INODE {
+            return Err(MetaError::Engine(format!("invalid trash inode {ino}")));
+        }
+        self.sub_trash = Some((name, ino));
+        Ok(ino)
+    }
+
+    /// `doMknod` of a trash sub-directory: inode `TrashInode + nextTrash`, mode 0555,
+    /// no parent update. An existing one (made by another client) is returned.
+    async fn make_trash_dir(&mut self, name: &str) -> Result<Ino> {
+        let st = self.st.clone();
+        let created = txn!(self, {
+            let pn = self
+                .get_node(TRASH_INODE, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            let pattr = pn.to_attr()?;
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            if pn.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if let Some(e) = self.get_edge(TRASH_INODE, name.as_bytes()).await? {
+                // EEXIST for a directory reads the existing node too
+                self.get_node(e.inode, false).await?;
+                (e.inode, false)
+            } else {
+                let rows = self
+                    .fetch(&st.counter_get_for_update, &[Arg::Str("nextTrash")])
+                    .await?;
+                let next = match rows.first() {
+                    Some(r) => r.int(1)?,
+                    None => 0,
+                } + 1;
+                if rows.is_empty() {
+                    self.exec(&st.counter_insert, &[Arg::Str("nextTrash"), Arg::I64(next)])
+                        .await?;
+                } else {
+                    self.exec(&st.counter_update, &[Arg::I64(next), Arg::Str("nextTrash")])
+                        .await?;
+                }
+                let ino = TRASH_INODE + next as u64;
+                let now = Timestamp::now();
+                let mut a = Attr::new(FileType::Directory, 0o555, 0, 0, 0, TRASH_INODE);
+                a.atime = now;
+                a.mtime = now;
+                a.ctime = now;
+                if pn.flags & FLAG_SKIP_TRASH != 0 {
+                    a.flags |= FLAG_SKIP_TRASH as u8;
+                }
+                a.tier = pattr.tier;
+                self.insert_edge(TRASH_INODE, name.as_bytes(), ino, TYPE_DIR)
+                    .await?;
+                self.exec(&st.node_insert, &node_args(&NodeRow::from_attr(ino, &a)))
+                    .await?;
+                self.exec(
+                    &st.dirstat_insert,
+                    &[Arg::I64(ino as i64), Arg::I64(0), Arg::I64(0), Arg::I64(0)],
+                )
+                .await?;
+                (ino, true)
+            }
+        })?;
+        if created.1 {
+            self.new_space += align4k(0);
+            self.new_inodes += 1;
+        }
+        Ok(created.0)
+    }
+
     async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
             return Err(MetaError::Perm);
         }
+        let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
-        let mut outcome = (NodeRow::default(), 0i64, 0i64);
+        // (node after the change, freed space, freed inodes, trash it went to)
+        let mut outcome = (NodeRow::default(), 0i64, 0i64, 0);
         txn!(self, {
-            outcome = (NodeRow::default(), 0, 0);
+            let mut trash = trash;
+            outcome = (NodeRow::default(), 0, 0, 0);
             let mut pn = self
                 .get_node(parent, false)
                 .await?
@@ -916,6 +1041,7 @@ impl SqlSession {
             if e.typ == TYPE_DIR {
                 return Err(MetaError::Perm.into());
             }
+            let entry = trash_entry(parent, e.inode, &e.name);
             let now = Timestamp::now();
             let mut n = match self.get_node(e.inode, true).await? {
                 Some(mut n) => {
@@ -929,12 +1055,37 @@ impl SqlSession {
                     if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                         return Err(MetaError::Perm.into());
                     }
+                    if n.flags & FLAG_SKIP_TRASH != 0 {
+                        trash = 0;
+                    }
+                    if trash > 0 && n.nlink > 1 {
+                        // another link of this file may already be in the trash
+                        let rows = self
+                            .fetch(
+                                &st.edge_get_full,
+                                &[
+                                    Arg::I64(trash as i64),
+                                    Arg::Bytes(&entry),
+                                    Arg::I64(e.inode as i64),
+                                    Arg::I32(e.typ as i32),
+                                ],
+                            )
+                            .await?;
+                        if !rows.is_empty() {
+                            trash = 0;
+                        }
+                    }
                     set_ctime(&mut n, now);
-                    n.nlink -= 1;
+                    if trash == 0 {
+                        n.nlink -= 1;
+                    } else if n.parent.unwrap_or(0) > 0 {
+                        n.parent = Some(trash as i64);
+                    }
                     n
                 }
                 None => {
                     tracing::warn!("no attribute for inode {} ({parent})", e.inode);
+                    trash = 0;
                     NodeRow {
                         inode: e.inode as i64,
                         ..NodeRow::default()
@@ -960,6 +1111,15 @@ impl SqlSession {
                     ],
                 )
                 .await?;
+                if trash > 0 {
+                    inodes = 1;
+                    space = if n.typ == TYPE_FILE {
+                        align4k(n.length as u64)
+                    } else {
+                        align4k(0)
+                    };
+                    self.insert_edge(trash, &entry, e.inode, e.typ).await?;
+                }
             } else {
                 let ino = Arg::I64(e.inode as i64);
                 match e.typ {
@@ -991,20 +1151,24 @@ impl SqlSession {
             if n.typ == 0 {
                 n.typ = e.typ;
             }
-            outcome = (n, space, inodes);
+            outcome = (n, space, inodes, trash);
         })?;
-        let (n, space, inodes) = outcome;
+        let (n, space, inodes, trash) = outcome;
         let ino = n.inode as Ino;
-        if n.typ == TYPE_FILE && n.nlink == 0 {
-            self.deleted.push((ino, n.length as u64));
-        }
-        self.new_space += space;
-        self.new_inodes += inodes;
         let len = if n.typ == TYPE_FILE {
             n.length as u64
         } else {
             0
         };
+        if trash == 0 {
+            if n.typ == TYPE_FILE && n.nlink == 0 {
+                self.deleted.push((ino, n.length as u64));
+            }
+            self.new_space += space;
+            self.new_inodes += inodes;
+        } else {
+            self.update_dir_stat(trash, len as i64, space, inodes);
+        }
         self.update_dir_stat(parent, -(len as i64), -align4k(len), -1);
         if n.nlink == 0 {
             self.chunk_cache.retain(|(i, _), _| *i != ino);
@@ -1026,8 +1190,10 @@ impl SqlSession {
         {
             return Err(MetaError::Perm);
         }
+        let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
-        txn!(self, {
+        let trashed = txn!(self, {
+            let mut trash = trash;
             let mut pn = self
                 .get_node(parent, false)
                 .await?
@@ -1046,15 +1212,21 @@ impl SqlSession {
             if e.typ != TYPE_DIR {
                 return Err(MetaError::NotDir.into());
             }
-            let n = self.get_node(e.inode, true).await?;
+            let mut n = self.get_node(e.inode, true).await?;
             let child = self
                 .fetch(&st.edge_first_child, &[Arg::I64(e.inode as i64)])
                 .await?;
             if !child.is_empty() {
                 return Err(MetaError::NotEmpty.into());
             }
+            if n.as_ref()
+                .map(|n| n.flags & FLAG_SKIP_TRASH != 0)
+                .unwrap_or(false)
+            {
+                trash = 0;
+            }
             let now = Timestamp::now();
-            match &n {
+            match &mut n {
                 Some(n) => {
                     if ctx.uid != 0
                         && pn.mode & 0o1000 != 0
@@ -1063,8 +1235,15 @@ impl SqlSession {
                     {
                         return Err(MetaError::Access.into());
                     }
+                    if trash > 0 {
+                        set_ctime(n, now);
+                        n.parent = Some(trash as i64);
+                    }
                 }
-                None => tracing::warn!("no attribute for inode {} ({parent})", e.inode),
+                None => {
+                    tracing::warn!("no attribute for inode {} ({parent})", e.inode);
+                    trash = 0;
+                }
             }
             pn.nlink -= 1;
             set_mtime(&mut pn, now);
@@ -1073,8 +1252,26 @@ impl SqlSession {
             self.delete_edge(parent, &e).await?;
             self.exec(&st.dirstat_delete, &[ino]).await?;
             self.exec(&st.dirquota_delete, &[ino]).await?;
-            self.exec(&st.node_delete, &[ino]).await?;
-            self.exec(&st.xattr_delete_all, &[ino]).await?;
+            match (&n, trash) {
+                (Some(n), t) if t > 0 => {
+                    self.exec(
+                        &st.node_update_ctime_parent,
+                        &[
+                            Arg::I64(n.ctime),
+                            Arg::I32(n.ctimensec as i32),
+                            Arg::I64(t as i64),
+                            ino,
+                        ],
+                    )
+                    .await?;
+                    let entry = trash_entry(parent, e.inode, &e.name);
+                    self.insert_edge(t, &entry, e.inode, TYPE_DIR).await?;
+                }
+                _ => {
+                    self.exec(&st.node_delete, &[ino]).await?;
+                    self.exec(&st.xattr_delete_all, &[ino]).await?;
+                }
+            }
             if !is_trash(parent) {
                 // no check of the affected rows here in doRmdir
                 self.exec(
@@ -1089,9 +1286,14 @@ impl SqlSession {
                 )
                 .await?;
             }
+            trash
         })?;
-        self.new_space -= align4k(0);
-        self.new_inodes -= 1;
+        if trashed == 0 {
+            self.new_space -= align4k(0);
+            self.new_inodes -= 1;
+        } else {
+            self.update_dir_stat(trashed, 0, align4k(0), 1);
+        }
         self.update_dir_stat(parent, 0, -align4k(0), -1);
         Ok(())
     }
@@ -1122,6 +1324,7 @@ impl SqlSession {
             _ => return Err(MetaError::Invalid),
         }
         let exchange = flags == RENAME_EXCHANGE;
+        let trash0 = self.check_trash(pd).await?;
         let st = self.st.clone();
         // (source inode, its attr, target node if any, target's type, freed space, inodes)
         struct Out {
@@ -1131,8 +1334,10 @@ impl SqlSession {
             ttyp: i64,
             space: i64,
             inodes: i64,
+            trash: Ino,
         }
         let out = txn!(self, {
+            let mut trash = trash0;
             let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
             let mut dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;
             if spn.typ != TYPE_DIR || dpn.typ != TYPE_DIR {
@@ -1159,6 +1364,7 @@ impl SqlSession {
                     ttyp: 0,
                     space: 0,
                     inodes: 0,
+                    trash: 0,
                 }
             } else {
                 if se.inode == pd || se.inode == dpattr.parent {
@@ -1194,6 +1400,7 @@ impl SqlSession {
                         Some(n) => n,
                         None => {
                             tracing::warn!("no attribute for inode {} ({pd})", de.inode);
+                            trash = 0;
                             NodeRow {
                                 inode: de.inode as i64,
                                 typ: de.typ,
@@ -1203,6 +1410,9 @@ impl SqlSession {
                     };
                     if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                         return Err(MetaError::Perm.into());
+                    }
+                    if n.flags & FLAG_SKIP_TRASH != 0 {
+                        trash = 0;
                     }
                     set_ctime(&mut n, now);
                     if exchange {
@@ -1236,8 +1446,13 @@ impl SqlSession {
                         dpn.nlink -= 1;
                         dstnlink -= 1;
                         dupdate = true;
-                    } else {
+                        if trash > 0 {
+                            n.parent = Some(trash as i64);
+                        }
+                    } else if trash == 0 {
                         n.nlink -= 1;
+                    } else if n.parent.unwrap_or(0) > 0 {
+                        n.parent = Some(trash as i64);
                     }
                     if !same_inode
                         && ctx.uid != 0
@@ -1259,6 +1474,7 @@ impl SqlSession {
                         ttyp: 0,
                         space: 0,
                         inodes: 0,
+                        trash: 0,
                     }
                 } else {
                     if ctx.uid != 0
@@ -1332,7 +1548,26 @@ impl SqlSession {
                         }
                         if let (Some(de), Some(dn)) = (&de, &dn) {
                             let dino = Arg::I64(de.inode as i64);
-                            if de.typ != TYPE_DIR && dn.nlink > 0 {
+                            if trash > 0 {
+                                inodes = 1;
+                                space = if de.typ == TYPE_FILE {
+                                    align4k(dn.length as u64)
+                                } else {
+                                    align4k(0)
+                                };
+                                self.exec(
+                                    &st.node_update_ctime_parent,
+                                    &[
+                                        Arg::I64(dn.ctime),
+                                        Arg::I32(dn.ctimensec as i32),
+                                        Arg::I64(dn.parent.unwrap_or(0)),
+                                        dino,
+                                    ],
+                                )
+                                .await?;
+                                let entry = trash_entry(pd, de.inode, &de.name);
+                                self.insert_edge(trash, &entry, de.inode, de.typ).await?;
+                            } else if de.typ != TYPE_DIR && dn.nlink > 0 {
                                 self.exec(
                                     &st.node_update_link,
                                     &[
@@ -1400,6 +1635,7 @@ impl SqlSession {
                         target: dn,
                         space,
                         inodes,
+                        trash,
                     }
                 }
             }
@@ -1419,7 +1655,9 @@ impl SqlSession {
             if ps != pd && exchange {
                 self.update_dir_stat(ps, tl as i64, align4k(tl), 1);
             }
-            if !exchange {
+            if !exchange && out.trash > 0 {
+                self.update_dir_stat(out.trash, tl as i64, out.space, out.inodes);
+            } else if !exchange {
                 if out.ttyp == TYPE_FILE && dn.nlink == 0 {
                     self.deleted.push((dn.inode as Ino, dn.length as u64));
                     let dino = dn.inode as Ino;
@@ -2444,6 +2682,15 @@ mod tests {
         assert!(matches!(args[3], Arg::I32(0o755)));
         assert!(matches!(args[13], Arg::I64(4096)));
         assert!(matches!(args[15], Arg::I64(1)));
+    }
+
+    #[test]
+    fn trash_names() {
+        assert_eq!(trash_hour(0), "1970-01-01-00");
+        assert_eq!(trash_hour(1_795_315_196), "2026-11-22-02");
+        assert_eq!(trash_hour(951_827_696), "2000-02-29-12");
+        assert_eq!(trash_entry(1, 2, b"f"), b"1-2-f");
+        assert_eq!(trash_entry(1, 2, &[b'x'; 300]).len(), 255);
     }
 
     #[test]
