@@ -7,6 +7,7 @@ mod cmd_compare;
 mod cmd_format;
 mod cmd_info;
 mod cmd_ops;
+mod cmd_report;
 mod cmd_sweep;
 mod error;
 mod target;
@@ -50,6 +51,9 @@ enum Command {
     /// Fail (exit 1) when the current results regressed against a baseline: any increase
     /// in round trips per operation, or a significant timing regression beyond a threshold.
     Gate(cmd_compare::GateArgs),
+    /// Cross-engine report of results files: the JuiceFS docs' comparison table, sweep
+    /// tables per operation, SVG plots; as a table, Markdown, CSV or HTML.
+    Report(cmd_report::ReportArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -100,6 +104,7 @@ pub fn main() -> i32 {
             Command::Info(args) => cmd_info::run(args).await,
             Command::Compare(args) => cmd_compare::run_compare(args),
             Command::Gate(args) => cmd_compare::run_gate(args),
+            Command::Report(args) => cmd_report::run(args),
         }
     });
     match outcome {

@@ -7,12 +7,14 @@
 
 pub mod analysis;
 pub mod compare;
+pub mod cross;
 pub mod histogram;
 pub mod model;
+pub mod plot;
 pub mod stats;
 pub mod table;
 
 pub use model::{
-    AnyResults, ClientCheck, EngineInfo, HostInfo, IntervalSample, Level, LevelOp, OpResult, OpsPlan,
-    OpsResults, SweepPlan, SweepResults, SCHEMA_VERSION,
+    AnyResults, ClientCheck, EngineInfo, HostInfo, IntervalSample, Level, LevelOp, OpResult,
+    OpsPlan, OpsResults, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

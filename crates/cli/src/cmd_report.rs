@@ -1,0 +1,110 @@
+//! `metabench report`: several results files as one cross-engine report (table,
+//! Markdown, CSV or HTML) and SVG plots of the sweeps.
+
+use crate::args::write_file;
+use crate::cmd_compare::read_results;
+use crate::error::{input, CliError};
+use metabench_report::cross::{render_html, render_report, Format, LabeledRun, Unreachable};
+use metabench_report::plot::sweep_plots;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `metabench report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Results files (`ops --json`, `sweep --json`); each is named by its file stem, and
+    /// "(×N)" is relative to the first.
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+
+    /// Output format: table, markdown, csv or html (html embeds the plots and the run
+    /// context).
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    format: Format,
+
+    /// Also write the SVG plots of the sweeps into this directory (created if needed).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Names each file by its stem, adding `#2`, `#3` to repeated names.
+pub fn label_runs(files: &[PathBuf]) -> Result<Vec<LabeledRun>, CliError> {
+    let mut runs: Vec<LabeledRun> = Vec::new();
+    for f in files {
+        let run = read_results(f)?;
+        let stem = f
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| run.engine().kind.clone());
+        let mut label = stem.clone();
+        let mut n = 1;
+        while runs.iter().any(|r| r.label == label) {
+            n += 1;
+            label = format!("{stem}#{n}");
+        }
+        runs.push(LabeledRun { label, run });
+    }
+    Ok(runs)
+}
+
+/// Writes the report and plots of `runs`; shared with `metabench matrix`.
+pub fn write_report(
+    runs: &[LabeledRun],
+    unreachable: &[Unreachable],
+    format: Format,
+    plot_dir: Option<&Path>,
+    output: Option<&Path>,
+) -> Result<(), CliError> {
+    let plots = sweep_plots(runs).map_err(|e| CliError::Io(format!("cannot plot: {e}")))?;
+    if let Some(dir) = plot_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        for p in &plots {
+            write_file(&dir.join(&p.file), &p.svg)?;
+        }
+        if plots.is_empty() {
+            eprintln!("no sweep among the files: nothing to plot");
+        } else {
+            eprintln!("{} plots written to {}", plots.len(), dir.display());
+        }
+    }
+    let text = match format {
+        Format::Html => render_html(runs, unreachable, &plots),
+        f => render_report(runs, unreachable, f),
+    };
+    match output {
+        Some(path) => {
+            write_file(path, &text)?;
+            eprintln!("report written to {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// Runs `metabench report`.
+pub fn run(args: ReportArgs) -> Result<i32, CliError> {
+    if let Some(p) = &args.output {
+        crate::args::check_output_path(p)?;
+    }
+    if let Some(d) = &args.plot {
+        if d.exists() && !d.is_dir() {
+            return Err(input(format!(
+                "cannot write plots into {}: not a directory",
+                d.display()
+            )));
+        }
+    }
+    let runs = label_runs(&args.files)?;
+    write_report(
+        &runs,
+        &[],
+        args.format,
+        args.plot.as_deref(),
+        args.output.as_deref(),
+    )?;
+    Ok(0)
+}

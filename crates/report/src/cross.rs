@@ -1,0 +1,469 @@
+//! Cross-engine reports: several results files side by side, in the layout of the JuiceFS
+//! docs' metadata-engine comparison (µs/op per operation, "(×N)" against the first
+//! run), and per-operation sweep tables, rendered as a terminal table, Markdown, CSV or
+//! HTML.
+
+use crate::model::AnyResults;
+use crate::table::fmt_us;
+use comfy_table::{presets, CellAlignment, Table};
+
+/// A results file with the name it goes by in the report (its file stem by default).
+#[derive(Debug, Clone)]
+pub struct LabeledRun {
+    /// Column and legend name (`redis-always`).
+    pub label: String,
+    /// The results.
+    pub run: AnyResults,
+}
+
+/// An engine that could not be measured, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    /// Its name (config file stem).
+    pub label: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// One table of a report: a title, a header and rows of text cells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grid {
+    /// What the table shows.
+    pub title: String,
+    /// Column names.
+    pub header: Vec<String>,
+    /// Rows; the first cell names the row.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Output formats of `metabench report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Boxed terminal table.
+    Table,
+    /// GitHub Markdown.
+    Markdown,
+    /// CSV, one block per table.
+    Csv,
+    /// A standalone HTML page.
+    Html,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "table" => Ok(Format::Table),
+            "markdown" | "md" => Ok(Format::Markdown),
+            "csv" => Ok(Format::Csv),
+            "html" => Ok(Format::Html),
+            _ => Err(format!(
+                "'{s}' is not a report format; use table, markdown, csv or html"
+            )),
+        }
+    }
+}
+
+/// The JuiceFS docs' comparison: one row per operation of the `ops` runs, one column per
+/// run, µs/op, and "(×N)" against the first run that measured the operation.
+pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
+    let ops_runs: Vec<(&str, &crate::OpsResults)> = runs
+        .iter()
+        .filter_map(|r| match &r.run {
+            AnyResults::Ops(o) => Some((r.label.as_str(), o)),
+            _ => None,
+        })
+        .collect();
+    if ops_runs.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (_, o) in &ops_runs {
+        for r in &o.results {
+            if !names.contains(&r.op) {
+                names.push(r.op.clone());
+            }
+        }
+    }
+    let mut header = vec!["µs/op".to_owned()];
+    header.extend(ops_runs.iter().map(|(l, _)| l.to_string()));
+    let rows = names
+        .iter()
+        .map(|op| {
+            let mut row = vec![op.clone()];
+            let mut first: Option<f64> = None;
+            for (_, o) in &ops_runs {
+                let cell = match o.get(op) {
+                    None => "–".to_owned(),
+                    Some(r) if r.skipped.is_some() => "skipped".to_owned(),
+                    Some(r) => match first {
+                        None => {
+                            first = Some(r.mean_us);
+                            fmt_us(r.mean_us)
+                        }
+                        Some(b) if b > 0.0 => {
+                            format!("{} (×{:.1})", fmt_us(r.mean_us), r.mean_us / b)
+                        }
+                        Some(_) => fmt_us(r.mean_us),
+                    },
+                };
+                row.push(cell);
+            }
+            row
+        })
+        .collect();
+    Some(Grid {
+        title: format!("Operations, µs/op (×N: relative to {})", ops_runs[0].0),
+        header,
+        rows,
+    })
+}
+
+/// Per operation of the sweeps: one row per concurrency level, throughput and p99 of
+/// each run.
+pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
+    let sweeps: Vec<(&str, &crate::SweepResults)> = runs
+        .iter()
+        .filter_map(|r| match &r.run {
+            AnyResults::Sweep(s) => Some((r.label.as_str(), s)),
+            _ => None,
+        })
+        .collect();
+    let mut ops: Vec<String> = Vec::new();
+    for (_, s) in &sweeps {
+        for op in s.op_names() {
+            if !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+    }
+    ops.iter()
+        .map(|op| {
+            let mut levels: Vec<u32> = sweeps
+                .iter()
+                .flat_map(|(_, s)| s.curve(op).into_iter().map(|p| p.clients))
+                .collect();
+            levels.sort_unstable();
+            levels.dedup();
+            let mut header = vec!["clients".to_owned()];
+            for (l, _) in &sweeps {
+                header.push(format!("{l} ops/s"));
+                header.push(format!("{l} p99 µs"));
+            }
+            let rows = levels
+                .iter()
+                .map(|c| {
+                    let mut row = vec![c.to_string()];
+                    for (_, s) in &sweeps {
+                        match s.curve(op).into_iter().find(|p| p.clients == *c) {
+                            Some(p) => {
+                                row.push(format!("{:.0}", p.ops_per_s));
+                                row.push(fmt_us(p.p99_us));
+                            }
+                            None => {
+                                row.push("–".into());
+                                row.push("–".into());
+                            }
+                        }
+                    }
+                    row
+                })
+                .collect();
+            Grid {
+                title: format!("{op}: throughput and p99 by concurrency"),
+                header,
+                rows,
+            }
+        })
+        .collect()
+}
+
+/// Every table of a report.
+pub fn grids(runs: &[LabeledRun]) -> Vec<Grid> {
+    ops_grid(runs)
+        .into_iter()
+        .chain(sweep_grids(runs))
+        .collect()
+}
+
+/// Renders a grid as a terminal table or Markdown.
+pub fn render_text(g: &Grid, markdown: bool) -> String {
+    let mut t = Table::new();
+    t.load_style(if markdown {
+        presets::ASCII_MARKDOWN
+    } else {
+        presets::UTF8_FULL_CONDENSED
+    });
+    t.set_header(g.header.clone());
+    for r in &g.rows {
+        t.add_row(r.clone());
+    }
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    if markdown {
+        format!("### {}\n\n{t}\n", g.title)
+    } else {
+        format!("{}\n{t}\n", g.title)
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Renders a grid as CSV: a `# title` line, the header, the rows.
+pub fn render_csv(g: &Grid) -> String {
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .map(|c| csv_field(c))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut out = format!("# {}\n{}\n", g.title, line(&g.header));
+    for r in &g.rows {
+        out += &line(r);
+        out.push('\n');
+    }
+    out
+}
+
+/// Escapes text for HTML.
+pub fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Renders a grid as an HTML table.
+pub fn render_html_table(g: &Grid) -> String {
+    let mut out = format!("<h3>{}</h3>\n<table>\n<tr>", html_escape(&g.title));
+    for h in &g.header {
+        out += &format!("<th>{}</th>", html_escape(h));
+    }
+    out += "</tr>\n";
+    for r in &g.rows {
+        out += "<tr>";
+        for (i, c) in r.iter().enumerate() {
+            if i == 0 {
+                out += &format!("<th>{}</th>", html_escape(c));
+            } else {
+                out += &format!("<td>{}</td>", html_escape(c));
+            }
+        }
+        out += "</tr>\n";
+    }
+    out + "</table>\n"
+}
+
+/// The run context of each file: engine, version, durability, host, when and by which
+/// metabench.
+pub fn context_grid(runs: &[LabeledRun]) -> Grid {
+    let rows = runs
+        .iter()
+        .map(|r| {
+            let e = r.run.engine();
+            let h = r.run.host();
+            let (started, version, commit) = r.run.provenance();
+            vec![
+                r.label.clone(),
+                r.run.kind().to_owned(),
+                e.kind.clone(),
+                e.version.clone(),
+                e.durability
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                format!(
+                    "{} ({} cores, {:.1} GiB, {})",
+                    h.hostname,
+                    h.cores,
+                    h.memory_bytes as f64 / (1u64 << 30) as f64,
+                    h.os
+                ),
+                started.to_owned(),
+                match commit {
+                    Some(c) => format!("{version} ({})", &c[..c.len().min(10)]),
+                    None => version.to_owned(),
+                },
+            ]
+        })
+        .collect();
+    Grid {
+        title: "Runs".into(),
+        header: [
+            "run",
+            "kind",
+            "engine",
+            "version",
+            "durability",
+            "host",
+            "started",
+            "metabench",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// The whole report as text (`table`, `markdown` or `csv`).
+pub fn render_report(runs: &[LabeledRun], unreachable: &[Unreachable], format: Format) -> String {
+    let mut out = String::new();
+    let all: Vec<Grid> = std::iter::once(context_grid(runs))
+        .chain(grids(runs))
+        .collect();
+    for g in &all {
+        match format {
+            Format::Csv => out += &render_csv(g),
+            Format::Markdown => out += &render_text(g, true),
+            _ => out += &render_text(g, false),
+        }
+        out.push('\n');
+    }
+    if !unreachable.is_empty() {
+        match format {
+            Format::Csv => {
+                out += "# Unreachable engines\nengine,reason\n";
+                for u in unreachable {
+                    out += &format!("{},{}\n", csv_field(&u.label), csv_field(&u.reason));
+                }
+            }
+            _ => {
+                out += "Unreachable engines (not measured):\n";
+                for u in unreachable {
+                    out += &format!("- {}: {}\n", u.label, u.reason);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The report as one standalone HTML page: run context, tables, the plots inline, and the
+/// engines that could not be measured.
+pub fn render_html(
+    runs: &[LabeledRun],
+    unreachable: &[Unreachable],
+    plots: &[crate::plot::Plot],
+) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <title>metabench report</title>\n<style>\n\
+         body{font-family:sans-serif;margin:2em;color:#222}\n\
+         table{border-collapse:collapse;margin:0 0 1.5em}\n\
+         th,td{border:1px solid #ccc;padding:3px 8px;font-size:13px}\n\
+         td{text-align:right}\nth{background:#f4f4f4;text-align:left}\n\
+         figure{margin:0 0 1.5em}\n.plots svg{max-width:100%;height:auto;border:1px solid #eee}\n\
+         </style></head><body>\n<h1>metabench report</h1>\n",
+    );
+    out += "<h2>Runs</h2>\n";
+    out += &render_html_table(&context_grid(runs));
+    if !unreachable.is_empty() {
+        out += "<h2>Unreachable engines (not measured)</h2>\n<ul>\n";
+        for u in unreachable {
+            out += &format!(
+                "<li><b>{}</b>: {}</li>\n",
+                html_escape(&u.label),
+                html_escape(&u.reason)
+            );
+        }
+        out += "</ul>\n";
+    }
+    if !plots.is_empty() {
+        out += "<h2>Plots</h2>\n<div class=\"plots\">\n";
+        for p in plots {
+            let svg = p
+                .svg
+                .trim_start_matches(|c: char| c != '<')
+                .trim_start_matches("<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+            out += &format!(
+                "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
+                html_escape(&p.file),
+                svg.trim(),
+                html_escape(&p.title)
+            );
+        }
+        out += "</div>\n";
+    }
+    out += "<h2>Tables</h2>\n";
+    for g in grids(runs) {
+        out += &render_html_table(&g);
+    }
+    out + "</body></html>\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OpResult, OpsResults};
+
+    fn ops(label: &str, mkdir_us: f64, version: &str) -> LabeledRun {
+        LabeledRun {
+            label: label.into(),
+            run: AnyResults::Ops(OpsResults {
+                kind: "ops".into(),
+                engine: crate::EngineInfo {
+                    kind: label.into(),
+                    version: version.into(),
+                    durability: [("appendfsync".to_owned(), "always".to_owned())].into(),
+                    ..Default::default()
+                },
+                results: vec![
+                    OpResult {
+                        op: "mkdir".into(),
+                        count: 10,
+                        mean_us: mkdir_us,
+                        ..Default::default()
+                    },
+                    OpResult {
+                        op: "rename".into(),
+                        count: 10,
+                        mean_us: 2.0 * mkdir_us,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn cross_engine_table_in_the_docs_layout() {
+        let runs = vec![
+            ops("redis-always", 600.0, "7.0.15"),
+            ops("mysql", 1100.0, "11.8"),
+        ];
+        let g = ops_grid(&runs).unwrap();
+        assert_eq!(g.header, ["µs/op", "redis-always", "mysql"]);
+        assert_eq!(g.rows[0], ["mkdir", "600", "1100 (×1.8)"]);
+        assert_eq!(g.rows[1], ["rename", "1200", "2200 (×1.8)"]);
+        let unreachable = [Unreachable {
+            label: "tikv".into(),
+            reason: "connection refused".into(),
+        }];
+        let md = render_report(&runs, &unreachable, Format::Markdown);
+        assert!(
+            md.contains("| mkdir  | 600          | 1100 (×1.8) |") || md.contains("1100 (×1.8)"),
+            "{md}"
+        );
+        assert!(md.contains("- tikv: connection refused"), "{md}");
+        let csv = render_report(&runs, &unreachable, Format::Csv);
+        assert!(csv.contains("mkdir,600,1100 (×1.8)\n"), "{csv}");
+        assert!(csv.contains("tikv,connection refused"), "{csv}");
+        let html = render_html(&runs, &unreachable, &[]);
+        assert!(html.contains("<td>1100 (×1.8)</td>"), "{html}");
+        assert!(html.contains("appendfsync=always"), "{html}");
+        assert!(html.contains("7.0.15"), "{html}");
+        assert!("pdf".parse::<Format>().is_err());
+    }
+}

@@ -1,0 +1,344 @@
+//! SVG plots of sweeps (plotters, SVG backend only: text is left to the viewer's fonts,
+//! so nothing here needs a font library): throughput against concurrency per operation,
+//! p50 / p99 against concurrency, several runs overlaid with a legend.
+
+use crate::cross::LabeledRun;
+use crate::model::{AnyResults, SweepResults};
+use plotters::prelude::*;
+
+/// A rendered plot: a file name (`throughput-mkdir.svg`) and the SVG text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plot {
+    /// File name to save it under.
+    pub file: String,
+    /// Title, for captions.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+const SIZE: (u32, u32) = (900, 540);
+
+struct Series {
+    label: String,
+    color: RGBColor,
+    points: Vec<(f64, f64)>,
+}
+
+fn color(i: usize) -> RGBColor {
+    // Tableau 10: distinct in print and for common colour-vision deficiencies.
+    const C: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    let (r, g, b) = C[i % C.len()];
+    RGBColor(r, g, b)
+}
+
+fn sweeps(runs: &[LabeledRun]) -> Vec<(&str, &SweepResults)> {
+    runs.iter()
+        .filter_map(|r| match &r.run {
+            AnyResults::Sweep(s) => Some((r.label.as_str(), s)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Draws line series against clients (log₂ x axis); `log_y` for latencies.
+fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<String, String> {
+    let pts = series.iter().flat_map(|s| s.points.iter());
+    let (mut xmax, mut ymin, mut ymax) = (1.0f64, f64::INFINITY, 0.0f64);
+    for &(x, y) in pts {
+        xmax = xmax.max(x);
+        if y > 0.0 {
+            ymin = ymin.min(y);
+        }
+        ymax = ymax.max(y);
+    }
+    if !ymin.is_finite() {
+        ymin = 1.0;
+    }
+    if ymax <= 0.0 {
+        ymax = 1.0;
+    }
+    let xmax = if xmax <= 1.0 { 2.0 } else { xmax * 1.15 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(80);
+        macro_rules! finish {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc("concurrent clients")
+                    .y_desc(y_desc)
+                    .x_label_formatter(&|x| format!("{x:.0}"))
+                    .y_label_formatter(&|y| crate::table::fmt_us(*y))
+                    .light_line_style(WHITE.mix(0.0))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                for s in series {
+                    let c = s.color;
+                    chart
+                        .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
+                        .map_err(|e| e.to_string())?
+                        .label(s.label.clone())
+                        .legend(move |(x, y)| {
+                            Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled())
+                        });
+                    chart
+                        .draw_series(
+                            s.points
+                                .iter()
+                                .map(|&(x, y)| Circle::new((x, y), 3, c.filled())),
+                        )
+                        .map_err(|e| e.to_string())?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.4))
+                    .label_font(("sans-serif", 14))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+            }};
+        }
+        if log_y {
+            finish!(b
+                .build_cartesian_2d(
+                    (1f64..xmax).log_scale(),
+                    (ymin / 1.5..ymax * 1.5).log_scale()
+                )
+                .map_err(|e| e.to_string())?);
+        } else {
+            finish!(b
+                .build_cartesian_2d((1f64..xmax).log_scale(), 0f64..ymax * 1.1)
+                .map_err(|e| e.to_string())?);
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// Every plot of the sweeps among `runs`: `throughput.svg` (one series per operation and
+/// run), then per operation `throughput-OP.svg` (one series per run) and `latency-OP.svg`
+/// (p50 and p99 of each run). Empty when there is no sweep.
+pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
+    let sw = sweeps(runs);
+    if sw.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ops: Vec<String> = Vec::new();
+    for (_, s) in &sw {
+        for op in s.op_names() {
+            if !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+    }
+    let mut plots = Vec::new();
+    let mut all = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        for (j, (label, s)) in sw.iter().enumerate() {
+            let points: Vec<(f64, f64)> = s
+                .curve(op)
+                .iter()
+                .map(|p| (p.clients as f64, p.ops_per_s))
+                .collect();
+            if !points.is_empty() {
+                all.push(Series {
+                    label: format!("{op} — {label}"),
+                    color: color(i * sw.len() + j),
+                    points,
+                });
+            }
+        }
+    }
+    let title = "Throughput vs concurrency".to_owned();
+    plots.push(Plot {
+        file: "throughput.svg".into(),
+        svg: draw(&title, "ops/s", &all, false)?,
+        title,
+    });
+    for op in &ops {
+        let tput: Vec<Series> = sw
+            .iter()
+            .enumerate()
+            .map(|(j, (label, s))| Series {
+                label: label.to_string(),
+                color: color(j),
+                points: s
+                    .curve(op)
+                    .iter()
+                    .map(|p| (p.clients as f64, p.ops_per_s))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        let title = format!("{op}: throughput vs concurrency");
+        plots.push(Plot {
+            file: format!("throughput-{}.svg", file_safe(op)),
+            svg: draw(&title, "ops/s", &tput, false)?,
+            title,
+        });
+        let mut lat = Vec::new();
+        for (j, (label, s)) in sw.iter().enumerate() {
+            let level_ops = s.levels.iter().filter_map(|l| {
+                l.ops
+                    .iter()
+                    .find(|o| &o.op == op)
+                    .map(|o| (l.clients as f64, o))
+            });
+            let (p50, p99): (Vec<_>, Vec<_>) = level_ops
+                .map(|(c, o)| ((c, o.p50_us), (c, o.p99_us)))
+                .unzip();
+            if p50.is_empty() {
+                continue;
+            }
+            let c = color(j);
+            lat.push(Series {
+                label: format!("{label} p50"),
+                color: RGBColor(
+                    ((c.0 as u16 + 255) / 2) as u8,
+                    ((c.1 as u16 + 255) / 2) as u8,
+                    ((c.2 as u16 + 255) / 2) as u8,
+                ),
+                points: p50,
+            });
+            lat.push(Series {
+                label: format!("{label} p99"),
+                color: c,
+                points: p99,
+            });
+        }
+        let title = format!("{op}: p50 and p99 latency vs concurrency");
+        plots.push(Plot {
+            file: format!("latency-{}.svg", file_safe(op)),
+            svg: draw(&title, "latency, µs (log)", &lat, true)?,
+            title,
+        });
+    }
+    Ok(plots)
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Level, LevelOp};
+
+    fn sweep(scale: f64, ops: &[&str]) -> AnyResults {
+        AnyResults::Sweep(SweepResults {
+            kind: "sweep".into(),
+            levels: [1u32, 2, 4, 8]
+                .iter()
+                .map(|&c| Level {
+                    clients: c,
+                    ops: ops
+                        .iter()
+                        .map(|op| LevelOp {
+                            op: op.to_string(),
+                            ops_per_s: scale * c as f64 * 1000.0 / (1.0 + 0.1 * c as f64),
+                            p50_us: 100.0 * c as f64,
+                            p99_us: 400.0 * c as f64,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn svg_parses_with_one_series_per_operation_and_engine() {
+        let runs = vec![
+            LabeledRun {
+                label: "redis".into(),
+                run: sweep(2.0, &["mkdir", "lookup", "create"]),
+            },
+            LabeledRun {
+                label: "sqlite".into(),
+                run: sweep(1.0, &["mkdir", "lookup", "create"]),
+            },
+        ];
+        let plots = sweep_plots(&runs).unwrap();
+        assert_eq!(plots.len(), 1 + 2 * 3);
+        for p in &plots {
+            let doc = roxmltree::Document::parse(&p.svg)
+                .unwrap_or_else(|e| panic!("{}: not XML: {e}", p.file));
+            assert_eq!(doc.root_element().tag_name().name(), "svg", "{}", p.file);
+        }
+        // Series are the 2-px polylines (axes and ticks are 1 px).
+        let count = |svg: &str, tag: &str| {
+            roxmltree::Document::parse(svg)
+                .unwrap()
+                .descendants()
+                .filter(|n| n.tag_name().name() == tag && n.attribute("stroke-width") == Some("2"))
+                .count()
+        };
+        let texts = |svg: &str| -> Vec<String> {
+            roxmltree::Document::parse(svg)
+                .unwrap()
+                .descendants()
+                .filter(|n| n.tag_name().name() == "text")
+                .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+                .collect()
+        };
+        let overview = &plots[0];
+        assert_eq!(overview.file, "throughput.svg");
+        assert_eq!(count(&overview.svg, "polyline"), 6, "{}", overview.svg);
+        let t = texts(&overview.svg);
+        for op in ["mkdir", "lookup", "create"] {
+            for e in ["redis", "sqlite"] {
+                let label = format!("{op} — {e}");
+                assert!(t.contains(&label), "no legend entry {label}: {t:?}");
+            }
+        }
+        let mkdir = plots
+            .iter()
+            .find(|p| p.file == "throughput-mkdir.svg")
+            .unwrap();
+        assert_eq!(count(&mkdir.svg, "polyline"), 2);
+        let lat = plots
+            .iter()
+            .find(|p| p.file == "latency-mkdir.svg")
+            .unwrap();
+        assert_eq!(count(&lat.svg, "polyline"), 4);
+        let t = texts(&lat.svg);
+        assert!(t.contains(&"sqlite p99".to_owned()), "{t:?}");
+        // No sweep, no plot.
+        let ops_only = vec![LabeledRun {
+            label: "x".into(),
+            run: AnyResults::Ops(Default::default()),
+        }];
+        assert!(sweep_plots(&ops_only).unwrap().is_empty());
+    }
+}

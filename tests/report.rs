@@ -1,0 +1,126 @@
+//! `metabench report` on real runs: the cross-engine table, CSV, HTML with the run
+//! context and inline plots, and SVG files that parse.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn metabench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_metabench"))
+        .args(args)
+        .env_remove("METABENCH_META")
+        .stdin(Stdio::null())
+        .output()
+        .expect("metabench runs")
+}
+
+fn ok(o: &Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn report_of_real_sqlite_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ops = d.join("sqlite-ops.json");
+    let sweep = d.join("sqlite.json");
+    ok(&metabench(&[
+        "ops",
+        "--iterations",
+        "20",
+        "--ops",
+        "mkdir,lookup,getattr",
+        "--json",
+        p(&ops),
+    ]));
+    ok(&metabench(&[
+        "sweep",
+        "--conc",
+        "1,2",
+        "--ops",
+        "mkdir,getattr",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+        "--json",
+        p(&sweep),
+    ]));
+    // The same run twice: the second column is ×1.0 of the first.
+    let md = ok(&metabench(&[
+        "report",
+        p(&ops),
+        p(&ops),
+        "--format",
+        "markdown",
+    ]));
+    assert!(md.contains("| µs/op "), "{md}");
+    assert!(md.contains("sqlite-ops#2"), "{md}");
+    assert!(md.contains("(×1.0)"), "{md}");
+    let csv = ok(&metabench(&[
+        "report",
+        p(&ops),
+        p(&sweep),
+        "--format",
+        "csv",
+    ]));
+    assert!(
+        csv.contains("# mkdir: throughput and p99 by concurrency\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("clients,sqlite ops/s,sqlite p99 µs\n"),
+        "{csv}"
+    );
+
+    let plots = d.join("plots");
+    let html = d.join("report.html");
+    ok(&metabench(&[
+        "report",
+        p(&ops),
+        p(&sweep),
+        "--format",
+        "html",
+        "--plot",
+        p(&plots),
+        "-o",
+        p(&html),
+    ]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("journal_mode=wal"), "run context missing");
+    assert_eq!(page.matches("<svg").count(), 5, "inline plots");
+    let mut files: Vec<String> = std::fs::read_dir(&plots)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "latency-getattr.svg",
+            "latency-mkdir.svg",
+            "throughput-getattr.svg",
+            "throughput-mkdir.svg",
+            "throughput.svg"
+        ]
+    );
+    let svg = std::fs::read_to_string(plots.join("throughput.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.contains("mkdir — sqlite") && svg.contains("getattr — sqlite"));
+
+    // Bad input: one line, exit 2.
+    let o = metabench(&["report", p(&d.join("none.json"))]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = metabench(&["report", p(&ops), "--format", "pdf"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+}
