@@ -1,0 +1,133 @@
+//! The CI regression gate on deterministic figures: `metabench ops --iterations 20` on
+//! every engine the test script starts (SQLite, Redis, MariaDB, PostgreSQL), gated with
+//! `metabench gate --round-trips-only` against the committed baselines in
+//! `configs/baselines/<engine>.json`. Timings are not gated here: on a shared 2-core
+//! machine they are noise.
+//!
+//! After a deliberate change of an operation's round trips, regenerate the baselines with
+//! `METABENCH_WRITE_BASELINES=1 scripts/test.sh -p metabench --test baselines` and commit
+//! them with the change.
+
+use metabench_testkit::{fresh_database, Kind};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn metabench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_metabench"))
+        .args(args)
+        .env_remove("METABENCH_META")
+        .env_remove("META_PASSWORD")
+        .env_remove("REDIS_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("metabench runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn baseline(kind: Kind) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs/baselines")
+        .join(format!("{}.json", kind.name()))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Runs the ops benchmark on a fresh database of `kind` into `out`.
+fn ops_run(kind: Kind, out: &Path) {
+    let db = fresh_database(kind);
+    let o = metabench(&[
+        "ops",
+        "--meta",
+        db.url(),
+        "--iterations",
+        "20",
+        "--json",
+        p(out),
+    ]);
+    assert!(o.status.success(), "{}: {}", kind.name(), text(&o));
+}
+
+#[test]
+fn round_trips_per_operation_match_the_committed_baselines() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = std::env::var("METABENCH_WRITE_BASELINES").is_ok_and(|v| v == "1");
+    let mut failed = Vec::new();
+    for kind in Kind::ALL {
+        let current = dir.path().join(format!("{}.json", kind.name()));
+        ops_run(kind, &current);
+        if write {
+            std::fs::copy(&current, baseline(kind)).unwrap();
+            eprintln!("wrote {}", baseline(kind).display());
+            continue;
+        }
+        let o = metabench(&[
+            "gate",
+            "--baseline",
+            p(&baseline(kind)),
+            "--current",
+            p(&current),
+            "--round-trips-only",
+        ]);
+        eprintln!("{}: {}", kind.name(), text(&o));
+        if o.status.code() != Some(0) {
+            failed.push(format!("{}: {}", kind.name(), text(&o)));
+        }
+    }
+    assert!(failed.is_empty(), "round-trip gate failed:\n{}", failed.join("\n"));
+}
+
+#[test]
+fn one_round_trip_more_than_the_baseline_fails_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let current = dir.path().join("current.json");
+    ops_run(Kind::Sqlite, &current);
+    // A baseline where mkdir took one round trip fewer: the current run has one more.
+    let mut base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&current).unwrap()).unwrap();
+    let mkdir = base["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["op"] == "mkdir")
+        .unwrap();
+    let rt = mkdir["round_trips_per_op"].as_f64().unwrap();
+    mkdir["round_trips_per_op"] = serde_json::json!(rt - 1.0);
+    let tampered = dir.path().join("baseline.json");
+    std::fs::write(&tampered, base.to_string()).unwrap();
+    let o = metabench(&[
+        "gate",
+        "--baseline",
+        p(&tampered),
+        "--current",
+        p(&current),
+        "--round-trips-only",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains(&format!(
+            "mkdir: round trips per operation increased from {:.2} to {rt:.2}",
+            rt - 1.0
+        )),
+        "{t}"
+    );
+    // The run against itself passes.
+    let o = metabench(&[
+        "gate",
+        "--baseline",
+        p(&current),
+        "--current",
+        p(&current),
+        "--round-trips-only",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
