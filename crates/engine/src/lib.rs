@@ -13,6 +13,7 @@ pub mod redis;
 pub mod retry;
 pub mod sql;
 pub mod stats;
+pub mod tkv;
 pub mod url;
 
 pub use error::{MetaError, Result};
@@ -31,5 +32,6 @@ pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
     match url.scheme() {
         Scheme::Redis | Scheme::Rediss => redis::open(url).await,
         Scheme::Mysql | Scheme::Postgres | Scheme::Sqlite => sql::open(url).await,
+        Scheme::Etcd | Scheme::Memkv => tkv::open(url).await,
     }
 }

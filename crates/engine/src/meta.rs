@@ -230,6 +230,10 @@ pub enum EngineKind {
     Postgres,
     /// SQLite.
     Sqlite,
+    /// etcd (TKV).
+    Etcd,
+    /// metabench's in-process TKV store.
+    Memkv,
 }
 
 impl EngineKind {
@@ -240,6 +244,8 @@ impl EngineKind {
             Self::Mysql => "mysql",
             Self::Postgres => "postgres",
             Self::Sqlite => "sqlite",
+            Self::Etcd => "etcd",
+            Self::Memkv => "memkv",
         }
     }
 }

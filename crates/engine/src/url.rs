@@ -29,6 +29,10 @@ pub enum Scheme {
     Postgres,
     /// `sqlite3://`.
     Sqlite,
+    /// `etcd://` (a TKV store).
+    Etcd,
+    /// `memkv://` (metabench's in-process TKV store).
+    Memkv,
 }
 
 impl Scheme {
@@ -40,6 +44,8 @@ impl Scheme {
             Self::Mysql => "mysql",
             Self::Postgres => "postgres",
             Self::Sqlite => "sqlite3",
+            Self::Etcd => "etcd",
+            Self::Memkv => "memkv",
         }
     }
 }
@@ -69,6 +75,8 @@ pub struct MetaUrl {
     address: Address,
     database: String,
     query: Vec<(String, String)>,
+    /// Further hosts after the first (etcd endpoint lists).
+    more_hosts: Vec<(String, u16)>,
 }
 
 impl MetaUrl {
@@ -96,10 +104,11 @@ impl MetaUrl {
             "mysql" => parse_mysql(rest)?,
             "postgres" | "postgresql" => parse_postgres(rest)?,
             "sqlite3" => parse_sqlite(rest)?,
-            "tikv" | "etcd" | "fdb" | "badger" | "memkv" | "unix" | "keydb" | "oceanbase"
-            | "sqlite" => {
+            "etcd" => parse_etcd(rest)?,
+            "memkv" => parse_memkv(rest)?,
+            "tikv" | "fdb" | "badger" | "unix" | "keydb" | "oceanbase" | "sqlite" => {
                 return Err(bad(&format!(
-                    "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3)"
+                    "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3, etcd, memkv)"
                 )))
             }
             other => return Err(bad(&format!("unknown scheme '{other}://'"))),
@@ -107,8 +116,8 @@ impl MetaUrl {
         if url.password.is_none() {
             let vars: &[&str] = match url.scheme {
                 Scheme::Redis | Scheme::Rediss => &["REDIS_PASSWORD", "META_PASSWORD"],
-                Scheme::Mysql | Scheme::Postgres => &["META_PASSWORD"],
-                Scheme::Sqlite => &[],
+                Scheme::Mysql | Scheme::Postgres | Scheme::Etcd => &["META_PASSWORD"],
+                Scheme::Sqlite | Scheme::Memkv => &[],
             };
             url.password = vars.iter().find_map(|v| env(v).filter(|p| !p.is_empty()));
             if url.password.is_none() && !vars.is_empty() {
@@ -160,6 +169,16 @@ impl MetaUrl {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every host of the URL with its port, the first one first (etcd endpoint lists).
+    pub fn hosts(&self) -> Vec<(String, u16)> {
+        let mut v = Vec::new();
+        if let Address::Tcp { host, port } = &self.address {
+            v.push((host.clone(), *port));
+        }
+        v.extend(self.more_hosts.iter().cloned());
+        v
+    }
+
     /// The URL with the password shown as `****`, as JuiceFS logs it.
     pub fn redacted(&self) -> String {
         let mut s = format!("{}://", self.scheme.as_str());
@@ -173,13 +192,19 @@ impl MetaUrl {
                 s += &format!("{cred}({host}:{port})/{}", self.database)
             }
             (Address::Unix(p), _) => s += &format!("{cred}unix({p})/{}", self.database),
-            (Address::Tcp { host, port }, _) => {
-                let host = if host.contains(':') {
-                    format!("[{host}]")
-                } else {
-                    host.clone()
-                };
-                s += &format!("{cred}{host}:{port}/{}", self.database)
+            (Address::Tcp { .. }, _) => {
+                let hosts: Vec<String> = self
+                    .hosts()
+                    .into_iter()
+                    .map(|(host, port)| {
+                        if host.contains(':') {
+                            format!("[{host}]:{port}")
+                        } else {
+                            format!("{host}:{port}")
+                        }
+                    })
+                    .collect();
+                s += &format!("{cred}{}/{}", hosts.join(","), self.database)
             }
             (Address::File(p), _) => s += p,
         }
@@ -301,6 +326,7 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
         address: Address::Tcp { host, port },
         database: db.to_owned(),
         query,
+        more_hosts: Vec::new(),
     })
 }
 
@@ -342,6 +368,7 @@ fn parse_mysql(rest: &str) -> Result<MetaUrl> {
         address,
         database: db.to_owned(),
         query,
+        more_hosts: Vec::new(),
     })
 }
 
@@ -362,6 +389,7 @@ fn parse_postgres(rest: &str) -> Result<MetaUrl> {
         address: Address::Tcp { host, port },
         database: db.to_owned(),
         query,
+        more_hosts: Vec::new(),
     })
 }
 
@@ -377,6 +405,47 @@ fn parse_sqlite(rest: &str) -> Result<MetaUrl> {
         address: Address::File(path.to_owned()),
         database: path.to_owned(),
         query,
+        more_hosts: Vec::new(),
+    })
+}
+
+/// `etcd://[user:pass@]h1[:2379][,h2[:2379]…][/name][?tls options]`; the database is the
+/// path without its leading `/` (the key prefix is `/name` + 0xFD).
+fn parse_etcd(rest: &str) -> Result<MetaUrl> {
+    let (rest, query) = split_query(rest);
+    let (authority, path) = match rest.split_once('/') {
+        Some((a, p)) => (a, p),
+        None => (rest, ""),
+    };
+    let (user, password, hps) = split_userinfo(authority);
+    let mut hosts = Vec::new();
+    for hp in hps.split(',') {
+        hosts.push(parse_host_port(hp, 2379)?);
+    }
+    let (host, port) = hosts.remove(0);
+    Ok(MetaUrl {
+        scheme: Scheme::Etcd,
+        user,
+        password: password.filter(|p| !p.is_empty()),
+        address: Address::Tcp { host, port },
+        database: path.to_owned(),
+        query,
+        more_hosts: hosts,
+    })
+}
+
+/// `memkv://name`: an in-process store shared by every session of this process that
+/// names it (the name may be empty).
+fn parse_memkv(rest: &str) -> Result<MetaUrl> {
+    let (name, query) = split_query(rest);
+    Ok(MetaUrl {
+        scheme: Scheme::Memkv,
+        user: String::new(),
+        password: None,
+        address: Address::File(name.to_owned()),
+        database: name.to_owned(),
+        query,
+        more_hosts: Vec::new(),
     })
 }
 
@@ -449,6 +518,22 @@ mod tests {
         assert!(MetaUrl::parse_with_env("sqlite3://", no_env).is_err());
         assert!(MetaUrl::parse_with_env("ftp://x", no_env).is_err());
         assert!(MetaUrl::parse_with_env("", no_env).is_err());
+    }
+
+    #[test]
+    fn tkv_forms() {
+        let e = MetaUrl::parse_with_env("etcd://u:pw@h1,h2:2380/jfs", no_env).unwrap();
+        assert_eq!(e.scheme(), Scheme::Etcd);
+        assert_eq!(e.database(), "jfs");
+        assert_eq!(
+            e.hosts(),
+            vec![("h1".to_owned(), 2379), ("h2".to_owned(), 2380)]
+        );
+        assert_eq!(e.redacted(), "etcd://u:****@h1:2379,h2:2380/jfs");
+        let m = MetaUrl::parse_with_env("memkv://bench", no_env).unwrap();
+        assert_eq!((m.scheme(), m.database()), (Scheme::Memkv, "bench"));
+        assert_eq!(m.redacted(), "memkv://bench");
+        assert!(MetaUrl::parse_with_env("tikv://pd/x", no_env).is_err());
     }
 
     #[test]

@@ -76,6 +76,16 @@ impl TkvKeys {
         self.key(&[b"A", &ino.to_le_bytes(), b"P", &parent.to_le_bytes()])
     }
 
+    /// `A<ino>P`: the prefix of all hard-link parent counters of an inode.
+    pub fn parent_prefix(&self, ino: Ino) -> Vec<u8> {
+        self.key(&[b"A", &ino.to_le_bytes(), b"P"])
+    }
+
+    /// `A<ino>C`: the prefix of all chunks of an inode.
+    pub fn chunk_prefix(&self, ino: Ino) -> Vec<u8> {
+        self.key(&[b"A", &ino.to_le_bytes(), b"C"])
+    }
+
     /// `A<ino>C<indx BE>`: the slices of one chunk.
     pub fn chunk(&self, ino: Ino, indx: u32) -> Vec<u8> {
         self.key(&[b"A", &ino.to_le_bytes(), b"C", &indx.to_be_bytes()])

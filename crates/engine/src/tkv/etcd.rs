@@ -1,0 +1,222 @@
+//! `etcd://h1:2379[,h2]/name`: the etcd backend, shaped as JuiceFS's `etcdTxn`
+//! (`tkv_etcd.go`): `get` is a Range with limit 1, `gets` one Txn of up to 128 OpGets,
+//! `scan` one ranged Get, `exist` a count-only prefix Get, and the commit one
+//! `Txn(If ModRevision(k) == observed …).Then(puts, deletes)`; a false result is a
+//! conflict. Keys are prefixed with the URL path (leading `/` included) and `0xFD`.
+
+use super::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
+use crate::{MetaError, MetaUrl, Result, ServerInfo};
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient, Txn, TxnOp,
+    TxnOpResponse,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+/// Keys per `gets` Txn (`tkv_etcd.go: gets`).
+const GETS_BATCH: usize = 128;
+/// Buffered writes that make `etcdTxn.set` commit early.
+const COMMIT_EVERY: usize = 128;
+
+/// An etcd cluster reached through etcd-client (gRPC).
+pub struct EtcdKv {
+    client: Client,
+    kv: KvClient,
+}
+
+fn other(e: etcd_client::Error) -> KvError {
+    KvError::Other(format!("etcd: {e}"))
+}
+
+impl EtcdKv {
+    /// Connects to the URL's endpoints (user and password as given) and returns the
+    /// backend with its key prefix: the URL path, with its leading `/`, then `0xFD`.
+    pub async fn connect(url: &MetaUrl) -> Result<(Self, Vec<u8>)> {
+        let fail = |reason: String| MetaError::Connect {
+            url: url.redacted(),
+            reason,
+        };
+        if url.query().iter().any(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "cacert" | "cert" | "key" | "server-name" | "insecure-skip-verify"
+            )
+        }) {
+            return Err(fail(
+                "TLS options are not supported by this build of metabench".into(),
+            ));
+        }
+        let endpoints: Vec<String> = url
+            .hosts()
+            .into_iter()
+            .map(|(h, p)| {
+                if h.contains(':') {
+                    format!("http://[{h}]:{p}")
+                } else {
+                    format!("http://{h}:{p}")
+                }
+            })
+            .collect();
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(30));
+        if let Some(pw) = url.password() {
+            opts = opts.with_user(url.user(), pw);
+        }
+        let client = Client::connect(endpoints, Some(opts))
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let mut kv = client.kv_client();
+        // Check it answers.
+        kv.get("metabench-ping", Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let mut prefix = format!("/{}", url.database()).into_bytes();
+        if url.database().is_empty() {
+            prefix.clear();
+        }
+        prefix.push(0xFD);
+        Ok((Self { client, kv }, prefix))
+    }
+}
+
+#[async_trait]
+impl KvBackend for EtcdKv {
+    fn name(&self) -> &'static str {
+        "etcd"
+    }
+
+    fn batch_limit(&self) -> usize {
+        GETS_BATCH
+    }
+
+    fn commit_every(&self) -> Option<usize> {
+        Some(COMMIT_EVERY)
+    }
+
+    async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
+        let r = self
+            .kv
+            .clone()
+            .get(key, Some(GetOptions::new().with_limit(1)))
+            .await
+            .map_err(other)?;
+        Ok(r.kvs()
+            .iter()
+            .find(|p| p.key() == key)
+            .map(|p| (p.value().to_vec(), p.mod_revision())))
+    }
+
+    async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+        let ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::get(k.clone(), None)).collect();
+        let r = self
+            .kv
+            .clone()
+            .txn(Txn::new().and_then(ops))
+            .await
+            .map_err(other)?;
+        let mut found: HashMap<Vec<u8>, (Vec<u8>, Version)> = HashMap::new();
+        for op in r.op_responses() {
+            if let TxnOpResponse::Get(g) = op {
+                for p in g.kvs() {
+                    found.insert(p.key().to_vec(), (p.value().to_vec(), p.mod_revision()));
+                }
+            }
+        }
+        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+    }
+
+    async fn scan(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        let mut o = GetOptions::new().with_range(if end.is_empty() {
+            vec![0]
+        } else {
+            end.to_vec()
+        });
+        if keys_only {
+            o = o.with_keys_only();
+        }
+        if limit > 0 {
+            o = o.with_limit(limit as i64);
+        }
+        let r = self.kv.clone().get(begin, Some(o)).await.map_err(other)?;
+        Ok(r.kvs()
+            .iter()
+            .map(|p| (p.key().to_vec(), p.value().to_vec(), p.mod_revision()))
+            .collect())
+    }
+
+    async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
+        let r = self
+            .kv
+            .clone()
+            .get(
+                prefix,
+                Some(GetOptions::new().with_prefix().with_count_only()),
+            )
+            .await
+            .map_err(other)?;
+        Ok(r.count() > 0)
+    }
+
+    async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
+        let conds: Vec<Compare> = observed
+            .iter()
+            .map(|(k, v)| Compare::mod_revision(k.clone(), CompareOp::Equal, *v))
+            .collect();
+        // One op per key (the buffer is a map in JuiceFS too).
+        let ops: BTreeMap<&Vec<u8>, &Option<Vec<u8>>> =
+            writes.iter().map(|(k, v)| (k, v)).collect();
+        let ops: Vec<TxnOp> = ops
+            .into_iter()
+            .map(|(k, v)| match v {
+                Some(v) => TxnOp::put(k.clone(), v.clone(), None),
+                None => TxnOp::delete(k.clone(), None),
+            })
+            .collect();
+        let r = self
+            .kv
+            .clone()
+            .txn(Txn::new().when(conds).and_then(ops))
+            .await
+            .map_err(other)?;
+        if r.succeeded() {
+            Ok(())
+        } else {
+            Err(KvError::Conflict(
+                "etcd: a compared ModRevision changed".into(),
+            ))
+        }
+    }
+
+    async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
+        self.kv
+            .clone()
+            .delete(prefix, Some(DeleteOptions::new().with_prefix()))
+            .await
+            .map_err(other)?;
+        Ok(())
+    }
+
+    async fn server_info(&self) -> KvResult<ServerInfo> {
+        let st = self
+            .client
+            .maintenance_client()
+            .status()
+            .await
+            .map_err(other)?;
+        let mut durability = BTreeMap::new();
+        durability.insert("raft_term".to_owned(), st.raft_term().to_string());
+        durability.insert("db_size".to_owned(), st.db_size().to_string());
+        Ok(ServerInfo {
+            version: format!("etcd {}", st.version()),
+            durability,
+        })
+    }
+}

@@ -1,0 +1,328 @@
+//! The small transactional KV interface every TKV backend implements, and the one
+//! transaction object (`kvtxn`) the operations run on.
+//!
+//! A backend only moves bytes: point reads and batch reads that report each key's version
+//! (etcd: its ModRevision; 0 = absent), range reads, a count-only prefix check, and a
+//! commit that applies buffered writes if every observed version is unchanged (etcd's
+//! `Txn(If ModRevision(k) == v …).Then(puts/deletes)`). [`Txn`] does what JuiceFS's
+//! `etcdTxn` does on top: buffers writes, serves reads of buffered keys locally, records
+//! what it observed, turns `incrBy` into get + set, splits batch reads into the backend's
+//! batch size, commits early when the backend caps buffered writes, skips the commit of a
+//! read-only transaction, and counts every call it sends (reference §5.5, TKV column).
+
+use crate::MetaError;
+use async_trait::async_trait;
+use metabench_schema::tkv::{pack_counter, parse_counter};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A key's version as the backend reports it; 0 means the key is absent.
+pub type Version = i64;
+
+/// A value with the version it was read at.
+pub type Versioned = Option<(Vec<u8>, Version)>;
+
+/// A failed backend call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvError {
+    /// The optimistic transaction lost a race (etcd compare failure, memkv conflict,
+    /// TiKV write conflict, FDB not_committed): JuiceFS's `shouldRetry` is true.
+    Conflict(String),
+    /// Anything else: final.
+    Other(String),
+}
+
+impl std::fmt::Display for KvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Conflict(m) => write!(f, "conflicted transaction: {m}"),
+            Self::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Result of a backend call.
+pub type KvResult<T> = std::result::Result<T, KvError>;
+
+/// One write of a commit: a put (`Some`) or a delete (`None`).
+pub type Write = (Vec<u8>, Option<Vec<u8>>);
+
+/// A transactional KV store, as the TKV family needs it. Every method is one request.
+#[async_trait]
+pub trait KvBackend: Send + Sync {
+    /// Backend name (`etcd`, `memkv`).
+    fn name(&self) -> &'static str;
+
+    /// Most keys one batch read may carry; larger reads are split (etcd: 128).
+    fn batch_limit(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Buffered writes that make the transaction commit early (etcd: 128), if any.
+    fn commit_every(&self) -> Option<usize> {
+        None
+    }
+
+    /// Reads one key with its version.
+    async fn get(&self, key: &[u8]) -> KvResult<Versioned>;
+
+    /// Reads several keys in one request (at most [`KvBackend::batch_limit`]).
+    async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>>;
+
+    /// Reads the keys in `[begin, end)` in order, at most `limit` (0 = all); values are
+    /// empty when `keys_only`.
+    async fn scan(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>>;
+
+    /// Whether any key starts with `prefix` (count only).
+    async fn exist(&self, prefix: &[u8]) -> KvResult<bool>;
+
+    /// Applies `writes` if every key in `observed` still has the version seen;
+    /// [`KvError::Conflict`] otherwise.
+    async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()>;
+
+    /// Deletes every key starting with `prefix` (administration, not an operation).
+    async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()>;
+
+    /// Server software and version, and durability settings.
+    async fn server_info(&self) -> KvResult<crate::ServerInfo>;
+}
+
+/// Counts the calls a session sends; clones share the count.
+#[derive(Debug, Clone, Default)]
+pub struct CallCounter(Arc<AtomicU64>);
+
+impl CallCounter {
+    /// Calls so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Why a transaction body stopped: retry it (a conflict) or give up with an error.
+#[derive(Debug)]
+pub(crate) enum TxErr {
+    /// Run the whole transaction again.
+    Retry(String),
+    /// Give up.
+    Meta(MetaError),
+}
+
+impl From<MetaError> for TxErr {
+    fn from(e: MetaError) -> Self {
+        TxErr::Meta(e)
+    }
+}
+
+impl From<metabench_schema::DecodeError> for TxErr {
+    fn from(e: metabench_schema::DecodeError) -> Self {
+        TxErr::Meta(e.into())
+    }
+}
+
+impl From<KvError> for TxErr {
+    fn from(e: KvError) -> Self {
+        match e {
+            KvError::Conflict(m) => TxErr::Retry(m),
+            KvError::Other(m) => TxErr::Meta(MetaError::Engine(m)),
+        }
+    }
+}
+
+impl From<TxErr> for MetaError {
+    fn from(e: TxErr) -> Self {
+        match e {
+            TxErr::Retry(m) => MetaError::Engine(format!("conflicted transaction: {m}")),
+            TxErr::Meta(e) => e,
+        }
+    }
+}
+
+/// One `kvtxn`: buffered writes, observed versions, counted calls.
+pub struct Txn {
+    kv: Arc<dyn KvBackend>,
+    calls: CallCounter,
+    observed: HashMap<Vec<u8>, Version>,
+    buffer: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl Txn {
+    /// Starts a transaction (no request is sent).
+    pub fn new(kv: Arc<dyn KvBackend>, calls: CallCounter) -> Self {
+        Self {
+            kv,
+            calls,
+            observed: HashMap::new(),
+            buffer: BTreeMap::new(),
+        }
+    }
+
+    /// `get`: the buffered value if this transaction wrote the key, else one request.
+    pub async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        if let Some(v) = self.buffer.get(key) {
+            return Ok(v.clone());
+        }
+        self.calls.add(1);
+        let r = self.kv.get(key).await?;
+        Ok(self.observe(key, r))
+    }
+
+    fn observe(&mut self, key: &[u8], r: Versioned) -> Option<Vec<u8>> {
+        match r {
+            Some((v, ver)) => {
+                self.observed.insert(key.to_vec(), ver);
+                Some(v)
+            }
+            None => {
+                self.observed.insert(key.to_vec(), 0);
+                None
+            }
+        }
+    }
+
+    /// `gets`: every key is sent (batches of the backend's limit, one request each);
+    /// buffered values win over what the server returned.
+    pub async fn gets(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>> {
+        let mut out = Vec::with_capacity(keys.len());
+        let limit = self.kv.batch_limit().max(1);
+        for batch in keys.chunks(limit) {
+            self.calls.add(1);
+            let rs = self.kv.batch_get(batch).await?;
+            for (k, r) in batch.iter().zip(rs) {
+                let v = self.observe(k, r);
+                out.push(match self.buffer.get(k) {
+                    Some(b) => b.clone(),
+                    None => v,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `scan` of `[begin, end)`: one request; every returned key is observed.
+    pub async fn scan(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.calls.add(1);
+        let rs = self.kv.scan(begin, end, limit, keys_only).await?;
+        Ok(rs
+            .into_iter()
+            .map(|(k, v, ver)| {
+                self.observed.insert(k.clone(), ver);
+                (k, v)
+            })
+            .collect())
+    }
+
+    /// `exist`: one count-only request (nothing observed, as etcd's client does).
+    pub async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
+        self.calls.add(1);
+        self.kv.exist(prefix).await
+    }
+
+    /// `set`: buffered; commits early when the backend caps buffered writes.
+    pub async fn set(&mut self, key: &[u8], value: &[u8]) -> KvResult<()> {
+        self.buffer.insert(key.to_vec(), Some(value.to_vec()));
+        self.maybe_commit_early().await
+    }
+
+    /// `delete`: buffered.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.buffer.insert(key.to_vec(), None);
+    }
+
+    /// `incrBy`: a get, then a set of the new value unless `delta` is 0. Returns the new value.
+    pub async fn incr_by(&mut self, key: &[u8], delta: i64) -> KvResult<i64> {
+        let old = self.get(key).await?;
+        let new = parse_counter(old.as_deref()) + delta;
+        if delta != 0 {
+            self.set(key, &pack_counter(new)).await?;
+        }
+        Ok(new)
+    }
+
+    async fn maybe_commit_early(&mut self) -> KvResult<()> {
+        if let Some(n) = self.kv.commit_every() {
+            if self.buffer.len() >= n {
+                self.send_commit().await?;
+                self.observed.clear();
+                self.buffer.clear();
+            }
+        }
+        Ok(())
+    }
+
+    async fn send_commit(&mut self) -> KvResult<()> {
+        let observed: Vec<(Vec<u8>, Version)> =
+            self.observed.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let writes: Vec<Write> = std::mem::take(&mut self.buffer).into_iter().collect();
+        self.calls.add(1);
+        self.kv.commit(&observed, &writes).await
+    }
+
+    /// Whether anything is buffered.
+    pub fn has_writes(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+
+    /// Commits the buffered writes (one request); a read-only transaction sends nothing.
+    pub async fn commit(mut self) -> KvResult<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        self.send_commit().await
+    }
+}
+
+/// Runs `$body` as one JuiceFS TKV transaction (`kvMeta.txn` → `client.txn`): a fresh
+/// [`Txn`] named `$tx`, the body (an async block yielding `Result<T, TxErr>`), then the
+/// commit; a conflict anywhere runs it all again, up to 50 tries with a random
+/// 0..(i+1)² ms sleep, counting retries in `$sess.retries`. Evaluates to `crate::Result<T>`.
+macro_rules! txn {
+    ($sess:expr, |$tx:ident| $body:block) => {{
+        let kv = $sess.kv.clone();
+        let calls = $sess.calls.clone();
+        let mut attempt: u32 = 0;
+        loop {
+            let mut $tx = $crate::tkv::kv::Txn::new(kv.clone(), calls.clone());
+            let r: ::std::result::Result<_, $crate::tkv::kv::TxErr> = async { $body }.await;
+            let r = match r {
+                Ok(v) => $tx
+                    .commit()
+                    .await
+                    .map(|_| v)
+                    .map_err($crate::tkv::kv::TxErr::from),
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(v) => break Ok(v),
+                Err($crate::tkv::kv::TxErr::Meta(e)) => break Err(e),
+                Err($crate::tkv::kv::TxErr::Retry(msg)) => {
+                    tokio::time::sleep($crate::retry::backoff_random_square(attempt)).await;
+                    attempt += 1;
+                    if attempt >= $crate::retry::MAX_TRIES {
+                        tracing::warn!("tkv transaction gave up after {attempt} tries: {msg}");
+                        break Err($crate::MetaError::Conflict(attempt));
+                    }
+                    $sess.retries += 1;
+                }
+            }
+        }
+    }};
+}
+
+pub(crate) use txn;

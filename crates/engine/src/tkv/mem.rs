@@ -1,0 +1,198 @@
+//! `memkv://name`: an in-process transactional KV store with the same optimistic
+//! semantics as the etcd client (versions per key, commit compares what was read), for
+//! tests and for measuring the generator's own ceiling with no network. Stores live for
+//! the process and are shared by name, so every session of a run sees one volume.
+
+use super::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
+use async_trait::async_trait;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+#[derive(Default)]
+struct Inner {
+    /// key → (value, version at which it was last written).
+    data: BTreeMap<Vec<u8>, (Vec<u8>, Version)>,
+    /// The store's revision, bumped by every commit that writes.
+    revision: Version,
+}
+
+/// One named in-process store.
+#[derive(Default, Clone)]
+pub struct MemKv {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl MemKv {
+    /// The process-wide store called `name` (created empty on first use).
+    pub fn named(name: &str) -> Self {
+        static STORES: OnceLock<Mutex<HashMap<String, MemKv>>> = OnceLock::new();
+        let mut stores = STORES
+            .get_or_init(Default::default)
+            .lock()
+            .expect("memkv registry");
+        stores.entry(name.to_owned()).or_default().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Number of keys held.
+    pub fn len(&self) -> usize {
+        self.lock().data.len()
+    }
+
+    /// Whether the store holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[async_trait]
+impl KvBackend for MemKv {
+    fn name(&self) -> &'static str {
+        "memkv"
+    }
+
+    async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
+        Ok(self.lock().data.get(key).cloned())
+    }
+
+    async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+        let g = self.lock();
+        Ok(keys.iter().map(|k| g.data.get(k).cloned()).collect())
+    }
+
+    async fn scan(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        let g = self.lock();
+        let range = g
+            .data
+            .range::<[u8], _>((
+                std::ops::Bound::Included(begin),
+                if end.is_empty() {
+                    std::ops::Bound::Unbounded
+                } else {
+                    std::ops::Bound::Excluded(end)
+                },
+            ))
+            .map(|(k, (v, ver))| {
+                let v = if keys_only { Vec::new() } else { v.clone() };
+                (k.clone(), v, *ver)
+            });
+        Ok(if limit == 0 {
+            range.collect()
+        } else {
+            range.take(limit).collect()
+        })
+    }
+
+    async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
+        let g = self.lock();
+        let found = g
+            .data
+            .range::<[u8], _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(prefix));
+        Ok(found)
+    }
+
+    async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
+        let mut g = self.lock();
+        for (k, ver) in observed {
+            let now = g.data.get(k).map_or(0, |(_, v)| *v);
+            if now != *ver {
+                return Err(KvError::Conflict(format!(
+                    "memkv: key {} changed (version {ver} -> {now})",
+                    String::from_utf8_lossy(k)
+                )));
+            }
+        }
+        g.revision += 1;
+        let rev = g.revision;
+        for (k, v) in writes {
+            match v {
+                Some(v) => {
+                    g.data.insert(k.clone(), (v.clone(), rev));
+                }
+                None => {
+                    g.data.remove(k);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
+        self.lock().data.retain(|k, _| !k.starts_with(prefix));
+        Ok(())
+    }
+
+    async fn server_info(&self) -> KvResult<crate::ServerInfo> {
+        let mut durability = std::collections::BTreeMap::new();
+        durability.insert("persistence".to_owned(), "none (process memory)".to_owned());
+        Ok(crate::ServerInfo {
+            version: format!(
+                "memkv (in-process, metabench {})",
+                env!("CARGO_PKG_VERSION")
+            ),
+            durability,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn conflicts_on_changed_reads() {
+        let kv = MemKv::default();
+        kv.commit(&[], &[(b"a".to_vec(), Some(b"1".to_vec()))])
+            .await
+            .unwrap();
+        let (_, ver) = kv.get(b"a").await.unwrap().unwrap();
+        kv.commit(
+            &[(b"a".to_vec(), ver)],
+            &[(b"a".to_vec(), Some(b"2".to_vec()))],
+        )
+        .await
+        .unwrap();
+        let stale = kv
+            .commit(
+                &[(b"a".to_vec(), ver)],
+                &[(b"b".to_vec(), Some(b"x".to_vec()))],
+            )
+            .await;
+        assert!(matches!(stale, Err(KvError::Conflict(_))));
+        // An absent key read as 0 conflicts once someone creates it.
+        assert!(kv
+            .commit(&[(b"c".to_vec(), 0)], &[(b"c".to_vec(), Some(vec![]))])
+            .await
+            .is_ok());
+        assert!(kv
+            .commit(&[(b"c".to_vec(), 0)], &[(b"c".to_vec(), Some(vec![]))])
+            .await
+            .is_err());
+        assert!(kv.exist(b"c").await.unwrap());
+        assert!(!kv.exist(b"d").await.unwrap());
+        let all = kv.scan(b"", b"", 0, true).await.unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(kv.scan(b"a", b"b", 0, false).await.unwrap()[0].1, b"2");
+    }
+
+    #[test]
+    fn named_stores_are_shared() {
+        let a = MemKv::named("shared-test");
+        let b = MemKv::named("shared-test");
+        assert!(Arc::ptr_eq(&a.inner, &b.inner));
+    }
+}

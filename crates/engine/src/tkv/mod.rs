@@ -1,0 +1,308 @@
+//! The TKV family (`pkg/meta/tkv.go`): JuiceFS's key encoding over a small transactional
+//! KV interface ([`kv::KvBackend`]), with one implementation of every operation
+//! ([`TkvSession`]) and backends that only move bytes: `memkv://` (in-process) and
+//! `etcd://`.
+//!
+//! Keys carry the driver's volume prefix (reference §4): etcd uses the URL path with its
+//! leading `/`, then `0xFD`; memkv none. Every transaction runs as `kvMeta.txn` does —
+//! reads, buffered writes, one commit, retried on conflict up to 50 times — and each KV
+//! call is counted, so [`SessionStats::round_trips`](crate::SessionStats) is the TKV
+//! column of reference §5.5.
+
+#[cfg(feature = "etcd")]
+pub mod etcd;
+pub mod kv;
+pub mod mem;
+mod ops;
+
+pub use ops::TkvSession;
+
+use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
+use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
+use async_trait::async_trait;
+use kv::{CallCounter, KvBackend, KvError, TxErr, Txn};
+use metabench_schema::tkv::TkvKeys;
+use metabench_schema::{Attr, FileType, Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use std::sync::Arc;
+
+/// Where metabench's TKV sessions knowingly differ from a JuiceFS client.
+pub fn fidelity_notes() -> &'static [&'static str] {
+    &[
+        "Operations follow the Go benchmark configuration (`NewClient` defaults): SkipDirMtime 0 \
+         and SkipDirNlink 0, so the parent inode is rewritten on every create/delete and the \
+         nlink update is never skipped after retries.",
+        "No session is registered (sid 0): no `SE`/`SI` keys, no heartbeat; unlinked files are \
+         never kept open (no `SS` keys); resolve is ENOTSUP.",
+        "The process-local inode locks JuiceFS takes around a transaction (`txLock`) are not \
+         taken: sessions of one metabench process conflict in the store as separate clients would.",
+        "Volumes with TrashDays > 0: deletes are done as with TrashDays 0 (removed for good, not \
+         moved to `.trash`).",
+        "Quotas are neither loaded nor enforced; the ancestor walk of the quota check (a GetAttr \
+         per uncached ancestor when DirStats is on) is reproduced. Capacity and inode limits are \
+         not enforced.",
+        "POSIX ACLs are not evaluated; RENAME_EXCHANGE is answered with ENOTSUP; changelog \
+         (`XLOG`) records are never written (volumes with ChangeLog are refused).",
+        "Compaction is never started.",
+        "Background work (dir-stat flush, `usedSpace`/`totalInodes` counter flush, freeing the data \
+         of deleted files) runs only when `flush()` is called, not every second; it sends the same \
+         transactions. Slice refcount keys left below zero are deleted, as after deleting the \
+         objects — metabench deletes no objects.",
+        "Inode batches are prefetched in the background with uncounted calls, as JuiceFS does off \
+         the timed path.",
+        "With `client_cache`, read and readlink answer from the session's caches; without it every \
+         call reaches the store.",
+    ]
+}
+
+/// A transactional KV store holding, or about to hold, a JuiceFS volume.
+pub struct TkvEngine {
+    url: MetaUrl,
+    kind: EngineKind,
+    kv: Arc<dyn KvBackend>,
+    keys: TkvKeys,
+}
+
+/// Opens the TKV engine a URL names.
+pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
+    Ok(Arc::new(TkvEngine::open(url).await?))
+}
+
+fn kv_err(e: KvError) -> MetaError {
+    MetaError::Engine(e.to_string())
+}
+
+impl TkvEngine {
+    /// Connects to the store (memkv: finds or creates the named in-process store).
+    pub async fn open(url: &MetaUrl) -> Result<Self> {
+        match url.scheme() {
+            Scheme::Memkv => Ok(Self::with_backend(
+                url.clone(),
+                EngineKind::Memkv,
+                Arc::new(mem::MemKv::named(url.database())),
+                TkvKeys::default(),
+            )),
+            #[cfg(feature = "etcd")]
+            Scheme::Etcd => {
+                let (kv, prefix) = etcd::EtcdKv::connect(url).await?;
+                Ok(Self::with_backend(
+                    url.clone(),
+                    EngineKind::Etcd,
+                    Arc::new(kv),
+                    TkvKeys::new(prefix),
+                ))
+            }
+            other => Err(MetaError::BadUrl(format!(
+                "'{}' is not a TKV engine in this build",
+                other.as_str()
+            ))),
+        }
+    }
+
+    /// An engine over any backend (tests wrap backends this way).
+    pub fn with_backend(
+        url: MetaUrl,
+        kind: EngineKind,
+        kv: Arc<dyn KvBackend>,
+        keys: TkvKeys,
+    ) -> Self {
+        Self {
+            url,
+            kind,
+            kv,
+            keys,
+        }
+    }
+
+    /// The backend (for tests and administration).
+    pub fn backend(&self) -> &Arc<dyn KvBackend> {
+        &self.kv
+    }
+
+    /// The key builder with this volume's prefix.
+    pub fn keys(&self) -> &TkvKeys {
+        &self.keys
+    }
+
+    fn range(&self) -> (Vec<u8>, Vec<u8>) {
+        let p = self.keys.prefix().to_vec();
+        let end = if p.is_empty() {
+            Vec::new()
+        } else {
+            TkvKeys::prefix_end(&p)
+        };
+        (p, end)
+    }
+
+    async fn load_setting(&self) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .kv
+            .get(&self.keys.setting())
+            .await
+            .map_err(kv_err)?
+            .map(|(v, _)| v))
+    }
+}
+
+/// The root (0777) or trash (0555) attribute `juicefs format` writes.
+fn format_dir_attr(mode: u16, now_sec: i64) -> Attr {
+    let t = Timestamp {
+        sec: now_sec,
+        nsec: 0,
+    };
+    Attr {
+        flags: 0,
+        typ: FileType::Directory,
+        mode,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        atime: t,
+        mtime: t,
+        ctime: t,
+        nlink: 2,
+        length: 4096,
+        parent: ROOT_INODE,
+        access_acl: 0,
+        default_acl: 0,
+        tier: 0,
+    }
+}
+
+#[async_trait]
+impl Engine for TkvEngine {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    fn url(&self) -> &MetaUrl {
+        &self.url
+    }
+
+    async fn probe(&self) -> Result<VolumeState> {
+        let (begin, end) = self.range();
+        let any = self.kv.scan(&begin, &end, 1, true).await.map_err(kv_err)?;
+        if any.is_empty() {
+            return Ok(VolumeState::Empty);
+        }
+        match self.load_setting().await? {
+            Some(body) => match Format::from_json(&body) {
+                Ok(f) => Ok(VolumeState::Volume(Box::new(f))),
+                Err(e) => Ok(VolumeState::Foreign(format!(
+                    "keys under the prefix and a `setting` key that is not a JuiceFS format ({e})"
+                ))),
+            },
+            None => Ok(VolumeState::Foreign(
+                "keys under the prefix and no JuiceFS setting".into(),
+            )),
+        }
+    }
+
+    /// `doInit` on an empty store: one transaction that sets the trash inode (when
+    /// TrashDays > 0 and absent), the setting, the root, and `CnextInode`/`CnextChunk`
+    /// through `incrBy` (2 and 1).
+    async fn format(&self, format: &Format) -> Result<()> {
+        if format.name.is_empty() || format.block_size <= 0 {
+            return Err(MetaError::Invalid);
+        }
+        format.check_version().map_err(MetaError::Engine)?;
+        if !matches!(self.probe().await?, VolumeState::Empty) {
+            return Err(MetaError::Engine(format!(
+                "refusing to format {}: keys exist under its prefix",
+                self.url.redacted()
+            )));
+        }
+        let now = Timestamp::now().sec;
+        let keys = &self.keys;
+        let mut tx = Txn::new(self.kv.clone(), CallCounter::default());
+        let r: std::result::Result<(), TxErr> = async {
+            if format.trash_days > 0 && tx.get(&keys.inode(TRASH_INODE)).await?.is_none() {
+                tx.set(
+                    &keys.inode(TRASH_INODE),
+                    &format_dir_attr(0o555, now).encode(),
+                )
+                .await?;
+            }
+            tx.set(&keys.setting(), format.to_json().as_bytes()).await?;
+            tx.set(
+                &keys.inode(ROOT_INODE),
+                &format_dir_attr(0o777, now).encode(),
+            )
+            .await?;
+            tx.incr_by(&keys.counter("nextInode"), 2).await?;
+            tx.incr_by(&keys.counter("nextChunk"), 1).await?;
+            Ok(())
+        }
+        .await;
+        r?;
+        tx.commit().await.map_err(kv_err)
+    }
+
+    /// Deletes every key under the volume prefix (memkv: the whole named store).
+    async fn destroy(&self, uuid: &str) -> Result<()> {
+        let body = self.load_setting().await?.ok_or_else(|| {
+            MetaError::Engine(format!(
+                "refusing to destroy {}: it holds no JuiceFS volume",
+                self.url.redacted()
+            ))
+        })?;
+        let f = Format::from_json(&body).map_err(MetaError::Engine)?;
+        if f.uuid != uuid {
+            return Err(MetaError::Engine(format!(
+                "refusing to destroy {}: it holds volume {} (UUID {}), not UUID {uuid}",
+                self.url.redacted(),
+                f.name,
+                f.uuid
+            )));
+        }
+        self.kv
+            .delete_prefix(self.keys.prefix())
+            .await
+            .map_err(kv_err)
+    }
+
+    async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
+        let calls = CallCounter::default();
+        // NewClient → Load: S{get setting}.
+        let mut tx = Txn::new(self.kv.clone(), calls.clone());
+        let body = tx
+            .get(&self.keys.setting())
+            .await
+            .map_err(kv_err)?
+            .ok_or_else(|| {
+                MetaError::Engine(format!(
+                    "{} is not formatted: run `juicefs format` or `metabench format` first",
+                    self.url.redacted()
+                ))
+            })?;
+        let format = Format::from_json(&body).map_err(MetaError::Engine)?;
+        format.check_version().map_err(MetaError::Engine)?;
+        if format.extra.get("ChangeLog") == Some(&serde_json::Value::Bool(true)) {
+            return Err(MetaError::Engine(
+                "volumes with ChangeLog enabled are not supported by metabench yet".into(),
+            ));
+        }
+        Ok(Box::new(TkvSession::new(
+            self.kv.clone(),
+            calls,
+            self.keys.clone(),
+            format,
+            opts,
+        )))
+    }
+
+    async fn server_info(&self) -> Result<ServerInfo> {
+        self.kv.server_info().await.map_err(kv_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_attrs_match_juicefs() {
+        let golden: &[u8] = include_bytes!("../../../schema/testdata/redis_root_i1_1.4.2.bin");
+        let root = Attr::decode(golden).unwrap();
+        assert_eq!(format_dir_attr(0o777, root.mtime.sec).encode(), golden);
+    }
+}

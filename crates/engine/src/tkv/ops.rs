@@ -1,0 +1,1492 @@
+//! The [`Meta`] operations of the TKV family, written once over [`Txn`]: the same
+//! `kvtxn` calls in the same order as `pkg/meta/tkv.go` (reference §5.4), with the Go
+//! benchmark's configuration (SkipDirMtime 0, SkipDirNlink 0, sid 0, TrashDays treated
+//! as 0). Backends only move bytes.
+
+use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
+use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::{Meta, MetaError, Result, SessionStats};
+use async_trait::async_trait;
+use metabench_schema::tkv::{parse_counter, TkvKeys};
+use metabench_schema::{
+    align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
+    ROOT_INODE, TRASH_INODE,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+
+const FLAG_IMMUTABLE: u8 = 1;
+const FLAG_APPEND: u8 = 2;
+const FLAG_SKIP_TRASH: u8 = 1 << 5;
+const MASK_WX: u16 = 2 | 1;
+const TRASH_NAME: &[u8] = b".trash";
+const MAX_SYMLINK: usize = 4096;
+/// Attributes fetched per `gets` by readdir (`fillAttr` batch).
+const READDIR_BATCH: usize = 4096;
+/// Directories per dir-stat flush transaction (`groupBatch(batch, 20)`).
+const DIR_STAT_GROUP: usize = 20;
+const CACHE_LIMIT: usize = 100_000;
+const RENAME_NOREPLACE: u32 = 1;
+const RENAME_EXCHANGE: u32 = 2;
+const SLICE_BYTES: usize = 24;
+
+/// One JuiceFS client on a TKV volume.
+pub struct TkvSession {
+    pub(super) kv: Arc<dyn KvBackend>,
+    pub(super) calls: CallCounter,
+    pub(super) keys: TkvKeys,
+    format: Format,
+    client_cache: bool,
+    pub(super) retries: u64,
+    inodes: IdRange,
+    prefetch: Option<JoinHandle<Option<IdRange>>>,
+    prefetch_at: u64,
+    slices: IdRange,
+    dir_stats: DirStatBuffer,
+    /// Volume counters buffered until flush (`updateStats`).
+    used_space: i64,
+    total_inodes: i64,
+    /// Files whose data is still to be freed: (inode, length).
+    deleted: Vec<(Ino, u64)>,
+    dir_parents: HashMap<Ino, Ino>,
+    chunks: HashMap<(Ino, u32), Vec<Slice>>,
+    symlinks: HashMap<Ino, Vec<u8>>,
+}
+
+fn is_trash(ino: Ino) -> bool {
+    ino >= TRASH_INODE
+}
+
+fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        Err(MetaError::Invalid)
+    } else {
+        Ok(())
+    }
+}
+
+fn bare_attr(typ: FileType) -> Attr {
+    Attr {
+        flags: 0,
+        typ,
+        mode: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        atime: Timestamp::default(),
+        mtime: Timestamp::default(),
+        ctime: Timestamp::default(),
+        nlink: 0,
+        length: 0,
+        parent: 0,
+        access_acl: 0,
+        default_acl: 0,
+        tier: 0,
+    }
+}
+
+fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
+    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
+        Ok(())
+    } else {
+        Err(MetaError::Access)
+    }
+}
+
+fn decode(buf: &[u8]) -> std::result::Result<Attr, TxErr> {
+    Ok(Attr::decode(buf)?)
+}
+
+fn touch(attr: &mut Attr, now: Timestamp) {
+    attr.mtime = now;
+    attr.ctime = now;
+}
+
+/// `deleteKeys(prefix)`: a keys-only scan of the prefix, then a delete of each key.
+async fn delete_keys(tx: &mut Txn, prefix: &[u8]) -> std::result::Result<(), TxErr> {
+    for (k, _) in tx
+        .scan(prefix, &TkvKeys::prefix_end(prefix), 0, true)
+        .await?
+    {
+        tx.delete(&k);
+    }
+    Ok(())
+}
+
+enum Made {
+    New(Attr),
+    Existing(Ino, Option<Attr>),
+}
+
+impl TkvSession {
+    pub(super) fn new(
+        kv: Arc<dyn KvBackend>,
+        calls: CallCounter,
+        keys: TkvKeys,
+        format: Format,
+        opts: &SessionOptions,
+    ) -> Self {
+        let base = INODE_BATCH as f64 * 0.1;
+        let prefetch_at = (base + base * (rand::random::<f64>() * 0.1 - 0.05)) as u64;
+        Self {
+            kv,
+            calls,
+            keys,
+            format,
+            client_cache: opts.client_cache,
+            retries: 0,
+            inodes: IdRange::default(),
+            prefetch: None,
+            prefetch_at,
+            slices: IdRange::default(),
+            dir_stats: DirStatBuffer::default(),
+            used_space: 0,
+            total_inodes: 0,
+            deleted: Vec::new(),
+            dir_parents: HashMap::new(),
+            chunks: HashMap::new(),
+            symlinks: HashMap::new(),
+        }
+    }
+
+    /// The volume format this session loaded at start.
+    pub fn format(&self) -> &Format {
+        &self.format
+    }
+
+    /// A `simpleTxn` (read-only; never committed).
+    fn simple(&self) -> Txn {
+        Txn::new(self.kv.clone(), self.calls.clone())
+    }
+
+    fn update_dir_stat(&mut self, ino: Ino, length: i64, space: i64, inodes: i64) {
+        if self.format.dir_stats {
+            self.dir_stats.update(ino, length, space, inodes);
+        }
+    }
+
+    fn update_stats(&mut self, space: i64, inodes: i64) {
+        self.used_space += space;
+        self.total_inodes += inodes;
+    }
+
+    /// `incrCounter` in its own transaction: `T{incrBy C<name> delta}`.
+    async fn incr_counter(&mut self, name: &str, delta: i64) -> Result<i64> {
+        let key = self.keys.counter(name);
+        txn!(self, |tx| { Ok(tx.incr_by(&key, delta).await?) })
+    }
+
+    /// `nextInode`: local range; the next batch is fetched in the background (uncounted)
+    /// when about 10 % is left, inline when exhausted. `nextInode` holds the next unused id.
+    async fn next_inode(&mut self) -> Result<Ino> {
+        loop {
+            if let Some(id) = self.inodes.take() {
+                if self.prefetch.is_none() && self.inodes.left() <= self.prefetch_at {
+                    let kv = self.kv.clone();
+                    let key = self.keys.counter("nextInode");
+                    self.prefetch = Some(tokio::spawn(async move {
+                        for i in 0..crate::retry::MAX_TRIES {
+                            let mut tx = Txn::new(kv.clone(), CallCounter::default());
+                            let r = match tx.incr_by(&key, INODE_BATCH as i64).await {
+                                Ok(v) => tx.commit().await.map(|_| v),
+                                Err(e) => Err(e),
+                            };
+                            match r {
+                                Ok(v) => {
+                                    let end = v as u64;
+                                    return Some(IdRange::new(end - INODE_BATCH, end));
+                                }
+                                Err(super::kv::KvError::Conflict(_)) => {
+                                    tokio::time::sleep(crate::retry::backoff_random_square(i)).await
+                                }
+                                Err(e) => {
+                                    tracing::warn!("prefetch inodes: {e}");
+                                    return None;
+                                }
+                            }
+                        }
+                        None
+                    }));
+                }
+                return Ok(id);
+            }
+            if let Some(h) = self.prefetch.take() {
+                if let Ok(Some(r)) = h.await {
+                    self.inodes = r;
+                    continue;
+                }
+            }
+            let v = self.incr_counter("nextInode", INODE_BATCH as i64).await? as u64;
+            self.inodes = IdRange::new(v - INODE_BATCH, v);
+        }
+    }
+
+    /// `doGetAttr`: `S{get A<ino>I}`.
+    async fn get_attr(&mut self, ino: Ino) -> Result<Attr> {
+        let mut tx = self.simple();
+        let buf = tx.get(&self.keys.inode(ino)).await.map_err(TxErr::from)?;
+        let attr = match buf {
+            Some(b) => Attr::decode(&b)?,
+            None if ino == ROOT_INODE || ino == TRASH_INODE => {
+                let mut a = bare_attr(FileType::Directory);
+                a.mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
+                a.nlink = 2;
+                a.length = 4096;
+                a.parent = ROOT_INODE;
+                a
+            }
+            None => return Err(MetaError::NotFound),
+        };
+        if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
+            self.dir_parents.insert(ino, attr.parent);
+        }
+        Ok(attr)
+    }
+
+    /// The parent walk of the quota check when DirStats is on (GetAttr per uncached ancestor).
+    async fn quota_walk(&mut self, mut ino: Ino) {
+        if !self.format.dir_stats {
+            return;
+        }
+        for _ in 0..4096 {
+            if ino <= ROOT_INODE {
+                return;
+            }
+            ino = match self.dir_parents.get(&ino) {
+                Some(p) => *p,
+                None => match self.get_attr(ino).await {
+                    Ok(a) => a.parent,
+                    Err(e) => {
+                        tracing::debug!("get directory parent of inode {ino}: {e}");
+                        return;
+                    }
+                },
+            };
+        }
+    }
+
+    /// `baseMeta.Mknod` + `kvMeta.doMknod`.
+    #[allow(clippy::too_many_arguments)]
+    async fn mknod_inner(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        target: &[u8],
+    ) -> Result<(Ino, Made)> {
+        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        if name == b"." || name == b".." {
+            return Err(MetaError::Exists);
+        }
+        check_name(name)?;
+        self.quota_walk(parent).await;
+        let ino = self.next_inode().await?;
+        let keys = self.keys.clone();
+        let (ki, ke, kn) = (
+            keys.inode(parent),
+            keys.entry(parent, name),
+            keys.inode(ino),
+        );
+        let made = txn!(self, |tx| {
+            let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
+            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let gid = if pattr.mode & 0o2000 != 0 {
+                pattr.gid
+            } else {
+                ctx.gid()
+            };
+            if let Some(buf) = &rs[1] {
+                let d = Dentry::decode(buf)?;
+                let mut existing = None;
+                if typ == FileType::File || typ == FileType::Directory {
+                    existing = Some(match tx.get(&keys.inode(d.inode)).await? {
+                        Some(b) => decode(&b)?,
+                        None => {
+                            let mut a = bare_attr(d.typ);
+                            a.parent = parent;
+                            a
+                        }
+                    });
+                }
+                return Ok(Made::Existing(d.inode, existing));
+            }
+            let now = Timestamp::now();
+            let (nlink, length) = match typ {
+                FileType::Directory => (2, 4096),
+                FileType::Symlink => (1, target.len() as u64),
+                _ => (1, 0),
+            };
+            let mut m = mode & 0o7777 & !umask;
+            if pattr.mode & 0o2000 != 0 {
+                if typ == FileType::Directory {
+                    m |= 0o2000;
+                } else if m & 0o2010 == 0o2010 && ctx.uid != 0 && !ctx.gids.contains(&pattr.gid) {
+                    m &= !0o2000;
+                }
+            }
+            let attr = Attr {
+                flags: pattr.flags & FLAG_SKIP_TRASH,
+                typ,
+                mode: m,
+                uid: ctx.uid,
+                gid,
+                rdev: if matches!(typ, FileType::Directory | FileType::Symlink) {
+                    0
+                } else {
+                    rdev
+                },
+                atime: now,
+                mtime: now,
+                ctime: now,
+                nlink,
+                length,
+                parent,
+                access_acl: 0,
+                default_acl: 0,
+                tier: pattr.tier,
+            };
+            let mut update_parent = false;
+            if typ == FileType::Directory {
+                pattr.nlink += 1;
+                update_parent = true;
+            }
+            if update_parent || now >= pattr.mtime {
+                touch(&mut pattr, now);
+                update_parent = true;
+            }
+            tx.set(&ke, &Dentry { typ, inode: ino }.encode()).await?;
+            if update_parent {
+                tx.set(&ki, &pattr.encode()).await?;
+            }
+            tx.set(&kn, &attr.encode()).await?;
+            if typ == FileType::Symlink {
+                tx.set(&keys.symlink(ino), target).await?;
+            } else if typ == FileType::Directory {
+                tx.set(&keys.dir_stat(ino), &DirStat::default().encode())
+                    .await?;
+            }
+            Ok(Made::New(attr))
+        })?;
+        if let Made::New(attr) = &made {
+            self.update_stats(align4k(0), 1);
+            self.update_dir_stat(parent, 0, align4k(0), 1);
+            self.quota_walk(parent).await;
+            if attr.typ == FileType::Directory {
+                self.dir_parents.insert(ino, parent);
+            }
+            Ok((ino, made))
+        } else {
+            Ok((0, made))
+        }
+    }
+
+    fn forget_chunks(&mut self, ino: Ino) {
+        if !self.chunks.is_empty() {
+            self.chunks.retain(|(i, _), _| *i != ino);
+        }
+    }
+
+    /// Background work: dir stats, volume counters, data of deleted files.
+    async fn flush_background(&mut self) -> Result<()> {
+        self.flush_dir_stats().await?;
+        self.flush_stats().await?;
+        self.free_deleted_files().await
+    }
+
+    /// `doFlushStats`: one `incrCounter` transaction per non-zero counter.
+    async fn flush_stats(&mut self) -> Result<()> {
+        let (space, inodes) = (self.used_space, self.total_inodes);
+        if space != 0 {
+            self.incr_counter("usedSpace", space).await?;
+            self.used_space -= space;
+        }
+        if inodes != 0 {
+            self.incr_counter("totalInodes", inodes).await?;
+            self.total_inodes -= inodes;
+        }
+        Ok(())
+    }
+
+    /// `doUpdateDirStat`: per 20 directories `T{gets U…; set U…}`; missing or negative
+    /// records are recomputed by `doSyncDirStat`.
+    async fn flush_dir_stats(&mut self) -> Result<()> {
+        if !self.format.dir_stats {
+            return Ok(());
+        }
+        let batch = self.dir_stats.drain();
+        let mut sync = Vec::new();
+        for group in batch.chunks(DIR_STAT_GROUP) {
+            let keys: Vec<Vec<u8>> = group.iter().map(|(i, _)| self.keys.dir_stat(*i)).collect();
+            let missing = txn!(self, |tx| {
+                let mut missing = Vec::new();
+                for (i, raw) in tx.gets(&keys).await?.into_iter().enumerate() {
+                    let (ino, delta) = group[i];
+                    let Some(raw) = raw else {
+                        missing.push(ino);
+                        continue;
+                    };
+                    let mut st = DirStat::decode(&raw)?;
+                    st.add(delta);
+                    if st.length < 0 || st.space < 0 || st.inodes < 0 {
+                        missing.push(ino);
+                        continue;
+                    }
+                    tx.set(&keys[i], &st.encode()).await?;
+                }
+                Ok(missing)
+            })?;
+            sync.extend(missing);
+        }
+        for ino in sync {
+            self.sync_dir_stat(ino).await?;
+        }
+        Ok(())
+    }
+
+    /// `doSyncDirStat`: `calcDirStat` (a listing with attributes), then
+    /// `T{get A<ino>I; set U<ino>}`; a conflict means another client synced it.
+    async fn sync_dir_stat(&mut self, ino: Ino) -> Result<()> {
+        let entries = match self.readdir(&Ctx::root(), ino, true).await {
+            Ok(e) => e,
+            Err(MetaError::NotFound) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let mut st = DirStat::default();
+        for e in entries.iter().filter(|e| e.name != b"." && e.name != b"..") {
+            let len = if e.attr.typ == FileType::File {
+                e.attr.length
+            } else {
+                0
+            };
+            st.add(DirStat {
+                length: len as i64,
+                space: align4k(len),
+                inodes: 1,
+            });
+        }
+        let (ki, ku) = (self.keys.inode(ino), self.keys.dir_stat(ino));
+        let mut tx = Txn::new(self.kv.clone(), self.calls.clone());
+        let r: std::result::Result<(), TxErr> = async {
+            if tx.get(&ki).await?.is_none() {
+                return Err(MetaError::NotFound.into());
+            }
+            tx.set(&ku, &st.encode()).await?;
+            Ok(())
+        }
+        .await;
+        let r = match r {
+            Ok(()) => tx.commit().await.map_err(TxErr::from),
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(()) | Err(TxErr::Retry(_)) | Err(TxErr::Meta(MetaError::NotFound)) => Ok(()),
+            Err(TxErr::Meta(e)) => Err(e),
+        }
+    }
+
+    /// `doDeleteFileData`: `T{scan A<ino>C keysOnly}`, per chunk
+    /// `T{get C; delete C; incrBy K<id><size> -1 …}` (then `T{delete K}` for slices left
+    /// with no reference, as after deleting their objects), finally `T{delete D<ino><len>}`.
+    async fn free_deleted_files(&mut self) -> Result<()> {
+        for (ino, length) in std::mem::take(&mut self.deleted) {
+            let prefix = self.keys.chunk_prefix(ino);
+            let end = TkvKeys::prefix_end(&prefix);
+            let chunks = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, true).await?) })?;
+            for (ck, _) in chunks {
+                let zero = txn!(self, |tx| {
+                    let mut zero = Vec::new();
+                    let buf = tx.get(&ck).await?.unwrap_or_default();
+                    tx.delete(&ck);
+                    for s in Slice::decode_all(&buf)? {
+                        if s.id > 0 {
+                            let k = self.keys.slice_ref(s.id, s.size);
+                            if tx.incr_by(&k, -1).await? < 0 {
+                                zero.push(k);
+                            }
+                        }
+                    }
+                    Ok(zero)
+                })?;
+                for k in zero {
+                    txn!(self, |tx| {
+                        tx.delete(&k);
+                        Ok(())
+                    })?;
+                }
+            }
+            let kd = self.keys.delfile(ino, length);
+            txn!(self, |tx| {
+                tx.delete(&kd);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Meta for TkvSession {
+    async fn mkdir(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        match self
+            .mknod_inner(ctx, parent, name, FileType::Directory, mode, umask, 0, b"")
+            .await?
+        {
+            (ino, Made::New(a)) => Ok((ino, a)),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    async fn mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+    ) -> Result<(Ino, Attr)> {
+        if typ == FileType::Symlink {
+            return Err(MetaError::Invalid);
+        }
+        match self
+            .mknod_inner(ctx, parent, name, typ, mode, umask, rdev, b"")
+            .await?
+        {
+            (ino, Made::New(a)) => Ok((ino, a)),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    async fn create(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        match self
+            .mknod_inner(ctx, parent, name, FileType::File, mode, umask, 0, b"")
+            .await?
+        {
+            (ino, Made::New(a)) => Ok((ino, a)),
+            (_, Made::Existing(ino, Some(a))) if a.typ == FileType::File => Ok((ino, a)),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    async fn symlink(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+    ) -> Result<(Ino, Attr)> {
+        if target.is_empty() || target.len() > MAX_SYMLINK || target.contains(&0) {
+            return Err(MetaError::Invalid);
+        }
+        match self
+            .mknod_inner(ctx, parent, name, FileType::Symlink, 0o777, 0, 0, target)
+            .await?
+        {
+            (ino, Made::New(a)) => Ok((ino, a)),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+            return Err(MetaError::Perm);
+        }
+        check_name(name)?;
+        if name == b"." || name == b".." {
+            return Err(MetaError::Exists);
+        }
+        let attr = self.get_attr(ino).await?;
+        if attr.typ == FileType::Directory {
+            return Err(MetaError::Perm);
+        }
+        self.quota_walk(parent).await;
+        let keys = self.keys.clone();
+        let (ki, kn, ke) = (
+            keys.inode(parent),
+            keys.inode(ino),
+            keys.entry(parent, name),
+        );
+        let iattr = txn!(self, |tx| {
+            let rs = tx.gets(&[ki.clone(), kn.clone(), ke.clone()]).await?;
+            let (Some(pb), Some(ib)) = (&rs[0], &rs[1]) else {
+                return Err(MetaError::NotFound.into());
+            };
+            let mut pattr = decode(pb)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & FLAG_IMMUTABLE != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let mut iattr = decode(ib)?;
+            if iattr.typ == FileType::Directory {
+                return Err(MetaError::Perm.into());
+            }
+            if iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if rs[2].is_some() {
+                return Err(MetaError::Exists.into());
+            }
+            let now = Timestamp::now();
+            let update_parent = now >= pattr.mtime;
+            if update_parent {
+                touch(&mut pattr, now);
+            }
+            let old_parent = iattr.parent;
+            iattr.parent = 0;
+            iattr.ctime = now;
+            iattr.nlink += 1;
+            tx.set(
+                &ke,
+                &Dentry {
+                    typ: iattr.typ,
+                    inode: ino,
+                }
+                .encode(),
+            )
+            .await?;
+            if update_parent {
+                tx.set(&ki, &pattr.encode()).await?;
+            }
+            tx.set(&kn, &iattr.encode()).await?;
+            if old_parent > 0 {
+                tx.incr_by(&keys.parent(ino, old_parent), 1).await?;
+            }
+            tx.incr_by(&keys.parent(ino, parent), 1).await?;
+            Ok(iattr)
+        })?;
+        self.update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
+        self.quota_walk(parent).await;
+        Ok(iattr)
+    }
+
+    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
+            return Err(MetaError::Perm);
+        }
+        let keys = self.keys.clone();
+        let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
+        let (typ, ino, attr, space, inodes) = txn!(self, |tx| {
+            let buf = tx.get(&ke).await?.ok_or(MetaError::NotFound)?;
+            let d = Dentry::decode(&buf)?;
+            if d.typ == FileType::Directory {
+                return Err(MetaError::Perm.into());
+            }
+            let kn = keys.inode(d.inode);
+            let rs = tx.gets(&[ki.clone(), kn.clone()]).await?;
+            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let mut attr = bare_attr(d.typ);
+            attr.typ = FileType::File; // JuiceFS's zero Attr when the record is missing
+            let found = rs[1].is_some();
+            if let Some(b) = &rs[1] {
+                attr = decode(b)?;
+                if ctx.uid != 0
+                    && pattr.mode & 0o1000 != 0
+                    && ctx.uid != pattr.uid
+                    && ctx.uid != attr.uid
+                {
+                    return Err(MetaError::Access.into());
+                }
+                if attr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    return Err(MetaError::Perm.into());
+                }
+                attr.ctime = now;
+                attr.nlink = attr.nlink.saturating_sub(1);
+            } else {
+                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
+            }
+            let update_parent = !is_trash(parent) && now >= pattr.mtime;
+            if update_parent {
+                touch(&mut pattr, now);
+            }
+            tx.delete(&ke);
+            if update_parent {
+                tx.set(&ki, &pattr.encode()).await?;
+            }
+            let (mut space, mut inodes) = (0, 0);
+            if attr.nlink > 0 {
+                tx.set(&kn, &attr.encode()).await?;
+                if attr.parent == 0 {
+                    tx.incr_by(&keys.parent(d.inode, parent), -1).await?;
+                }
+            } else {
+                match d.typ {
+                    FileType::File => {
+                        tx.set(&keys.delfile(d.inode, attr.length), &now.sec.to_be_bytes())
+                            .await?;
+                        tx.delete(&kn);
+                        (space, inodes) = (-align4k(attr.length), -1);
+                    }
+                    other => {
+                        if other == FileType::Symlink {
+                            tx.delete(&keys.symlink(d.inode));
+                        }
+                        tx.delete(&kn);
+                        (space, inodes) = (-align4k(0), -1);
+                    }
+                }
+                delete_keys(tx_ref(&mut tx), &keys.xattr(d.inode, b"")).await?;
+                if attr.parent == 0 {
+                    delete_keys(tx_ref(&mut tx), &keys.parent_prefix(d.inode)).await?;
+                }
+            }
+            let _ = found;
+            Ok((d.typ, d.inode, attr, space, inodes))
+        })?;
+        if typ == FileType::File && attr.nlink == 0 {
+            self.deleted.push((ino, attr.length));
+            self.forget_chunks(ino);
+        }
+        self.update_stats(space, inodes);
+        let diff = if attr.typ == FileType::File {
+            attr.length
+        } else {
+            0
+        };
+        self.update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
+        if !is_trash(parent) {
+            self.quota_walk(parent).await;
+        }
+        Ok(())
+    }
+
+    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        if name == b"." {
+            return Err(MetaError::Invalid);
+        }
+        if name == b".." {
+            return Err(MetaError::NotEmpty);
+        }
+        if (parent == ROOT_INODE && name == TRASH_NAME)
+            || parent == TRASH_INODE
+            || (is_trash(parent) && ctx.uid != 0)
+        {
+            return Err(MetaError::Perm);
+        }
+        let keys = self.keys.clone();
+        let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
+        let ino = txn!(self, |tx| {
+            let buf = tx.get(&ke).await?.ok_or(MetaError::NotFound)?;
+            let d = Dentry::decode(&buf)?;
+            if d.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            let (kn, kq) = (keys.inode(d.inode), keys.dir_quota(d.inode));
+            let rs = tx.gets(&[ki.clone(), kn.clone(), kq.clone()]).await?;
+            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            if pattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &pattr, MASK_WX)?;
+            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if tx.exist(&keys.entry_prefix(d.inode)).await? {
+                return Err(MetaError::NotEmpty.into());
+            }
+            let now = Timestamp::now();
+            if let Some(b) = &rs[1] {
+                let a = decode(b)?;
+                if ctx.uid != 0
+                    && pattr.mode & 0o1000 != 0
+                    && ctx.uid != pattr.uid
+                    && ctx.uid != a.uid
+                {
+                    return Err(MetaError::Access.into());
+                }
+            } else {
+                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
+            }
+            pattr.nlink = pattr.nlink.saturating_sub(1);
+            touch(&mut pattr, now);
+            if !is_trash(parent) {
+                tx.set(&ki, &pattr.encode()).await?;
+            }
+            tx.delete(&ke);
+            tx.delete(&keys.dir_stat(d.inode));
+            if rs[2].is_some() {
+                tx.delete(&kq);
+            }
+            tx.delete(&kn);
+            delete_keys(tx_ref(&mut tx), &keys.xattr(d.inode, b"")).await?;
+            Ok(d.inode)
+        })?;
+        if !is_trash(parent) {
+            self.dir_parents.remove(&ino);
+        }
+        self.dir_stats.forget(ino);
+        self.update_stats(-align4k(0), -1);
+        self.update_dir_stat(parent, 0, -align4k(0), -1);
+        if !is_trash(parent) {
+            self.quota_walk(parent).await;
+        }
+        Ok(())
+    }
+
+    async fn rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        let (ps, pd) = (parent_src, parent_dst);
+        if (ps == ROOT_INODE && name_src == TRASH_NAME)
+            || (pd == ROOT_INODE && name_dst == TRASH_NAME)
+        {
+            return Err(MetaError::Perm);
+        }
+        if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
+            return Err(MetaError::Perm);
+        }
+        check_name(name_dst)?;
+        match flags {
+            0 | RENAME_NOREPLACE => {}
+            RENAME_EXCHANGE => return Err(MetaError::NotSupported),
+            _ => return Err(MetaError::Invalid),
+        }
+        if !is_trash(ps) {
+            self.quota_walk(ps).await;
+        }
+        if ps != pd {
+            self.quota_walk(pd).await;
+        }
+        let keys = self.keys.clone();
+        struct Moved {
+            ino: Ino,
+            attr: Attr,
+            /// Replaced target: inode, type, attribute after the change, freed (space, inodes).
+            target: Option<(Ino, FileType, Attr, i64, i64)>,
+        }
+        let moved = txn!(self, |tx| {
+            let kes = keys.entry(ps, name_src);
+            let ked = keys.entry(pd, name_dst);
+            let buf = tx.get(&kes).await?.ok_or(MetaError::NotFound)?;
+            let d = Dentry::decode(&buf)?;
+            let (typ, ino) = (d.typ, d.inode);
+            if ps == pd && name_src == name_dst {
+                return Ok(Moved {
+                    ino,
+                    attr: bare_attr(typ),
+                    target: None,
+                });
+            }
+            let rs = tx
+                .gets(&[keys.inode(ps), keys.inode(pd), keys.inode(ino), ked.clone()])
+                .await?;
+            let (Some(sb), Some(db), Some(ib)) = (&rs[0], &rs[1], &rs[2]) else {
+                return Err(MetaError::NotFound.into());
+            };
+            let mut sattr = decode(sb)?;
+            if sattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &sattr, MASK_WX)?;
+            let mut dattr = if ps == pd { sattr.clone() } else { decode(db)? };
+            if dattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if dattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &dattr, MASK_WX)?;
+            if ino == pd || ino == dattr.parent {
+                return Err(MetaError::Perm.into());
+            }
+            let mut iattr = decode(ib)?;
+            if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+                || dattr.flags & FLAG_IMMUTABLE != 0
+                || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+            {
+                return Err(MetaError::Perm.into());
+            }
+            if ps != pd
+                && sattr.mode & 0o1000 != 0
+                && ctx.uid != 0
+                && ctx.uid != iattr.uid
+                && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
+            {
+                return Err(MetaError::Access.into());
+            }
+            let now = Timestamp::now();
+            let mut target = None;
+            let (mut supdate, mut dupdate) = (false, false);
+            if let Some(tb) = &rs[3] {
+                if flags & RENAME_NOREPLACE != 0 {
+                    return Err(MetaError::Exists.into());
+                }
+                let t = Dentry::decode(tb)?;
+                if t.inode == ino {
+                    return Ok(Moved {
+                        ino,
+                        attr: iattr,
+                        target: None,
+                    });
+                }
+                if typ == FileType::Directory && t.typ != FileType::Directory {
+                    return Err(MetaError::NotDir.into());
+                }
+                if typ != FileType::Directory && t.typ == FileType::Directory {
+                    return Err(MetaError::IsDir.into());
+                }
+                let mut tattr = match tx.get(&keys.inode(t.inode)).await? {
+                    Some(b) => decode(&b)?,
+                    None => bare_attr(t.typ),
+                };
+                if tattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    return Err(MetaError::Perm.into());
+                }
+                if t.typ == FileType::Directory {
+                    if tx.exist(&keys.entry_prefix(t.inode)).await? {
+                        return Err(MetaError::NotEmpty.into());
+                    }
+                    dattr.nlink = dattr.nlink.saturating_sub(1);
+                    dupdate = true;
+                    tattr.nlink = 0;
+                } else {
+                    tattr.nlink = tattr.nlink.saturating_sub(1);
+                }
+                tattr.ctime = now;
+                if ctx.uid != 0
+                    && dattr.mode & 0o1000 != 0
+                    && ctx.uid != dattr.uid
+                    && ctx.uid != tattr.uid
+                {
+                    return Err(MetaError::Access.into());
+                }
+                let kt = keys.inode(t.inode);
+                let (mut space, mut inodes) = (0, 0);
+                if tattr.nlink > 0 {
+                    tx.set(&kt, &tattr.encode()).await?;
+                    if tattr.parent == 0 {
+                        tx.incr_by(&keys.parent(t.inode, pd), -1).await?;
+                    }
+                } else {
+                    match t.typ {
+                        FileType::File => {
+                            tx.set(&keys.delfile(t.inode, tattr.length), &now.sec.to_be_bytes())
+                                .await?;
+                            tx.delete(&kt);
+                            (space, inodes) = (-align4k(tattr.length), -1);
+                        }
+                        other => {
+                            if other == FileType::Symlink {
+                                tx.delete(&keys.symlink(t.inode));
+                            }
+                            tx.delete(&kt);
+                            (space, inodes) = (-align4k(0), -1);
+                        }
+                    }
+                    delete_keys(tx_ref(&mut tx), &keys.xattr(t.inode, b"")).await?;
+                    if tattr.parent == 0 {
+                        delete_keys(tx_ref(&mut tx), &keys.parent_prefix(t.inode)).await?;
+                    }
+                    if t.typ == FileType::Directory {
+                        tx.delete(&keys.dir_stat(t.inode));
+                        let kq = keys.dir_quota(t.inode);
+                        if tx.get(&kq).await?.is_some() {
+                            tx.delete(&kq);
+                        }
+                    }
+                }
+                target = Some((t.inode, t.typ, tattr, space, inodes));
+            }
+            if ctx.uid != 0
+                && sattr.mode & 0o1000 != 0
+                && ctx.uid != sattr.uid
+                && ctx.uid != iattr.uid
+            {
+                return Err(MetaError::Access.into());
+            }
+            if ps != pd {
+                if typ == FileType::Directory {
+                    iattr.parent = pd;
+                    sattr.nlink = sattr.nlink.saturating_sub(1);
+                    dattr.nlink += 1;
+                    supdate = true;
+                    dupdate = true;
+                } else if iattr.parent > 0 {
+                    iattr.parent = pd;
+                }
+            }
+            if supdate || now >= sattr.mtime {
+                touch(&mut sattr, now);
+                supdate = true;
+            }
+            if dupdate || now >= dattr.mtime {
+                touch(&mut dattr, now);
+                dupdate = true;
+            }
+            if ps == pd {
+                // One directory: the destination copy carries every change.
+                dattr.mtime = sattr.mtime;
+                dattr.ctime = sattr.ctime;
+                supdate = false;
+            }
+            iattr.ctime = now;
+            tx.delete(&kes);
+            if supdate && !is_trash(ps) {
+                tx.set(&keys.inode(ps), &sattr.encode()).await?;
+            }
+            if iattr.parent == 0 && ps != pd {
+                tx.incr_by(&keys.parent(ino, pd), 1).await?;
+                tx.incr_by(&keys.parent(ino, ps), -1).await?;
+            }
+            tx.set(&keys.inode(ino), &iattr.encode()).await?;
+            tx.set(&ked, &buf).await?;
+            if dupdate {
+                tx.set(&keys.inode(pd), &dattr.encode()).await?;
+            }
+            Ok(Moved {
+                ino,
+                attr: iattr,
+                target,
+            })
+        })?;
+        if let Some((tino, ttyp, tattr, space, inodes)) = &moved.target {
+            if *ttyp == FileType::File && tattr.nlink == 0 {
+                self.deleted.push((*tino, tattr.length));
+                self.forget_chunks(*tino);
+            }
+            if *ttyp == FileType::Directory {
+                self.dir_parents.remove(tino);
+                self.dir_stats.forget(*tino);
+            }
+            self.update_stats(*space, *inodes);
+            let diff = if *ttyp == FileType::File {
+                tattr.length
+            } else {
+                0
+            };
+            self.update_dir_stat(pd, -(diff as i64), -align4k(diff), -1);
+        }
+        if ps != pd {
+            let a = &moved.attr;
+            let diff = if a.typ == FileType::File { a.length } else { 0 };
+            self.update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
+            self.update_dir_stat(pd, diff as i64, align4k(diff), 1);
+            if a.typ == FileType::Directory {
+                self.dir_parents.insert(moved.ino, pd);
+            }
+        }
+        Ok((moved.ino, moved.attr))
+    }
+
+    /// `doLookup`: `S{get A<p>D<name>; get A<ino>I}`.
+    async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        if name == b"." {
+            return Ok((parent, self.get_attr(parent).await?));
+        }
+        if name == b".." {
+            let a = self.get_attr(parent).await?;
+            if a.typ != FileType::Directory {
+                return Err(MetaError::NotDir);
+            }
+            let p = if parent == ROOT_INODE {
+                ROOT_INODE
+            } else {
+                a.parent
+            };
+            return Ok((p, self.get_attr(p).await?));
+        }
+        let mut tx = self.simple();
+        let buf = tx
+            .get(&self.keys.entry(parent, name))
+            .await
+            .map_err(TxErr::from)?
+            .ok_or(MetaError::NotFound)?;
+        let d = Dentry::decode(&buf)?;
+        let attr = match tx
+            .get(&self.keys.inode(d.inode))
+            .await
+            .map_err(TxErr::from)?
+        {
+            Some(b) => Attr::decode(&b)?,
+            None => return Err(MetaError::NotFound),
+        };
+        if attr.typ == FileType::Directory && !is_trash(parent) {
+            self.dir_parents.insert(d.inode, parent);
+        }
+        Ok((d.inode, attr))
+    }
+
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.get_attr(ino).await
+    }
+
+    /// `doSetAttr`: `T{get A<ino>I; set A<ino>I}`.
+    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        let kn = self.keys.inode(ino);
+        txn!(self, |tx| {
+            let mut cur = decode(&tx.get(&kn).await?.ok_or(MetaError::NotFound)?)?;
+            if cur.parent > TRASH_INODE {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let mut changed = false;
+            if set.uid.is_some() || set.gid.is_some() {
+                if ctx.uid != 0 && (set.uid.is_some_and(|u| u != cur.uid) || ctx.uid != cur.uid) {
+                    return Err(MetaError::Perm.into());
+                }
+                if let Some(u) = set.uid {
+                    changed |= cur.uid != u;
+                    cur.uid = u;
+                }
+                if let Some(g) = set.gid {
+                    changed |= cur.gid != g;
+                    cur.gid = g;
+                }
+            }
+            if let Some(m) = set.mode {
+                if ctx.uid != 0 && ctx.uid != cur.uid {
+                    return Err(MetaError::Perm.into());
+                }
+                if cur.mode != m & 0o7777 {
+                    cur.mode = m & 0o7777;
+                    changed = true;
+                }
+            }
+            if let Some(t) = set.atime {
+                if ctx.uid != 0 && ctx.uid != cur.uid {
+                    return Err(MetaError::Perm.into());
+                }
+                cur.atime = t;
+                changed = true;
+            }
+            if let Some(t) = set.mtime {
+                if ctx.uid != 0 && ctx.uid != cur.uid {
+                    return Err(MetaError::Perm.into());
+                }
+                cur.mtime = t;
+                changed = true;
+            }
+            if !changed {
+                return Ok(cur);
+            }
+            cur.ctime = now;
+            tx.set(&kn, &cur.encode()).await?;
+            Ok(cur)
+        })
+    }
+
+    /// `Readdir`: `S{get A<dir>I}`; `T{scan A<dir>D..A<dir>E}`; with `plus`,
+    /// `S{gets[A<dir>I, A<parent>I, child I…]}` per 4096.
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        // baseMeta.Readdir checks no type: a file lists as `.` and `..`.
+        let mut attr = self.get_attr(ino).await?;
+        let mask = if plus { 4 | 1 } else { 4 };
+        access(ctx, &attr, mask)?;
+        if ino == ROOT_INODE {
+            attr.parent = ROOT_INODE;
+        }
+        let mut out = vec![
+            Entry {
+                name: b".".to_vec(),
+                inode: ino,
+                attr: bare_attr(FileType::Directory),
+            },
+            Entry {
+                name: b"..".to_vec(),
+                inode: attr.parent,
+                attr: bare_attr(FileType::Directory),
+            },
+        ];
+        let prefix = self.keys.entry_prefix(ino);
+        let end = TkvKeys::prefix_end(&prefix);
+        let plen = prefix.len();
+        let rows = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, false).await?) })?;
+        for (k, v) in rows {
+            let name = k[plen..].to_vec();
+            if name.is_empty() {
+                continue;
+            }
+            let d = Dentry::decode(&v)?;
+            out.push(Entry {
+                name,
+                inode: d.inode,
+                attr: bare_attr(d.typ),
+            });
+        }
+        if plus && out.len() > 2 {
+            let keys: Vec<Vec<u8>> = out.iter().map(|e| self.keys.inode(e.inode)).collect();
+            for (batch, entries) in keys
+                .chunks(READDIR_BATCH)
+                .zip(out.chunks_mut(READDIR_BATCH))
+            {
+                let mut tx = self.simple();
+                let rs = tx.gets(batch).await.map_err(TxErr::from)?;
+                for (e, r) in entries.iter_mut().zip(rs) {
+                    if let Some(b) = r {
+                        e.attr = Attr::decode(&b)?;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `doSetXattr`: `T{get A<ino>X<name>; set (only if the value changed)}`.
+    async fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        let k = self.keys.xattr(ino, name);
+        txn!(self, |tx| {
+            let old = tx.get(&k).await?;
+            match (flags, &old) {
+                (XattrFlags::Create, Some(_)) => return Err(MetaError::Exists.into()),
+                (XattrFlags::Replace, None) => return Err(MetaError::NoAttr.into()),
+                _ => {}
+            }
+            if old.as_deref() != Some(value) {
+                tx.set(&k, value).await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        let mut tx = self.simple();
+        tx.get(&self.keys.xattr(ino, name))
+            .await
+            .map_err(TxErr::from)?
+            .ok_or(MetaError::NoAttr)
+    }
+
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        let k = self.keys.xattr(ino, name);
+        txn!(self, |tx| {
+            if tx.get(&k).await?.is_none() {
+                return Err(MetaError::NoAttr.into());
+            }
+            tx.delete(&k);
+            Ok(())
+        })
+    }
+
+    /// `doListXattr`: `T{scan A<ino>X keysOnly}`, then `S{get A<ino>I}` (for ACL names).
+    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let prefix = self.keys.xattr(ino, b"");
+        let end = TkvKeys::prefix_end(&prefix);
+        let rows = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, true).await?) })?;
+        let names = rows
+            .into_iter()
+            .map(|(k, _)| k[prefix.len()..].to_vec())
+            .collect();
+        self.get_attr(ino).await?;
+        Ok(names)
+    }
+
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        if self.client_cache {
+            if let Some(t) = self.symlinks.get(&ino) {
+                return Ok(t.clone());
+            }
+        }
+        let mut tx = self.simple();
+        let t = tx.get(&self.keys.symlink(ino)).await.map_err(TxErr::from)?;
+        let t = match t {
+            Some(t) => t,
+            None => {
+                // Not a symlink (or gone): JuiceFS reads the attribute to tell.
+                let a = self.get_attr(ino).await?;
+                if a.typ != FileType::Symlink {
+                    return Err(MetaError::Invalid);
+                }
+                return Err(MetaError::NotFound);
+            }
+        };
+        if self.client_cache {
+            if self.symlinks.len() >= CACHE_LIMIT {
+                self.symlinks.clear();
+            }
+            self.symlinks.insert(ino, t.clone());
+        }
+        Ok(t)
+    }
+
+    /// `NewSlice`: `T{incrBy CnextChunk 4096}` once per 4096 ids.
+    async fn new_slice(&mut self) -> Result<u64> {
+        loop {
+            if let Some(id) = self.slices.take() {
+                return Ok(id);
+            }
+            let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await? as u64;
+            self.slices = IdRange::new(v - SLICE_BATCH, v);
+        }
+    }
+
+    /// `doWrite`: `T{gets[A<ino>I, A<ino>C<indx>]; set A<ino>I; set A<ino>C<indx>}`;
+    /// hard-linked files add a scan of their parents.
+    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+        let keys = self.keys.clone();
+        let (kn, kc) = (keys.inode(ino), keys.chunk(ino, indx));
+        let (attr, dlen, dspace, parents) = txn!(self, |tx| {
+            let rs = tx.gets(&[kn.clone(), kc.clone()]).await?;
+            let mut attr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            if attr.typ != FileType::File {
+                return Err(MetaError::Perm.into());
+            }
+            let old = rs[1].clone().unwrap_or_default();
+            if old.len() % SLICE_BYTES != 0 {
+                return Err(MetaError::Corrupt(format!(
+                    "chunk {indx} of inode {ino} is {} bytes",
+                    old.len()
+                ))
+                .into());
+            }
+            let newlen = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
+            let (mut dlen, mut dspace) = (0i64, 0i64);
+            if newlen > attr.length {
+                dlen = (newlen - attr.length) as i64;
+                dspace = align4k(newlen) - align4k(attr.length);
+                attr.length = newlen;
+            }
+            // getParents for the quota check: hard-linked files scan A<ino>P.
+            let mut parents = Vec::new();
+            if attr.parent == 0 {
+                let prefix = keys.parent_prefix(ino);
+                let plen = prefix.len();
+                for (k, v) in tx
+                    .scan(&prefix, &TkvKeys::prefix_end(&prefix), 0, false)
+                    .await?
+                {
+                    if k.len() == plen + 8 {
+                        let p = u64::from_le_bytes(k[plen..].try_into().expect("8 bytes"));
+                        let n = parse_counter(Some(&v));
+                        if n > 0 {
+                            parents.push((p, n));
+                        }
+                    }
+                }
+            } else {
+                parents.push((attr.parent, 1));
+            }
+            let now = Timestamp::now();
+            attr.mtime = mtime;
+            attr.ctime = now;
+            let val = slice.encode();
+            if old.chunks(SLICE_BYTES).any(|s| s == val) {
+                tracing::warn!(
+                    "write same slice for inode {ino} indx {indx} id {}",
+                    slice.id
+                );
+                return Ok((attr, 0, 0, Vec::new()));
+            }
+            let mut new = old;
+            new.extend_from_slice(&val);
+            tx.set(&kn, &attr.encode()).await?;
+            tx.set(&kc, &new).await?;
+            Ok((attr, dlen, dspace, parents))
+        })?;
+        let _ = attr;
+        self.chunks.remove(&(ino, indx));
+        self.update_stats(dspace, 0);
+        for (p, n) in parents {
+            self.update_dir_stat(p, dlen * n, dspace * n, 0);
+        }
+        Ok(())
+    }
+
+    /// `doRead`: `S{get A<ino>C<indx>}` (answered from the chunk cache with `client_cache`).
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        if self.client_cache {
+            if let Some(s) = self.chunks.get(&(ino, indx)) {
+                return Ok(s.clone());
+            }
+        }
+        let mut tx = self.simple();
+        let buf = tx
+            .get(&self.keys.chunk(ino, indx))
+            .await
+            .map_err(TxErr::from)?;
+        let slices = match buf {
+            Some(b) => Slice::decode_all(&b)?,
+            None => {
+                // An empty chunk: JuiceFS checks the inode exists.
+                self.get_attr(ino).await?;
+                Vec::new()
+            }
+        };
+        if self.client_cache {
+            if self.chunks.len() >= CACHE_LIMIT {
+                self.chunks.clear();
+            }
+            self.chunks.insert((ino, indx), slices.clone());
+        }
+        Ok(slices)
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        self.flush_background().await
+    }
+
+    fn stats(&self) -> SessionStats {
+        SessionStats {
+            round_trips: self.calls.get(),
+            retries: self.retries,
+        }
+    }
+}
+
+/// Reborrows a transaction for a helper (keeps the macro's binding usable afterwards).
+fn tx_ref(tx: &mut Txn) -> &mut Txn {
+    tx
+}

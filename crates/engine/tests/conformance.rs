@@ -1,0 +1,507 @@
+//! One body of semantic tests run over every engine: memkv, etcd, Redis, SQLite, MariaDB
+//! and PostgreSQL (`conformance!` generates one `#[tokio::test]` per engine and body).
+//! Each test gets a freshly formatted volume (TrashDays 0, DirStats on) and sessions
+//! opened through `metabench_engine::open`, so it checks the engines through the same
+//! `Engine` / `Meta` traits the runner uses.
+//!
+//! etcd needs `METABENCH_ETCD_URL` (set by `scripts/engines.sh`); MariaDB and PostgreSQL
+//! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
+
+use metabench_engine::{
+    Ctx, Engine, EngineKind, Meta, MetaError, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+};
+use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
+use metabench_testkit::{fresh_database, Kind, TestDb};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which engine a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    Memkv,
+    Etcd,
+    Db(Kind),
+}
+
+/// A formatted volume: the engine, its database (kept alive) and one session.
+struct Vol {
+    engine: Arc<dyn Engine>,
+    _db: Option<TestDb>,
+    uuid: String,
+    s: Box<dyn Meta>,
+    ctx: Ctx,
+}
+
+impl Vol {
+    async fn session(&self) -> Box<dyn Meta> {
+        self.engine
+            .session(&SessionOptions::default())
+            .await
+            .unwrap()
+    }
+
+    /// Whether the engine retries optimistic conflicts in the store (Redis WATCH, TKV).
+    fn optimistic(&self) -> bool {
+        matches!(
+            self.engine.kind(),
+            EngineKind::Redis | EngineKind::Etcd | EngineKind::Memkv
+        )
+    }
+
+    async fn finish(mut self) {
+        self.s.flush().await.unwrap();
+        if matches!(self.engine.kind(), EngineKind::Etcd | EngineKind::Memkv) {
+            self.engine.destroy(&self.uuid).await.unwrap();
+        }
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}_{}_{}_{:08x}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        rand_u32()
+    )
+}
+
+fn rand_u32() -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    t.subsec_nanos() ^ (t.as_secs() as u32).rotate_left(7)
+}
+
+/// A fresh formatted volume on `on`, or `None` when etcd is not configured.
+async fn volume(on: On) -> Option<Vol> {
+    let (url, db) = match on {
+        On::Memkv => (format!("memkv://{}", unique("conf")), None),
+        On::Etcd => {
+            let base = match std::env::var("METABENCH_ETCD_URL") {
+                Ok(u) if !u.is_empty() => u,
+                _ => {
+                    eprintln!("METABENCH_ETCD_URL is not set (run scripts/test.sh): skipped");
+                    return None;
+                }
+            };
+            (
+                format!("{}/{}", base.trim_end_matches('/'), unique("conf")),
+                None,
+            )
+        }
+        On::Db(kind) => {
+            let db = fresh_database(kind);
+            (db.url().to_owned(), Some(db))
+        }
+    };
+    let engine = metabench_engine::open(&MetaUrl::parse(&url).unwrap())
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    let uuid = uuid::Uuid::new_v4().to_string();
+    engine
+        .format(&Format::new(
+            "conformance",
+            &uuid,
+            "/tmp/metabench-unused/",
+            0,
+        ))
+        .await
+        .unwrap();
+    let s = engine.session(&SessionOptions::default()).await.unwrap();
+    Some(Vol {
+        engine,
+        _db: db,
+        uuid,
+        s,
+        ctx: Ctx::root(),
+    })
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod memkv { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Memkv).await }
+        )* }
+        mod etcd { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Etcd).await }
+        )* }
+        mod redis { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Redis)).await }
+        )* }
+        mod sqlite { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Sqlite)).await }
+        )* }
+        mod mysql { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Mysql)).await }
+        )* }
+        mod postgres { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Postgres)).await }
+        )* }
+    };
+}
+
+conformance!(
+    namespace_operations,
+    errnos,
+    renames_replace_and_move,
+    links_symlinks_xattrs,
+    write_then_read,
+    setattr_and_access,
+    racing_creates_in_one_directory,
+);
+
+fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e.kind(),
+    }
+}
+
+fn names(entries: &[metabench_engine::Entry]) -> Vec<String> {
+    let mut v: Vec<String> = entries
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+async fn namespace_operations(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (d, dattr) =
+        v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0o022)
+            .await
+            .unwrap();
+    assert_eq!(dattr.typ, FileType::Directory);
+    assert_eq!((dattr.mode, dattr.nlink, dattr.length), (0o755, 2, 4096));
+    assert_eq!(v.s.getattr(ROOT_INODE).await.unwrap().nlink, 3);
+    let (f, fattr) = v.s.create(&ctx, d, b"f", 0o644, 0o022).await.unwrap();
+    assert_eq!(
+        (fattr.typ, fattr.nlink, fattr.parent),
+        (FileType::File, 1, d)
+    );
+    // Create of an existing file answers the file (no O_EXCL).
+    assert_eq!(v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap().0, f);
+    let (n, _) =
+        v.s.mknod(&ctx, d, b"fifo", FileType::Fifo, 0o600, 0, 0)
+            .await
+            .unwrap();
+    let (ino, attr) = v.s.lookup(&ctx, d, b"f").await.unwrap();
+    assert_eq!((ino, attr.typ), (f, FileType::File));
+    assert_eq!(v.s.getattr(n).await.unwrap().typ, FileType::Fifo);
+    let entries = v.s.readdir(&ctx, d, true).await.unwrap();
+    assert_eq!(names(&entries), [".", "..", "f", "fifo"]);
+    let fe = entries.iter().find(|e| e.name == b"f").unwrap();
+    assert_eq!((fe.inode, fe.attr.mode), (f, 0o644));
+    let plain = v.s.readdir(&ctx, d, false).await.unwrap();
+    assert_eq!(plain.len(), 4);
+    // Directory nlink counts subdirectories only.
+    assert_eq!(v.s.getattr(d).await.unwrap().nlink, 2);
+    v.s.mkdir(&ctx, d, b"sub", 0o755, 0).await.unwrap();
+    assert_eq!(v.s.getattr(d).await.unwrap().nlink, 3);
+    v.s.rmdir(&ctx, d, b"sub").await.unwrap();
+    assert_eq!(v.s.getattr(d).await.unwrap().nlink, 2);
+    v.s.unlink(&ctx, d, b"f").await.unwrap();
+    v.s.unlink(&ctx, d, b"fifo").await.unwrap();
+    assert_eq!(errno(v.s.getattr(f).await), "ENOENT");
+    v.s.rmdir(&ctx, ROOT_INODE, b"d").await.unwrap();
+    assert_eq!(
+        names(&v.s.readdir(&ctx, ROOT_INODE, false).await.unwrap()),
+        [".", ".."]
+    );
+    assert_eq!(v.s.getattr(ROOT_INODE).await.unwrap().nlink, 2);
+    v.finish().await;
+}
+
+async fn errnos(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let (f, _) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    assert_eq!(
+        errno(v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await),
+        "EEXIST"
+    );
+    assert_eq!(errno(v.s.mkdir(&ctx, d, b"f", 0o755, 0).await), "EEXIST");
+    assert_eq!(errno(v.s.lookup(&ctx, d, b"nope").await), "ENOENT");
+    assert_eq!(errno(v.s.unlink(&ctx, d, b"nope").await), "ENOENT");
+    assert_eq!(errno(v.s.rmdir(&ctx, d, b"nope").await), "ENOENT");
+    assert_eq!(errno(v.s.rmdir(&ctx, ROOT_INODE, b"d").await), "ENOTEMPTY");
+    assert_eq!(errno(v.s.rmdir(&ctx, d, b"f").await), "ENOTDIR");
+    assert_eq!(errno(v.s.unlink(&ctx, ROOT_INODE, b"d").await), "EPERM");
+    assert_eq!(errno(v.s.mkdir(&ctx, f, b"x", 0o755, 0).await), "ENOTDIR");
+    // JuiceFS lists a file as `.` and `..` (baseMeta.Readdir checks no type).
+    assert_eq!(v.s.readdir(&ctx, f, false).await.unwrap().len(), 2);
+    assert_eq!(
+        errno(v.s.create(&ctx, 999_999, b"x", 0o644, 0).await),
+        "ENOENT"
+    );
+    assert_eq!(errno(v.s.getxattr(f, b"user.none").await), "ENOATTR");
+    assert_eq!(errno(v.s.removexattr(f, b"user.none").await), "ENOATTR");
+    assert_eq!(errno(v.s.link(&ctx, d, ROOT_INODE, b"dl").await), "EPERM");
+    assert_eq!(errno(v.s.link(&ctx, f, d, b"f").await), "EEXIST");
+    let user = Ctx {
+        uid: 1000,
+        gids: vec![1000],
+        pid: 7,
+    };
+    let (ro, _) = v.s.mkdir(&ctx, ROOT_INODE, b"ro", 0o755, 0).await.unwrap();
+    assert_eq!(errno(v.s.create(&user, ro, b"x", 0o644, 0).await), "EACCES");
+    v.finish().await;
+}
+
+async fn renames_replace_and_move(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (a, _) = v.s.mkdir(&ctx, ROOT_INODE, b"a", 0o755, 0).await.unwrap();
+    let (b, _) = v.s.mkdir(&ctx, ROOT_INODE, b"b", 0o755, 0).await.unwrap();
+    let (f, _) = v.s.create(&ctx, a, b"f", 0o644, 0).await.unwrap();
+    // Same directory, target absent.
+    let (ino, _) = v.s.rename(&ctx, a, b"f", a, b"g", 0).await.unwrap();
+    assert_eq!(ino, f);
+    assert_eq!(errno(v.s.lookup(&ctx, a, b"f").await), "ENOENT");
+    assert_eq!(v.s.lookup(&ctx, a, b"g").await.unwrap().0, f);
+    // Across directories, replacing a file (freed later).
+    let (t, _) = v.s.create(&ctx, b, b"t", 0o644, 0).await.unwrap();
+    v.s.rename(&ctx, a, b"g", b, b"t", 0).await.unwrap();
+    assert_eq!(v.s.lookup(&ctx, b, b"t").await.unwrap().0, f);
+    assert_eq!(v.s.getattr(f).await.unwrap().parent, b);
+    assert_eq!(errno(v.s.getattr(t).await), "ENOENT");
+    // A directory moves with its nlink accounting.
+    let (sub, _) = v.s.mkdir(&ctx, a, b"sub", 0o755, 0).await.unwrap();
+    assert_eq!(v.s.getattr(a).await.unwrap().nlink, 3);
+    v.s.rename(&ctx, a, b"sub", b, b"sub", 0).await.unwrap();
+    assert_eq!(v.s.getattr(a).await.unwrap().nlink, 2);
+    assert_eq!(v.s.getattr(b).await.unwrap().nlink, 3);
+    assert_eq!(v.s.getattr(sub).await.unwrap().parent, b);
+    // Errors.
+    v.s.create(&ctx, b, b"u", 0o644, 0).await.unwrap();
+    assert_eq!(errno(v.s.rename(&ctx, b, b"t", b, b"u", 1).await), "EEXIST");
+    assert_eq!(
+        errno(v.s.rename(&ctx, b, b"t", b, b"sub", 0).await),
+        "EISDIR"
+    );
+    assert_eq!(
+        errno(v.s.rename(&ctx, b, b"sub", b, b"u", 0).await),
+        "ENOTDIR"
+    );
+    assert_eq!(
+        errno(v.s.rename(&ctx, b, b"nope", b, b"x", 0).await),
+        "ENOENT"
+    );
+    v.s.create(&ctx, sub, b"inside", 0o644, 0).await.unwrap();
+    v.s.mkdir(&ctx, b, b"full", 0o755, 0).await.unwrap();
+    assert_eq!(
+        errno(v.s.rename(&ctx, b, b"full", b, b"sub", 0).await),
+        "ENOTEMPTY"
+    );
+    v.finish().await;
+}
+
+async fn links_symlinks_xattrs(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let (f, _) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    let a = v.s.link(&ctx, f, d, b"l1").await.unwrap();
+    assert_eq!((a.nlink, a.parent), (2, 0));
+    v.s.link(&ctx, f, ROOT_INODE, b"l2").await.unwrap();
+    assert_eq!(v.s.getattr(f).await.unwrap().nlink, 3);
+    assert_eq!(v.s.lookup(&ctx, ROOT_INODE, b"l2").await.unwrap().0, f);
+    v.s.unlink(&ctx, d, b"f").await.unwrap();
+    assert_eq!(v.s.getattr(f).await.unwrap().nlink, 2);
+    v.s.unlink(&ctx, d, b"l1").await.unwrap();
+    v.s.unlink(&ctx, ROOT_INODE, b"l2").await.unwrap();
+    assert_eq!(errno(v.s.getattr(f).await), "ENOENT");
+
+    let (s, sattr) = v.s.symlink(&ctx, d, b"s", b"/some/where").await.unwrap();
+    assert_eq!((sattr.typ, sattr.length), (FileType::Symlink, 11));
+    assert_eq!(v.s.readlink(s).await.unwrap(), b"/some/where");
+    assert_eq!(errno(v.s.symlink(&ctx, d, b"s", b"x").await), "EEXIST");
+
+    let (x, _) = v.s.create(&ctx, d, b"x", 0o644, 0).await.unwrap();
+    v.s.setxattr(x, b"user.a", b"1", XattrFlags::Any)
+        .await
+        .unwrap();
+    v.s.setxattr(x, b"user.a", b"1", XattrFlags::Any)
+        .await
+        .unwrap();
+    v.s.setxattr(x, b"user.b", b"2", XattrFlags::Create)
+        .await
+        .unwrap();
+    assert_eq!(
+        errno(v.s.setxattr(x, b"user.b", b"3", XattrFlags::Create).await),
+        "EEXIST"
+    );
+    assert_eq!(
+        errno(v.s.setxattr(x, b"user.c", b"3", XattrFlags::Replace).await),
+        "ENOATTR"
+    );
+    v.s.setxattr(x, b"user.b", b"22", XattrFlags::Replace)
+        .await
+        .unwrap();
+    assert_eq!(v.s.getxattr(x, b"user.b").await.unwrap(), b"22");
+    let mut l = v.s.listxattr(x).await.unwrap();
+    l.sort();
+    assert_eq!(l, vec![b"user.a".to_vec(), b"user.b".to_vec()]);
+    v.s.removexattr(x, b"user.a").await.unwrap();
+    assert_eq!(v.s.listxattr(x).await.unwrap(), vec![b"user.b".to_vec()]);
+    v.finish().await;
+}
+
+async fn write_then_read(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (f, _) =
+        v.s.create(&ctx, ROOT_INODE, b"data", 0o644, 0)
+            .await
+            .unwrap();
+    assert!(v.s.read(f, 0).await.unwrap().is_empty());
+    let mut written = Vec::new();
+    for j in 0..3u32 {
+        let id = v.s.new_slice().await.unwrap();
+        let s = Slice {
+            pos: j * 1024,
+            id,
+            size: 1024,
+            off: 0,
+            len: 1024,
+        };
+        v.s.write(f, 0, s, Timestamp::now()).await.unwrap();
+        written.push(s);
+    }
+    assert_eq!(v.s.read(f, 0).await.unwrap(), written);
+    assert_eq!(v.s.getattr(f).await.unwrap().length, 3072);
+    // Second chunk.
+    let id = v.s.new_slice().await.unwrap();
+    let s = Slice {
+        pos: 0,
+        id,
+        size: 10,
+        off: 0,
+        len: 10,
+    };
+    v.s.write(f, 1, s, Timestamp::now()).await.unwrap();
+    assert_eq!(v.s.getattr(f).await.unwrap().length, (64 << 20) + 10);
+    assert_eq!(v.s.read(f, 1).await.unwrap(), vec![s]);
+    let ids: Vec<u64> = written.iter().map(|s| s.id).chain([id]).collect();
+    let mut sorted = ids.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 4, "slice ids are unique: {ids:?}");
+    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    assert_eq!(errno(v.s.write(d, 0, s, Timestamp::now()).await), "EPERM");
+    // Unlink, then the background frees the data.
+    v.s.unlink(&ctx, ROOT_INODE, b"data").await.unwrap();
+    v.s.flush().await.unwrap();
+    assert_eq!(errno(v.s.getattr(f).await), "ENOENT");
+    v.finish().await;
+}
+
+async fn setattr_and_access(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (f, _) = v.s.create(&ctx, ROOT_INODE, b"f", 0o644, 0).await.unwrap();
+    let a =
+        v.s.setattr(
+            &ctx,
+            f,
+            &SetAttr {
+                mode: Some(0o600),
+                uid: Some(1000),
+                gid: Some(1000),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((a.mode, a.uid, a.gid), (0o600, 1000, 1000));
+    assert_eq!(v.s.getattr(f).await.unwrap().mode, 0o600);
+    let other = Ctx {
+        uid: 2000,
+        gids: vec![2000],
+        pid: 1,
+    };
+    assert_eq!(errno(v.s.access(&other, f, 4).await), "EACCES");
+    let owner = Ctx {
+        uid: 1000,
+        gids: vec![1000],
+        pid: 1,
+    };
+    v.s.access(&owner, f, 4 | 2).await.unwrap();
+    v.finish().await;
+}
+
+/// Two sessions create entries in one directory at once: every entry is there, the
+/// directory's nlink is right, and optimistic engines count their retries.
+async fn racing_creates_in_one_directory(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (d, _) =
+        v.s.mkdir(&ctx, ROOT_INODE, b"race", 0o755, 0)
+            .await
+            .unwrap();
+    const N: usize = 60;
+    let mut tasks = Vec::new();
+    for c in 0..2 {
+        let mut s = v.session().await;
+        let ctx = ctx.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..N {
+                let name = format!("c{c}-{i}");
+                if i % 2 == 0 {
+                    s.mkdir(&ctx, d, name.as_bytes(), 0o755, 0).await.unwrap();
+                } else {
+                    s.create(&ctx, d, name.as_bytes(), 0o644, 0).await.unwrap();
+                }
+            }
+            s.flush().await.unwrap();
+            s.stats()
+        }));
+    }
+    let mut retries = 0;
+    for t in tasks {
+        retries += t.await.unwrap().retries;
+    }
+    let entries = v.s.readdir(&ctx, d, true).await.unwrap();
+    assert_eq!(entries.len(), 2 * N + 2, "no entry lost");
+    let dirs = entries
+        .iter()
+        .filter(|e| e.name != b"." && e.name != b".." && e.attr.typ == FileType::Directory)
+        .count();
+    assert_eq!(dirs, N);
+    assert_eq!(v.s.getattr(d).await.unwrap().nlink as usize, 2 + N);
+    for e in entries.iter().filter(|e| e.name != b"." && e.name != b"..") {
+        let (ino, _): (Ino, _) = v.s.lookup(&ctx, d, &e.name).await.unwrap();
+        assert_eq!(ino, e.inode);
+    }
+    eprintln!("{on:?}: {retries} retries in {} creates", 2 * N);
+    if v.optimistic() && on == On::Etcd {
+        assert!(
+            retries > 0,
+            "two etcd clients racing on one directory conflict"
+        );
+    }
+    v.finish().await;
+}
