@@ -82,7 +82,11 @@ fn round_trips_per_operation_match_the_committed_baselines() {
             failed.push(format!("{}: {}", kind.name(), text(&o)));
         }
     }
-    assert!(failed.is_empty(), "round-trip gate failed:\n{}", failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "round-trip gate failed:\n{}",
+        failed.join("\n")
+    );
 }
 
 #[test]
