@@ -73,17 +73,17 @@ fn rand_u32() -> u32 {
     t.subsec_nanos() ^ (t.as_secs() as u32).rotate_left(7)
 }
 
-/// A fresh formatted volume on `on`, or `None` when etcd is not configured.
+/// A fresh formatted volume on `on` (always `Some`; the option keeps the bodies' `let … else`).
 async fn volume(on: On) -> Option<Vol> {
     let (url, db) = match on {
         On::Memkv => (format!("memkv://{}", unique("conf")), None),
         On::Etcd => {
             let base = match std::env::var("METABENCH_ETCD_URL") {
                 Ok(u) if !u.is_empty() => u,
-                _ => {
-                    eprintln!("METABENCH_ETCD_URL is not set (run scripts/test.sh): skipped");
-                    return None;
-                }
+                _ => panic!(
+                    "METABENCH_ETCD_URL is not set: run the tests with `scripts/test.sh` \
+                     (it starts the test engines), or `source scripts/engines.sh start` first"
+                ),
             };
             (
                 format!("{}/{}", base.trim_end_matches('/'), unique("conf")),

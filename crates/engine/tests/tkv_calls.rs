@@ -1,0 +1,396 @@
+//! KV calls per operation on the TKV engines, against reference §5.4 (the call sequence)
+//! and §5.5 (the TKV column: sequential reads plus a commit when something was written;
+//! etcd `gets` split per 128 keys). A wrapper around the KV trait records every call the
+//! backend receives, so the sequences are what reaches the store, and the session's own
+//! `round_trips` must agree with it. Runs on memkv and on etcd (`METABENCH_ETCD_URL`, set by `scripts/engines.sh`).
+
+use async_trait::async_trait;
+use metabench_engine::tkv::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
+use metabench_engine::tkv::mem::MemKv;
+use metabench_engine::tkv::TkvEngine;
+use metabench_engine::{
+    Ctx, Engine, EngineKind, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+};
+use metabench_schema::tkv::TkvKeys;
+use metabench_schema::{FileType, Format, Slice, Timestamp, ROOT_INODE};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Records each call (`get`, `gets:N`, `scan`, `exist`, `commit`) and can make the next
+/// commit fail with a conflict.
+struct Recorder {
+    inner: Arc<dyn KvBackend>,
+    log: Mutex<Vec<String>>,
+    fail_next_commit: AtomicBool,
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+    fn push(&self, s: String) {
+        self.log.lock().unwrap().push(s);
+    }
+}
+
+#[async_trait]
+impl KvBackend for Recorder {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn batch_limit(&self) -> usize {
+        self.inner.batch_limit()
+    }
+    fn commit_every(&self) -> Option<usize> {
+        self.inner.commit_every()
+    }
+    async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
+        self.push("get".into());
+        self.inner.get(key).await
+    }
+    async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+        self.push(format!("gets:{}", keys.len()));
+        self.inner.batch_get(keys).await
+    }
+    async fn scan(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        self.push("scan".into());
+        self.inner.scan(begin, end, limit, keys_only).await
+    }
+    async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
+        self.push("exist".into());
+        self.inner.exist(prefix).await
+    }
+    async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
+        self.push("commit".into());
+        if self.fail_next_commit.swap(false, Ordering::SeqCst) {
+            return Err(KvError::Conflict("injected".into()));
+        }
+        self.inner.commit(observed, writes).await
+    }
+    async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
+        self.inner.delete_prefix(prefix).await
+    }
+    async fn server_info(&self) -> KvResult<metabench_engine::ServerInfo> {
+        self.inner.server_info().await
+    }
+}
+
+fn unique() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "calls_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        Timestamp::now().nsec
+    )
+}
+
+struct Fx {
+    rec: Arc<Recorder>,
+    engine: TkvEngine,
+    uuid: String,
+}
+
+async fn fixture(etcd: bool) -> Option<Fx> {
+    let (url, inner, keys): (MetaUrl, Arc<dyn KvBackend>, TkvKeys) = if etcd {
+        let base = match std::env::var("METABENCH_ETCD_URL") {
+            Ok(u) if !u.is_empty() => u,
+            _ => panic!("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh"),
+        };
+        let url = MetaUrl::parse(&format!("{base}/{}", unique())).unwrap();
+        let (kv, prefix) = metabench_engine::tkv::etcd::EtcdKv::connect(&url)
+            .await
+            .unwrap();
+        (url, Arc::new(kv), TkvKeys::new(prefix))
+    } else {
+        let name = unique();
+        let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
+        (url, Arc::new(MemKv::named(&name)), TkvKeys::default())
+    };
+    let rec = Arc::new(Recorder {
+        inner,
+        log: Mutex::new(Vec::new()),
+        fail_next_commit: AtomicBool::new(false),
+    });
+    let kind = if etcd {
+        EngineKind::Etcd
+    } else {
+        EngineKind::Memkv
+    };
+    let engine = TkvEngine::with_backend(url, kind, rec.clone(), keys);
+    let uuid = uuid::Uuid::new_v4().to_string();
+    engine
+        .format(&Format::new("calls", &uuid, "/tmp/metabench-unused/", 0))
+        .await
+        .unwrap();
+    Some(Fx { rec, engine, uuid })
+}
+
+/// Runs `$call` on `$s`, then checks the calls the store received and the session's count.
+macro_rules! expect {
+    ($fx:expr, $s:expr, $op:literal, $call:expr, [$($c:literal),*]) => {{
+        $fx.rec.take();
+        let before = $s.stats();
+        let r = $call;
+        let got = $fx.rec.take();
+        let want: Vec<String> = vec![$($c.to_string()),*];
+        assert_eq!(got, want, "{} KV calls", $op);
+        assert_eq!(
+            $s.stats().since(&before).round_trips,
+            want.len() as u64,
+            "{} round_trips",
+            $op
+        );
+        eprintln!("{:<14} {:>2} calls  {:?}", $op, want.len(), got);
+        r
+    }};
+}
+
+async fn per_operation(etcd: bool) {
+    let Some(fx) = fixture(etcd).await else {
+        return;
+    };
+    let mut s: Box<dyn Meta> = fx.engine.session(&SessionOptions::default()).await.unwrap();
+    let ctx = Ctx::root();
+    // prepareParent, and a first create that fetches the inode batch (untimed in Go).
+    let (p, _) = s.mkdir(&ctx, ROOT_INODE, b"bench", 0o755, 0).await.unwrap();
+    s.create(&ctx, p, b"warm", 0o644, 0).await.unwrap();
+
+    expect!(
+        fx,
+        s,
+        "mkdir",
+        s.mkdir(&ctx, p, b"d0", 0o755, 0).await.unwrap(),
+        ["gets:2", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "mvdir",
+        s.rename(&ctx, p, b"d0", p, b"d1", 0).await.unwrap(),
+        ["get", "gets:4", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "rmdir",
+        s.rmdir(&ctx, p, b"d1").await.unwrap(),
+        ["get", "gets:3", "exist", "scan", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "mknod",
+        s.mknod(&ctx, p, b"n0", FileType::File, 0o644, 0o022, 0)
+            .await
+            .unwrap(),
+        ["gets:2", "commit"]
+    );
+    let (f, _) = expect!(
+        fx,
+        s,
+        "create",
+        s.create(&ctx, p, b"f0", 0o644, 0o022).await.unwrap(),
+        ["gets:2", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "rename",
+        s.rename(&ctx, p, b"f0", p, b"f1", 0).await.unwrap(),
+        ["get", "gets:4", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "lookup",
+        s.lookup(&ctx, p, b"f1").await.unwrap(),
+        ["get", "get"]
+    );
+    expect!(fx, s, "getattr", s.getattr(f).await.unwrap(), ["get"]);
+    let user = Ctx {
+        uid: 1,
+        gids: vec![1],
+        pid: 100,
+    };
+    expect!(
+        fx,
+        s,
+        "access",
+        s.access(&user, f, 4).await.unwrap(),
+        ["get"]
+    );
+    let set = SetAttr {
+        mode: Some(0o645),
+        ..Default::default()
+    };
+    expect!(
+        fx,
+        s,
+        "setattr",
+        s.setattr(&ctx, f, &set).await.unwrap(),
+        ["get", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "setxattr",
+        s.setxattr(f, b"key", b"value1", XattrFlags::Any)
+            .await
+            .unwrap(),
+        ["get", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "setxattr same",
+        s.setxattr(f, b"key", b"value1", XattrFlags::Any)
+            .await
+            .unwrap(),
+        ["get"]
+    );
+    expect!(
+        fx,
+        s,
+        "getxattr",
+        s.getxattr(f, b"key").await.unwrap(),
+        ["get"]
+    );
+    expect!(
+        fx,
+        s,
+        "listxattr",
+        s.listxattr(f).await.unwrap(),
+        ["scan", "get"]
+    );
+    expect!(
+        fx,
+        s,
+        "removexattr",
+        s.removexattr(f, b"key").await.unwrap(),
+        ["get", "commit"]
+    );
+    // First link: incrBy of the old parent's counter, then of the new one (same key here,
+    // served from the buffer); later links: one counter get.
+    expect!(
+        fx,
+        s,
+        "link first",
+        s.link(&ctx, f, p, b"l0").await.unwrap(),
+        ["get", "gets:3", "get", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "link",
+        s.link(&ctx, f, p, b"l1").await.unwrap(),
+        ["get", "gets:3", "get", "commit"]
+    );
+    let (sl, _) = expect!(
+        fx,
+        s,
+        "symlink",
+        s.symlink(&ctx, p, b"s0", b"/benchSymlink/source")
+            .await
+            .unwrap(),
+        ["gets:2", "commit"]
+    );
+    expect!(fx, s, "readlink", s.readlink(sl).await.unwrap(), ["get"]);
+    expect!(
+        fx,
+        s,
+        "unlink",
+        s.unlink(&ctx, p, b"n0").await.unwrap(),
+        ["get", "gets:2", "scan", "commit"]
+    );
+    let id = expect!(
+        fx,
+        s,
+        "newchunk first",
+        s.new_slice().await.unwrap(),
+        ["get", "commit"]
+    );
+    expect!(fx, s, "newchunk", s.new_slice().await.unwrap(), []);
+    let (w, _) = s.create(&ctx, p, b"w", 0o644, 0).await.unwrap();
+    let sl1 = Slice {
+        pos: 0,
+        id,
+        size: 1024,
+        off: 0,
+        len: 1024,
+    };
+    expect!(
+        fx,
+        s,
+        "write",
+        s.write(w, 0, sl1, Timestamp::now()).await.unwrap(),
+        ["gets:2", "commit"]
+    );
+    expect!(fx, s, "read", s.read(w, 0).await.unwrap(), ["get"]);
+    // readdir_10 and readdir_1k (plus): GetAttr, scan, gets (etcd: 128 keys per Txn).
+    let (r10, _) = s.mkdir(&ctx, ROOT_INODE, b"r10", 0o755, 0).await.unwrap();
+    for i in 0..10 {
+        s.create(&ctx, r10, format!("f{i}").as_bytes(), 0o644, 0)
+            .await
+            .unwrap();
+    }
+    expect!(
+        fx,
+        s,
+        "readdir_10",
+        s.readdir(&ctx, r10, true).await.unwrap(),
+        ["get", "scan", "gets:12"]
+    );
+    let (rk, _) = s.mkdir(&ctx, ROOT_INODE, b"r1k", 0o755, 0).await.unwrap();
+    for i in 0..1000 {
+        s.create(&ctx, rk, format!("f{i}").as_bytes(), 0o644, 0)
+            .await
+            .unwrap();
+    }
+    fx.rec.take();
+    let before = s.stats();
+    assert_eq!(s.readdir(&ctx, rk, true).await.unwrap().len(), 1002);
+    let got = fx.rec.take();
+    let want: Vec<String> = if etcd {
+        let mut v = vec!["get".to_owned(), "scan".to_owned()];
+        v.extend((0..7).map(|_| "gets:128".to_owned()));
+        v.push("gets:106".to_owned());
+        v
+    } else {
+        vec!["get".into(), "scan".into(), "gets:1002".into()]
+    };
+    assert_eq!(got, want, "readdir_1k");
+    assert_eq!(s.stats().since(&before).round_trips, want.len() as u64);
+    eprintln!("readdir_1k     {:>2} calls", want.len());
+
+    // A conflicting commit is retried: the whole transaction runs again, one retry counted.
+    fx.rec.fail_next_commit.store(true, Ordering::SeqCst);
+    let before = s.stats();
+    expect!(
+        fx,
+        s,
+        "mkdir conflict",
+        s.mkdir(&ctx, p, b"dc", 0o755, 0).await.unwrap(),
+        ["gets:2", "commit", "gets:2", "commit"]
+    );
+    assert_eq!(s.stats().since(&before).retries, 1);
+    assert!(s.lookup(&ctx, p, b"dc").await.is_ok());
+    s.flush().await.unwrap();
+    fx.engine.destroy(&fx.uuid).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memkv_calls_per_operation() {
+    per_operation(false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_calls_per_operation() {
+    per_operation(true).await
+}
