@@ -6,6 +6,7 @@ mod args;
 mod cmd_compare;
 mod cmd_format;
 mod cmd_info;
+mod cmd_matrix;
 mod cmd_ops;
 mod cmd_report;
 mod cmd_sweep;
@@ -54,6 +55,10 @@ enum Command {
     /// Cross-engine report of results files: the JuiceFS docs' comparison table, sweep
     /// tables per operation, SVG plots; as a table, Markdown, CSV or HTML.
     Report(cmd_report::ReportArgs),
+    /// Run the same ops or sweep plan on every engine of a set of configs (e.g.
+    /// configs/engines/*.toml) and print their cross-engine report; unreachable engines
+    /// are listed, and the exit code is 0 when at least one engine ran.
+    Matrix(cmd_matrix::MatrixArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -105,6 +110,7 @@ pub fn main() -> i32 {
             Command::Compare(args) => cmd_compare::run_compare(args),
             Command::Gate(args) => cmd_compare::run_gate(args),
             Command::Report(args) => cmd_report::run(args),
+            Command::Matrix(args) => cmd_matrix::run(args),
         }
     });
     match outcome {

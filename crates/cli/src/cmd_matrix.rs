@@ -1,0 +1,187 @@
+//! `metabench matrix`: the same plan on every engine of a set of configs, then the
+//! cross-engine report of those that could be reached.
+
+use crate::cmd_report::{label_runs, write_report};
+use crate::error::{input, CliError};
+use crate::EXIT_INTERRUPTED;
+use metabench_report::cross::{Format, Unreachable};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Arguments of `metabench matrix`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Each CONFIG is a TOML file with `name` and `meta` (a JuiceFS meta URL), such as the \
+setups of the JuiceFS docs' comparison in configs/engines/. The plan after `--` is an \
+`ops` or `sweep` command line without --meta and --json (default: `ops`), e.g.\n\n  \
+metabench matrix configs/engines/*.toml --plot plots -- sweep --conc 1..64 --duration 3s\n\n\
+Engines that cannot be reached (or that this metabench cannot drive) are listed in the \
+output and the report, not dropped. Exit code: 0 when at least one engine ran, 1 when \
+none did, 130 after Ctrl-C.")]
+pub struct MatrixArgs {
+    /// Engine configs (TOML with `name` and `meta`).
+    #[arg(value_name = "CONFIG", required = true)]
+    configs: Vec<PathBuf>,
+
+    /// Directory for each engine's results file (NAME.json); created if needed.
+    #[arg(long, value_name = "DIR", default_value = "matrix-results")]
+    out: PathBuf,
+
+    /// Report format: table, markdown, csv or html.
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    format: Format,
+
+    /// Also write the SVG plots of sweeps into this directory.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// The plan run on every engine: `ops …` or `sweep …` (after `--`).
+    #[arg(last = true, value_name = "PLAN")]
+    plan: Vec<String>,
+}
+
+/// One engine setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Name in the report.
+    pub name: String,
+    /// JuiceFS meta URL.
+    pub meta: String,
+}
+
+/// Reads an engine config.
+pub fn read_config(path: &Path) -> Result<EngineConfig, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| input(format!("{}: not TOML: {e}", path.display())))?;
+    let get = |k: &str| -> Result<Option<String>, CliError> {
+        match table.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(input(format!("{}: '{k}' must be a string", path.display()))),
+        }
+    };
+    for k in table.keys() {
+        if k != "name" && k != "meta" {
+            return Err(input(format!(
+                "{}: unknown key '{k}' (expected name and meta)",
+                path.display()
+            )));
+        }
+    }
+    let meta = get("meta")?.ok_or_else(|| input(format!("{}: no 'meta' URL", path.display())))?;
+    let name = match get("name")? {
+        Some(n) => n,
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "engine".into()),
+    };
+    if name.is_empty() || name.contains(['/', '\\']) {
+        return Err(input(format!("{}: bad name '{name}'", path.display())));
+    }
+    Ok(EngineConfig { name, meta })
+}
+
+/// Runs `metabench matrix`.
+pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
+    let plan = if args.plan.is_empty() {
+        vec!["ops".to_owned()]
+    } else {
+        args.plan.clone()
+    };
+    if plan[0] != "ops" && plan[0] != "sweep" {
+        return Err(input(format!(
+            "the plan after -- must start with ops or sweep, not '{}'",
+            plan[0]
+        )));
+    }
+    if let Some(bad) = plan
+        .iter()
+        .find(|a| ["--meta", "--json", "--existing"].contains(&a.split('=').next().unwrap_or("")))
+    {
+        return Err(input(format!(
+            "the plan sets {bad}; matrix sets it for each engine"
+        )));
+    }
+    let mut configs = Vec::new();
+    for path in &args.configs {
+        let c = read_config(path)?;
+        if configs.iter().any(|x: &EngineConfig| x.name == c.name) {
+            return Err(input(format!("two configs are named '{}'", c.name)));
+        }
+        configs.push(c);
+    }
+    if let Some(p) = &args.output {
+        crate::args::check_output_path(p)?;
+    }
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::Io(format!("cannot create {}: {e}", args.out.display())))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Io(format!("cannot find the metabench binary: {e}")))?;
+
+    let mut files = Vec::new();
+    let mut unreachable = Vec::new();
+    for c in &configs {
+        let json = args.out.join(format!("{}.json", c.name));
+        eprintln!("== {}: metabench {}", c.name, plan.join(" "));
+        let out = Command::new(&exe)
+            .args(&plan)
+            .arg("--meta")
+            .arg(&c.meta)
+            .arg("--json")
+            .arg(&json)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| CliError::Io(format!("cannot run {}: {e}", exe.display())))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                eprintln!("   {}: done", c.name);
+                files.push(json);
+            }
+            Some(EXIT_INTERRUPTED) => {
+                eprintln!("metabench: matrix interrupted at {}", c.name);
+                return Ok(EXIT_INTERRUPTED);
+            }
+            _ => {
+                let reason = err
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("failed without a message")
+                    .trim_start_matches("metabench: error: ")
+                    .to_owned();
+                eprintln!("   {}: not measured: {reason}", c.name);
+                unreachable.push(Unreachable {
+                    label: c.name.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+    if files.is_empty() {
+        eprintln!("metabench: error: no engine could be measured");
+        for u in &unreachable {
+            eprintln!("  {}: {}", u.label, u.reason);
+        }
+        return Ok(1);
+    }
+    let runs = label_runs(&files)?;
+    write_report(
+        &runs,
+        &unreachable,
+        args.format,
+        args.plot.as_deref(),
+        args.output.as_deref(),
+    )?;
+    Ok(0)
+}

@@ -1,0 +1,133 @@
+//! `metabench matrix`: the same plan on several engine configs, with unreachable engines
+//! listed rather than dropped, and the shipped configs/engines/*.toml readable.
+
+use metabench_testkit::{fresh_database, Kind};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn metabench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_metabench"))
+        .args(args)
+        .env_remove("METABENCH_META")
+        .env_remove("META_PASSWORD")
+        .env_remove("REDIS_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("metabench runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn config(dir: &Path, name: &str, meta: &str) -> String {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, format!("name = \"{name}\"\nmeta = \"{meta}\"\n")).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn matrix_runs_reachable_engines_and_lists_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let redis = fresh_database(Kind::Redis);
+    let sqlite = fresh_database(Kind::Sqlite);
+    let configs = [
+        config(d, "sqlite", sqlite.url()),
+        config(d, "redis", redis.url()),
+        config(d, "nowhere", "redis://127.0.0.1:1/1"),
+    ];
+    let out = d.join("results");
+    let mut args = vec!["matrix"];
+    args.extend(configs.iter().map(String::as_str));
+    args.extend([
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "markdown",
+        "--",
+        "ops",
+        "--iterations",
+        "5",
+        "--ops",
+        "mkdir,getattr",
+    ]);
+    let o = metabench(&args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let header = t
+        .lines()
+        .find(|l| l.starts_with("| µs/op"))
+        .expect("ops table");
+    assert!(
+        header.contains(" sqlite |") && header.contains(" redis |"),
+        "{t}"
+    );
+    assert!(t.contains("(×"), "{t}");
+    assert!(t.contains("- nowhere: "), "{t}");
+    assert!(t.contains("nowhere: not measured"), "{t}");
+    assert!(out.join("sqlite.json").is_file() && out.join("redis.json").is_file());
+    assert!(!out.join("nowhere.json").exists());
+
+    // Nothing reachable: exit 1, each engine with its reason.
+    let o = metabench(&[
+        "matrix",
+        &configs[2],
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "ops",
+        "--iterations",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("no engine could be measured"),
+        "{}",
+        text(&o)
+    );
+
+    // The plan may not set what matrix sets.
+    let o = metabench(&["matrix", &configs[0], "--", "ops", "--meta", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn shipped_engine_configs_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/engines");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let value = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&format!("{key} = \"")))
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or_else(|| panic!("{}: no {key}", p.display()))
+                    .to_owned()
+            };
+            assert!(value("meta").contains("://"), "{}", p.display());
+            value("name")
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "etcd",
+            "fdb",
+            "mysql",
+            "postgres",
+            "redis-always",
+            "redis-everysec",
+            "sqlite",
+            "tikv"
+        ]
+    );
+}
