@@ -1,0 +1,138 @@
+//! Volume handling on the TKV engines: probe (empty / volume / foreign keys under the
+//! prefix), format refusing a non-empty prefix, format writing the keys `juicefs format`
+//! writes (etcd, compared with juicefs 1.4.2 on another prefix), and destroy removing its
+//! own prefix only.
+
+use metabench_engine::tkv::TkvEngine;
+use metabench_engine::{Engine, MetaUrl, VolumeState};
+use metabench_schema::tkv::{parse_counter, TkvKeys};
+use metabench_schema::{Attr, Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_testkit::{juicefs_format, temp_dir};
+use std::collections::BTreeMap;
+
+fn etcd_base() -> String {
+    std::env::var("METABENCH_ETCD_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .expect("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh")
+}
+
+fn unique(tag: &str) -> String {
+    format!("{tag}_{}_{}", std::process::id(), Timestamp::now().nsec)
+}
+
+async fn open(url: &str) -> TkvEngine {
+    TkvEngine::open(&MetaUrl::parse(url).unwrap())
+        .await
+        .unwrap()
+}
+
+/// Every key under the engine's prefix (prefix stripped) with its value.
+async fn keys_of(e: &TkvEngine) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let p = e.keys().prefix().to_vec();
+    let end = if p.is_empty() {
+        Vec::new()
+    } else {
+        TkvKeys::prefix_end(&p)
+    };
+    e.backend()
+        .scan(&p, &end, 0, false)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, v, _)| (k[p.len()..].to_vec(), v))
+        .collect()
+}
+
+async fn probe_format_destroy(base: &str) {
+    let a = open(&format!("{base}/{}", unique("a"))).await;
+    let b = open(&format!("{base}/{}", unique("b"))).await;
+    assert_eq!(a.probe().await.unwrap(), VolumeState::Empty);
+    let fa = Format::new("va", &uuid::Uuid::new_v4().to_string(), "/tmp/x/", 1);
+    let fb = Format::new("vb", &uuid::Uuid::new_v4().to_string(), "/tmp/x/", 0);
+    a.format(&fa).await.unwrap();
+    b.format(&fb).await.unwrap();
+    match a.probe().await.unwrap() {
+        VolumeState::Volume(f) => {
+            assert_eq!((f.name.as_str(), f.uuid.as_str()), ("va", fa.uuid.as_str()))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        a.format(&fa).await.is_err(),
+        "format refuses a non-empty prefix"
+    );
+    // The wrong UUID is refused; the right one removes this prefix and nothing else.
+    assert!(a.destroy(&fb.uuid).await.is_err());
+    a.destroy(&fa.uuid).await.unwrap();
+    assert_eq!(a.probe().await.unwrap(), VolumeState::Empty);
+    assert!(matches!(b.probe().await.unwrap(), VolumeState::Volume(_)));
+    // Keys that are not a volume are foreign and never formatted over.
+    let mut tx = metabench_engine::tkv::kv::Txn::new(a.backend().clone(), Default::default());
+    tx.set(&TkvKeys::new(a.keys().prefix().to_vec()).counter("x"), b"1")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(matches!(a.probe().await.unwrap(), VolumeState::Foreign(_)));
+    assert!(a.format(&fa).await.is_err());
+    a.backend().delete_prefix(a.keys().prefix()).await.unwrap();
+    b.destroy(&fb.uuid).await.unwrap();
+}
+
+#[tokio::test]
+async fn memkv_probe_format_destroy() {
+    probe_format_destroy("memkv:/").await
+}
+
+#[tokio::test]
+async fn etcd_probe_format_destroy() {
+    probe_format_destroy(&etcd_base()).await
+}
+
+/// `metabench format` writes the keys `juicefs format` writes, with the same values
+/// (times aside): setting, root, trash, `CnextInode` = 2, `CnextChunk` = 1 (int64 LE).
+#[tokio::test]
+async fn etcd_format_matches_juicefs() {
+    let base = etcd_base();
+    let bucket = temp_dir();
+    let theirs_url = format!("{base}/{}", unique("jfs"));
+    juicefs_format(&theirs_url, "same", bucket.path());
+    let theirs = open(&theirs_url).await;
+    let VolumeState::Volume(format) = theirs.probe().await.unwrap() else {
+        panic!("juicefs format left no volume");
+    };
+    let ours = open(&format!("{base}/{}", unique("mb"))).await;
+    ours.format(&format).await.unwrap();
+    let (t, o) = (keys_of(&theirs).await, keys_of(&ours).await);
+    assert_eq!(
+        t.keys().collect::<Vec<_>>(),
+        o.keys().collect::<Vec<_>>(),
+        "same keys"
+    );
+    let k = TkvKeys::default();
+    for c in ["nextInode", "nextChunk"] {
+        assert_eq!(o[&k.counter(c)], t[&k.counter(c)], "{c}");
+    }
+    assert_eq!(parse_counter(Some(&o[&k.counter("nextInode")])), 2);
+    assert_eq!(parse_counter(Some(&o[&k.counter("nextChunk")])), 1);
+    for ino in [ROOT_INODE, TRASH_INODE] {
+        let (mut a, mut b) = (
+            Attr::decode(&t[&k.inode(ino)]).unwrap(),
+            Attr::decode(&o[&k.inode(ino)]).unwrap(),
+        );
+        for x in [&mut a, &mut b] {
+            x.atime = Timestamp::default();
+            x.mtime = Timestamp::default();
+            x.ctime = Timestamp::default();
+        }
+        assert_eq!(a, b, "inode {ino}");
+        assert_eq!(t[&k.inode(ino)].len(), o[&k.inode(ino)].len());
+    }
+    assert_eq!(
+        Format::from_json(&o[&k.setting()]).unwrap(),
+        *format,
+        "setting"
+    );
+    theirs.destroy(&format.uuid).await.unwrap();
+    ours.destroy(&format.uuid).await.unwrap();
+}
