@@ -187,6 +187,7 @@ install_all() {
     command -v protoc >/dev/null || need+=(protobuf-compiler)
     command -v sqlite3 >/dev/null || need+=(sqlite3)
     command -v setpriv >/dev/null || need+=(util-linux)
+    command -v chromium >/dev/null || need+=(chromium)
     if [[ ${#need[@]} -gt 0 ]]; then
         apt_install "${need[@]}"
     fi

@@ -366,7 +366,6 @@ pub fn render_html(
          figure{margin:0 0 1.5em}\n.plots svg{max-width:100%;height:auto;border:1px solid #eee}\n\
          </style></head><body>\n<h1>metabench report</h1>\n",
     );
-    out += "<h2>Runs</h2>\n";
     out += &render_html_table(&context_grid(runs));
     if !unreachable.is_empty() {
         out += "<h2>Unreachable engines (not measured)</h2>\n<ul>\n";

@@ -1,0 +1,115 @@
+//! The HTML report in a real browser: headless Chromium (Debian `chromium`, installed by
+//! scripts/engines.sh) screenshots a report of two synthetic sweeps, and the screenshot
+//! must show the plots — the legend swatches of both engines in their exact colours.
+//! Takes a few seconds; without chromium on PATH the test says so and passes only outside
+//! CI (`CI` set: it fails).
+
+use metabench_report::cross::{render_html, LabeledRun};
+use metabench_report::plot::sweep_plots;
+use metabench_report::{AnyResults, Level, LevelOp, SweepResults};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn sweep(scale: f64) -> AnyResults {
+    AnyResults::Sweep(SweepResults {
+        kind: "sweep".into(),
+        levels: [1u32, 2, 4, 8, 16]
+            .iter()
+            .map(|&c| Level {
+                clients: c,
+                ops: ["mkdir", "getattr"]
+                    .iter()
+                    .map(|op| LevelOp {
+                        op: op.to_string(),
+                        ops_per_s: scale * c as f64 * 1000.0 / (1.0 + 0.2 * c as f64),
+                        p50_us: 100.0 * c as f64 / scale,
+                        p99_us: 400.0 * c as f64 / scale,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// Pixels of exactly this colour in an RGB(A) PNG.
+fn count_colour(png_bytes: &[u8], rgb: (u8, u8, u8)) -> usize {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = match info.color_type {
+        png::ColorType::Rgba => 4,
+        png::ColorType::Rgb => 3,
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    buf[..info.buffer_size()]
+        .chunks(step)
+        .filter(|p| (p[0], p[1], p[2]) == rgb)
+        .count()
+}
+
+#[test]
+fn html_report_screenshot_shows_the_plots() {
+    if Command::new("chromium").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is not installed (scripts/engines.sh install adds it)"
+        );
+        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    let runs = vec![
+        LabeledRun {
+            label: "redis".into(),
+            run: sweep(2.0),
+        },
+        LabeledRun {
+            label: "sqlite".into(),
+            run: sweep(1.0),
+        },
+    ];
+    let plots = sweep_plots(&runs).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    std::fs::write(&html, render_html(&runs, &[], &plots)).unwrap();
+    let shot = dir.path().join("shot.png");
+    let t0 = Instant::now();
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1000,1400")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let bytes = std::fs::read(&shot).unwrap();
+    // The first plot (throughput, 4 series) is on screen: its legend swatches are
+    // solid rectangles in the first colours of the palette.
+    let blue = count_colour(&bytes, (31, 119, 180));
+    let orange = count_colour(&bytes, (255, 127, 14));
+    assert!(blue > 100 && orange > 100, "blue {blue}, orange {orange}");
+    if let Some(keep) = std::env::var_os("METABENCH_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
