@@ -8,6 +8,7 @@ mod cmd_format;
 mod cmd_info;
 mod cmd_matrix;
 mod cmd_ops;
+mod cmd_parity;
 mod cmd_report;
 mod cmd_sweep;
 mod error;
@@ -59,6 +60,9 @@ enum Command {
     /// configs/engines/*.toml) and print their cross-engine report; unreachable engines
     /// are listed, and the exit code is 0 when at least one engine ran.
     Matrix(cmd_matrix::MatrixArgs),
+    /// Mount the real JuiceFS client on the same engine, run mdtest-shaped work, fio and
+    /// `juicefs bench` through it, run the same mdtest phases natively, and compare.
+    Parity(cmd_parity::ParityArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -107,6 +111,7 @@ pub fn main() -> i32 {
             Command::Ops(args) => cmd_ops::run(args).await,
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,
+            Command::Parity(args) => cmd_parity::run(args).await,
             Command::Compare(args) => cmd_compare::run_compare(args),
             Command::Gate(args) => cmd_compare::run_gate(args),
             Command::Report(args) => cmd_report::run(args),

@@ -42,6 +42,8 @@ pub struct Target {
     formatted: Option<String>,
     /// The embedded default's directory, removed on drop.
     _temp: Option<tempfile::TempDir>,
+    /// The meta URL as given (with its password), or the embedded default's.
+    pub meta_url: String,
 }
 
 /// A short unique id for a run: seconds since the epoch and 8 random hex digits.
@@ -57,6 +59,17 @@ impl Target {
     /// Opens (and, for an empty database, formats) the volume. Bad input fails before
     /// anything is written.
     pub async fn open(args: &TargetArgs, run_id: &str) -> Result<Self, CliError> {
+        Self::open_with_bucket(args, run_id, None).await
+    }
+
+    /// [`Target::open`], formatting a fresh volume with this storage and bucket
+    /// (`--storage`, `--bucket`) instead of `file` in the temp directory.
+    pub async fn open_with_bucket(
+        args: &TargetArgs,
+        run_id: &str,
+        bucket: Option<(&str, &str)>,
+    ) -> Result<Self, CliError> {
+        let mut meta_url = args.meta.clone().unwrap_or_default();
         let (url, temp) = match &args.meta {
             Some(s) => (MetaUrl::parse(s)?, None),
             None => {
@@ -67,12 +80,14 @@ impl Target {
                         CliError::Io(format!("cannot create a temporary directory: {e}"))
                     })?;
                 let path = dir.path().join("meta.db");
+                meta_url = format!("sqlite3://{}", path.display());
                 (
                     MetaUrl::parse(&format!("sqlite3://{}", path.display()))?,
                     Some(dir),
                 )
             }
         };
+        let bucket_override = bucket;
         let engine = open(&url).await?;
         let state = engine.probe().await?;
         let (format, formatted) = match (state, args.existing) {
@@ -94,7 +109,11 @@ impl Target {
                 let uuid = uuid::Uuid::new_v4().to_string();
                 let name = format!("metabench-{run_id}");
                 let bucket = std::env::temp_dir().join(&name);
-                let f = Format::new(&name, &uuid, &format!("{}/", bucket.display()), 0);
+                let mut f = Format::new(&name, &uuid, &format!("{}/", bucket.display()), 0);
+                if let Some((storage, bucket)) = bucket_override {
+                    f.storage = storage.to_owned();
+                    f.bucket = bucket.to_owned();
+                }
                 engine.format(&f).await?;
                 (f, Some(uuid))
             }
@@ -109,6 +128,7 @@ impl Target {
             format,
             formatted,
             _temp: temp,
+            meta_url,
         })
     }
 

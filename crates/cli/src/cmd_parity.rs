@@ -1,0 +1,357 @@
+//! `metabench parity`: the real JuiceFS client mounted on the same engine runs mdtest-
+//! shaped work, fio and `juicefs bench`; metabench runs the same mdtest phases natively;
+//! the report puts both side by side.
+
+use crate::args::{check_output_path, parse_count, write_file};
+use crate::error::{input, CliError};
+use crate::target::{new_run_id, Target, TargetArgs};
+use crate::EXIT_INTERRUPTED;
+use metabench_engine::namespace::Namespace;
+use metabench_engine::{Ctx, SessionOptions};
+use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
+use metabench_mount::native::NativeFs;
+use metabench_mount::posix::PosixFs;
+use metabench_mount::report::{ParityReport, TreeRun};
+use metabench_mount::tree::{run_tree, PhaseResult, TreeSpec};
+use metabench_mount::{bench, fio, mdtest, MountError, Stop};
+use std::path::{Path, PathBuf};
+
+/// Sizes of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scale {
+    /// Tiny trees and a few MiB of fio: seconds.
+    Small,
+    /// The JuiceFS docs' sizes.
+    Docs,
+}
+
+/// Suites of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// mdtest-shaped trees, natively and through the mount.
+    Mdtest,
+    /// fio jobs through the mount.
+    Fio,
+    /// `juicefs bench` through the mount.
+    Bench,
+}
+
+/// Arguments of `metabench parity`.
+#[derive(Debug, clap::Args)]
+pub struct ParityArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+
+    /// Object storage of a freshly formatted volume (juicefs format --storage).
+    #[arg(long, default_value = "file", value_name = "TYPE")]
+    storage: String,
+
+    /// Bucket of a freshly formatted volume (default: a private temporary directory,
+    /// removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    bucket: Option<String>,
+
+    /// Where to mount (an empty directory or a missing one, created and removed);
+    /// default: a private temporary directory.
+    #[arg(long, value_name = "DIR")]
+    mountpoint: Option<PathBuf>,
+
+    /// Parallel tasks: mdtest ranks, native sessions, fio numjobs, juicefs bench -p.
+    #[arg(long, default_value = "4", value_name = "N", value_parser = parse_count)]
+    tasks: u64,
+
+    /// small: a run of seconds; docs: the JuiceFS docs' sizes.
+    #[arg(long, value_enum, default_value = "small")]
+    scale: Scale,
+
+    /// Suites to run (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE,...")]
+    suites: Vec<Suite>,
+
+    /// Write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn mount_err(e: MountError) -> CliError {
+    match e {
+        MountError::Meta(m) => CliError::Meta(m),
+        MountError::NoJuicefs => input(e.to_string()),
+        other => CliError::Io(other.to_string()),
+    }
+}
+
+fn specs(scale: Scale, tasks: u32) -> Vec<(&'static str, TreeSpec)> {
+    match scale {
+        Scale::Docs => vec![
+            ("metadata", TreeSpec::docs_metadata(tasks)),
+            ("small-files", TreeSpec::docs_small_files(tasks)),
+        ],
+        Scale::Small => vec![
+            (
+                "metadata",
+                TreeSpec {
+                    items: 10,
+                    ..TreeSpec::docs_metadata(tasks)
+                },
+            ),
+            (
+                "small-files",
+                TreeSpec {
+                    items: 20,
+                    write_bytes: 4096,
+                    ..TreeSpec::docs_small_files(tasks)
+                },
+            ),
+        ],
+    }
+}
+
+fn say_phase(side: &'static str, name: &'static str) -> impl FnMut(&PhaseResult) {
+    move |r: &PhaseResult| {
+        eprintln!(
+            "  {side:<6} {name:<11} {:<20} {:>7} items {:>10.0} ops/s",
+            r.phase.label(),
+            r.items,
+            r.ops_per_s
+        )
+    }
+}
+
+fn juicefs_version(bin: &Path) -> String {
+    std::process::Command::new(bin)
+        .arg("version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Runs `metabench parity`.
+pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
+    if let Some(p) = &args.json {
+        check_output_path(p)?;
+    }
+    let tasks = u32::try_from(args.tasks).map_err(|_| input("--tasks is too large"))?;
+    let suites = if args.suites.is_empty() {
+        vec![Suite::Mdtest, Suite::Fio, Suite::Bench]
+    } else {
+        args.suites.clone()
+    };
+    let juicefs = find_juicefs().map_err(mount_err)?;
+    let fio_bin = if suites.contains(&Suite::Fio) {
+        Some(fio::find_fio().ok_or_else(|| {
+            input("fio was not found on PATH: install it (Debian: apt-get install fio) or leave out --suites fio")
+        })?)
+    } else {
+        None
+    };
+    if let Some(mp) = &args.mountpoint {
+        if is_mounted(mp) {
+            return Err(input(format!("{} is already a mount point", mp.display())));
+        }
+        if mp.exists() && std::fs::read_dir(mp).map_or(true, |mut d| d.next().is_some()) {
+            return Err(input(format!(
+                "--mountpoint {} is not an empty directory",
+                mp.display()
+            )));
+        }
+    }
+    let work = tempfile::Builder::new()
+        .prefix("metabench-parity-")
+        .tempdir()
+        .map_err(|e| CliError::Io(format!("cannot create a temporary directory: {e}")))?;
+    let bucket = args
+        .bucket
+        .clone()
+        .unwrap_or_else(|| format!("{}/", work.path().join("bucket").display()));
+
+    let run_id = new_run_id();
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let target =
+        Target::open_with_bucket(&args.target, &run_id, Some((&args.storage, &bucket))).await?;
+    let engine = target.engine_info().await;
+    eprintln!(
+        "metabench parity on {} {} ({}), volume {}, {tasks} tasks",
+        engine.kind, engine.version, engine.url, target.format.name
+    );
+
+    let stop = Stop::default();
+    let watcher = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("metabench: interrupted; unmounting and cleaning up");
+                stop.stop();
+            }
+        })
+    };
+
+    let mut report = ParityReport {
+        schema_version: metabench_report::SCHEMA_VERSION,
+        kind: "parity".into(),
+        metabench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at,
+        engine: engine.kind.clone(),
+        url: engine.url.clone(),
+        juicefs_version: juicefs_version(&juicefs),
+        tasks,
+        scale: format!("{:?}", args.scale).to_lowercase(),
+        trees: vec![],
+        fio: vec![],
+        bench: None,
+        notes: vec![],
+        interrupted: false,
+    };
+    let mountpoint = args
+        .mountpoint
+        .clone()
+        .unwrap_or_else(|| work.path().join("mnt"));
+    let mut mount: Option<Mount> = None;
+    let mut namespace = None;
+    let outcome = async {
+        let opts = SessionOptions::default();
+        let mut meta = target.session(&opts).await?;
+        let ns = Namespace::create(meta.as_mut(), &run_id).await?;
+        namespace = Some(ns.clone());
+        let specs = if suites.contains(&Suite::Mdtest) {
+            specs(args.scale, tasks)
+        } else {
+            vec![]
+        };
+
+        // Natively first, on an idle engine.
+        let mut native = Vec::new();
+        for (name, spec) in &specs {
+            let (base, _) = meta
+                .mkdir(&Ctx::root(), ns.dir, format!("native-{name}").as_bytes(), 0o755, 0)
+                .await?;
+            let mut clients = Vec::new();
+            for _ in 0..tasks {
+                clients.push(NativeFs::new(target.session(&opts).await?));
+            }
+            let r = run_tree(clients, base, spec, &stop, say_phase("native", name))
+                .await
+                .map_err(mount_err)?;
+            native.push(r);
+        }
+        meta.flush().await?;
+        drop(meta);
+
+        // Then through the real client.
+        let mopts = MountOptions {
+            juicefs: juicefs.clone(),
+            meta_url: target.meta_url.clone(),
+            mountpoint: mountpoint.clone(),
+            work_dir: work.path().to_path_buf(),
+        };
+        let m = tokio::task::spawn_blocking(move || Mount::start(&mopts))
+            .await
+            .map_err(|e| CliError::Io(e.to_string()))?
+            .map_err(mount_err)?;
+        eprintln!("mounted at {}", m.path().display());
+        let root = m.path().join(".metabench").join(&run_id);
+        mount = Some(m);
+        if stop.is_stopped() {
+            return Err(mount_err(MountError::Interrupted));
+        }
+        let mdtest_bin = mdtest::find_mdtest();
+        for ((name, spec), native) in specs.iter().zip(&native) {
+            let base = root.join(format!("mount-{name}"));
+            std::fs::create_dir(&base)
+                .map_err(|e| CliError::Io(format!("cannot create {}: {e}", base.display())))?;
+            let clients = (0..tasks).map(|_| PosixFs).collect();
+            let through = run_tree(clients, base.clone(), spec, &stop, say_phase("mount", name))
+                .await
+                .map_err(mount_err)?;
+            let mut run = TreeRun::pair(name, spec, native, &through);
+            if let Some(bin) = &mdtest_bin {
+                let dir = root.join(format!("mdtest-{name}"));
+                match mdtest::run_mdtest(bin, &dir, spec, &stop).await {
+                    Ok(rows) => {
+                        run.mdtest_summary = Some(rows);
+                        run.mount_driver = "metabench+mdtest".into();
+                    }
+                    Err(MountError::Interrupted) => {
+                        return Err(mount_err(MountError::Interrupted))
+                    }
+                    Err(e) => report.notes.push(format!("mdtest {name}: {e}")),
+                }
+            }
+            report.trees.push(run);
+        }
+        if !specs.is_empty() && mdtest_bin.is_none() {
+            report.notes.push(
+                "no mdtest binary on PATH: the through-mount figures are metabench's mdtest-equivalent driver (same phases, tree and rate definitions)".into(),
+            );
+        }
+        if let Some(fio_bin) = &fio_bin {
+            let dir = root.join("fio");
+            std::fs::create_dir(&dir)
+                .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            for job in fio::docs_jobs(args.scale == Scale::Docs, tasks) {
+                let r = fio::run_fio(fio_bin, &dir, &job, &stop)
+                    .await
+                    .map_err(mount_err)?;
+                eprintln!(
+                    "  fio    {:<11} {:>10.1} MiB/s",
+                    r.name,
+                    r.bw_bytes_per_s / (1 << 20) as f64
+                );
+                report.fio.push(r);
+            }
+            report.notes.push(
+                "fio reads follow the writes without dropping caches: they may be served from the client's cache".into(),
+            );
+        }
+        if suites.contains(&Suite::Bench) {
+            let dir = root.join("bench");
+            std::fs::create_dir(&dir)
+                .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            let b = bench::run_bench(&juicefs, &dir, tasks, args.scale == Scale::Docs, &stop)
+                .await
+                .map_err(mount_err)?;
+            eprintln!("  juicefs bench: {} rows", b.rows.len());
+            report.bench = Some(b);
+        }
+        // Remove through the client, so it frees the data in the bucket.
+        let r = root.clone();
+        let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&r)).await;
+        Ok::<_, CliError>(())
+    }
+    .await;
+    // Always: unmount, then remove the namespace (and the volume if formatted here).
+    let unmounted = match mount.take() {
+        Some(mut m) => tokio::task::spawn_blocking(move || m.unmount())
+            .await
+            .map_err(|e| CliError::Io(e.to_string()))
+            .and_then(|r| r.map_err(mount_err)),
+        None => Ok(()),
+    };
+    let cleanup = target.finish(namespace.as_ref()).await;
+    watcher.abort();
+    drop(work);
+    report.interrupted = stop.is_stopped();
+    if report.interrupted {
+        if let Err(e) = unmounted.and(cleanup) {
+            eprintln!("metabench: error: {}", e.one_line());
+        }
+        eprintln!("metabench: interrupted");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    outcome?;
+    unmounted?;
+    cleanup?;
+    report.notes.push(
+        "native: the same calls issued by metabench on engine sessions (no FUSE, no Go client, no object storage); ratio = native / mount".into(),
+    );
+    println!("{}", report.table());
+    if let Some(path) = &args.json {
+        write_file(
+            path,
+            &(serde_json::to_string_pretty(&report).expect("report serializes") + "\n"),
+        )?;
+        eprintln!("report written to {}", path.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,290 @@
+//! The `juicefs` binary: discovery, and a mount guard that always unmounts.
+
+use crate::{MountError, Result, Stop};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The `juicefs` binary: `$METABENCH_JUICEFS` when it names a file, else `juicefs` on PATH.
+pub fn find_juicefs() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("METABENCH_JUICEFS").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    let path = std::env::var_os("PATH").ok_or(MountError::NoJuicefs)?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("juicefs"))
+        .find(|p| p.is_file())
+        .ok_or(MountError::NoJuicefs)
+}
+
+/// A program on PATH, if there is one.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Undoes the octal escapes of `/proc/mounts` (`\040` for a space, …).
+fn unescape_mounts(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            let oct = &field[i + 1..i + 4];
+            if let Ok(v) = u8::from_str_radix(oct, 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `/proc/mounts` lists a mount at `path` (compared after canonicalising
+/// nothing: give the path as mounted).
+pub fn is_mounted(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/mounts") else {
+        return false;
+    };
+    let want = path.to_string_lossy();
+    let want = if want.len() > 1 {
+        want.trim_end_matches('/')
+    } else {
+        &want
+    };
+    text.lines().any(|l| {
+        l.split_whitespace()
+            .nth(1)
+            .is_some_and(|m| unescape_mounts(m) == want)
+    })
+}
+
+/// Where and how to mount.
+#[derive(Debug, Clone)]
+pub struct MountOptions {
+    /// The juicefs binary.
+    pub juicefs: PathBuf,
+    /// The meta URL (with its password).
+    pub meta_url: String,
+    /// The mount point; created (and removed afterwards) when missing, refused when it is
+    /// already a mount point or a non-empty directory.
+    pub mountpoint: PathBuf,
+    /// A private directory for the client's cache and log.
+    pub work_dir: PathBuf,
+}
+
+/// A mounted JuiceFS volume; unmounted by [`Mount::unmount`] or, failing that, on drop.
+#[derive(Debug)]
+pub struct Mount {
+    juicefs: PathBuf,
+    mountpoint: PathBuf,
+    created_dir: bool,
+    mounted: bool,
+    log: PathBuf,
+}
+
+fn juicefs_cmd(bin: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.args(["--no-agent", "--no-color"]);
+    c
+}
+
+impl Mount {
+    /// `juicefs mount META MOUNTPOINT -d` with a private cache and log, no usage report
+    /// and no background jobs; waits until the mount is listed in `/proc/mounts`.
+    pub fn start(opts: &MountOptions) -> Result<Mount> {
+        let mp = &opts.mountpoint;
+        if is_mounted(mp) {
+            return Err(MountError::Command(format!(
+                "{} is already a mount point; metabench mounts only on a directory it may use",
+                mp.display()
+            )));
+        }
+        let created_dir = if mp.exists() {
+            let empty = std::fs::read_dir(mp)
+                .map_err(|e| MountError::Io(format!("cannot read {}: {e}", mp.display())))?
+                .next()
+                .is_none();
+            if !empty {
+                return Err(MountError::Command(format!(
+                    "mount point {} is not an empty directory",
+                    mp.display()
+                )));
+            }
+            false
+        } else {
+            std::fs::create_dir_all(mp)
+                .map_err(|e| MountError::Io(format!("cannot create {}: {e}", mp.display())))?;
+            true
+        };
+        let log = opts.work_dir.join("juicefs-mount.log");
+        let cache = opts.work_dir.join("cache");
+        let mut guard = Mount {
+            juicefs: opts.juicefs.clone(),
+            mountpoint: mp.clone(),
+            created_dir,
+            // Unmount on drop from here on: the daemon may come up after a timeout.
+            mounted: true,
+            log: log.clone(),
+        };
+        let out = juicefs_cmd(&opts.juicefs)
+            .arg("mount")
+            .arg(&opts.meta_url)
+            .arg(mp)
+            .args([
+                "-d",
+                "--no-usage-report",
+                "--no-bgjob",
+                "--backup-meta",
+                "0",
+            ])
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--log")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| MountError::Command(format!("cannot run juicefs mount: {e}")))?;
+        if !out.status.success() || !is_mounted(mp) {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let last = text
+                .lines()
+                .rfind(|l| l.contains("<FATAL>") || l.contains("<ERROR>"))
+                .or_else(|| text.lines().last())
+                .unwrap_or("")
+                .to_owned();
+            let _ = guard.unmount();
+            return Err(MountError::Command(format!(
+                "juicefs mount failed ({}): {last}",
+                out.status
+            )));
+        }
+        Ok(guard)
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// The client's log file.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// Unmounts (`juicefs umount`, then `--force`, then a lazy `fusermount3 -uz`), waits
+    /// until `/proc/mounts` no longer lists it, and removes the mount point if it was
+    /// created here. Idempotent.
+    pub fn unmount(&mut self) -> Result<()> {
+        if self.mounted {
+            let mp = self.mountpoint.clone();
+            let attempts: [&[&str]; 2] = [&["umount"], &["umount", "--force"]];
+            for args in attempts {
+                if !is_mounted(&mp) {
+                    break;
+                }
+                let _ = juicefs_cmd(&self.juicefs)
+                    .args(args)
+                    .arg(&mp)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                wait_unmounted(&mp, Duration::from_secs(5));
+            }
+            if is_mounted(&mp) {
+                let _ = std::process::Command::new("fusermount3")
+                    .arg("-uz")
+                    .arg(&mp)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                wait_unmounted(&mp, Duration::from_secs(5));
+            }
+            if is_mounted(&mp) {
+                return Err(MountError::Command(format!(
+                    "could not unmount {}; run `juicefs umount --force {}`",
+                    mp.display(),
+                    mp.display()
+                )));
+            }
+            self.mounted = false;
+        }
+        if self.created_dir {
+            // Only an empty directory, never anything below it.
+            let _ = std::fs::remove_dir(&self.mountpoint);
+            self.created_dir = false;
+        }
+        Ok(())
+    }
+}
+
+fn wait_unmounted(mp: &Path, limit: Duration) {
+    let t0 = Instant::now();
+    while is_mounted(mp) && t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Err(e) = self.unmount() {
+            eprintln!("metabench: {e}");
+        }
+    }
+}
+
+/// Runs a program to completion, killing it when `stop` is set; returns its stdout.
+pub async fn run_tool(mut cmd: tokio::process::Command, what: &str, stop: &Stop) -> Result<String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .map_err(|e| MountError::Command(format!("cannot run {what}: {e}")))?;
+    let wait = child.wait_with_output();
+    tokio::pin!(wait);
+    let out = loop {
+        tokio::select! {
+            out = &mut wait => break out,
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                if stop.is_stopped() {
+                    // Dropping the future kills the child (kill_on_drop).
+                    return Err(MountError::Interrupted);
+                }
+            }
+        }
+    }
+    .map_err(|e| MountError::Command(format!("{what}: {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(MountError::Command(format!(
+            "{what} failed ({}): {last}",
+            out.status
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mounts_unescape() {
+        assert_eq!(unescape_mounts("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_mounts("/plain"), "/plain");
+        assert!(!is_mounted(Path::new("/definitely/not/mounted")));
+        assert!(is_mounted(Path::new("/")) || !Path::new("/proc/mounts").exists());
+    }
+}

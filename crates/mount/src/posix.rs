@@ -1,0 +1,96 @@
+//! The tree driver's calls as POSIX calls on a mounted file system (each on the blocking
+//! pool, one task per mdtest rank).
+
+use crate::tree::FsOps;
+use crate::{MountError, Result};
+use async_trait::async_trait;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+/// One task's view of the mount.
+#[derive(Debug, Default)]
+pub struct PosixFs;
+
+async fn blocking<T: Send + 'static>(
+    what: String,
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| MountError::Io(format!("{what}: {e}")))?
+        .map_err(|e| MountError::Io(format!("{what}: {e}")))
+}
+
+#[async_trait]
+impl FsOps for PosixFs {
+    type Dir = PathBuf;
+
+    async fn mkdir(&mut self, parent: &PathBuf, name: &str) -> Result<PathBuf> {
+        let p = parent.join(name);
+        let q = p.clone();
+        blocking(format!("mkdir {}", p.display()), move || {
+            std::fs::create_dir(&q)
+        })
+        .await?;
+        Ok(p)
+    }
+
+    async fn rmdir(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
+        let p = parent.join(name);
+        blocking(format!("rmdir {}", p.display()), move || {
+            std::fs::remove_dir(&p)
+        })
+        .await
+    }
+
+    async fn stat(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
+        let p = parent.join(name);
+        blocking(format!("stat {}", p.display()), move || {
+            std::fs::metadata(&p).map(drop)
+        })
+        .await
+    }
+
+    async fn create(&mut self, parent: &PathBuf, name: &str, bytes: u64) -> Result<()> {
+        let p = parent.join(name);
+        blocking(format!("create {}", p.display()), move || {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&p)?;
+            let buf = vec![b'x'; bytes.min(1 << 20) as usize];
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(buf.len() as u64) as usize;
+                f.write_all(&buf[..n])?;
+                left -= n as u64;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn read(&mut self, parent: &PathBuf, name: &str, bytes: u64) -> Result<()> {
+        let p = parent.join(name);
+        blocking(format!("read {}", p.display()), move || {
+            let mut f = std::fs::File::open(&p)?;
+            let mut buf = vec![0u8; bytes.min(1 << 20) as usize];
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(buf.len() as u64) as usize;
+                f.read_exact(&mut buf[..n])?;
+                left -= n as u64;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn unlink(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
+        let p = parent.join(name);
+        blocking(format!("unlink {}", p.display()), move || {
+            std::fs::remove_file(&p)
+        })
+        .await
+    }
+}

@@ -1,0 +1,214 @@
+//! The parity report: per mdtest phase native vs through-mount rates, fio bandwidths and
+//! `juicefs bench` rows; a table and JSON.
+
+use crate::bench::BenchResult;
+use crate::fio::FioResult;
+use crate::mdtest::SummaryRow;
+use crate::tree::{PhaseResult, TreeSpec};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One phase, both ways.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseRow {
+    /// mdtest's label.
+    pub phase: String,
+    /// Calls (all tasks), the same on both sides.
+    pub items: u64,
+    /// Native rate, ops/s.
+    pub native_ops_per_s: f64,
+    /// Through-mount rate, ops/s.
+    pub mount_ops_per_s: f64,
+    /// native / mount: the cost of FUSE plus the Go client.
+    pub ratio: f64,
+}
+
+/// One mdtest-shaped workload, both ways.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeRun {
+    /// `metadata` or `small-files`.
+    pub name: String,
+    /// The mdtest arguments it stands for.
+    pub mdtest_args: String,
+    /// Its shape.
+    pub spec: TreeSpec,
+    /// Which driver ran through the mount: `metabench` (its mdtest-equivalent) or `mdtest`.
+    pub mount_driver: String,
+    /// Per phase.
+    pub phases: Vec<PhaseRow>,
+    /// The real mdtest's SUMMARY through the mount, when an mdtest binary ran.
+    pub mdtest_summary: Option<Vec<SummaryRow>>,
+}
+
+impl TreeRun {
+    /// Pairs the two sides' phases.
+    pub fn pair(
+        name: &str,
+        spec: &TreeSpec,
+        native: &[PhaseResult],
+        mount: &[PhaseResult],
+    ) -> Self {
+        let phases = native
+            .iter()
+            .filter_map(|n| {
+                let m = mount.iter().find(|m| m.phase == n.phase)?;
+                Some(PhaseRow {
+                    phase: n.phase.label().to_owned(),
+                    items: n.items,
+                    native_ops_per_s: n.ops_per_s,
+                    mount_ops_per_s: m.ops_per_s,
+                    ratio: if m.ops_per_s > 0.0 {
+                        n.ops_per_s / m.ops_per_s
+                    } else {
+                        0.0
+                    },
+                })
+            })
+            .collect();
+        Self {
+            name: name.to_owned(),
+            mdtest_args: spec.mdtest_args().join(" "),
+            spec: spec.clone(),
+            mount_driver: "metabench".into(),
+            phases,
+            mdtest_summary: None,
+        }
+    }
+}
+
+/// The whole parity run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParityReport {
+    /// Results schema version.
+    pub schema_version: u32,
+    /// Always `parity`.
+    pub kind: String,
+    /// metabench's version.
+    pub metabench_version: String,
+    /// Start time, RFC 3339.
+    pub started_at: String,
+    /// Engine kind.
+    pub engine: String,
+    /// Meta URL, password redacted.
+    pub url: String,
+    /// `juicefs version`.
+    pub juicefs_version: String,
+    /// Tasks (mdtest ranks, fio numjobs, bench -p).
+    pub tasks: u32,
+    /// `small` or `docs`.
+    pub scale: String,
+    /// mdtest-shaped runs.
+    pub trees: Vec<TreeRun>,
+    /// fio jobs through the mount.
+    pub fio: Vec<FioResult>,
+    /// `juicefs bench` through the mount.
+    pub bench: Option<BenchResult>,
+    /// Notes on what was skipped or how to read the figures.
+    pub notes: Vec<String>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+}
+
+fn mib(b: f64) -> f64 {
+    b / (1u64 << 20) as f64
+}
+
+impl ParityReport {
+    /// The terminal table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "parity on {} ({}), {} tasks, scale {}, {}",
+            self.engine, self.url, self.tasks, self.scale, self.juicefs_version
+        );
+        for t in &self.trees {
+            let _ = writeln!(
+                s,
+                "\nmdtest {} ({}), through the mount: {}",
+                t.mdtest_args,
+                t.name,
+                if t.mount_driver == "mdtest" {
+                    "mdtest"
+                } else {
+                    "metabench's mdtest-equivalent driver"
+                }
+            );
+            let _ = writeln!(
+                s,
+                "  {:<20} {:>8} {:>14} {:>14} {:>13}",
+                "phase", "items", "native ops/s", "mount ops/s", "native/mount"
+            );
+            for p in &t.phases {
+                let _ = writeln!(
+                    s,
+                    "  {:<20} {:>8} {:>14.0} {:>14.0} {:>12.2}x",
+                    p.phase, p.items, p.native_ops_per_s, p.mount_ops_per_s, p.ratio
+                );
+            }
+            if let Some(rows) = &t.mdtest_summary {
+                let _ = writeln!(s, "  mdtest SUMMARY (mean ops/s):");
+                for r in rows {
+                    let _ = writeln!(s, "    {:<20} {:>14.0}", r.phase.label(), r.mean);
+                }
+            }
+        }
+        if !self.fio.is_empty() {
+            let _ = writeln!(s, "\nfio through the mount");
+            let _ = writeln!(
+                s,
+                "  {:<12} {:>5} {:>10} {:>12} {:>10} {:>12}",
+                "job", "jobs", "MiB", "MiB/s", "IOPS", "clat µs"
+            );
+            for f in &self.fio {
+                let _ = writeln!(
+                    s,
+                    "  {:<12} {:>5} {:>10.1} {:>12.1} {:>10.0} {:>12.0}",
+                    f.name,
+                    f.jobs,
+                    mib(f.io_bytes as f64),
+                    mib(f.bw_bytes_per_s),
+                    f.iops,
+                    f.clat_mean_us
+                );
+            }
+        }
+        if let Some(b) = &self.bench {
+            let _ = writeln!(s, "\njuicefs bench through the mount ({})", b.params);
+            for r in &b.rows {
+                let _ = writeln!(s, "  {:<18} {:>16} {:>14}", r.item, r.value, r.cost);
+            }
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "* {n}");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Phase;
+
+    #[test]
+    fn pairs_phases_and_ratios() {
+        let spec = TreeSpec::docs_metadata(1);
+        let pr = |phase, ops| PhaseResult {
+            phase,
+            items: 400,
+            seconds: 400.0 / ops,
+            ops_per_s: ops,
+        };
+        let run = TreeRun::pair(
+            "metadata",
+            &spec,
+            &[pr(Phase::DirCreation, 4000.0), pr(Phase::DirStat, 8000.0)],
+            &[pr(Phase::DirCreation, 1000.0), pr(Phase::DirStat, 16000.0)],
+        );
+        assert_eq!(run.phases.len(), 2);
+        assert_eq!(run.phases[0].ratio, 4.0);
+        assert_eq!(run.phases[1].ratio, 0.5);
+        assert_eq!(run.mdtest_args, "-b 3 -z 1 -I 100 -u");
+    }
+}
