@@ -124,6 +124,7 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() { super::$name(super::On::Memkv).await }
         )* }
+        #[cfg(feature = "etcd")]
         mod etcd { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() { super::$name(super::On::Etcd).await }

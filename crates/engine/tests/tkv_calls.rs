@@ -98,16 +98,23 @@ struct Fx {
 }
 
 async fn fixture(etcd: bool) -> Option<Fx> {
+    #[cfg(not(feature = "etcd"))]
+    assert!(!etcd, "built without the etcd feature");
     let (url, inner, keys): (MetaUrl, Arc<dyn KvBackend>, TkvKeys) = if etcd {
-        let base = match std::env::var("METABENCH_ETCD_URL") {
-            Ok(u) if !u.is_empty() => u,
-            _ => panic!("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh"),
-        };
-        let url = MetaUrl::parse(&format!("{base}/{}", unique())).unwrap();
-        let (kv, prefix) = metabench_engine::tkv::etcd::EtcdKv::connect(&url)
-            .await
-            .unwrap();
-        (url, Arc::new(kv), TkvKeys::new(prefix))
+        #[cfg(feature = "etcd")]
+        {
+            let base = match std::env::var("METABENCH_ETCD_URL") {
+                Ok(u) if !u.is_empty() => u,
+                _ => panic!("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh"),
+            };
+            let url = MetaUrl::parse(&format!("{base}/{}", unique())).unwrap();
+            let (kv, prefix) = metabench_engine::tkv::etcd::EtcdKv::connect(&url)
+                .await
+                .unwrap();
+            (url, Arc::new(kv), TkvKeys::new(prefix))
+        }
+        #[cfg(not(feature = "etcd"))]
+        unreachable!()
     } else {
         let name = unique();
         let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
@@ -390,6 +397,7 @@ async fn memkv_calls_per_operation() {
     per_operation(false).await
 }
 
+#[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_calls_per_operation() {
     per_operation(true).await

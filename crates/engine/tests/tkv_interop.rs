@@ -7,6 +7,8 @@
 //! - a volume formatted by `juicefs format` and filled by `juicefs mdtest` reads the same
 //!   through metabench's lookup/readdir/getattr, and stays clean after metabench writes.
 
+#![cfg(feature = "etcd")]
+
 use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{

@@ -3,6 +3,8 @@
 //! writes (etcd, compared with juicefs 1.4.2 on another prefix), and destroy removing its
 //! own prefix only.
 
+#![cfg_attr(not(feature = "etcd"), allow(unused_imports, dead_code))]
+
 use metabench_engine::tkv::TkvEngine;
 use metabench_engine::{Engine, MetaUrl, VolumeState};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
@@ -84,6 +86,7 @@ async fn memkv_probe_format_destroy() {
     probe_format_destroy("memkv:/").await
 }
 
+#[cfg(feature = "etcd")]
 #[tokio::test]
 async fn etcd_probe_format_destroy() {
     probe_format_destroy(&etcd_base()).await
@@ -91,6 +94,7 @@ async fn etcd_probe_format_destroy() {
 
 /// `metabench format` writes the keys `juicefs format` writes, with the same values
 /// (times aside): setting, root, trash, `CnextInode` = 2, `CnextChunk` = 1 (int64 LE).
+#[cfg(feature = "etcd")]
 #[tokio::test]
 async fn etcd_format_matches_juicefs() {
     let base = etcd_base();
