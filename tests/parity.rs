@@ -1,0 +1,219 @@
+//! `metabench parity` end to end: the real juicefs client mounted on SQLite and Redis,
+//! every phase run both ways, and afterwards no mount and no temporary directory left —
+//! also when the run is interrupted with SIGINT while mounted.
+
+use metabench_testkit::{juicefs_bin, temp_dir, RedisServer, Resp};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn mounted(mp: &Path) -> bool {
+    let want = mp.to_string_lossy().into_owned();
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(want.as_str()))
+}
+
+/// A parity run with its own TMPDIR (so every temporary directory it makes is visible)
+/// and mount point.
+struct Run {
+    dir: tempfile::TempDir,
+    tmp: PathBuf,
+    mountpoint: PathBuf,
+    json: PathBuf,
+}
+
+impl Run {
+    fn new() -> Run {
+        let dir = temp_dir();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        Run {
+            mountpoint: dir.path().join("mnt"),
+            json: dir.path().join("parity.json"),
+            tmp,
+            dir,
+        }
+    }
+
+    fn spawn(&self, meta: &str, extra: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_metabench"))
+            .env("TMPDIR", &self.tmp)
+            .env("METABENCH_JUICEFS", juicefs_bin())
+            .env_remove("META_PASSWORD")
+            .env_remove("REDIS_PASSWORD")
+            .args(["parity", "--meta", meta, "--tasks", "2"])
+            .args(if extra.contains(&"--scale") {
+                &[][..]
+            } else {
+                &["--scale", "small"][..]
+            })
+            .arg("--mountpoint")
+            .arg(&self.mountpoint)
+            .arg("--json")
+            .arg(&self.json)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Nothing of the run is left: no mount, no mount point, no temporary directory.
+    fn assert_clean(&self) {
+        assert!(!mounted(&self.mountpoint), "still mounted");
+        assert!(!self.mountpoint.exists(), "mount point left behind");
+        let left: Vec<_> = std::fs::read_dir(&self.tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
+    }
+}
+
+/// Runs to the end while watching /proc/mounts; returns the report and whether the mount
+/// was seen.
+fn run_to_end(run: &Run, meta: &str) -> (serde_json::Value, bool) {
+    let seen = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (seen, done, mp) = (seen.clone(), done.clone(), run.mountpoint.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if mounted(&mp) {
+                    seen.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let out = run.spawn(meta, &[]).wait_with_output().unwrap();
+    done.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "parity failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("native/mount"), "{stdout}");
+    let report = serde_json::from_str(&std::fs::read_to_string(&run.json).unwrap()).unwrap();
+    (report, seen.load(Ordering::Relaxed))
+}
+
+fn check_report(r: &serde_json::Value) {
+    assert_eq!(r["kind"], "parity");
+    assert_eq!(r["tasks"], 2);
+    let trees = r["trees"].as_array().unwrap();
+    assert_eq!(trees.len(), 2);
+    // metadata: -b 3 -z 1 -I 10 -u on 2 tasks: 2 trees of 4 directories, 80 items.
+    let md = &trees[0];
+    assert_eq!(md["mdtest_args"], "-b 3 -z 1 -I 10 -u");
+    let phases: Vec<(&str, u64)> = md["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["phase"].as_str().unwrap(), p["items"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("Tree creation", 8),
+            ("Directory creation", 80),
+            ("Directory stat", 80),
+            ("Directory removal", 80),
+            ("File creation", 80),
+            ("File stat", 80),
+            ("File read", 80),
+            ("File removal", 80),
+            ("Tree removal", 8),
+        ]
+    );
+    for p in md["phases"].as_array().unwrap() {
+        assert!(p["native_ops_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["mount_ops_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    // small files: -F -z 0 -I 20 -w 4096 -u on 2 tasks.
+    let sf = &trees[1];
+    assert_eq!(sf["phases"].as_array().unwrap().len(), 6);
+    assert_eq!(sf["phases"][1]["items"], 40);
+    let fio: Vec<&str> = r["fio"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(fio, ["big-write", "big-read", "small-write", "small-read"]);
+    for f in r["fio"].as_array().unwrap() {
+        assert!(f["bw_bytes_per_s"].as_f64().unwrap() > 0.0, "{f}");
+        assert_eq!(f["jobs"], 2);
+    }
+    assert_eq!(r["bench"]["rows"].as_array().unwrap().len(), 12);
+}
+
+#[test]
+fn parity_on_sqlite_mounts_runs_everything_and_cleans_up() {
+    let run = Run::new();
+    let db = run.dir.path().join("meta.db");
+    let meta = format!("sqlite3://{}", db.display());
+    let (report, seen) = run_to_end(&run, &meta);
+    assert!(seen, "the mount never appeared in /proc/mounts");
+    check_report(&report);
+    assert_eq!(report["engine"], "sqlite");
+    run.assert_clean();
+    // The volume metabench formatted is gone again.
+    let tables = Command::new("sqlite3")
+        .arg(&db)
+        .arg(".tables")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&tables.stdout).trim(), "");
+}
+
+#[test]
+fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
+    let redis = RedisServer::start();
+    let run = Run::new();
+    let (report, seen) = run_to_end(&run, &redis.url(1));
+    assert!(seen, "the mount never appeared in /proc/mounts");
+    check_report(&report);
+    assert_eq!(report["engine"], "redis");
+    run.assert_clean();
+    let keys = redis.command(&["DBSIZE"]);
+    assert!(matches!(keys, Resp::Integer(0)), "keys left: {keys:?}");
+}
+
+#[test]
+fn sigint_while_mounted_unmounts_and_exits_130() {
+    let run = Run::new();
+    let db = run.dir.path().join("meta.db");
+    let meta = format!("sqlite3://{}", db.display());
+    // fio at docs scale keeps the mount busy long enough to be interrupted.
+    let mut child = run.spawn(&meta, &["--suites", "fio", "--scale", "docs"]);
+    let t0 = Instant::now();
+    while !mounted(&run.mountpoint) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never mounted");
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "exited before mounting: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    run.assert_clean();
+    assert!(!run.json.exists(), "no report after an interrupted run");
+}
