@@ -217,3 +217,36 @@ fn sigint_while_mounted_unmounts_and_exits_130() {
     run.assert_clean();
     assert!(!run.json.exists(), "no report after an interrupted run");
 }
+
+#[test]
+fn parity_inside_an_existing_volume_leaves_it_as_it_was() {
+    let run = Run::new();
+    let db = run.dir.path().join("meta.db");
+    let meta = format!("sqlite3://{}", db.display());
+    let bucket = run.dir.path().join("bucket");
+    metabench_testkit::juicefs_format_with(
+        &meta,
+        "parity-existing",
+        &bucket,
+        &["--trash-days", "0"],
+    );
+    let count = |sql: &str| {
+        let o = Command::new("sqlite3").arg(&db).arg(sql).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    };
+    let nodes_before = count("select count(*) from jfs_node");
+    let out = run
+        .spawn(&meta, &["--existing", "--suites", "mdtest,fio"])
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run.assert_clean();
+    // The volume is still there, with nothing of the run left in it.
+    assert_eq!(count("select name from jfs_setting"), "format");
+    assert_eq!(count("select count(*) from jfs_edge"), "0");
+    assert_eq!(count("select count(*) from jfs_node"), nodes_before);
+}
