@@ -250,3 +250,32 @@ fn parity_inside_an_existing_volume_leaves_it_as_it_was() {
     assert_eq!(count("select count(*) from jfs_edge"), "0");
     assert_eq!(count("select count(*) from jfs_node"), nodes_before);
 }
+
+#[test]
+fn sigint_during_the_native_phases_cleans_up_and_exits_130() {
+    let run = Run::new();
+    let db = run.dir.path().join("meta.db");
+    let meta = format!("sqlite3://{}", db.display());
+    let mut child = run.spawn(&meta, &["--suites", "mdtest", "--scale", "docs"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "finished too early");
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run.assert_clean();
+    let tables = Command::new("sqlite3")
+        .arg(&db)
+        .arg(".tables")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&tables.stdout).trim(), "");
+}
