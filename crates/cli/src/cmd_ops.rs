@@ -75,6 +75,9 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         (None, None) => Budget::Duration(Duration::from_secs(1)),
     };
 
+    // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
+    let stop = StopFlag::default();
+    let watcher = watch_ctrl_c(stop.clone());
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let target = Target::open(&args.target, &run_id).await?;
@@ -92,8 +95,6 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         }
     );
 
-    let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(stop.clone());
 
     let opts = SessionOptions {
         client_cache: args.client_cache,

@@ -193,6 +193,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         client_cache: args.client_cache,
     };
 
+    // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
+    let stop = StopFlag::default();
+    let watcher = watch_ctrl_c(stop.clone());
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let target = Target::open(&args.target, &run_id).await?;
@@ -202,8 +205,6 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         engine.kind, engine.version, engine.url, target.format.name, levels, workload.name
     );
 
-    let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(stop.clone());
     let live = Arc::new(Live::default());
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("static template"));
