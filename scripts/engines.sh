@@ -191,6 +191,7 @@ install_all() {
     command -v sqlite3 >/dev/null || need+=(sqlite3)
     command -v setpriv >/dev/null || need+=(util-linux)
     [[ -x "$ETCD34_BIN" ]] || need+=(etcd-server)
+    ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || need+=(libclang-dev) # fdb feature (bindgen)
     command -v chromium >/dev/null || need+=(chromium)
     if [[ ${#need[@]} -gt 0 ]]; then
         apt_install "${need[@]}"

@@ -234,6 +234,8 @@ pub enum EngineKind {
     Etcd,
     /// metabench's in-process TKV store.
     Memkv,
+    /// FoundationDB (TKV).
+    Fdb,
 }
 
 impl EngineKind {
@@ -246,6 +248,7 @@ impl EngineKind {
             Self::Sqlite => "sqlite",
             Self::Etcd => "etcd",
             Self::Memkv => "memkv",
+            Self::Fdb => "fdb",
         }
     }
 }

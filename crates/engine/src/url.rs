@@ -33,6 +33,8 @@ pub enum Scheme {
     Etcd,
     /// `memkv://` (metabench's in-process TKV store).
     Memkv,
+    /// `fdb://` (FoundationDB, with the `fdb` cargo feature).
+    Fdb,
 }
 
 impl Scheme {
@@ -46,6 +48,7 @@ impl Scheme {
             Self::Sqlite => "sqlite3",
             Self::Etcd => "etcd",
             Self::Memkv => "memkv",
+            Self::Fdb => "fdb",
         }
     }
 }
@@ -106,7 +109,8 @@ impl MetaUrl {
             "sqlite3" => parse_sqlite(rest)?,
             "etcd" => parse_etcd(rest)?,
             "memkv" => parse_memkv(rest)?,
-            "tikv" | "fdb" | "badger" | "unix" | "keydb" | "oceanbase" | "sqlite" => {
+            "fdb" => parse_fdb(rest)?,
+            "tikv" | "badger" | "unix" | "keydb" | "oceanbase" | "sqlite" => {
                 return Err(bad(&format!(
                     "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3, etcd, memkv)"
                 )))
@@ -117,7 +121,7 @@ impl MetaUrl {
             let vars: &[&str] = match url.scheme {
                 Scheme::Redis | Scheme::Rediss => &["REDIS_PASSWORD", "META_PASSWORD"],
                 Scheme::Mysql | Scheme::Postgres | Scheme::Etcd => &["META_PASSWORD"],
-                Scheme::Sqlite | Scheme::Memkv => &[],
+                Scheme::Sqlite | Scheme::Memkv | Scheme::Fdb => &[],
             };
             url.password = vars.iter().find_map(|v| env(v).filter(|p| !p.is_empty()));
             if url.password.is_none() && !vars.is_empty() {
@@ -449,6 +453,21 @@ fn parse_memkv(rest: &str) -> Result<MetaUrl> {
     })
 }
 
+/// `fdb://path/to/fdb.cluster?prefix=NAME`: the database is the cluster file path (empty:
+/// FoundationDB's default cluster file).
+fn parse_fdb(rest: &str) -> Result<MetaUrl> {
+    let (path, query) = split_query(rest);
+    Ok(MetaUrl {
+        scheme: Scheme::Fdb,
+        user: String::new(),
+        password: None,
+        address: Address::File(path.to_owned()),
+        database: path.to_owned(),
+        query,
+        more_hosts: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,6 +552,11 @@ mod tests {
         let m = MetaUrl::parse_with_env("memkv://bench", no_env).unwrap();
         assert_eq!((m.scheme(), m.database()), (Scheme::Memkv, "bench"));
         assert_eq!(m.redacted(), "memkv://bench");
+        let f = MetaUrl::parse_with_env("fdb:///etc/foundationdb/fdb.cluster?prefix=jfs", no_env)
+            .unwrap();
+        assert_eq!(f.scheme(), Scheme::Fdb);
+        assert_eq!(f.database(), "/etc/foundationdb/fdb.cluster");
+        assert_eq!(f.param("prefix"), Some("jfs"));
         assert!(MetaUrl::parse_with_env("tikv://pd/x", no_env).is_err());
     }
 

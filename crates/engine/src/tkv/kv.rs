@@ -48,9 +48,38 @@ pub type KvResult<T> = std::result::Result<T, KvError>;
 /// One write of a commit: a put (`Some`) or a delete (`None`).
 pub type Write = (Vec<u8>, Option<Vec<u8>>);
 
+/// A transaction a backend runs itself (FoundationDB): reads go through it, so it knows
+/// its read set and reports conflicts at commit; [`Txn`] still buffers the writes and
+/// hands them over at commit.
+#[async_trait]
+pub trait NativeTxn: Send {
+    /// Reads one key.
+    async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>>;
+    /// Reads several keys (issued together).
+    async fn batch_get(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>>;
+    /// Reads `[begin, end)` in order, at most `limit` (0 = all).
+    async fn scan(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// Whether any key starts with `prefix`.
+    async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool>;
+    /// Applies `writes` and commits; [`KvError::Conflict`] when the store says so.
+    async fn commit(self: Box<Self>, writes: &[Write]) -> KvResult<()>;
+}
+
 /// A transactional KV store, as the TKV family needs it. Every method is one request.
 #[async_trait]
 pub trait KvBackend: Send + Sync {
+    /// A native transaction, for backends that run their own (FoundationDB); `None` (the
+    /// default) means the versioned calls below are used, as etcd's client does.
+    fn begin_native(&self) -> Option<KvResult<Box<dyn NativeTxn>>> {
+        None
+    }
+
     /// Backend name (`etcd`, `memkv`).
     fn name(&self) -> &'static str;
 
@@ -151,6 +180,7 @@ impl From<TxErr> for MetaError {
 /// One `kvtxn`: buffered writes, observed versions, counted calls.
 pub struct Txn {
     kv: Arc<dyn KvBackend>,
+    native: Option<KvResult<Box<dyn NativeTxn>>>,
     calls: CallCounter,
     observed: HashMap<Vec<u8>, Version>,
     buffer: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
@@ -159,8 +189,10 @@ pub struct Txn {
 impl Txn {
     /// Starts a transaction (no request is sent).
     pub fn new(kv: Arc<dyn KvBackend>, calls: CallCounter) -> Self {
+        let native = kv.begin_native();
         Self {
             kv,
+            native,
             calls,
             observed: HashMap::new(),
             buffer: BTreeMap::new(),
@@ -173,8 +205,19 @@ impl Txn {
             return Ok(v.clone());
         }
         self.calls.add(1);
+        if let Some(n) = self.native()? {
+            return n.get(key).await;
+        }
         let r = self.kv.get(key).await?;
         Ok(self.observe(key, r))
+    }
+
+    fn native(&mut self) -> KvResult<Option<&mut Box<dyn NativeTxn>>> {
+        match &mut self.native {
+            None => Ok(None),
+            Some(Ok(n)) => Ok(Some(n)),
+            Some(Err(e)) => Err(e.clone()),
+        }
     }
 
     fn observe(&mut self, key: &[u8], r: Versioned) -> Option<Vec<u8>> {
@@ -197,6 +240,15 @@ impl Txn {
         let limit = self.kv.batch_limit().max(1);
         for batch in keys.chunks(limit) {
             self.calls.add(1);
+            if let Some(n) = self.native()? {
+                for (k, v) in batch.iter().zip(n.batch_get(batch).await?) {
+                    out.push(match self.buffer.get(k) {
+                        Some(b) => b.clone(),
+                        None => v,
+                    });
+                }
+                continue;
+            }
             let rs = self.kv.batch_get(batch).await?;
             for (k, r) in batch.iter().zip(rs) {
                 let v = self.observe(k, r);
@@ -218,6 +270,9 @@ impl Txn {
         keys_only: bool,
     ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
         self.calls.add(1);
+        if let Some(n) = self.native()? {
+            return n.scan(begin, end, limit, keys_only).await;
+        }
         let rs = self.kv.scan(begin, end, limit, keys_only).await?;
         Ok(rs
             .into_iter()
@@ -231,6 +286,9 @@ impl Txn {
     /// `exist`: one count-only request (nothing observed, as etcd's client does).
     pub async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
         self.calls.add(1);
+        if let Some(n) = self.native()? {
+            return n.exist(prefix).await;
+        }
         self.kv.exist(prefix).await
     }
 
@@ -271,6 +329,12 @@ impl Txn {
             self.observed.iter().map(|(k, v)| (k.clone(), *v)).collect();
         let writes: Vec<Write> = std::mem::take(&mut self.buffer).into_iter().collect();
         self.calls.add(1);
+        if self.native.is_some() {
+            // A native transaction commits once; an early commit starts a new one.
+            let next = self.kv.begin_native();
+            let n = std::mem::replace(&mut self.native, next).expect("checked");
+            return n?.commit(&writes).await;
+        }
         self.kv.commit(&observed, &writes).await
     }
 

@@ -11,6 +11,8 @@
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(feature = "fdb")]
+pub mod fdb;
 pub mod kv;
 pub mod mem;
 mod ops;
@@ -51,6 +53,10 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          the timed path.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \
          call reaches the store.",
+        "FoundationDB (feature `fdb`, type-checked only, never run against a cluster): `incrBy` is a \
+         get + set instead of an atomic add + get, conflicts are retried by metabench's loop \
+         ((i+1)² ms random backoff) instead of the binding's `on_error`, and point reads use a \
+         normal transaction (1.4.x) rather than HEAD's snapshot `ReadTransact`.",
     ]
 }
 
@@ -87,6 +93,16 @@ impl TkvEngine {
                 Ok(Self::with_backend(
                     url.clone(),
                     EngineKind::Etcd,
+                    Arc::new(kv),
+                    TkvKeys::new(prefix),
+                ))
+            }
+            #[cfg(feature = "fdb")]
+            Scheme::Fdb => {
+                let (kv, prefix) = fdb::FdbKv::connect(url).await?;
+                Ok(Self::with_backend(
+                    url.clone(),
+                    EngineKind::Fdb,
                     Arc::new(kv),
                     TkvKeys::new(prefix),
                 ))
