@@ -121,10 +121,19 @@ impl Mount {
             }
             false
         } else {
-            std::fs::create_dir_all(mp)
+            std::fs::create_dir(mp)
                 .map_err(|e| MountError::Io(format!("cannot create {}: {e}", mp.display())))?;
             true
         };
+        // /proc/mounts lists the absolute path with symlinks resolved.
+        let mp = &std::fs::canonicalize(mp)
+            .map_err(|e| MountError::Io(format!("cannot resolve {}: {e}", mp.display())))?;
+        if is_mounted(mp) {
+            return Err(MountError::Command(format!(
+                "{} is already a mount point",
+                mp.display()
+            )));
+        }
         let log = opts.work_dir.join("juicefs-mount.log");
         let cache = opts.work_dir.join("cache");
         let mut guard = Mount {
