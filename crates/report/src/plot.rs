@@ -52,10 +52,26 @@ fn sweeps(runs: &[LabeledRun]) -> Vec<(&str, &SweepResults)> {
         .collect()
 }
 
-/// Draws line series against clients (log₂ x axis); `log_y` for latencies.
+/// Draws line series against clients (log₂ x axis labelled 1, 2, 4, …); `log_y` for
+/// latencies.
 fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<String, String> {
+    // Clients go on a log₂ axis: doubling levels are evenly spaced and labelled.
+    let series: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            label: s.label.clone(),
+            color: s.color,
+            points: s
+                .points
+                .iter()
+                .filter(|p| p.0 >= 1.0)
+                .map(|&(x, y)| (x.log2(), y))
+                .collect(),
+        })
+        .collect();
+    let series = &series[..];
     let pts = series.iter().flat_map(|s| s.points.iter());
-    let (mut xmax, mut ymin, mut ymax) = (1.0f64, f64::INFINITY, 0.0f64);
+    let (mut xmax, mut ymin, mut ymax) = (0.0f64, f64::INFINITY, 0.0f64);
     for &(x, y) in pts {
         xmax = xmax.max(x);
         if y > 0.0 {
@@ -69,7 +85,8 @@ fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<Str
     if ymax <= 0.0 {
         ymax = 1.0;
     }
-    let xmax = if xmax <= 1.0 { 2.0 } else { xmax * 1.15 };
+    let x_labels = xmax.floor() as usize + 2;
+    let xrange = -0.25..xmax.max(1.0) + 0.25;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -86,7 +103,14 @@ fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<Str
                     .configure_mesh()
                     .x_desc("concurrent clients")
                     .y_desc(y_desc)
-                    .x_label_formatter(&|x| format!("{x:.0}"))
+                    .x_labels(x_labels)
+                    .x_label_formatter(&|x| {
+                        if (x - x.round()).abs() < 1e-9 && *x >= 0.0 {
+                            format!("{:.0}", x.round().exp2())
+                        } else {
+                            String::new()
+                        }
+                    })
                     .y_label_formatter(&|y| crate::table::fmt_us(*y))
                     .light_line_style(WHITE.mix(0.0))
                     .draw()
@@ -120,14 +144,11 @@ fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<Str
         }
         if log_y {
             finish!(b
-                .build_cartesian_2d(
-                    (1f64..xmax).log_scale(),
-                    (ymin / 1.5..ymax * 1.5).log_scale()
-                )
+                .build_cartesian_2d(xrange.clone(), (ymin / 1.5..ymax * 1.5).log_scale())
                 .map_err(|e| e.to_string())?);
         } else {
             finish!(b
-                .build_cartesian_2d((1f64..xmax).log_scale(), 0f64..ymax * 1.1)
+                .build_cartesian_2d(xrange.clone(), 0f64..ymax * 1.1)
                 .map_err(|e| e.to_string())?);
         }
         root.present().map_err(|e| e.to_string())?;
