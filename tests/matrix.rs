@@ -36,6 +36,15 @@ fn matrix_runs_reachable_engines_and_lists_the_others() {
     let d = dir.path();
     let redis = fresh_database(Kind::Redis);
     let sqlite = fresh_database(Kind::Sqlite);
+    let expecting = d.join("redis-always.toml");
+    std::fs::write(
+        &expecting,
+        format!(
+            "name = \"redis-always\"\nmeta = \"{}\"\n[expect]\nappendfsync = \"always\"\n",
+            redis.url()
+        ),
+    )
+    .unwrap();
     let configs = [
         config(d, "sqlite", sqlite.url()),
         config(d, "redis", redis.url()),
@@ -56,9 +65,15 @@ fn matrix_runs_reachable_engines_and_lists_the_others() {
         "--ops",
         "mkdir,getattr",
     ]);
+    args.insert(4, expecting.to_str().unwrap());
     let o = metabench(&args);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("redis-always: warning: the server runs appendfsync="),
+        "{t}"
+    );
+    assert!(t.contains("this setup expects appendfsync=always"), "{t}");
     let header = t
         .lines()
         .find(|l| l.starts_with("| µs/op"))

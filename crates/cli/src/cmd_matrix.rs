@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 /// Arguments of `metabench matrix`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Each CONFIG is a TOML file with `name` and `meta` (a JuiceFS meta URL), such as the \
+Each CONFIG is a TOML file with `name`, `meta` (a JuiceFS meta URL) and optionally an \
+`[expect]` table of durability settings (checked against the server; a mismatch is a \
+warning), such as the \
 setups of the JuiceFS docs' comparison in configs/engines/. The plan after `--` is an \
 `ops` or `sweep` command line without --meta and --json (default: `ops`), e.g.\n\n  \
 metabench matrix configs/engines/*.toml --plot plots -- sweep --conc 1..64 --duration 3s\n\n\
@@ -51,6 +53,9 @@ pub struct EngineConfig {
     pub name: String,
     /// JuiceFS meta URL.
     pub meta: String,
+    /// Durability settings the setup expects the server to run with (`[expect]`), checked
+    /// against what the server reports.
+    pub expect: std::collections::BTreeMap<String, String>,
 }
 
 /// Reads an engine config.
@@ -68,11 +73,30 @@ pub fn read_config(path: &Path) -> Result<EngineConfig, CliError> {
         }
     };
     for k in table.keys() {
-        if k != "name" && k != "meta" {
+        if k != "name" && k != "meta" && k != "expect" {
             return Err(input(format!(
-                "{}: unknown key '{k}' (expected name and meta)",
+                "{}: unknown key '{k}' (expected name, meta and [expect])",
                 path.display()
             )));
+        }
+    }
+    let mut expect = std::collections::BTreeMap::new();
+    match table.get("expect") {
+        None => {}
+        Some(toml::Value::Table(t)) => {
+            for (k, v) in t {
+                let v = match v {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                expect.insert(k.clone(), v);
+            }
+        }
+        Some(_) => {
+            return Err(input(format!(
+                "{}: [expect] must be a table of settings",
+                path.display()
+            )))
         }
     }
     let meta = get("meta")?.ok_or_else(|| input(format!("{}: no 'meta' URL", path.display())))?;
@@ -86,7 +110,7 @@ pub fn read_config(path: &Path) -> Result<EngineConfig, CliError> {
     if name.is_empty() || name.contains(['/', '\\']) {
         return Err(input(format!("{}: bad name '{name}'", path.display())));
     }
-    Ok(EngineConfig { name, meta })
+    Ok(EngineConfig { name, meta, expect })
 }
 
 /// Runs `metabench matrix`.
@@ -146,6 +170,9 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         match out.status.code() {
             Some(0) => {
                 eprintln!("   {}: done", c.name);
+                for m in durability_mismatches(c, &json) {
+                    eprintln!("   {}: warning: {m}", c.name);
+                }
                 files.push(json);
             }
             Some(EXIT_INTERRUPTED) => {
@@ -184,4 +211,26 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         args.output.as_deref(),
     )?;
     Ok(0)
+}
+
+/// Settings of `[expect]` the server did not report with the expected value.
+fn durability_mismatches(c: &EngineConfig, json: &Path) -> Vec<String> {
+    if c.expect.is_empty() {
+        return Vec::new();
+    }
+    let Ok(run) = std::fs::read_to_string(json)
+        .map_err(|e| e.to_string())
+        .and_then(|t| metabench_report::AnyResults::from_json(&t))
+    else {
+        return Vec::new();
+    };
+    let actual = &run.engine().durability;
+    c.expect
+        .iter()
+        .filter(|(k, v)| actual.get(*k) != Some(*v))
+        .map(|(k, v)| match actual.get(k) {
+            Some(a) => format!("the server runs {k}={a}, this setup expects {k}={v}"),
+            None => format!("the server did not report {k}; this setup expects {k}={v}"),
+        })
+        .collect()
 }
