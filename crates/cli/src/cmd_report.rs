@@ -5,7 +5,7 @@ use crate::args::write_file;
 use crate::cmd_compare::read_results;
 use crate::error::{input, CliError};
 use metabench_report::cross::{render_html, render_report, Format, LabeledRun, Unreachable};
-use metabench_report::plot::sweep_plots;
+use metabench_report::plot::plots;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `metabench report`.
@@ -21,7 +21,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FORMAT", default_value = "table")]
     format: Format,
 
-    /// Also write the SVG plots of the sweeps into this directory (created if needed).
+    /// Also write the SVG plots (µs/op of ops runs, curves of sweeps) into this directory
+    /// (created if needed).
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
 
@@ -58,7 +59,7 @@ pub fn write_report(
     plot_dir: Option<&Path>,
     output: Option<&Path>,
 ) -> Result<(), CliError> {
-    let plots = sweep_plots(runs).map_err(|e| CliError::Io(format!("cannot plot: {e}")))?;
+    let plots = plots(runs).map_err(|e| CliError::Io(format!("cannot plot: {e}")))?;
     if let Some(dir) = plot_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
@@ -66,7 +67,7 @@ pub fn write_report(
             write_file(&dir.join(&p.file), &p.svg)?;
         }
         if plots.is_empty() {
-            eprintln!("no sweep among the files: nothing to plot");
+            eprintln!("nothing to plot");
         } else {
             eprintln!("{} plots written to {}", plots.len(), dir.display());
         }

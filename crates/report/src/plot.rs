@@ -257,6 +257,120 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     Ok(plots)
 }
 
+/// Every plot of `runs`: [`ops_plot`] when there are `ops` runs, then [`sweep_plots`].
+pub fn plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
+    let mut out: Vec<Plot> = ops_plot(runs)?.into_iter().collect();
+    out.extend(sweep_plots(runs)?);
+    Ok(out)
+}
+
+/// The `ops` runs as grouped horizontal bars (`ops.svg`): µs/op of every operation on a
+/// log axis, one bar series per run. `None` without `ops` runs.
+pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
+    let ops_runs: Vec<(&str, &crate::OpsResults)> = runs
+        .iter()
+        .filter_map(|r| match &r.run {
+            AnyResults::Ops(o) => Some((r.label.as_str(), o)),
+            _ => None,
+        })
+        .collect();
+    if ops_runs.is_empty() {
+        return Ok(None);
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (_, o) in &ops_runs {
+        for r in &o.results {
+            if r.skipped.is_none() && r.mean_us > 0.0 && !names.contains(&r.op) {
+                names.push(r.op.clone());
+            }
+        }
+    }
+    let values = ops_runs
+        .iter()
+        .flat_map(|(_, o)| o.results.iter())
+        .filter(|r| r.skipped.is_none() && r.mean_us > 0.0)
+        .map(|r| r.mean_us);
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let (lo, hi) = (lo / 2.0, hi * 2.0);
+    let n = names.len();
+    let title = "µs/op per operation (log scale)".to_owned();
+    let height = 140 + 14 * n as u32 * (ops_runs.len() as u32).max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(130)
+            .build_cartesian_2d((lo..hi).log_scale(), -0.5f64..n as f64 - 0.5)
+            .map_err(|e| e.to_string())?;
+        let label_names = names.clone();
+        chart
+            .configure_mesh()
+            .x_desc("µs/op")
+            .y_labels(n + 1)
+            .y_label_formatter(&|y| {
+                let i = y.round();
+                if (y - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < label_names.len() {
+                    // Top to bottom in run order.
+                    label_names[label_names.len() - 1 - i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_label_formatter(&|x| crate::table::fmt_us(*x))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let k = ops_runs.len() as f64;
+        let band = 0.8 / k;
+        for (j, (label, o)) in ops_runs.iter().enumerate() {
+            let c = color(j);
+            let bars: Vec<Rectangle<(f64, f64)>> = names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, op)| {
+                    let r = o
+                        .get(op)
+                        .filter(|r| r.skipped.is_none() && r.mean_us > 0.0)?;
+                    let row = (n - 1 - i) as f64;
+                    let top = row + 0.4 - j as f64 * band;
+                    Some(Rectangle::new(
+                        [(lo, top - band * 0.9), (r.mean_us, top)],
+                        c.filled(),
+                    ))
+                })
+                .collect();
+            chart
+                .draw_series(bars)
+                .map_err(|e| e.to_string())?
+                .label(label.to_string())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(Some(Plot {
+        file: "ops.svg".into(),
+        title,
+        svg,
+    }))
+}
+
 fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
@@ -355,11 +469,53 @@ mod tests {
         assert_eq!(count(&lat.svg, "polyline"), 4);
         let t = texts(&lat.svg);
         assert!(t.contains(&"sqlite p99".to_owned()), "{t:?}");
-        // No sweep, no plot.
+        // No sweep, no sweep plot; no ops run, no ops plot.
         let ops_only = vec![LabeledRun {
             label: "x".into(),
             run: AnyResults::Ops(Default::default()),
         }];
         assert!(sweep_plots(&ops_only).unwrap().is_empty());
+        assert!(ops_plot(&runs).unwrap().is_none());
+    }
+
+    #[test]
+    fn ops_bars_have_one_series_per_engine() {
+        let ops = |label: &str, k: f64| LabeledRun {
+            label: label.into(),
+            run: AnyResults::Ops(crate::OpsResults {
+                kind: "ops".into(),
+                results: ["mkdir", "lookup", "rename"]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, op)| crate::OpResult {
+                        op: op.to_string(),
+                        count: 10,
+                        mean_us: k * 100.0 * (i + 1) as f64,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+        };
+        let runs = vec![ops("redis", 1.0), ops("mysql", 3.0)];
+        let p = ops_plot(&runs).unwrap().unwrap();
+        let doc = roxmltree::Document::parse(&p.svg).unwrap();
+        let texts: Vec<String> = doc
+            .descendants()
+            .filter(|n| n.tag_name().name() == "text")
+            .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+            .collect();
+        for t in ["redis", "mysql", "mkdir", "lookup", "rename"] {
+            assert!(texts.contains(&t.to_owned()), "{t}: {texts:?}");
+        }
+        // Three bars and a legend swatch per engine, in its colour.
+        for c in ["#1F77B4", "#FF7F0E"] {
+            let bars = doc
+                .descendants()
+                .filter(|n| n.tag_name().name() == "rect" && n.attribute("fill") == Some(c))
+                .count();
+            assert_eq!(bars, 4, "{c}");
+        }
+        assert_eq!(plots(&runs).unwrap().len(), 1);
     }
 }
