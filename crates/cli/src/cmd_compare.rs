@@ -2,7 +2,9 @@
 //! significance test on every timing, and a regression gate for CI.
 
 use crate::error::{input, CliError};
-use metabench_report::compare::{compare, gate, parse_percent, render, GatePolicy, DEFAULT_ALPHA};
+use metabench_report::compare::{
+    compare, gate, parse_percent, render, round_trips_not_gated, GatePolicy, DEFAULT_ALPHA,
+};
 use metabench_report::AnyResults;
 use std::path::{Path, PathBuf};
 
@@ -70,7 +72,8 @@ pub struct GateArgs {
 
     /// Largest tolerated regression of throughput, mean or p99 latency, e.g. 10%; only
     /// changes that are also significant count. Round trips per operation are
-    /// deterministic: any increase fails, whatever this says.
+    /// deterministic where no transaction was retried: any increase there fails, whatever
+    /// this says.
     #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = parse_percent)]
     max_regression: f64,
 
@@ -107,6 +110,9 @@ pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
             "note: not in the current run, not gated: {}",
             c.only_in_base.join(", ")
         );
+    }
+    for n in round_trips_not_gated(&c) {
+        println!("note: {n}");
     }
     if failures.is_empty() {
         println!(
