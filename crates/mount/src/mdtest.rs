@@ -71,6 +71,25 @@ pub fn find_mdtest() -> Option<PathBuf> {
     crate::juicefs::which("mdtest")
 }
 
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(2))
+            == Some("0")
+    })
+}
+
+fn is_open_mpi(mpirun: &Path) -> bool {
+    std::process::Command::new(mpirun)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout).contains("Open MPI")
+                || String::from_utf8_lossy(&o.stdout).contains("OpenRTE")
+        })
+}
+
 /// Runs mdtest with `spec`'s arguments in `dir` (`mpirun -np N` when `spec.tasks > 1`).
 pub async fn run_mdtest(
     mdtest: &Path,
@@ -82,9 +101,12 @@ pub async fn run_mdtest(
         let mpirun = crate::juicefs::which("mpirun").ok_or_else(|| {
             MountError::Command("mdtest with --tasks > 1 needs mpirun on PATH".into())
         })?;
-        let mut c = tokio::process::Command::new(mpirun);
-        c.args(["--allow-run-as-root", "-np", &spec.tasks.to_string()])
-            .arg(mdtest);
+        let mut c = tokio::process::Command::new(&mpirun);
+        if running_as_root() && is_open_mpi(&mpirun) {
+            // Open MPI refuses root without it; MPICH knows no such flag.
+            c.arg("--allow-run-as-root");
+        }
+        c.args(["-np", &spec.tasks.to_string()]).arg(mdtest);
         c
     } else {
         tokio::process::Command::new(mdtest)
