@@ -76,7 +76,7 @@ fn ops(c: &mut Criterion) {
         .sample_size(20);
     for bench in &benches {
         let mut meta = rt
-            .block_on(bench.engine.session(&SessionOptions::default()))
+            .block_on(bench.engine.session(&SessionOptions::for_runs(false)))
             .expect("session");
         let ns = rt
             .block_on(Namespace::create(meta.as_mut(), "criterion"))

@@ -95,10 +95,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         }
     );
 
-
-    let opts = SessionOptions {
-        client_cache: args.client_cache,
-    };
+    let opts = SessionOptions::for_runs(args.client_cache);
     let config = OpsConfig {
         ops: ops.clone(),
         budget,

@@ -210,7 +210,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     let mut mount: Option<Mount> = None;
     let mut namespace = None;
     let outcome = async {
-        let opts = SessionOptions::default();
+        let opts = SessionOptions::for_runs(false);
         let mut meta = target.session(&opts).await?;
         let ns = Namespace::create(meta.as_mut(), &run_id).await?;
         namespace = Some(ns.clone());

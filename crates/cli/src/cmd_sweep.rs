@@ -242,14 +242,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         duration: args.duration,
         shared_dir: args.shared_dir,
         until_plateau: args.until_plateau,
-        session: SessionOptions {
-            client_cache: args.client_cache,
-        },
+        session: SessionOptions::for_runs(args.client_cache),
     };
     let mut namespace = None;
     let mut log_error = None;
     let outcome = async {
-        let mut meta = target.session(&SessionOptions::default()).await?;
+        let mut meta = target.session(&SessionOptions::for_runs(false)).await?;
         let ns = Namespace::create(meta.as_mut(), &run_id).await?;
         namespace = Some(ns.clone());
         let on_level = |level: &Level, hists: &IntervalHistograms| {

@@ -160,7 +160,10 @@ impl Target {
         let mut first_error = None;
         if let Some(ns) = namespace {
             let cleanup = async {
-                let mut meta = self.engine.session(&SessionOptions::default()).await?;
+                let mut meta = self
+                    .engine
+                    .session(&SessionOptions::for_runs(false))
+                    .await?;
                 ns.remove(meta.as_mut()).await
             };
             if let Err(e) = cleanup.await {

@@ -78,6 +78,22 @@ pub struct SessionOptions {
     /// cache. Off by default, so every call reaches the engine and the figure is the
     /// engine's.
     pub client_cache: bool,
+    /// Delete for good even when the volume keeps a trash (as `juicefs rmr --skip-trash`),
+    /// so nothing a run creates lands in a volume's `.trash`. The command line always sets
+    /// it; JuiceFS's own benchmark formats with TrashDays 0, which behaves the same. The
+    /// Redis and TKV engines always delete for good (see their `fidelity_notes`).
+    pub skip_trash: bool,
+}
+
+impl SessionOptions {
+    /// What metabench's own runs use: the engine is asked every time, nothing goes to
+    /// the trash.
+    pub fn for_runs(client_cache: bool) -> Self {
+        Self {
+            client_cache,
+            skip_trash: true,
+        }
+    }
 }
 
 /// One JuiceFS client's view of a volume: the operations of `pkg/meta/benchmarks_test.go`.

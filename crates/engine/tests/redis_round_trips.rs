@@ -577,7 +577,11 @@ async fn symlink_is_5_and_readlink_1_round_trips() {
 
 #[tokio::test]
 async fn client_cache_serves_readlink_and_read_from_memory() {
-    let mut fx = fixture_with(SessionOptions { client_cache: true }).await;
+    let mut fx = fixture_with(SessionOptions {
+        client_cache: true,
+        ..Default::default()
+    })
+    .await;
     let parent = prepare_parent(&mut fx, "benchCache").await;
     let (sym, _) = fx
         .meta

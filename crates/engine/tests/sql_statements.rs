@@ -378,7 +378,10 @@ fn pg_mkdir_texts() -> Vec<String> {
 /// first call, as the Go client's open-file chunk cache and symlink cache do; the
 /// session's own write to the inode invalidates the chunk.
 async fn client_cache(kind: Kind) {
-    let opts = metabench_engine::SessionOptions { client_cache: true };
+    let opts = metabench_engine::SessionOptions {
+        client_cache: true,
+        ..Default::default()
+    };
     let mut v = volume_with(kind, opts).await;
     let ctx = v.ctx.clone();
     let p = v.parent("cache").await;

@@ -378,9 +378,13 @@ impl SqlSession {
             bg,
             conn: Some(conn),
             stats: SessionStats::default(),
-            opts,
+            opts: opts.clone(),
             dir_stats_on: format.dir_stats,
-            trash_days: format.trash_days,
+            trash_days: if opts.skip_trash {
+                0
+            } else {
+                format.trash_days
+            },
             sub_trash: None,
             inodes: IdRange::default(),
             prefetch: None,
