@@ -15,11 +15,13 @@ pub struct FioJob {
     pub args: Vec<String>,
 }
 
-/// The docs' jobs at `scale` ("small": a few MiB, "docs": the docs' sizes) with
-/// `numjobs` jobs each. Reads follow the writes of the same name and read those files.
+/// The docs' jobs at `scale` ("small": a few MiB, "docs": the sizes of the JuiceFS
+/// metadata-engine comparison, `--bs=4M --size=4G` per job for the big file; the docs
+/// give no small-file job, so metabench uses 100 files of 128 KiB per job) with `numjobs`
+/// jobs each. Reads follow the writes of the same name and read those files.
 pub fn docs_jobs(docs_scale: bool, numjobs: u32) -> Vec<FioJob> {
     let (big, small_size, small_count) = if docs_scale {
-        ("1G", "128k", "100")
+        ("4G", "128k", "100")
     } else {
         ("8M", "4k", "20")
     };
