@@ -3,6 +3,7 @@
 
 use super::txn::{txn, Conn, TxErr};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::common::{child_mode_gid, merge_owner_mode};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -301,12 +302,6 @@ impl RedisSession {
         let made = txn!(self, vec![ki.clone(), kd.clone()], |c| {
             let pbuf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
             let mut pattr = decode(&pbuf.ok_or(MetaError::NotFound)?)?;
-            // inheritGid (Linux): a set-gid parent passes its group on.
-            let gid = if pattr.mode & 0o2000 != 0 {
-                pattr.gid
-            } else {
-                ctx.gid()
-            };
             if pattr.typ != FileType::Directory {
                 return Err(MetaError::NotDir.into());
             }
@@ -340,15 +335,8 @@ impl RedisSession {
                 FileType::Symlink => (1, target.len() as u64),
                 _ => (1, 0),
             };
-            let mut m = mode & 0o7777 & !umask;
-            // inheritMode (Linux).
-            if pattr.mode & 0o2000 != 0 {
-                if typ == FileType::Directory {
-                    m |= 0o2000;
-                } else if m & 0o2010 == 0o2010 && ctx.uid != 0 && !ctx.gids.contains(&pattr.gid) {
-                    m &= !0o2000;
-                }
-            }
+            // inheritGid / inheritMode (Linux).
+            let (m, gid) = child_mode_gid(ctx, pattr.mode, pattr.gid, typ, mode, umask);
             let attr = Attr {
                 flags: pattr.flags & FLAG_SKIP_TRASH,
                 typ,
@@ -1617,44 +1605,7 @@ fn merge_attr(
         }
         changed = true;
     }
-    if let Some(gid) = set.gid {
-        if ctx.uid != 0 && ctx.uid != cur.uid {
-            return Err(MetaError::Perm);
-        }
-        if cur.gid != gid {
-            if ctx.uid != 0 && !ctx.gids.contains(&gid) {
-                return Err(MetaError::Perm);
-            }
-            dirty.gid = gid;
-            changed = true;
-        }
-    }
-    if let Some(uid) = set.uid {
-        if cur.uid != uid {
-            if ctx.uid != 0 {
-                return Err(MetaError::Perm);
-            }
-            dirty.uid = uid;
-            changed = true;
-        }
-    }
-    if let Some(mut m) = want_mode {
-        if ctx.uid != 0 && m & 0o2000 != 0 && !ctx.gids.contains(&cur.gid) {
-            m &= 0o5777;
-        }
-        if m != cur.mode {
-            if ctx.uid != 0
-                && ctx.uid != cur.uid
-                && (cur.mode & 0o1777 != m & 0o1777
-                    || m & 0o2000 > cur.mode & 0o2000
-                    || m & 0o4000 > cur.mode & 0o4000)
-            {
-                return Err(MetaError::Perm);
-            }
-            dirty.mode = m;
-            changed = true;
-        }
-    }
+    changed |= merge_owner_mode(ctx, cur, set, want_mode, &mut dirty)?;
     let may_write = access(ctx, cur, 2).is_ok() || ctx.uid == cur.uid;
     for (want, field) in [(set.atime, 0), (set.mtime, 1)] {
         let Some(t) = want else { continue };

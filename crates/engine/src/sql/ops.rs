@@ -12,6 +12,7 @@ use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use super::dialect::Stmts;
 use super::Target;
 use crate::background::{IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::common::{child_mode_gid, merge_owner_mode};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{Ctx, Entry, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
@@ -779,22 +780,7 @@ impl SqlSession {
             }
             let now = Timestamp::now();
             // inheritGid / inheritMode (Linux)
-            let mut cmode = mode & !umask & 0o7777;
-            let gid = if pn.mode & 0o2000 != 0 {
-                pn.gid as u32
-            } else {
-                ctx.gid()
-            };
-            if pn.mode & 0o2000 != 0 {
-                if typ == FileType::Directory {
-                    cmode |= 0o2000;
-                } else if ctx.uid != 0
-                    && cmode & 0o2010 == 0o2010
-                    && !ctx.gids.contains(&(pn.gid as u32))
-                {
-                    cmode &= !0o2000;
-                }
-            }
+            let (cmode, gid) = child_mode_gid(ctx, pn.mode as u16, pn.gid as u32, typ, mode, umask);
             let mut a = Attr::new(typ, cmode, 0, ctx.uid, gid, parent);
             a.atime = now;
             a.mtime = now;
@@ -2249,45 +2235,7 @@ fn merge_attr(
         }
         changed = true;
     }
-    if let Some(gid) = set.gid {
-        if ctx.uid != 0 && ctx.uid != cur.uid {
-            return Err(MetaError::Perm);
-        }
-        if cur.gid != gid {
-            if ctx.uid != 0 && !ctx.gids.contains(&gid) {
-                return Err(MetaError::Perm);
-            }
-            dirty.gid = gid;
-            changed = true;
-        }
-    }
-    if let Some(uid) = set.uid {
-        if cur.uid != uid {
-            if ctx.uid != 0 {
-                return Err(MetaError::Perm);
-            }
-            dirty.uid = uid;
-            changed = true;
-        }
-    }
-    if let Some(mut m) = want_mode {
-        m &= 0o7777;
-        if ctx.uid != 0 && m & 0o2000 != 0 && !ctx.gids.contains(&cur.gid) {
-            m &= 0o5777;
-        }
-        if m != cur.mode {
-            if ctx.uid != 0
-                && ctx.uid != cur.uid
-                && (cur.mode & 0o1777 != m & 0o1777
-                    || m & 0o2000 > cur.mode & 0o2000
-                    || m & 0o4000 > cur.mode & 0o4000)
-            {
-                return Err(MetaError::Perm);
-            }
-            dirty.mode = m;
-            changed = true;
-        }
-    }
+    changed |= merge_owner_mode(ctx, cur, set, want_mode.map(|m| m & 0o7777), &mut dirty)?;
     for (want, which) in [(set.atime, 0), (set.mtime, 1)] {
         let Some(t) = want else { continue };
         let curt = if which == 0 { cur.atime } else { cur.mtime };

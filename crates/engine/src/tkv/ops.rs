@@ -5,6 +5,7 @@
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::common::child_mode_gid;
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -308,11 +309,6 @@ impl TkvSession {
             if pattr.flags & FLAG_IMMUTABLE != 0 {
                 return Err(MetaError::Perm.into());
             }
-            let gid = if pattr.mode & 0o2000 != 0 {
-                pattr.gid
-            } else {
-                ctx.gid()
-            };
             if let Some(buf) = &rs[1] {
                 let d = Dentry::decode(buf)?;
                 let mut existing = None;
@@ -334,14 +330,8 @@ impl TkvSession {
                 FileType::Symlink => (1, target.len() as u64),
                 _ => (1, 0),
             };
-            let mut m = mode & 0o7777 & !umask;
-            if pattr.mode & 0o2000 != 0 {
-                if typ == FileType::Directory {
-                    m |= 0o2000;
-                } else if m & 0o2010 == 0o2010 && ctx.uid != 0 && !ctx.gids.contains(&pattr.gid) {
-                    m &= !0o2000;
-                }
-            }
+            // inheritGid / inheritMode (Linux).
+            let (m, gid) = child_mode_gid(ctx, pattr.mode, pattr.gid, typ, mode, umask);
             let attr = Attr {
                 flags: pattr.flags & FLAG_SKIP_TRASH,
                 typ,

@@ -1,0 +1,245 @@
+//! Pure logic shared by the three engines (Redis, SQL, TKV): no I/O here.
+
+use crate::meta::{Ctx, SetAttr};
+use crate::MetaError;
+use metabench_schema::{Attr, FileType};
+
+/// The mode and gid of a new child as JuiceFS's `Mknod` computes them (Linux):
+/// `mode & !umask` (permission bits only), then `inheritGid` and `inheritMode` from a
+/// set-gid parent: the child takes the parent's group, a directory keeps the set-gid
+/// bit, and another node loses it when it is group-executable and the caller (not root)
+/// is not in the parent's group.
+///
+/// Returns `(mode, gid)`.
+pub(crate) fn child_mode_gid(
+    ctx: &Ctx,
+    parent_mode: u16,
+    parent_gid: u32,
+    typ: FileType,
+    mode: u16,
+    umask: u16,
+) -> (u16, u32) {
+    let mut m = mode & 0o7777 & !umask;
+    if parent_mode & 0o2000 == 0 {
+        return (m, ctx.gid());
+    }
+    if typ == FileType::Directory {
+        m |= 0o2000;
+    } else if m & 0o2010 == 0o2010 && ctx.uid != 0 && !ctx.gids.contains(&parent_gid) {
+        m &= !0o2000;
+    }
+    (m, parent_gid)
+}
+
+/// The owner and mode part of JuiceFS's `mergeAttr` (Linux, no ACL), shared by the Redis
+/// and SQL engines: checks and applies `set.gid`, then `set.uid`, then `mode` (the mode
+/// asked for, after any `clearSUGID` the caller did) from `cur` onto `dirty`.
+///
+/// Only root or the owner may change the group, and a non-root owner only to one of its
+/// own groups; only root may change the owner. A non-root caller outside the file's
+/// group loses a set-gid bit it asks for, and only the owner or root may change the
+/// permission bits or add set-uid/set-gid. Returns whether anything changed, or
+/// [`MetaError::Perm`].
+pub(crate) fn merge_owner_mode(
+    ctx: &Ctx,
+    cur: &Attr,
+    set: &SetAttr,
+    mode: Option<u16>,
+    dirty: &mut Attr,
+) -> Result<bool, MetaError> {
+    let mut changed = false;
+    if let Some(gid) = set.gid {
+        if ctx.uid != 0 && ctx.uid != cur.uid {
+            return Err(MetaError::Perm);
+        }
+        if cur.gid != gid {
+            if ctx.uid != 0 && !ctx.gids.contains(&gid) {
+                return Err(MetaError::Perm);
+            }
+            dirty.gid = gid;
+            changed = true;
+        }
+    }
+    if let Some(uid) = set.uid {
+        if cur.uid != uid {
+            if ctx.uid != 0 {
+                return Err(MetaError::Perm);
+            }
+            dirty.uid = uid;
+            changed = true;
+        }
+    }
+    if let Some(mut m) = mode {
+        if ctx.uid != 0 && m & 0o2000 != 0 && !ctx.gids.contains(&cur.gid) {
+            m &= 0o5777;
+        }
+        if m != cur.mode {
+            if ctx.uid != 0
+                && ctx.uid != cur.uid
+                && (cur.mode & 0o1777 != m & 0o1777
+                    || m & 0o2000 > cur.mode & 0o2000
+                    || m & 0o4000 > cur.mode & 0o4000)
+            {
+                return Err(MetaError::Perm);
+            }
+            dirty.mode = m;
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(uid: u32, gids: &[u32]) -> Ctx {
+        Ctx {
+            uid,
+            gids: gids.to_vec(),
+            pid: 1,
+        }
+    }
+
+    #[test]
+    fn plain_parent_applies_umask_and_callers_gid() {
+        let c = ctx(5, &[7, 8]);
+        assert_eq!(
+            child_mode_gid(&c, 0o755, 9, FileType::File, 0o666, 0o022),
+            (0o644, 7)
+        );
+        // Only permission bits survive, and a set-gid bit asked for is kept.
+        assert_eq!(
+            child_mode_gid(&c, 0o755, 9, FileType::File, 0o172_777, 0),
+            (0o2777, 7)
+        );
+        assert_eq!(
+            child_mode_gid(&ctx(5, &[]), 0o755, 9, FileType::File, 0o644, 0),
+            (0o644, 0)
+        );
+    }
+
+    #[test]
+    fn setgid_parent_passes_group_and_bit_to_a_directory() {
+        let c = ctx(5, &[7]);
+        assert_eq!(
+            child_mode_gid(&c, 0o2775, 9, FileType::Directory, 0o777, 0o022),
+            (0o2755, 9)
+        );
+    }
+
+    #[test]
+    fn setgid_parent_strips_setgid_from_foreign_group_executables() {
+        // Group-executable set-gid file, caller not in the parent's group: bit dropped.
+        assert_eq!(
+            child_mode_gid(&ctx(5, &[7]), 0o2775, 9, FileType::File, 0o2775, 0),
+            (0o775, 9)
+        );
+        // In the group, or root: kept.
+        assert_eq!(
+            child_mode_gid(&ctx(5, &[7, 9]), 0o2775, 9, FileType::File, 0o2775, 0),
+            (0o2775, 9)
+        );
+        assert_eq!(
+            child_mode_gid(&ctx(0, &[7]), 0o2775, 9, FileType::File, 0o2775, 0),
+            (0o2775, 9)
+        );
+        // Not group-executable: kept.
+        assert_eq!(
+            child_mode_gid(&ctx(5, &[7]), 0o2775, 9, FileType::File, 0o2764, 0),
+            (0o2764, 9)
+        );
+    }
+
+    fn file(uid: u32, gid: u32, mode: u16) -> Attr {
+        let mut a = Attr::new(FileType::File, mode, 0, uid, gid, 1);
+        a.mode = mode;
+        a
+    }
+
+    /// The merged attribute if anything changed, or the error's kind.
+    fn merge(
+        c: &Ctx,
+        cur: &Attr,
+        set: SetAttr,
+        mode: Option<u16>,
+    ) -> Result<Option<Attr>, &'static str> {
+        let mut dirty = cur.clone();
+        match merge_owner_mode(c, cur, &set, mode, &mut dirty) {
+            Ok(changed) => Ok(changed.then_some(dirty)),
+            Err(e) => Err(e.kind()),
+        }
+    }
+
+    #[test]
+    fn owner_changes_need_root_or_owner_in_group() {
+        let cur = file(5, 7, 0o644);
+        let chgrp = |gid| SetAttr {
+            gid: Some(gid),
+            ..Default::default()
+        };
+        let chown = |uid| SetAttr {
+            uid: Some(uid),
+            ..Default::default()
+        };
+        assert_eq!(merge(&ctx(6, &[8]), &cur, chgrp(8), None), Err("EPERM"));
+        assert_eq!(merge(&ctx(5, &[7]), &cur, chgrp(8), None), Err("EPERM"));
+        assert_eq!(
+            merge(&ctx(5, &[7, 8]), &cur, chgrp(8), None)
+                .unwrap()
+                .unwrap()
+                .gid,
+            8
+        );
+        assert_eq!(
+            merge(&ctx(0, &[0]), &cur, chgrp(8), None)
+                .unwrap()
+                .unwrap()
+                .gid,
+            8
+        );
+        assert_eq!(merge(&ctx(5, &[7]), &cur, chgrp(7), None), Ok(None));
+        assert_eq!(merge(&ctx(5, &[7]), &cur, chown(6), None), Err("EPERM"));
+        assert_eq!(merge(&ctx(5, &[7]), &cur, chown(5), None), Ok(None));
+        assert_eq!(
+            merge(&ctx(0, &[0]), &cur, chown(6), None)
+                .unwrap()
+                .unwrap()
+                .uid,
+            6
+        );
+    }
+
+    #[test]
+    fn mode_changes_need_owner_and_group_for_setgid() {
+        let cur = file(5, 7, 0o644);
+        let none = SetAttr::default;
+        assert_eq!(merge(&ctx(5, &[7]), &cur, none(), Some(0o644)), Ok(None));
+        assert_eq!(
+            merge(&ctx(5, &[7]), &cur, none(), Some(0o2755))
+                .unwrap()
+                .unwrap()
+                .mode,
+            0o2755
+        );
+        // Outside the file's group: the set-gid bit is dropped.
+        assert_eq!(
+            merge(&ctx(5, &[8]), &cur, none(), Some(0o2755))
+                .unwrap()
+                .unwrap()
+                .mode,
+            0o755
+        );
+        assert_eq!(
+            merge(&ctx(6, &[7]), &cur, none(), Some(0o600)),
+            Err("EPERM")
+        );
+        assert_eq!(
+            merge(&ctx(0, &[0]), &cur, none(), Some(0o4600))
+                .unwrap()
+                .unwrap()
+                .mode,
+            0o4600
+        );
+    }
+}
