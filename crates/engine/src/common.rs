@@ -2,7 +2,7 @@
 
 use crate::meta::{Ctx, SetAttr};
 use crate::MetaError;
-use metabench_schema::{Attr, FileType};
+use metabench_schema::{Attr, FileType, Ino, Timestamp};
 
 /// The mode and gid of a new child as JuiceFS's `Mknod` computes them (Linux):
 /// `mode & !umask` (permission bits only), then `inheritGid` and `inheritMode` from a
@@ -29,6 +29,56 @@ pub(crate) fn child_mode_gid(
         m &= !0o2000;
     }
     (m, parent_gid)
+}
+
+/// JuiceFS's `FlagSkipTrash`: the one attribute flag a child takes from its parent.
+const FLAG_SKIP_TRASH: u8 = 1 << 5;
+
+/// The attribute of a new child as the Redis and TKV engines' `doMknod` builds it: mode
+/// and gid from [`child_mode_gid`], the caller's uid, all times `now`, nlink 2 and
+/// length 4096 for a directory, nlink 1 and the target's length for a symlink, nlink 1
+/// and length 0 otherwise; `rdev` kept only for a node that is neither a directory nor a
+/// symlink; the skip-trash flag and the tier taken from the parent `pattr`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn new_child_attr(
+    ctx: &Ctx,
+    pattr: &Attr,
+    parent: Ino,
+    typ: FileType,
+    mode: u16,
+    umask: u16,
+    rdev: u32,
+    target_len: u64,
+    now: Timestamp,
+) -> Attr {
+    let (nlink, length) = match typ {
+        FileType::Directory => (2, 4096),
+        FileType::Symlink => (1, target_len),
+        _ => (1, 0),
+    };
+    // inheritGid / inheritMode (Linux).
+    let (mode, gid) = child_mode_gid(ctx, pattr.mode, pattr.gid, typ, mode, umask);
+    Attr {
+        flags: pattr.flags & FLAG_SKIP_TRASH,
+        typ,
+        mode,
+        uid: ctx.uid,
+        gid,
+        rdev: if matches!(typ, FileType::Directory | FileType::Symlink) {
+            0
+        } else {
+            rdev
+        },
+        atime: now,
+        mtime: now,
+        ctime: now,
+        nlink,
+        length,
+        parent,
+        access_acl: 0,
+        default_acl: 0,
+        tier: pattr.tier,
+    }
 }
 
 /// The owner and mode part of JuiceFS's `mergeAttr` (Linux, no ACL), shared by the Redis
@@ -241,5 +291,31 @@ mod tests {
                 .mode,
             0o4600
         );
+    }
+
+    #[test]
+    fn new_child_takes_type_sizes_and_parent_flags() {
+        let mut p = file(0, 9, 0o2775);
+        p.typ = FileType::Directory;
+        p.flags = 0xff;
+        p.tier = 3;
+        let now = Timestamp::now();
+        let c = ctx(5, &[7]);
+        let d = new_child_attr(&c, &p, 2, FileType::Directory, 0o777, 0o022, 8, 0, now);
+        assert_eq!((d.mode, d.uid, d.gid, d.rdev), (0o2755, 5, 9, 0));
+        assert_eq!((d.nlink, d.length, d.parent), (2, 4096, 2));
+        assert_eq!((d.flags, d.tier), (FLAG_SKIP_TRASH, 3));
+        assert_eq!((d.atime, d.mtime, d.ctime), (now, now, now));
+        let s = new_child_attr(&c, &p, 2, FileType::Symlink, 0o777, 0, 8, 11, now);
+        assert_eq!((s.nlink, s.length, s.rdev), (1, 11, 0));
+        let f = new_child_attr(&c, &p, 2, FileType::File, 0o644, 0, 8, 11, now);
+        assert_eq!(
+            (f.nlink, f.length, f.rdev, f.typ),
+            (1, 0, 8, FileType::File)
+        );
+        p.flags = 0;
+        p.mode = 0o755;
+        let f = new_child_attr(&c, &p, 2, FileType::File, 0o644, 0, 0, 0, now);
+        assert_eq!((f.flags, f.gid), (0, 7));
     }
 }

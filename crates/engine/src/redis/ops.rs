@@ -3,7 +3,7 @@
 
 use super::txn::{txn, Conn, TxErr};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{child_mode_gid, merge_owner_mode};
+use crate::common::{merge_owner_mode, new_child_attr};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -21,8 +21,6 @@ use tokio::task::JoinHandle;
 const FLAG_IMMUTABLE: u8 = 1;
 /// `FlagAppend`.
 const FLAG_APPEND: u8 = 2;
-/// `FlagSkipTrash`.
-const FLAG_SKIP_TRASH: u8 = 1 << 5;
 /// `MODE_MASK_W | MODE_MASK_X`.
 const MASK_WX: u16 = 2 | 1;
 /// The name of the trash directory under the root.
@@ -330,34 +328,17 @@ impl RedisSession {
                 return Ok(Made::Existing(d.inode, existing));
             }
             let now = Timestamp::now();
-            let (nlink, length) = match typ {
-                FileType::Directory => (2, 4096),
-                FileType::Symlink => (1, target.len() as u64),
-                _ => (1, 0),
-            };
-            // inheritGid / inheritMode (Linux).
-            let (m, gid) = child_mode_gid(ctx, pattr.mode, pattr.gid, typ, mode, umask);
-            let attr = Attr {
-                flags: pattr.flags & FLAG_SKIP_TRASH,
-                typ,
-                mode: m,
-                uid: ctx.uid,
-                gid,
-                rdev: if matches!(typ, FileType::Directory | FileType::Symlink) {
-                    0
-                } else {
-                    rdev
-                },
-                atime: now,
-                mtime: now,
-                ctime: now,
-                nlink,
-                length,
+            let attr = new_child_attr(
+                ctx,
+                &pattr,
                 parent,
-                access_acl: 0,
-                default_acl: 0,
-                tier: pattr.tier,
-            };
+                typ,
+                mode,
+                umask,
+                rdev,
+                target.len() as u64,
+                now,
+            );
             let mut update_parent = false;
             if typ == FileType::Directory {
                 pattr.nlink += 1;
