@@ -1,5 +1,5 @@
 //! The CI regression gate on deterministic figures: `metabench ops --iterations 20` on
-//! every engine the test script starts (SQLite, Redis, MariaDB, PostgreSQL), gated with
+//! every engine the tests run (SQLite, Redis, MariaDB, PostgreSQL, etcd, memkv), gated with
 //! `metabench gate --round-trips-only` against the committed baselines in
 //! `configs/baselines/<engine>.json`. Timings are not gated here: on a shared 2-core
 //! machine they are noise.
@@ -31,29 +31,68 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn baseline(kind: Kind) -> PathBuf {
+/// The engines gated: the testkit's kinds plus the TKV engines.
+#[derive(Clone, Copy)]
+enum Gated {
+    Db(Kind),
+    Etcd,
+    Memkv,
+}
+
+impl Gated {
+    const ALL: [Gated; 6] = [
+        Gated::Db(Kind::Sqlite),
+        Gated::Db(Kind::Redis),
+        Gated::Db(Kind::Mysql),
+        Gated::Db(Kind::Postgres),
+        Gated::Etcd,
+        Gated::Memkv,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Gated::Db(kind) => kind.name(),
+            Gated::Etcd => "etcd",
+            Gated::Memkv => "memkv",
+        }
+    }
+}
+
+fn baseline(engine: Gated) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("configs/baselines")
-        .join(format!("{}.json", kind.name()))
+        .join(format!("{}.json", engine.name()))
 }
 
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-/// Runs the ops benchmark on a fresh database of `kind` into `out`.
-fn ops_run(kind: Kind, out: &Path) {
-    let db = fresh_database(kind);
+/// Runs the ops benchmark on a fresh, empty database of `engine` into `out`.
+fn ops_run(engine: Gated, out: &Path) {
+    let unique = metabench_testkit::unique_name("mb-baseline");
+    let (url, _db) = match engine {
+        Gated::Db(kind) => {
+            let db = fresh_database(kind);
+            (db.url().to_owned(), Some(db))
+        }
+        Gated::Etcd => {
+            let base = std::env::var("METABENCH_ETCD_URL")
+                .expect("METABENCH_ETCD_URL is set by scripts/test.sh (run the tests with it)");
+            (format!("{}/{unique}", base.trim_end_matches('/')), None)
+        }
+        Gated::Memkv => (format!("memkv://{unique}"), None),
+    };
     let o = metabench(&[
         "ops",
         "--meta",
-        db.url(),
+        &url,
         "--iterations",
         "20",
         "--json",
         p(out),
     ]);
-    assert!(o.status.success(), "{}: {}", kind.name(), text(&o));
+    assert!(o.status.success(), "{}: {}", engine.name(), text(&o));
 }
 
 #[test]
@@ -61,25 +100,25 @@ fn round_trips_per_operation_match_the_committed_baselines() {
     let dir = tempfile::tempdir().unwrap();
     let write = std::env::var("METABENCH_WRITE_BASELINES").is_ok_and(|v| v == "1");
     let mut failed = Vec::new();
-    for kind in Kind::ALL {
-        let current = dir.path().join(format!("{}.json", kind.name()));
-        ops_run(kind, &current);
+    for engine in Gated::ALL {
+        let current = dir.path().join(format!("{}.json", engine.name()));
+        ops_run(engine, &current);
         if write {
-            std::fs::copy(&current, baseline(kind)).unwrap();
-            eprintln!("wrote {}", baseline(kind).display());
+            std::fs::copy(&current, baseline(engine)).unwrap();
+            eprintln!("wrote {}", baseline(engine).display());
             continue;
         }
         let o = metabench(&[
             "gate",
             "--baseline",
-            p(&baseline(kind)),
+            p(&baseline(engine)),
             "--current",
             p(&current),
             "--round-trips-only",
         ]);
-        eprintln!("{}: {}", kind.name(), text(&o));
+        eprintln!("{}: {}", engine.name(), text(&o));
         if o.status.code() != Some(0) {
-            failed.push(format!("{}: {}", kind.name(), text(&o)));
+            failed.push(format!("{}: {}", engine.name(), text(&o)));
         }
     }
     assert!(
@@ -93,7 +132,7 @@ fn round_trips_per_operation_match_the_committed_baselines() {
 fn one_round_trip_more_than_the_baseline_fails_the_gate() {
     let dir = tempfile::tempdir().unwrap();
     let current = dir.path().join("current.json");
-    ops_run(Kind::Sqlite, &current);
+    ops_run(Gated::Db(Kind::Sqlite), &current);
     // A baseline where mkdir took one round trip fewer: the current run has one more.
     let mut base: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&current).unwrap()).unwrap();
