@@ -4,6 +4,16 @@ use crate::meta::{Ctx, SetAttr};
 use crate::MetaError;
 use metabench_schema::{Attr, FileType, Ino, Timestamp};
 
+/// `baseMeta.Access` on an attribute already read: root may do anything, others need
+/// the `mask` bits (4 read, 2 write, 1 execute) of their class.
+pub(crate) fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
+    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
+        Ok(())
+    } else {
+        Err(MetaError::Access)
+    }
+}
+
 /// The mode and gid of a new child as JuiceFS's `Mknod` computes them (Linux):
 /// `mode & !umask` (permission bits only), then `inheritGid` and `inheritMode` from a
 /// set-gid parent: the child takes the parent's group, a directory keeps the set-gid

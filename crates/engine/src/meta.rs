@@ -186,11 +186,7 @@ pub trait Meta: Send {
     /// Checks permission (`Access`): a `getattr` and a mode check.
     async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
         let attr = self.getattr(ino).await?;
-        if attr.allows(ctx.uid, &ctx.gids, mask) {
-            Ok(())
-        } else {
-            Err(crate::MetaError::Access)
-        }
+        crate::common::access(ctx, &attr, mask)
     }
 
     /// Lists a directory (`Readdir`), with attributes when `plus`.

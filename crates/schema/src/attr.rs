@@ -161,6 +161,28 @@ impl Attr {
         }
     }
 
+    /// An attribute that carries only a type, as JuiceFS fills entries it has not read
+    /// (readdir without attributes, `.` and `..`).
+    pub fn type_only(typ: FileType) -> Self {
+        Self {
+            flags: 0,
+            typ,
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            atime: Timestamp::default(),
+            mtime: Timestamp::default(),
+            ctime: Timestamp::default(),
+            nlink: 0,
+            length: 0,
+            parent: 0,
+            access_acl: 0,
+            default_acl: 0,
+            tier: 0,
+        }
+    }
+
     /// Encodes as `Attr.Marshal` does: 72 bytes, +8 with ACL ids, +1 with a tier.
     pub fn encode(&self) -> Vec<u8> {
         let has_acl = self.access_acl | self.default_acl != 0;

@@ -3,7 +3,7 @@
 
 use super::txn::{txn, Conn, TxErr};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{merge_owner_mode, new_child_attr};
+use crate::common::{access, merge_owner_mode, new_child_attr};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -79,36 +79,6 @@ fn check_name(name: &[u8]) -> Result<()> {
         Err(MetaError::Invalid)
     } else {
         Ok(())
-    }
-}
-
-/// An attribute that carries only a type, as JuiceFS fills entries it has not read.
-pub(super) fn bare_attr(typ: FileType) -> Attr {
-    Attr {
-        flags: 0,
-        typ,
-        mode: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        atime: Timestamp::default(),
-        mtime: Timestamp::default(),
-        ctime: Timestamp::default(),
-        nlink: 0,
-        length: 0,
-        parent: 0,
-        access_acl: 0,
-        default_acl: 0,
-        tier: 0,
-    }
-}
-
-/// `baseMeta.Access` on an attribute already read (mode bits; root may do anything).
-fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
-    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
-        Ok(())
-    } else {
-        Err(MetaError::Access)
     }
 }
 
@@ -233,7 +203,7 @@ impl RedisSession {
             Some(b) => Attr::decode(&b)?,
             None if ino == ROOT_INODE || ino == TRASH_INODE => {
                 // GetAttr answers for the root and the trash even without a record.
-                let mut a = bare_attr(FileType::Directory);
+                let mut a = Attr::type_only(FileType::Directory);
                 a.mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
                 a.nlink = 2;
                 a.length = 4096;
@@ -319,7 +289,7 @@ impl RedisSession {
                     existing = Some(match a {
                         Some(b) => decode(&b)?,
                         None => {
-                            let mut a = bare_attr(d.typ);
+                            let mut a = Attr::type_only(d.typ);
                             a.parent = parent;
                             a
                         }
@@ -825,7 +795,7 @@ impl Meta for RedisSession {
                 return Ok(Moved {
                     ino,
                     typ,
-                    attr: bare_attr(typ),
+                    attr: Attr::type_only(typ),
                     target: None,
                     same: true,
                 });
@@ -850,7 +820,7 @@ impl Meta for RedisSession {
                     return Ok(Moved {
                         ino,
                         typ,
-                        attr: bare_attr(typ),
+                        attr: Attr::type_only(typ),
                         target: None,
                         same: true,
                     });
@@ -912,7 +882,7 @@ impl Meta for RedisSession {
                     Some(b) => decode(b)?,
                     None => {
                         tracing::warn!("no attribute for inode {} ({pd}, {:?})", t.inode, name_dst);
-                        bare_attr(t.typ)
+                        Attr::type_only(t.typ)
                     }
                 };
                 if tattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
@@ -1157,7 +1127,7 @@ impl Meta for RedisSession {
             Some(b) => Attr::decode(&b)?,
             None => {
                 tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
-                bare_attr(d.typ)
+                Attr::type_only(d.typ)
             }
         };
         if attr.typ == FileType::Directory && !is_trash(parent) {
@@ -1215,12 +1185,12 @@ impl Meta for RedisSession {
             Entry {
                 name: b".".to_vec(),
                 inode: ino,
-                attr: bare_attr(FileType::Directory),
+                attr: Attr::type_only(FileType::Directory),
             },
             Entry {
                 name: b"..".to_vec(),
                 inode: up,
-                attr: bare_attr(FileType::Directory),
+                attr: Attr::type_only(FileType::Directory),
             },
         ];
         self.scan_entries(ino, &mut entries).await?;
@@ -1494,7 +1464,7 @@ impl RedisSession {
                 entries.push(Entry {
                     name: kv[0].clone(),
                     inode: d.inode,
-                    attr: bare_attr(d.typ),
+                    attr: Attr::type_only(d.typ),
                 });
             }
             if next == 0 {

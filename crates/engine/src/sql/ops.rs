@@ -12,7 +12,7 @@ use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use super::dialect::Stmts;
 use super::Target;
 use crate::background::{IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{child_mode_gid, merge_owner_mode};
+use crate::common::{access, child_mode_gid, merge_owner_mode};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{Ctx, Entry, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
@@ -216,26 +216,6 @@ fn parse_edge(r: &Row, off: usize) -> std::result::Result<EdgeRow, DbError> {
     })
 }
 
-fn type_only(typ: FileType) -> Attr {
-    Attr {
-        flags: 0,
-        typ,
-        mode: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        atime: Timestamp::default(),
-        mtime: Timestamp::default(),
-        ctime: Timestamp::default(),
-        nlink: 0,
-        length: 0,
-        parent: 0,
-        access_acl: 0,
-        default_acl: 0,
-        tier: 0,
-    }
-}
-
 fn file_type(t: i64) -> std::result::Result<FileType, MetaError> {
     Ok(FileType::from_u8(t as u8)?)
 }
@@ -259,15 +239,6 @@ fn set_ctime(n: &mut NodeRow, t: Timestamp) {
     let (us, rest) = t.to_sql();
     n.ctime = us;
     n.ctimensec = rest as i64;
-}
-
-/// `baseMeta.Access` with the attribute at hand (no I/O): EACCES unless allowed.
-fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
-    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
-        Ok(())
-    } else {
-        Err(MetaError::Access)
-    }
 }
 
 /// `checkInodeName`.
@@ -769,7 +740,7 @@ impl SqlSession {
                     let a = match self.get_node(e.inode, false).await? {
                         Some(n) => n.to_attr()?,
                         None => {
-                            let mut a = type_only(file_type(e.typ)?);
+                            let mut a = Attr::type_only(file_type(e.typ)?);
                             a.parent = parent;
                             a
                         }
@@ -1345,7 +1316,7 @@ impl SqlSession {
             access(ctx, &dpattr, 0o3)?;
             let se = self.get_edge(ps, ns_).await?.ok_or(MetaError::NotFound)?;
             if ps == pd && se.name == nd {
-                let mut a = type_only(file_type(se.typ)?);
+                let mut a = Attr::type_only(file_type(se.typ)?);
                 a.parent = ps;
                 Out {
                     ino: se.inode,
@@ -1753,12 +1724,12 @@ impl SqlSession {
             Entry {
                 name: b".".to_vec(),
                 inode: ino,
-                attr: type_only(FileType::Directory),
+                attr: Attr::type_only(FileType::Directory),
             },
             Entry {
                 name: b"..".to_vec(),
                 inode: attr.parent,
-                attr: type_only(FileType::Directory),
+                attr: Attr::type_only(FileType::Directory),
             },
         ];
         let st = self.st.clone();
@@ -1780,7 +1751,7 @@ impl SqlSession {
                     .map_err(|e| final_error(e, false))?
                     .to_attr()?
             } else {
-                type_only(file_type(e.typ)?)
+                Attr::type_only(file_type(e.typ)?)
             };
             out.push(Entry {
                 name: e.name,

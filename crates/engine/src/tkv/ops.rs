@@ -5,7 +5,7 @@
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::new_child_attr;
+use crate::common::{access, new_child_attr};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -64,34 +64,6 @@ fn check_name(name: &[u8]) -> Result<()> {
         Err(MetaError::Invalid)
     } else {
         Ok(())
-    }
-}
-
-fn bare_attr(typ: FileType) -> Attr {
-    Attr {
-        flags: 0,
-        typ,
-        mode: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        atime: Timestamp::default(),
-        mtime: Timestamp::default(),
-        ctime: Timestamp::default(),
-        nlink: 0,
-        length: 0,
-        parent: 0,
-        access_acl: 0,
-        default_acl: 0,
-        tier: 0,
-    }
-}
-
-fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
-    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
-        Ok(())
-    } else {
-        Err(MetaError::Access)
     }
 }
 
@@ -230,7 +202,7 @@ impl TkvSession {
         let attr = match buf {
             Some(b) => Attr::decode(&b)?,
             None if ino == ROOT_INODE || ino == TRASH_INODE => {
-                let mut a = bare_attr(FileType::Directory);
+                let mut a = Attr::type_only(FileType::Directory);
                 a.mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
                 a.nlink = 2;
                 a.length = 4096;
@@ -315,7 +287,7 @@ impl TkvSession {
                     existing = Some(match tx.get(&keys.inode(d.inode)).await? {
                         Some(b) => decode(&b)?,
                         None => {
-                            let mut a = bare_attr(d.typ);
+                            let mut a = Attr::type_only(d.typ);
                             a.parent = parent;
                             a
                         }
@@ -693,7 +665,7 @@ impl Meta for TkvSession {
                 return Err(MetaError::Perm.into());
             }
             let now = Timestamp::now();
-            let mut attr = bare_attr(d.typ);
+            let mut attr = Attr::type_only(d.typ);
             attr.typ = FileType::File; // JuiceFS's zero Attr when the record is missing
             let found = rs[1].is_some();
             if let Some(b) = &rs[1] {
@@ -887,7 +859,7 @@ impl Meta for TkvSession {
             if ps == pd && name_src == name_dst {
                 return Ok(Moved {
                     ino,
-                    attr: bare_attr(typ),
+                    attr: Attr::type_only(typ),
                     target: None,
                 });
             }
@@ -951,7 +923,7 @@ impl Meta for TkvSession {
                 }
                 let mut tattr = match tx.get(&keys.inode(t.inode)).await? {
                     Some(b) => decode(&b)?,
-                    None => bare_attr(t.typ),
+                    None => Attr::type_only(t.typ),
                 };
                 if tattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                     return Err(MetaError::Perm.into());
@@ -1203,12 +1175,12 @@ impl Meta for TkvSession {
             Entry {
                 name: b".".to_vec(),
                 inode: ino,
-                attr: bare_attr(FileType::Directory),
+                attr: Attr::type_only(FileType::Directory),
             },
             Entry {
                 name: b"..".to_vec(),
                 inode: attr.parent,
-                attr: bare_attr(FileType::Directory),
+                attr: Attr::type_only(FileType::Directory),
             },
         ];
         let prefix = self.keys.entry_prefix(ino);
@@ -1224,7 +1196,7 @@ impl Meta for TkvSession {
             out.push(Entry {
                 name,
                 inode: d.inode,
-                attr: bare_attr(d.typ),
+                attr: Attr::type_only(d.typ),
             });
         }
         if plus && out.len() > 2 {
