@@ -128,9 +128,11 @@ pub fn main() -> i32 {
 }
 
 fn init_logging(verbose: u8) {
+    // tikv-client warns about every PD endpoint it cannot reach; the run's own error
+    // already says so in one line.
     let default = match verbose {
-        0 => "warn",
-        1 => "info",
+        0 => "warn,tikv_client=error",
+        1 => "info,tikv_client=warn",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

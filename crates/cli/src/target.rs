@@ -144,9 +144,16 @@ impl Target {
 
     /// The engine's context for results files.
     pub async fn engine_info(&self) -> EngineInfo {
-        let info = self.engine.server_info().await.unwrap_or_default();
+        let mut info = self.engine.server_info().await.unwrap_or_default();
+        let mut kind = self.engine.kind().name().to_owned();
+        // A stand-in is labelled in every output: its kind names it, and the results
+        // carry what it proves.
+        if let Some(what) = info.standin.take() {
+            kind += "-standin";
+            info.durability.insert("stand-in".to_owned(), what);
+        }
         EngineInfo {
-            kind: self.engine.kind().name().to_owned(),
+            kind,
             url: self.engine.url().redacted(),
             version: info.version,
             durability: info.durability,

@@ -33,6 +33,6 @@ pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
     match url.scheme() {
         Scheme::Redis | Scheme::Rediss => redis::open(url).await,
         Scheme::Mysql | Scheme::Postgres | Scheme::Sqlite => sql::open(url).await,
-        Scheme::Etcd | Scheme::Memkv | Scheme::Fdb => tkv::open(url).await,
+        Scheme::Etcd | Scheme::Tikv | Scheme::Memkv | Scheme::Fdb => tkv::open(url).await,
     }
 }

@@ -244,6 +244,8 @@ pub enum EngineKind {
     Sqlite,
     /// etcd (TKV).
     Etcd,
+    /// TiKV (TKV), or a TiKV-compatible stand-in.
+    Tikv,
     /// metabench's in-process TKV store.
     Memkv,
     /// FoundationDB (TKV).
@@ -259,6 +261,7 @@ impl EngineKind {
             Self::Postgres => "postgres",
             Self::Sqlite => "sqlite",
             Self::Etcd => "etcd",
+            Self::Tikv => "tikv",
             Self::Memkv => "memkv",
             Self::Fdb => "fdb",
         }
@@ -283,6 +286,9 @@ pub struct ServerInfo {
     pub version: String,
     /// Durability settings read from the server (`appendfsync`, `fsync`, …).
     pub durability: BTreeMap<String, String>,
+    /// Set when the server only stands in for the engine (unistore for TiKV): what
+    /// results against it prove. Every output labels such runs.
+    pub standin: Option<String>,
 }
 
 /// A metadata engine reached through a meta URL. Shared by all sessions of a run.

@@ -31,6 +31,8 @@ pub enum Scheme {
     Sqlite,
     /// `etcd://` (a TKV store).
     Etcd,
+    /// `tikv://` (a TKV store reached through its PD endpoints).
+    Tikv,
     /// `memkv://` (metabench's in-process TKV store).
     Memkv,
     /// `fdb://` (FoundationDB, with the `fdb` cargo feature).
@@ -47,6 +49,7 @@ impl Scheme {
             Self::Postgres => "postgres",
             Self::Sqlite => "sqlite3",
             Self::Etcd => "etcd",
+            Self::Tikv => "tikv",
             Self::Memkv => "memkv",
             Self::Fdb => "fdb",
         }
@@ -108,11 +111,12 @@ impl MetaUrl {
             "postgres" | "postgresql" => parse_postgres(rest)?,
             "sqlite3" => parse_sqlite(rest)?,
             "etcd" => parse_etcd(rest)?,
+            "tikv" => parse_tikv(rest)?,
             "memkv" => parse_memkv(rest)?,
             "fdb" => parse_fdb(rest)?,
-            "tikv" | "badger" | "unix" | "keydb" | "oceanbase" | "sqlite" => {
+            "badger" | "unix" | "keydb" | "oceanbase" | "sqlite" => {
                 return Err(bad(&format!(
-                    "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3, etcd, memkv)"
+                    "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3, etcd, tikv, memkv)"
                 )))
             }
             other => return Err(bad(&format!("unknown scheme '{other}://'"))),
@@ -121,7 +125,7 @@ impl MetaUrl {
             let vars: &[&str] = match url.scheme {
                 Scheme::Redis | Scheme::Rediss => &["REDIS_PASSWORD", "META_PASSWORD"],
                 Scheme::Mysql | Scheme::Postgres | Scheme::Etcd => &["META_PASSWORD"],
-                Scheme::Sqlite | Scheme::Memkv | Scheme::Fdb => &[],
+                Scheme::Sqlite | Scheme::Memkv | Scheme::Fdb | Scheme::Tikv => &[],
             };
             url.password = vars.iter().find_map(|v| env(v).filter(|p| !p.is_empty()));
             if url.password.is_none() && !vars.is_empty() {
@@ -438,6 +442,35 @@ fn parse_etcd(rest: &str) -> Result<MetaUrl> {
     })
 }
 
+/// `tikv://pd1[:2379][,pd2[:2379]…][/name][?tls options]`: PD endpoints; the database is
+/// the path without its leading `/` (the key prefix is `name` + 0xFD). PD takes no password.
+fn parse_tikv(rest: &str) -> Result<MetaUrl> {
+    let (rest, query) = split_query(rest);
+    let (authority, path) = match rest.split_once('/') {
+        Some((a, p)) => (a, p),
+        None => (rest, ""),
+    };
+    if authority.contains('@') {
+        return Err(bad(
+            "tikv URLs carry no user or password: tikv://pd1:2379[,pd2]/name",
+        ));
+    }
+    let mut hosts = Vec::new();
+    for hp in authority.split(',') {
+        hosts.push(parse_host_port(hp, 2379)?);
+    }
+    let (host, port) = hosts.remove(0);
+    Ok(MetaUrl {
+        scheme: Scheme::Tikv,
+        user: String::new(),
+        password: None,
+        address: Address::Tcp { host, port },
+        database: path.to_owned(),
+        query,
+        more_hosts: hosts,
+    })
+}
+
 /// `memkv://name`: an in-process store shared by every session of this process that
 /// names it (the name may be empty).
 fn parse_memkv(rest: &str) -> Result<MetaUrl> {
@@ -557,7 +590,16 @@ mod tests {
         assert_eq!(f.scheme(), Scheme::Fdb);
         assert_eq!(f.database(), "/etc/foundationdb/fdb.cluster");
         assert_eq!(f.param("prefix"), Some("jfs"));
-        assert!(MetaUrl::parse_with_env("tikv://pd/x", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("badger:///tmp/x", no_env).is_err());
+        let t = MetaUrl::parse_with_env("tikv://pd1,pd2:2400/jfs", no_env).unwrap();
+        assert_eq!(t.scheme(), Scheme::Tikv);
+        assert_eq!(
+            t.hosts(),
+            vec![("pd1".to_owned(), 2379), ("pd2".to_owned(), 2400)]
+        );
+        assert_eq!(t.database(), "jfs");
+        assert!(MetaUrl::parse_with_env("tikv://u:pw@pd/x", no_env).is_err());
+        assert!(MetaUrl::parse_with_env("tikv://pd:notaport/x", no_env).is_err());
     }
 
     #[test]

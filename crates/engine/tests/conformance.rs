@@ -1,10 +1,11 @@
-//! One body of semantic tests run over every engine: memkv, etcd 3.5 and 3.4, Redis, SQLite, MariaDB
-//! and PostgreSQL (`conformance!` generates one `#[tokio::test]` per engine and body).
+//! One body of semantic tests run over every engine: memkv, etcd 3.5 and 3.4, the TiKV
+//! stand-in (PD + unistore), Redis, SQLite, MariaDB and PostgreSQL (`conformance!` generates one `#[tokio::test]` per engine and body).
 //! Each test gets a freshly formatted volume (TrashDays 0, DirStats on) and sessions
 //! opened through `metabench_engine::open`, so it checks the engines through the same
 //! `Engine` / `Meta` traits the runner uses.
 //!
-//! etcd needs `METABENCH_ETCD_URL` and `METABENCH_ETCD34_URL` (set by `scripts/engines.sh`); MariaDB and PostgreSQL
+//! etcd needs `METABENCH_ETCD_URL` and `METABENCH_ETCD34_URL`, TiKV `METABENCH_TIKV_URL` (set by
+//! `scripts/engines.sh`); MariaDB and PostgreSQL
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
 use metabench_engine::{
@@ -23,6 +24,8 @@ enum On {
     Etcd,
     /// etcd 3.4 (`METABENCH_ETCD34_URL`, Debian's etcd-server).
     Etcd34,
+    /// PD + the unistore stand-in (`METABENCH_TIKV_URL`).
+    Tikv,
     Db(Kind),
 }
 
@@ -47,13 +50,16 @@ impl Vol {
     fn optimistic(&self) -> bool {
         matches!(
             self.engine.kind(),
-            EngineKind::Redis | EngineKind::Etcd | EngineKind::Memkv
+            EngineKind::Redis | EngineKind::Etcd | EngineKind::Tikv | EngineKind::Memkv
         )
     }
 
     async fn finish(mut self) {
         self.s.flush().await.unwrap();
-        if matches!(self.engine.kind(), EngineKind::Etcd | EngineKind::Memkv) {
+        if matches!(
+            self.engine.kind(),
+            EngineKind::Etcd | EngineKind::Tikv | EngineKind::Memkv
+        ) {
             self.engine.destroy(&self.uuid).await.unwrap();
         }
     }
@@ -80,11 +86,11 @@ fn rand_u32() -> u32 {
 async fn volume(on: On) -> Option<Vol> {
     let (url, db) = match on {
         On::Memkv => (format!("memkv://{}", unique("conf")), None),
-        On::Etcd | On::Etcd34 => {
-            let var = if on == On::Etcd {
-                "METABENCH_ETCD_URL"
-            } else {
-                "METABENCH_ETCD34_URL"
+        On::Etcd | On::Etcd34 | On::Tikv => {
+            let var = match on {
+                On::Etcd => "METABENCH_ETCD_URL",
+                On::Etcd34 => "METABENCH_ETCD34_URL",
+                _ => "METABENCH_TIKV_URL",
             };
             let base = match std::env::var(var) {
                 Ok(u) if !u.is_empty() => u,
@@ -141,6 +147,11 @@ macro_rules! conformance {
         mod etcd34 { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() { super::$name(super::On::Etcd34).await }
+        )* }
+        #[cfg(feature = "tikv")]
+        mod tikv { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::On::Tikv).await }
         )* }
         mod redis { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -511,10 +522,10 @@ async fn racing_creates_in_one_directory(on: On) {
         assert_eq!(ino, e.inode);
     }
     eprintln!("{on:?}: {retries} retries in {} creates", 2 * N);
-    if v.optimistic() && matches!(on, On::Etcd | On::Etcd34) {
+    if v.optimistic() && matches!(on, On::Etcd | On::Etcd34 | On::Tikv) {
         assert!(
             retries > 0,
-            "two etcd clients racing on one directory conflict"
+            "two {on:?} clients racing on one directory conflict"
         );
     }
     v.finish().await;

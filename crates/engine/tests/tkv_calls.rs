@@ -1,11 +1,19 @@
 //! KV calls per operation on the TKV engines, against reference §5.4 (the call sequence)
 //! and §5.5 (the TKV column: sequential reads plus a commit when something was written;
-//! etcd `gets` split per 128 keys). A wrapper around the KV trait records every call the
-//! backend receives, so the sequences are what reaches the store, and the session's own
-//! `round_trips` must agree with it. Runs on memkv and on etcd (`METABENCH_ETCD_URL`, set by `scripts/engines.sh`).
+//! etcd `gets` split per 128 keys; TiKV: a PD timestamp per transaction). A wrapper around
+//! the KV trait (and around TiKV's native transactions) records every call the backend
+//! receives, so the sequences are what reaches the store, and the session's own
+//! `round_trips` must agree with it. Runs on memkv, etcd (`METABENCH_ETCD_URL`) and the TiKV
+//! stand-in (`METABENCH_TIKV_URL`), both set by `scripts/engines.sh`.
+//!
+//! Expected sequences name their transactions: `T` (`client.txn`) and `S`
+//! (`client.simpleTxn`) cost nothing on memkv and etcd; on TiKV each is a PD timestamp
+//! request (`tso`), a `simpleTxn` included — see `tkv::tikv` for why.
 
 use async_trait::async_trait;
-use metabench_engine::tkv::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
+use metabench_engine::tkv::kv::{
+    KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
+};
 use metabench_engine::tkv::mem::MemKv;
 use metabench_engine::tkv::TkvEngine;
 use metabench_engine::{
@@ -20,16 +28,67 @@ use std::sync::{Arc, Mutex};
 /// commit fail with a conflict.
 struct Recorder {
     inner: Arc<dyn KvBackend>,
-    log: Mutex<Vec<String>>,
+    log: Arc<Log>,
+}
+
+/// The calls seen, shared with the recorded native transactions.
+#[derive(Default)]
+struct Log {
+    calls: Mutex<Vec<String>>,
     fail_next_commit: AtomicBool,
+}
+
+impl Log {
+    fn push(&self, s: String) {
+        self.calls.lock().unwrap().push(s);
+    }
 }
 
 impl Recorder {
     fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.log.lock().unwrap())
+        std::mem::take(&mut *self.log.calls.lock().unwrap())
     }
     fn push(&self, s: String) {
-        self.log.lock().unwrap().push(s);
+        self.log.push(s);
+    }
+}
+
+/// A backend's native transaction (TiKV), recorded call by call.
+struct RecordedTxn {
+    inner: Box<dyn NativeTxn>,
+    log: Arc<Log>,
+}
+
+#[async_trait]
+impl NativeTxn for RecordedTxn {
+    async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        self.log.push("get".into());
+        self.inner.get(key).await
+    }
+    async fn batch_get(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>> {
+        self.log.push(format!("gets:{}", keys.len()));
+        self.inner.batch_get(keys).await
+    }
+    async fn scan(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.log.push("scan".into());
+        self.inner.scan(begin, end, limit, keys_only).await
+    }
+    async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
+        self.log.push("exist".into());
+        self.inner.exist(prefix).await
+    }
+    async fn commit(self: Box<Self>, writes: &[Write]) -> KvResult<()> {
+        self.log.push("commit".into());
+        if self.log.fail_next_commit.swap(false, Ordering::SeqCst) {
+            return Err(KvError::Conflict("injected".into()));
+        }
+        self.inner.commit(writes).await
     }
 }
 
@@ -37,6 +96,19 @@ impl Recorder {
 impl KvBackend for Recorder {
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+    fn begin_native(&self, simple: bool) -> Option<KvResult<Box<dyn NativeTxn>>> {
+        let log = self.log.clone();
+        self.inner
+            .begin_native(simple)
+            .map(|r| r.map(|inner| Box::new(RecordedTxn { inner, log }) as Box<dyn NativeTxn>))
+    }
+    fn begin_calls(&self, simple: bool) -> u64 {
+        let n = self.inner.begin_calls(simple);
+        for _ in 0..n {
+            self.push("tso".into());
+        }
+        n
     }
     fn batch_limit(&self) -> usize {
         self.inner.batch_limit()
@@ -68,7 +140,7 @@ impl KvBackend for Recorder {
     }
     async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
         self.push("commit".into());
-        if self.fail_next_commit.swap(false, Ordering::SeqCst) {
+        if self.log.fail_next_commit.swap(false, Ordering::SeqCst) {
             return Err(KvError::Conflict("injected".into()));
         }
         self.inner.commit(observed, writes).await
@@ -95,48 +167,94 @@ struct Fx {
     rec: Arc<Recorder>,
     engine: TkvEngine,
     uuid: String,
+    store: Store,
 }
 
-async fn fixture(etcd: bool) -> Option<Fx> {
-    #[cfg(not(feature = "etcd"))]
-    assert!(!etcd, "built without the etcd feature");
-    let (url, inner, keys): (MetaUrl, Arc<dyn KvBackend>, TkvKeys) = if etcd {
+impl Fx {
+    /// The calls `want` names, with each transaction marker (`T`, `S`) replaced by what
+    /// beginning it costs on this store.
+    fn calls(&self, want: &[&str]) -> Vec<String> {
+        want.iter()
+            .filter_map(|c| match *c {
+                "T" | "S" => self.tso(),
+                c => Some(c.to_owned()),
+            })
+            .collect()
+    }
+
+    fn tso(&self) -> Option<String> {
+        #[cfg(feature = "tikv")]
+        if self.store == Store::Tikv {
+            return Some("tso".into());
+        }
+        None
+    }
+}
+
+/// Which store the calls are counted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Memkv,
+    #[cfg(feature = "etcd")]
+    Etcd,
+    #[cfg(feature = "tikv")]
+    Tikv,
+}
+
+fn env_url(var: &str) -> String {
+    match std::env::var(var) {
+        Ok(u) if !u.is_empty() => u,
+        _ => panic!("{var} is not set: run the tests with scripts/test.sh"),
+    }
+}
+
+async fn fixture(store: Store) -> Option<Fx> {
+    let (url, inner, keys, kind): (MetaUrl, Arc<dyn KvBackend>, TkvKeys, EngineKind) = match store {
         #[cfg(feature = "etcd")]
-        {
-            let base = match std::env::var("METABENCH_ETCD_URL") {
-                Ok(u) if !u.is_empty() => u,
-                _ => panic!("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh"),
-            };
+        Store::Etcd => {
+            let base = env_url("METABENCH_ETCD_URL");
             let url = MetaUrl::parse(&format!("{base}/{}", unique())).unwrap();
             let (kv, prefix) = metabench_engine::tkv::etcd::EtcdKv::connect(&url)
                 .await
                 .unwrap();
-            (url, Arc::new(kv), TkvKeys::new(prefix))
+            (url, Arc::new(kv), TkvKeys::new(prefix), EngineKind::Etcd)
         }
-        #[cfg(not(feature = "etcd"))]
-        unreachable!()
-    } else {
-        let name = unique();
-        let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
-        (url, Arc::new(MemKv::named(&name)), TkvKeys::default())
+        #[cfg(feature = "tikv")]
+        Store::Tikv => {
+            let base = env_url("METABENCH_TIKV_URL");
+            let url = MetaUrl::parse(&format!("{base}/{}", unique())).unwrap();
+            let (kv, prefix) = metabench_engine::tkv::tikv::TikvKv::connect(&url)
+                .await
+                .unwrap();
+            (url, Arc::new(kv), TkvKeys::new(prefix), EngineKind::Tikv)
+        }
+        Store::Memkv => {
+            let name = unique();
+            let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
+            (
+                url,
+                Arc::new(MemKv::named(&name)),
+                TkvKeys::default(),
+                EngineKind::Memkv,
+            )
+        }
     };
     let rec = Arc::new(Recorder {
         inner,
-        log: Mutex::new(Vec::new()),
-        fail_next_commit: AtomicBool::new(false),
+        log: Arc::default(),
     });
-    let kind = if etcd {
-        EngineKind::Etcd
-    } else {
-        EngineKind::Memkv
-    };
     let engine = TkvEngine::with_backend(url, kind, rec.clone(), keys);
     let uuid = uuid::Uuid::new_v4().to_string();
     engine
         .format(&Format::new("calls", &uuid, "/tmp/metabench-unused/", 0))
         .await
         .unwrap();
-    Some(Fx { rec, engine, uuid })
+    Some(Fx {
+        rec,
+        engine,
+        uuid,
+        store,
+    })
 }
 
 /// Runs `$call` on `$s`, then checks the calls the store received and the session's count.
@@ -146,7 +264,7 @@ macro_rules! expect {
         let before = $s.stats();
         let r = $call;
         let got = $fx.rec.take();
-        let want: Vec<String> = vec![$($c.to_string()),*];
+        let want: Vec<String> = $fx.calls(&[$($c),*]);
         assert_eq!(got, want, "{} KV calls", $op);
         assert_eq!(
             $s.stats().since(&before).round_trips,
@@ -159,8 +277,8 @@ macro_rules! expect {
     }};
 }
 
-async fn per_operation(etcd: bool) {
-    let Some(fx) = fixture(etcd).await else {
+async fn per_operation(store: Store) {
+    let Some(fx) = fixture(store).await else {
         return;
     };
     let mut s: Box<dyn Meta> = fx.engine.session(&SessionOptions::default()).await.unwrap();
@@ -174,21 +292,21 @@ async fn per_operation(etcd: bool) {
         s,
         "mkdir",
         s.mkdir(&ctx, p, b"d0", 0o755, 0).await.unwrap(),
-        ["gets:2", "commit"]
+        ["T", "gets:2", "commit"]
     );
     expect!(
         fx,
         s,
         "mvdir",
         s.rename(&ctx, p, b"d0", p, b"d1", 0).await.unwrap(),
-        ["get", "gets:4", "commit"]
+        ["T", "get", "gets:4", "commit"]
     );
     expect!(
         fx,
         s,
         "rmdir",
         s.rmdir(&ctx, p, b"d1").await.unwrap(),
-        ["get", "gets:3", "exist", "scan", "commit"]
+        ["T", "get", "gets:3", "exist", "scan", "commit"]
     );
     expect!(
         fx,
@@ -197,30 +315,30 @@ async fn per_operation(etcd: bool) {
         s.mknod(&ctx, p, b"n0", FileType::File, 0o644, 0o022, 0)
             .await
             .unwrap(),
-        ["gets:2", "commit"]
+        ["T", "gets:2", "commit"]
     );
     let (f, _) = expect!(
         fx,
         s,
         "create",
         s.create(&ctx, p, b"f0", 0o644, 0o022).await.unwrap(),
-        ["gets:2", "commit"]
+        ["T", "gets:2", "commit"]
     );
     expect!(
         fx,
         s,
         "rename",
         s.rename(&ctx, p, b"f0", p, b"f1", 0).await.unwrap(),
-        ["get", "gets:4", "commit"]
+        ["T", "get", "gets:4", "commit"]
     );
     expect!(
         fx,
         s,
         "lookup",
         s.lookup(&ctx, p, b"f1").await.unwrap(),
-        ["get", "get"]
+        ["S", "get", "get"]
     );
-    expect!(fx, s, "getattr", s.getattr(f).await.unwrap(), ["get"]);
+    expect!(fx, s, "getattr", s.getattr(f).await.unwrap(), ["S", "get"]);
     let user = Ctx {
         uid: 1,
         gids: vec![1],
@@ -231,7 +349,7 @@ async fn per_operation(etcd: bool) {
         s,
         "access",
         s.access(&user, f, 4).await.unwrap(),
-        ["get"]
+        ["S", "get"]
     );
     let set = SetAttr {
         mode: Some(0o645),
@@ -242,7 +360,7 @@ async fn per_operation(etcd: bool) {
         s,
         "setattr",
         s.setattr(&ctx, f, &set).await.unwrap(),
-        ["get", "commit"]
+        ["T", "get", "commit"]
     );
     expect!(
         fx,
@@ -251,7 +369,7 @@ async fn per_operation(etcd: bool) {
         s.setxattr(f, b"key", b"value1", XattrFlags::Any)
             .await
             .unwrap(),
-        ["get", "commit"]
+        ["T", "get", "commit"]
     );
     expect!(
         fx,
@@ -260,28 +378,28 @@ async fn per_operation(etcd: bool) {
         s.setxattr(f, b"key", b"value1", XattrFlags::Any)
             .await
             .unwrap(),
-        ["get"]
+        ["T", "get"]
     );
     expect!(
         fx,
         s,
         "getxattr",
         s.getxattr(f, b"key").await.unwrap(),
-        ["get"]
+        ["S", "get"]
     );
     expect!(
         fx,
         s,
         "listxattr",
         s.listxattr(f).await.unwrap(),
-        ["scan", "get"]
+        ["T", "scan", "S", "get"]
     );
     expect!(
         fx,
         s,
         "removexattr",
         s.removexattr(f, b"key").await.unwrap(),
-        ["get", "commit"]
+        ["T", "get", "commit"]
     );
     // First link: incrBy of the old parent's counter, then of the new one (same key here,
     // served from the buffer); later links: one counter get.
@@ -290,14 +408,14 @@ async fn per_operation(etcd: bool) {
         s,
         "link first",
         s.link(&ctx, f, p, b"l0").await.unwrap(),
-        ["get", "gets:3", "get", "commit"]
+        ["S", "get", "T", "gets:3", "get", "commit"]
     );
     expect!(
         fx,
         s,
         "link",
         s.link(&ctx, f, p, b"l1").await.unwrap(),
-        ["get", "gets:3", "get", "commit"]
+        ["S", "get", "T", "gets:3", "get", "commit"]
     );
     let (sl, _) = expect!(
         fx,
@@ -306,22 +424,28 @@ async fn per_operation(etcd: bool) {
         s.symlink(&ctx, p, b"s0", b"/benchSymlink/source")
             .await
             .unwrap(),
-        ["gets:2", "commit"]
+        ["T", "gets:2", "commit"]
     );
-    expect!(fx, s, "readlink", s.readlink(sl).await.unwrap(), ["get"]);
+    expect!(
+        fx,
+        s,
+        "readlink",
+        s.readlink(sl).await.unwrap(),
+        ["S", "get"]
+    );
     expect!(
         fx,
         s,
         "unlink",
         s.unlink(&ctx, p, b"n0").await.unwrap(),
-        ["get", "gets:2", "scan", "commit"]
+        ["T", "get", "gets:2", "scan", "commit"]
     );
     let id = expect!(
         fx,
         s,
         "newchunk first",
         s.new_slice().await.unwrap(),
-        ["get", "commit"]
+        ["T", "get", "commit"]
     );
     expect!(fx, s, "newchunk", s.new_slice().await.unwrap(), []);
     let (w, _) = s.create(&ctx, p, b"w", 0o644, 0).await.unwrap();
@@ -337,9 +461,9 @@ async fn per_operation(etcd: bool) {
         s,
         "write",
         s.write(w, 0, sl1, Timestamp::now()).await.unwrap(),
-        ["gets:2", "commit"]
+        ["T", "gets:2", "commit"]
     );
-    expect!(fx, s, "read", s.read(w, 0).await.unwrap(), ["get"]);
+    expect!(fx, s, "read", s.read(w, 0).await.unwrap(), ["S", "get"]);
     // readdir_10 and readdir_1k (plus): GetAttr, scan, gets (etcd: 128 keys per Txn).
     let (r10, _) = s.mkdir(&ctx, ROOT_INODE, b"r10", 0o755, 0).await.unwrap();
     for i in 0..10 {
@@ -352,7 +476,7 @@ async fn per_operation(etcd: bool) {
         s,
         "readdir_10",
         s.readdir(&ctx, r10, true).await.unwrap(),
-        ["get", "scan", "gets:12"]
+        ["S", "get", "T", "scan", "S", "gets:12"]
     );
     let (rk, _) = s.mkdir(&ctx, ROOT_INODE, b"r1k", 0o755, 0).await.unwrap();
     for i in 0..1000 {
@@ -371,27 +495,29 @@ async fn per_operation(etcd: bool) {
     let before = s.stats();
     assert_eq!(s.readdir(&ctx, rk, true).await.unwrap().len(), 1002);
     let got = fx.rec.take();
-    let want: Vec<String> = if etcd {
-        let mut v = vec!["get".to_owned(), "scan".to_owned()];
-        v.extend((0..7).map(|_| "gets:128".to_owned()));
-        v.push("gets:106".to_owned());
-        v
-    } else {
-        vec!["get".into(), "scan".into(), "gets:1002".into()]
-    };
+    let mut want: Vec<&str> = vec!["S", "get", "T", "scan", "S"];
+    #[cfg(feature = "etcd")]
+    if fx.store == Store::Etcd {
+        want.extend([&"gets:128"; 7]);
+        want.push("gets:106");
+    }
+    if want.len() == 5 {
+        want.push("gets:1002");
+    }
+    let want = fx.calls(&want);
     assert_eq!(got, want, "readdir_1k");
     assert_eq!(s.stats().since(&before).round_trips, want.len() as u64);
     eprintln!("readdir_1k     {:>2} calls", want.len());
 
     // A conflicting commit is retried: the whole transaction runs again, one retry counted.
-    fx.rec.fail_next_commit.store(true, Ordering::SeqCst);
+    fx.rec.log.fail_next_commit.store(true, Ordering::SeqCst);
     let before = s.stats();
     expect!(
         fx,
         s,
         "mkdir conflict",
         s.mkdir(&ctx, p, b"dc", 0o755, 0).await.unwrap(),
-        ["gets:2", "commit", "gets:2", "commit"]
+        ["T", "gets:2", "commit", "T", "gets:2", "commit"]
     );
     assert_eq!(s.stats().since(&before).retries, 1);
     assert!(s.lookup(&ctx, p, b"dc").await.is_ok());
@@ -401,11 +527,17 @@ async fn per_operation(etcd: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memkv_calls_per_operation() {
-    per_operation(false).await
+    per_operation(Store::Memkv).await
 }
 
 #[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_calls_per_operation() {
-    per_operation(true).await
+    per_operation(Store::Etcd).await
+}
+
+#[cfg(feature = "tikv")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tikv_calls_per_operation() {
+    per_operation(Store::Tikv).await
 }

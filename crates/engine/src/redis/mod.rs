@@ -511,6 +511,7 @@ impl Engine for RedisEngine {
         Ok(ServerInfo {
             version,
             durability,
+            standin: None,
         })
     }
 }

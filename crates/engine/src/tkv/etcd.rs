@@ -217,6 +217,7 @@ impl KvBackend for EtcdKv {
         Ok(ServerInfo {
             version: format!("etcd {}", st.version()),
             durability,
+            standin: None,
         })
     }
 }

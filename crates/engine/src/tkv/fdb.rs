@@ -163,7 +163,7 @@ impl KvBackend for FdbKv {
         "fdb"
     }
 
-    fn begin_native(&self) -> Option<KvResult<Box<dyn NativeTxn>>> {
+    fn begin_native(&self, _simple: bool) -> Option<KvResult<Box<dyn NativeTxn>>> {
         Some(
             self.trx()
                 .map(|trx| Box::new(FdbTxn { trx }) as Box<dyn NativeTxn>),
@@ -226,6 +226,7 @@ impl KvBackend for FdbKv {
         Ok(ServerInfo {
             version: "foundationdb (client API 710)".into(),
             durability: BTreeMap::new(),
+            standin: None,
         })
     }
 }

@@ -74,10 +74,19 @@ pub trait NativeTxn: Send {
 /// A transactional KV store, as the TKV family needs it. Every method is one request.
 #[async_trait]
 pub trait KvBackend: Send + Sync {
-    /// A native transaction, for backends that run their own (FoundationDB); `None` (the
-    /// default) means the versioned calls below are used, as etcd's client does.
-    fn begin_native(&self) -> Option<KvResult<Box<dyn NativeTxn>>> {
+    /// A native transaction, for backends that run their own (TiKV, FoundationDB); `None`
+    /// (the default) means the versioned calls below are used, as etcd's client does.
+    /// `simple` asks for JuiceFS's `simpleTxn`: read-only, for point reads.
+    fn begin_native(&self, simple: bool) -> Option<KvResult<Box<dyn NativeTxn>>> {
+        let _ = simple;
         None
+    }
+
+    /// Requests a transaction costs before its first read (TiKV: a PD timestamp for a
+    /// `txn`, none for a `simpleTxn`); counted with the session's calls.
+    fn begin_calls(&self, simple: bool) -> u64 {
+        let _ = simple;
+        0
     }
 
     /// Backend name (`etcd`, `memkv`).
@@ -180,6 +189,7 @@ impl From<TxErr> for MetaError {
 /// One `kvtxn`: buffered writes, observed versions, counted calls.
 pub struct Txn {
     kv: Arc<dyn KvBackend>,
+    simple: bool,
     native: Option<KvResult<Box<dyn NativeTxn>>>,
     calls: CallCounter,
     observed: HashMap<Vec<u8>, Version>,
@@ -187,11 +197,23 @@ pub struct Txn {
 }
 
 impl Txn {
-    /// Starts a transaction (no request is sent).
+    /// Starts a transaction (`client.txn`). The backend's begin cost (TiKV's PD timestamp)
+    /// is counted now; the request itself goes out with the first read.
     pub fn new(kv: Arc<dyn KvBackend>, calls: CallCounter) -> Self {
-        let native = kv.begin_native();
+        Self::begin(kv, calls, false)
+    }
+
+    /// Starts a read-only `client.simpleTxn` for point reads (TiKV: no PD timestamp).
+    pub fn simple(kv: Arc<dyn KvBackend>, calls: CallCounter) -> Self {
+        Self::begin(kv, calls, true)
+    }
+
+    fn begin(kv: Arc<dyn KvBackend>, calls: CallCounter, simple: bool) -> Self {
+        let native = kv.begin_native(simple);
+        calls.add(kv.begin_calls(simple));
         Self {
             kv,
+            simple,
             native,
             calls,
             observed: HashMap::new(),
@@ -316,7 +338,7 @@ impl Txn {
     async fn maybe_commit_early(&mut self) -> KvResult<()> {
         if let Some(n) = self.kv.commit_every() {
             if self.buffer.len() >= n {
-                self.send_commit().await?;
+                self.send_commit(true).await?;
                 self.observed.clear();
                 self.buffer.clear();
             }
@@ -324,14 +346,19 @@ impl Txn {
         Ok(())
     }
 
-    async fn send_commit(&mut self) -> KvResult<()> {
+    async fn send_commit(&mut self, reopen: bool) -> KvResult<()> {
         let observed: Vec<(Vec<u8>, Version)> =
             self.observed.iter().map(|(k, v)| (k.clone(), *v)).collect();
         let writes: Vec<Write> = std::mem::take(&mut self.buffer).into_iter().collect();
         self.calls.add(1);
         if self.native.is_some() {
             // A native transaction commits once; an early commit starts a new one.
-            let next = self.kv.begin_native();
+            let next = if reopen {
+                self.calls.add(self.kv.begin_calls(self.simple));
+                self.kv.begin_native(self.simple)
+            } else {
+                None
+            };
             let n = std::mem::replace(&mut self.native, next).expect("checked");
             return n?.commit(&writes).await;
         }
@@ -348,7 +375,7 @@ impl Txn {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        self.send_commit().await
+        self.send_commit(false).await
     }
 }
 

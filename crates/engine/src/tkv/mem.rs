@@ -145,6 +145,7 @@ impl KvBackend for MemKv {
                 env!("CARGO_PKG_VERSION")
             ),
             durability,
+            standin: None,
         })
     }
 }

@@ -16,6 +16,8 @@ pub mod fdb;
 pub mod kv;
 pub mod mem;
 mod ops;
+#[cfg(feature = "tikv")]
+pub mod tikv;
 
 pub use ops::TkvSession;
 
@@ -93,6 +95,16 @@ impl TkvEngine {
                 Ok(Self::with_backend(
                     url.clone(),
                     EngineKind::Etcd,
+                    Arc::new(kv),
+                    TkvKeys::new(prefix),
+                ))
+            }
+            #[cfg(feature = "tikv")]
+            Scheme::Tikv => {
+                let (kv, prefix) = tikv::TikvKv::connect(url).await?;
+                Ok(Self::with_backend(
+                    url.clone(),
+                    EngineKind::Tikv,
                     Arc::new(kv),
                     TkvKeys::new(prefix),
                 ))
@@ -279,7 +291,7 @@ impl Engine for TkvEngine {
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
         let calls = CallCounter::default();
         // NewClient → Load: S{get setting}.
-        let mut tx = Txn::new(self.kv.clone(), calls.clone());
+        let mut tx = Txn::simple(self.kv.clone(), calls.clone());
         let body = tx
             .get(&self.keys.setting())
             .await

@@ -130,7 +130,7 @@ impl TkvSession {
 
     /// A `simpleTxn` (read-only; never committed).
     fn simple(&self) -> Txn {
-        Txn::new(self.kv.clone(), self.calls.clone())
+        Txn::simple(self.kv.clone(), self.calls.clone())
     }
 
     fn update_dir_stat(&mut self, ino: Ino, length: i64, space: i64, inodes: i64) {

@@ -1,0 +1,541 @@
+//! `tikv://pd1[:2379][,pd2…]/name`: TiKV through tikv-client, shaped as JuiceFS's
+//! `tikvTxn` (`tkv_tikv.go`). A `txn` is an optimistic transaction whose begin fetches a PD
+//! timestamp; `get` is a KvGet, `gets` one BatchGet, `scan` Scan requests of up to 10240
+//! keys, `exist` a one-key Scan; writes stay in the client's buffer and the commit tries
+//! 1PC (see [`options`] on async commit). A `simpleTxn` is a read-only snapshot (see
+//! [`snapshot`] on its timestamp). A write conflict or a missing lock
+//! (`TxnLockNotFound`) is reported as a conflict, so the session retries, as
+//! `tikvClient.shouldRetry` does. Keys are prefixed with the URL path (leading `/`
+//! trimmed) and `0xFD`.
+
+use super::kv::{KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
+use crate::{MetaError, MetaUrl, Result, ServerInfo};
+use async_trait::async_trait;
+use metabench_schema::tkv::TkvKeys;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use tikv_client::{
+    CheckLevel, Key, KvPair, Snapshot, Transaction, TransactionClient, TransactionOptions,
+};
+
+/// Keys per Scan request (`tikvTxn.iter`: `SetScanBatchSize(10240)`).
+const SCAN_BATCH: usize = 10240;
+
+/// Keys deleted per transaction when a volume is removed. tikv-client sends every
+/// prewrite with the list of secondary keys, and unistore stores that list in each lock,
+/// so a raft entry grows with the square of the keys: 128 keys stay well under its limit.
+const DELETE_BATCH: usize = 128;
+
+/// How long connecting to PD may take before the URL is reported unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A TiKV cluster (or a TiKV-compatible store) reached through its PD endpoints.
+pub struct TikvKv {
+    client: Arc<TransactionClient>,
+    endpoints: Vec<String>,
+}
+
+fn other(e: tikv_client::Error) -> KvError {
+    KvError::Other(format!("tikv: {e}"))
+}
+
+/// Whether JuiceFS would retry the error: a write conflict or `TxnLockNotFound`, found
+/// anywhere in the (possibly nested) error.
+fn is_retryable(e: &tikv_client::Error) -> bool {
+    use tikv_client::Error as E;
+    match e {
+        E::KeyError(k) => k.conflict.is_some() || k.txn_not_found.is_some(),
+        E::ExtractedErrors(v) | E::MultipleKeyErrors(v) => v.iter().any(is_retryable),
+        E::UndeterminedError(inner) => is_retryable(inner),
+        other => {
+            let text = format!("{other:?}");
+            text.contains("WriteConflict")
+                || text.contains("write conflict")
+                || text.contains("TxnLockNotFound")
+        }
+    }
+}
+
+fn classify(e: tikv_client::Error) -> KvError {
+    if is_retryable(&e) {
+        KvError::Conflict(format!("tikv: {e}"))
+    } else {
+        other(e)
+    }
+}
+
+/// Transaction options: optimistic, 1PC as JuiceFS sets it (`SetEnable1PC(true)`; a
+/// transaction within one region commits in its prewrite), no heartbeat for these short
+/// transactions. JuiceFS also sets `SetEnableAsyncCommit(true)`, which only matters when
+/// 1PC cannot apply; tikv-client 0.4's async commit sets no `max_commit_ts` and trusts a
+/// zero `min_commit_ts`, so such transactions use plain 2PC here instead.
+fn options(simple: bool) -> TransactionOptions {
+    let o = TransactionOptions::new_optimistic().drop_check(CheckLevel::None);
+    if simple {
+        o.read_only()
+    } else {
+        o.try_one_pc()
+            .heartbeat_option(tikv_client::transaction::HeartbeatOption::NoHeartbeat)
+    }
+}
+
+impl TikvKv {
+    /// Connects to the URL's PD endpoints and returns the backend with its key prefix.
+    pub async fn connect(url: &MetaUrl) -> Result<(Self, Vec<u8>)> {
+        let endpoints: Vec<String> = url
+            .hosts()
+            .into_iter()
+            .map(|(h, p)| format!("{h}:{p}"))
+            .collect();
+        let unreachable = |reason: String| MetaError::Connect {
+            url: url.redacted(),
+            reason,
+        };
+        let config = tikv_client::Config::default().with_timeout(CONNECT_TIMEOUT);
+        let client = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            TransactionClient::new_with_config(endpoints.clone(), config),
+        )
+        .await
+        .map_err(|_| unreachable(format!("no PD answered within {CONNECT_TIMEOUT:?}")))?
+        .map_err(|e| unreachable(connect_reason(&e)))?;
+        let mut prefix = url.database().trim_start_matches('/').as_bytes().to_vec();
+        prefix.push(0xFD);
+        Ok((
+            Self {
+                client: Arc::new(client),
+                endpoints,
+            },
+            prefix,
+        ))
+    }
+}
+
+/// Why connecting failed, in words (tikv-client's own message names its source file).
+fn connect_reason(e: &tikv_client::Error) -> String {
+    let text = e.to_string();
+    if text.contains("failed to respond") {
+        return "no PD endpoint answered".to_owned();
+    }
+    // "[src/…/file.rs:123]: message" → "message"
+    let text = match text.split_once("]: ") {
+        Some((head, rest)) if head.starts_with('[') => rest.to_owned(),
+        _ => text,
+    };
+    text.lines().next().unwrap_or("").to_owned()
+}
+
+/// Either side of a JuiceFS TiKV transaction, begun on first use.
+enum Reader {
+    /// `simpleTxn`: a read-only snapshot.
+    Simple(Option<Snapshot>),
+    /// `txn`: an optimistic transaction.
+    Txn(Option<Transaction>),
+}
+
+/// One JuiceFS transaction on TiKV.
+struct TikvTxn {
+    client: Arc<TransactionClient>,
+    reader: Reader,
+}
+
+/// Runs a call that both a [`Snapshot`] and a [`Transaction`] answer, beginning the
+/// transaction first if this is its first request; `$post` maps the call's output.
+macro_rules! on_reader {
+    ($self:ident, |$r:ident| $call:expr) => {
+        on_reader!($self, |$r| $call, |x| x)
+    };
+    ($self:ident, |$r:ident| $call:expr, $post:expr) => {{
+        match &mut $self.reader {
+            Reader::Simple(slot) => {
+                if slot.is_none() {
+                    *slot = Some(snapshot(&$self.client).await?);
+                }
+                let $r = slot.as_mut().expect("begun above");
+                $call.await.map($post)
+            }
+            Reader::Txn(slot) => {
+                if slot.is_none() {
+                    *slot = Some(begin(&$self.client).await?);
+                }
+                let $r = slot.as_mut().expect("begun above");
+                $call.await.map($post)
+            }
+        }
+    }};
+}
+
+/// `KVStore.Begin()`: an optimistic transaction at a fresh PD timestamp.
+async fn begin(client: &TransactionClient) -> KvResult<Transaction> {
+    client
+        .begin_with_options(options(false))
+        .await
+        .map_err(other)
+}
+
+/// A `simpleTxn` snapshot. JuiceFS reads at `math.MaxUint64` (the latest committed data,
+/// no PD request); tikv-client 0.4 cannot express that timestamp, and `i64::MAX` would
+/// raise TiKV's `max_ts` for every later async commit, so the snapshot reads at a fresh
+/// PD timestamp instead: one more request than JuiceFS sends, counted as such.
+async fn snapshot(client: &TransactionClient) -> KvResult<Snapshot> {
+    let ts = client.current_timestamp().await.map_err(other)?;
+    Ok(client.snapshot(ts, options(true)))
+}
+
+impl TikvKv {
+    /// A transaction for administration (not counted).
+    fn reader(&self, simple: bool) -> TikvTxn {
+        TikvTxn {
+            client: self.client.clone(),
+            reader: if simple {
+                Reader::Simple(None)
+            } else {
+                Reader::Txn(None)
+            },
+        }
+    }
+}
+
+impl TikvTxn {
+    /// A KvGet. An empty value reads as absent, as in client-go (TiKV stores none; some
+    /// compatible stores answer a missing key with one).
+    async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        Ok(on_reader!(self, |r| r.get(key.to_vec()))
+            .map_err(classify)?
+            .filter(|v| !v.is_empty()))
+    }
+
+    /// One BatchGet; missing keys (and empty values) come back as `None`.
+    async fn batch_get(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>> {
+        let pairs: Vec<KvPair> =
+            on_reader!(self, |r| r.batch_get(keys.to_vec()), Iterator::collect)
+                .map_err(classify)?;
+        let found: HashMap<Vec<u8>, Vec<u8>> = pairs
+            .into_iter()
+            .filter(|p| !p.1.is_empty())
+            .map(|p| (Vec::<u8>::from(p.0), p.1))
+            .collect();
+        // A key may be asked for twice (rename within one directory).
+        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+    }
+
+    /// One Scan request of at most `limit` keys in `[begin, end)`.
+    async fn scan_once(
+        &mut self,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+        limit: u32,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let range = Key::from(begin)..Key::from(end);
+        if keys_only {
+            let keys: Vec<Key> = on_reader!(
+                self,
+                |r| r.scan_keys(range.clone(), limit),
+                Iterator::collect
+            )
+            .map_err(classify)?;
+            Ok(keys.into_iter().map(|k| (k.into(), Vec::new())).collect())
+        } else {
+            let pairs: Vec<KvPair> =
+                on_reader!(self, |r| r.scan(range.clone(), limit), Iterator::collect)
+                    .map_err(classify)?;
+            Ok(pairs.into_iter().map(|p| (p.0.into(), p.1)).collect())
+        }
+    }
+}
+
+#[async_trait]
+impl NativeTxn for TikvTxn {
+    async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        TikvTxn::get(self, key).await
+    }
+
+    async fn batch_get(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>> {
+        TikvTxn::batch_get(self, keys).await
+    }
+
+    /// Scan requests of up to 10240 keys until the range or `limit` is exhausted.
+    async fn scan(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let end = if end.is_empty() {
+            vec![0xFF; 9]
+        } else {
+            end.to_vec()
+        };
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut from = begin.to_vec();
+        loop {
+            let want = match limit {
+                0 => SCAN_BATCH,
+                n => (n - out.len()).min(SCAN_BATCH),
+            };
+            let page = self
+                .scan_once(from.clone(), end.clone(), want as u32, keys_only)
+                .await?;
+            let full = page.len() == want;
+            if let Some((last, _)) = page.last() {
+                from = last.clone();
+                from.push(0);
+            }
+            out.extend(page);
+            if !full || (limit > 0 && out.len() >= limit) {
+                return Ok(out);
+            }
+        }
+    }
+
+    async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
+        Ok(!self
+            .scan_once(prefix.to_vec(), TkvKeys::prefix_end(prefix), 1, true)
+            .await?
+            .is_empty())
+    }
+
+    async fn commit(self: Box<Self>, writes: &[Write]) -> KvResult<()> {
+        let mut tx = match self.reader {
+            Reader::Simple(_) => {
+                return Err(KvError::Other(
+                    "tikv: a simpleTxn must stay read-only".into(),
+                ))
+            }
+            Reader::Txn(Some(tx)) => tx,
+            Reader::Txn(None) => begin(&self.client).await?,
+        };
+        for (k, v) in writes {
+            match v {
+                Some(v) => tx.put(k.clone(), v.clone()).await.map_err(other)?,
+                None => tx.delete(k.clone()).await.map_err(other)?,
+            }
+        }
+        tx.commit().await.map(|_| ()).map_err(classify)
+    }
+}
+
+#[async_trait]
+impl KvBackend for TikvKv {
+    fn name(&self) -> &'static str {
+        "tikv"
+    }
+
+    fn begin_native(&self, simple: bool) -> Option<KvResult<Box<dyn NativeTxn>>> {
+        let reader = if simple {
+            Reader::Simple(None)
+        } else {
+            Reader::Txn(None)
+        };
+        Some(Ok(Box::new(TikvTxn {
+            client: self.client.clone(),
+            reader,
+        })))
+    }
+
+    /// A PD timestamp for every transaction, `simpleTxn` included (see [`snapshot`]).
+    fn begin_calls(&self, _simple: bool) -> u64 {
+        1
+    }
+
+    // The versioned calls serve administration (probe, format checks) outside sessions:
+    // snapshot reads of the latest data; versions are not used.
+    async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
+        Ok(self.reader(true).get(key).await?.map(|v| (v, 1)))
+    }
+
+    async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+        let mut t = self.reader(true);
+        Ok(TikvTxn::batch_get(&mut t, keys)
+            .await?
+            .into_iter()
+            .map(|v| v.map(|v| (v, 1)))
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        let mut t = self.reader(true);
+        Ok(NativeTxn::scan(&mut t, begin, end, limit, keys_only)
+            .await?
+            .into_iter()
+            .map(|(k, v)| (k, v, 1))
+            .collect())
+    }
+
+    async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
+        let mut t = self.reader(true);
+        NativeTxn::exist(&mut t, prefix).await
+    }
+
+    async fn commit(&self, _observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
+        Box::new(self.reader(false)).commit(writes).await
+    }
+
+    /// Deletes the prefix in transactions of up to [`DELETE_BATCH`] keys (JuiceFS's `reset`
+    /// uses `DeleteRange`, which a TiKV-compatible store need not offer).
+    async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
+        let end = TkvKeys::prefix_end(prefix);
+        loop {
+            let mut t = self.reader(false);
+            let keys = NativeTxn::scan(&mut t, prefix, &end, DELETE_BATCH, true).await?;
+            if keys.is_empty() {
+                return Ok(());
+            }
+            let writes: Vec<Write> = keys.into_iter().map(|(k, _)| (k, None)).collect();
+            Box::new(t).commit(&writes).await?;
+        }
+    }
+
+    /// PD's view of the stores: their versions, and whether any is a stand-in.
+    async fn server_info(&self) -> KvResult<ServerInfo> {
+        let mut durability = BTreeMap::new();
+        let mut standin = None;
+        let version = match pd_stores(&self.endpoints).await {
+            Ok(stores) => {
+                durability.insert("stores".to_owned(), stores.len().to_string());
+                let versions: Vec<&str> = stores.iter().map(|s| s.version.as_str()).collect();
+                if stores.iter().any(|s| s.standin) {
+                    standin = Some(STANDIN_LABEL.to_owned());
+                    format!("unistore {} (TiKV stand-in)", versions.join(","))
+                } else {
+                    format!("tikv {}", versions.join(","))
+                }
+            }
+            Err(e) => {
+                durability.insert("stores".to_owned(), format!("unknown ({e})"));
+                "tikv (store version unknown)".to_owned()
+            }
+        };
+        Ok(ServerInfo {
+            version,
+            durability,
+            standin,
+        })
+    }
+}
+
+/// How results against the stand-in store are labelled (they prove protocol and schema,
+/// not TiKV's speed).
+pub const STANDIN_LABEL: &str =
+    "TiKV-compatible stand-in (unistore), not TiKV: proves protocol and schema, not TiKV's speed";
+
+/// A store as PD describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// The version the store registered with.
+    pub version: String,
+    /// Whether the store is not a real TiKV: it registered no git hash (real TiKV always
+    /// does), as unistore does (`3.0.0-bata.1`).
+    pub standin: bool,
+}
+
+/// Parses PD's `GET /pd/api/v1/stores` answer.
+pub fn parse_pd_stores(body: &[u8]) -> std::result::Result<Vec<StoreInfo>, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("PD stores answer: {e}"))?;
+    let stores = v
+        .get("stores")
+        .and_then(|s| s.as_array())
+        .ok_or("PD stores answer has no `stores`")?;
+    Ok(stores
+        .iter()
+        .filter_map(|s| s.get("store"))
+        .map(|s| {
+            let field = |k: &str| s.get(k).and_then(|x| x.as_str()).unwrap_or("").to_owned();
+            let version = field("version");
+            let standin = field("git_hash").is_empty() || version == "3.0.0-bata.1";
+            StoreInfo { version, standin }
+        })
+        .collect())
+}
+
+/// Asks the first PD that answers for its stores (PD's HTTP API shares the client port).
+pub async fn pd_stores(endpoints: &[String]) -> std::result::Result<Vec<StoreInfo>, String> {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let mut last = String::from("no PD endpoint");
+    for ep in endpoints {
+        let uri = match format!("http://{ep}/pd/api/v1/stores").parse() {
+            Ok(u) => u,
+            Err(e) => {
+                last = format!("{ep}: {e}");
+                continue;
+            }
+        };
+        let answer = tokio::time::timeout(CONNECT_TIMEOUT, async {
+            let resp = client.get(uri).await.map_err(|e| e.to_string())?;
+            if !resp.status().is_success() {
+                return Err(format!("HTTP {}", resp.status()));
+            }
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?;
+            parse_pd_stores(&body.to_bytes())
+        })
+        .await;
+        match answer {
+            Ok(Ok(stores)) => return Ok(stores),
+            Ok(Err(e)) => last = format!("{ep}: {e}"),
+            Err(_) => last = format!("{ep}: no answer within {CONNECT_TIMEOUT:?}"),
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unistore_is_labelled_a_standin() {
+        let body = br#"{"count":1,"stores":[{"store":{"id":1,"address":"127.0.0.1:12581",
+            "version":"3.0.0-bata.1","state_name":"Down"},"status":{}}]}"#;
+        let s = parse_pd_stores(body).unwrap();
+        assert_eq!(
+            s,
+            vec![StoreInfo {
+                version: "3.0.0-bata.1".into(),
+                standin: true
+            }]
+        );
+    }
+
+    #[test]
+    fn real_tikv_is_not_a_standin() {
+        let body = br#"{"count":1,"stores":[{"store":{"id":1,"version":"7.5.1",
+            "git_hash":"7d0f3b4a","state_name":"Up"}}]}"#;
+        assert!(!parse_pd_stores(body).unwrap()[0].standin);
+        assert!(parse_pd_stores(b"{}").is_err());
+        assert!(parse_pd_stores(b"<html>").is_err());
+    }
+
+    #[test]
+    fn write_conflicts_are_retried() {
+        let mut k = tikv_client::ProtoKeyError::default();
+        assert!(!is_retryable(&tikv_client::Error::KeyError(Box::new(
+            k.clone()
+        ))));
+        k.conflict = Some(Default::default());
+        let e =
+            tikv_client::Error::MultipleKeyErrors(vec![tikv_client::Error::KeyError(Box::new(k))]);
+        assert!(is_retryable(&e));
+        assert!(matches!(classify(e), KvError::Conflict(_)));
+        assert!(matches!(
+            classify(tikv_client::Error::StringError("region unavailable".into())),
+            KvError::Other(_)
+        ));
+    }
+}
