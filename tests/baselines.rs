@@ -1,5 +1,6 @@
 //! The CI regression gate on deterministic figures: `metabench ops --iterations 20` on
-//! every engine the tests run (SQLite, Redis, MariaDB, PostgreSQL, etcd, memkv), gated with
+//! every engine the tests run (SQLite, Redis, MariaDB, PostgreSQL, etcd, the TiKV stand-in,
+//! memkv), gated with
 //! `metabench gate --round-trips-only` against the committed baselines in
 //! `configs/baselines/<engine>.json`. Timings are not gated here: on a shared 2-core
 //! machine they are noise.
@@ -36,16 +37,18 @@ fn text(o: &Output) -> String {
 enum Gated {
     Db(Kind),
     Etcd,
+    Tikv,
     Memkv,
 }
 
 impl Gated {
-    const ALL: [Gated; 6] = [
+    const ALL: [Gated; 7] = [
         Gated::Db(Kind::Sqlite),
         Gated::Db(Kind::Redis),
         Gated::Db(Kind::Mysql),
         Gated::Db(Kind::Postgres),
         Gated::Etcd,
+        Gated::Tikv,
         Gated::Memkv,
     ];
 
@@ -53,6 +56,7 @@ impl Gated {
         match self {
             Gated::Db(kind) => kind.name(),
             Gated::Etcd => "etcd",
+            Gated::Tikv => "tikv-standin",
             Gated::Memkv => "memkv",
         }
     }
@@ -76,9 +80,14 @@ fn ops_run(engine: Gated, out: &Path) {
             let db = fresh_database(kind);
             (db.url().to_owned(), Some(db))
         }
-        Gated::Etcd => {
-            let base = std::env::var("METABENCH_ETCD_URL")
-                .expect("METABENCH_ETCD_URL is set by scripts/test.sh (run the tests with it)");
+        Gated::Etcd | Gated::Tikv => {
+            let var = match engine {
+                Gated::Etcd => "METABENCH_ETCD_URL",
+                _ => "METABENCH_TIKV_URL",
+            };
+            let base = std::env::var(var).unwrap_or_else(|_| {
+                panic!("{var} is set by scripts/test.sh (run the tests with it)")
+            });
             (format!("{}/{unique}", base.trim_end_matches('/')), None)
         }
         Gated::Memkv => (format!("memkv://{unique}"), None),

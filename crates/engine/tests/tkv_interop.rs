@@ -1,6 +1,7 @@
-//! Interoperability with the real `juicefs` 1.4.2 binary on etcd (`METABENCH_ETCD_URL`,
-//! and etcd 3.4 (`METABENCH_ETCD34_URL`), each test under its own key prefix), both ways,
-//! as `redis_interop.rs` does on Redis:
+//! Interoperability with the real `juicefs` 1.4.2 binary on etcd 3.5 (`METABENCH_ETCD_URL`),
+//! etcd 3.4 (`METABENCH_ETCD34_URL`) and the TiKV stand-in, PD + unistore
+//! (`METABENCH_TIKV_URL`), each test under its own key prefix, both ways, as
+//! `redis_interop.rs` does on Redis:
 //!
 //! - a volume formatted and filled by metabench is what `juicefs dump` shows and what
 //!   `juicefs fsck --path / --recursive` finds clean (the slices' block objects are written
@@ -8,7 +9,7 @@
 //! - a volume formatted by `juicefs format` and filled by `juicefs mdtest` reads the same
 //!   through metabench's lookup/readdir/getattr, and stays clean after metabench writes.
 
-#![cfg(feature = "etcd")]
+#![cfg(any(feature = "etcd", feature = "tikv"))]
 
 use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
@@ -92,12 +93,16 @@ fn shape(n: &DumpNode) -> (String, u16, u32, u64, Option<String>) {
     (n.typ.clone(), n.mode, n.nlink, n.length, n.symlink.clone())
 }
 
-/// A fresh etcd URL with a unique volume prefix.
-/// etcd 3.5 (`METABENCH_ETCD_URL`) or 3.4 (`METABENCH_ETCD34_URL`).
+/// etcd 3.5, etcd 3.4 and the TiKV stand-in: the variables holding their base URLs.
+#[cfg(feature = "etcd")]
 const ETCD35: &str = "METABENCH_ETCD_URL";
+#[cfg(feature = "etcd")]
 const ETCD34: &str = "METABENCH_ETCD34_URL";
+#[cfg(feature = "tikv")]
+const TIKV: &str = "METABENCH_TIKV_URL";
 
-fn etcd_url(var: &str, tag: &str) -> String {
+/// A fresh URL on the store `var` names, with a unique volume prefix.
+fn store_url(var: &str, tag: &str) -> String {
     let base = std::env::var(var)
         .ok()
         .filter(|u| !u.is_empty())
@@ -121,18 +126,26 @@ async fn destroy(engine: &dyn Engine) {
     );
 }
 
+#[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn juicefs_reads_what_metabench_wrote() {
     juicefs_reads_what_metabench_wrote_on(ETCD35).await
 }
 
+#[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn juicefs_reads_what_metabench_wrote_etcd34() {
     juicefs_reads_what_metabench_wrote_on(ETCD34).await
 }
 
+#[cfg(feature = "tikv")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn juicefs_reads_what_metabench_wrote_tikv() {
+    juicefs_reads_what_metabench_wrote_on(TIKV).await
+}
+
 async fn juicefs_reads_what_metabench_wrote_on(var: &str) {
-    let url = etcd_url(var, "mbvol");
+    let url = store_url(var, "mbvol");
     let bucket = temp_dir();
     let volume = "mbvol";
     let engine = metabench_engine::open(&MetaUrl::parse(&url).unwrap())
@@ -307,18 +320,26 @@ async fn walk(
     out
 }
 
+#[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metabench_reads_what_juicefs_wrote() {
     metabench_reads_what_juicefs_wrote_on(ETCD35).await
 }
 
+#[cfg(feature = "etcd")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metabench_reads_what_juicefs_wrote_etcd34() {
     metabench_reads_what_juicefs_wrote_on(ETCD34).await
 }
 
+#[cfg(feature = "tikv")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metabench_reads_what_juicefs_wrote_tikv() {
+    metabench_reads_what_juicefs_wrote_on(TIKV).await
+}
+
 async fn metabench_reads_what_juicefs_wrote_on(var: &str) {
-    let url = etcd_url(var, "jfsvol");
+    let url = store_url(var, "jfsvol");
     let bucket = temp_dir();
     juicefs_format(&url, "jfsvol", bucket.path());
     juicefs_mdtest(

@@ -1,9 +1,12 @@
 //! Volume handling on the TKV engines: probe (empty / volume / foreign keys under the
 //! prefix), format refusing a non-empty prefix, format writing the keys `juicefs format`
-//! writes (etcd, compared with juicefs 1.4.2 on another prefix), and destroy removing its
-//! own prefix only.
+//! writes (etcd and the TiKV stand-in, compared with juicefs 1.4.2 on another prefix), and
+//! destroy removing its own prefix only.
 
-#![cfg_attr(not(feature = "etcd"), allow(unused_imports, dead_code))]
+#![cfg_attr(
+    not(all(feature = "etcd", feature = "tikv")),
+    allow(unused_imports, dead_code)
+)]
 
 use metabench_engine::tkv::TkvEngine;
 use metabench_engine::{Engine, MetaUrl, VolumeState};
@@ -12,11 +15,20 @@ use metabench_schema::{Attr, Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{juicefs_format, temp_dir};
 use std::collections::BTreeMap;
 
-fn etcd_base() -> String {
-    std::env::var("METABENCH_ETCD_URL")
+/// The base URL in `var` (set by `scripts/engines.sh`).
+fn base(var: &str) -> String {
+    std::env::var(var)
         .ok()
         .filter(|u| !u.is_empty())
-        .expect("METABENCH_ETCD_URL is not set: run the tests with scripts/test.sh")
+        .unwrap_or_else(|| panic!("{var} is not set: run the tests with scripts/test.sh"))
+}
+
+fn etcd_base() -> String {
+    base("METABENCH_ETCD_URL")
+}
+
+fn tikv_base() -> String {
+    base("METABENCH_TIKV_URL")
 }
 
 fn unique(tag: &str) -> String {
@@ -92,12 +104,27 @@ async fn etcd_probe_format_destroy() {
     probe_format_destroy(&etcd_base()).await
 }
 
-/// `metabench format` writes the keys `juicefs format` writes, with the same values
-/// (times aside): setting, root, trash, `CnextInode` = 2, `CnextChunk` = 1 (int64 LE).
+#[cfg(feature = "tikv")]
+#[tokio::test]
+async fn tikv_probe_format_destroy() {
+    probe_format_destroy(&tikv_base()).await
+}
+
 #[cfg(feature = "etcd")]
 #[tokio::test]
 async fn etcd_format_matches_juicefs() {
-    let base = etcd_base();
+    format_matches_juicefs(&etcd_base()).await
+}
+
+#[cfg(feature = "tikv")]
+#[tokio::test]
+async fn tikv_format_matches_juicefs() {
+    format_matches_juicefs(&tikv_base()).await
+}
+
+/// `metabench format` writes the keys `juicefs format` writes, with the same values
+/// (times aside): setting, root, trash, `CnextInode` = 2, `CnextChunk` = 1 (int64 LE).
+async fn format_matches_juicefs(base: &str) {
     let bucket = temp_dir();
     let theirs_url = format!("{base}/{}", unique("jfs"));
     juicefs_format(&theirs_url, "same", bucket.path());
