@@ -55,10 +55,6 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          the timed path.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \
          call reaches the store.",
-        "TiKV: a simpleTxn (getattr, lookup, read, getxattr, readlink, readdir's attribute \
-         fill) fetches a PD timestamp, one request JuiceFS does not send: JuiceFS reads at \
-         math.MaxUint64, which tikv-client 0.4 cannot express (its timestamps are i64), and \
-         i64::MAX would raise TiKV's max_ts for every later async commit.",
         "TiKV: commits try 1PC as JuiceFS does, but without async commit (tikv-client 0.4's sets \
          no max_commit_ts); only a transaction spanning regions differs (2PC instead of async \
          commit). A scan longer than 10240 keys is several requests but counts as one call.",

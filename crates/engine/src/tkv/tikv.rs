@@ -16,7 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tikv_client::{
-    CheckLevel, Key, KvPair, Snapshot, Transaction, TransactionClient, TransactionOptions,
+    CheckLevel, Key, KvPair, Snapshot, Timestamp, TimestampExt, Transaction, TransactionClient,
+    TransactionOptions,
 };
 
 /// Keys per Scan request (`tikvTxn.iter`: `SetScanBatchSize(10240)`).
@@ -150,7 +151,7 @@ macro_rules! on_reader {
         match &mut $self.reader {
             Reader::Simple(slot) => {
                 if slot.is_none() {
-                    *slot = Some(snapshot(&$self.client).await?);
+                    *slot = Some(snapshot(&$self.client));
                 }
                 let $r = slot.as_mut().expect("begun above");
                 $call.await.map($post)
@@ -174,13 +175,12 @@ async fn begin(client: &TransactionClient) -> KvResult<Transaction> {
         .map_err(other)
 }
 
-/// A `simpleTxn` snapshot. JuiceFS reads at `math.MaxUint64` (the latest committed data,
-/// no PD request); tikv-client 0.4 cannot express that timestamp, and `i64::MAX` would
-/// raise TiKV's `max_ts` for every later async commit, so the snapshot reads at a fresh
-/// PD timestamp instead: one more request than JuiceFS sends, counted as such.
-async fn snapshot(client: &TransactionClient) -> KvResult<Snapshot> {
-    let ts = client.current_timestamp().await.map_err(other)?;
-    Ok(client.snapshot(ts, options(true)))
+/// A `simpleTxn` snapshot: reads at `u64::MAX` (the latest committed data, no PD request),
+/// as JuiceFS's `Begin(WithStartTS(math.MaxUint64))` does. Upstream tikv-client cannot
+/// express that timestamp; metabench builds a vendored copy that can
+/// (`vendor/tikv-client/README.metabench.md`).
+fn snapshot(client: &TransactionClient) -> Snapshot {
+    client.snapshot(Timestamp::from_version(u64::MAX), options(true))
 }
 
 impl TikvKv {
@@ -336,9 +336,9 @@ impl KvBackend for TikvKv {
         })))
     }
 
-    /// A PD timestamp for every transaction, `simpleTxn` included (see [`snapshot`]).
-    fn begin_calls(&self, _simple: bool) -> u64 {
-        1
+    /// A PD timestamp for a `txn`; none for a `simpleTxn` (see [`snapshot`]).
+    fn begin_calls(&self, simple: bool) -> u64 {
+        u64::from(!simple)
     }
 
     // The versioned calls serve administration (probe, format checks) outside sessions:
@@ -520,6 +520,14 @@ mod tests {
         assert!(!parse_pd_stores(body).unwrap()[0].standin);
         assert!(parse_pd_stores(b"{}").is_err());
         assert!(parse_pd_stores(b"<html>").is_err());
+    }
+
+    /// The vendored tikv-client's one change: `u64::MAX` survives as a read timestamp.
+    #[test]
+    fn point_reads_can_use_the_latest_timestamp() {
+        assert_eq!(Timestamp::from_version(u64::MAX).version(), u64::MAX);
+        let ts = Timestamp::from_version(449_000_000_000_000_123);
+        assert_eq!(ts.version(), 449_000_000_000_000_123);
     }
 
     #[test]
