@@ -8,7 +8,7 @@
 //! retryable error is reported as a conflict, so the session's retry loop runs the
 //! transaction again (JuiceFS leaves that loop to `db.Transact`).
 
-use super::kv::{KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
+use super::kv::{via_native, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use foundationdb::{Database, FdbError, RangeOption, Transaction};
@@ -181,12 +181,7 @@ impl KvBackend for FdbKv {
     }
 
     async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
-        let mut t = FdbTxn { trx: self.trx()? };
-        Ok(t.batch_get(keys)
-            .await?
-            .into_iter()
-            .map(|v| v.map(|v| (v, 1)))
-            .collect())
+        via_native::batch_get(Box::new(FdbTxn { trx: self.trx()? }), keys).await
     }
 
     async fn scan(
@@ -196,12 +191,8 @@ impl KvBackend for FdbKv {
         limit: usize,
         keys_only: bool,
     ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
-        let trx = self.trx()?;
-        Ok(scan_trx(&trx, begin, end, limit, keys_only)
-            .await?
-            .into_iter()
-            .map(|(k, v)| (k, v, 1))
-            .collect())
+        let t = Box::new(FdbTxn { trx: self.trx()? });
+        via_native::scan(t, begin, end, limit, keys_only).await
     }
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {

@@ -71,6 +71,45 @@ pub trait NativeTxn: Send {
     async fn commit(self: Box<Self>, writes: &[Write]) -> KvResult<()>;
 }
 
+/// The versioned calls of a backend that runs its own transactions (TiKV, FoundationDB),
+/// for administration outside sessions: each is served by a fresh native transaction, and
+/// every value reads as version 1 (such backends detect conflicts themselves).
+pub mod via_native {
+    use super::{KvResult, NativeTxn, Version, Versioned};
+
+    /// Reads one key.
+    pub async fn get(mut t: Box<dyn NativeTxn>, key: &[u8]) -> KvResult<Versioned> {
+        Ok(t.get(key).await?.map(|v| (v, 1)))
+    }
+
+    /// Reads several keys.
+    pub async fn batch_get(
+        mut t: Box<dyn NativeTxn>,
+        keys: &[Vec<u8>],
+    ) -> KvResult<Vec<Versioned>> {
+        Ok(t.batch_get(keys)
+            .await?
+            .into_iter()
+            .map(|v| v.map(|v| (v, 1)))
+            .collect())
+    }
+
+    /// Reads `[begin, end)`.
+    pub async fn scan(
+        mut t: Box<dyn NativeTxn>,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        Ok(t.scan(begin, end, limit, keys_only)
+            .await?
+            .into_iter()
+            .map(|(k, v)| (k, v, 1))
+            .collect())
+    }
+}
+
 /// A transactional KV store, as the TKV family needs it. Every method is one request.
 #[async_trait]
 pub trait KvBackend: Send + Sync {

@@ -8,7 +8,7 @@
 //! `tikvClient.shouldRetry` does. Keys are prefixed with the URL path (leading `/`
 //! trimmed) and `0xFD`.
 
-use super::kv::{KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
+use super::kv::{via_native, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use metabench_schema::tkv::TkvKeys;
@@ -342,18 +342,13 @@ impl KvBackend for TikvKv {
     }
 
     // The versioned calls serve administration (probe, format checks) outside sessions:
-    // snapshot reads of the latest data; versions are not used.
+    // snapshot reads of the latest data.
     async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
-        Ok(self.reader(true).get(key).await?.map(|v| (v, 1)))
+        via_native::get(Box::new(self.reader(true)), key).await
     }
 
     async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
-        let mut t = self.reader(true);
-        Ok(TikvTxn::batch_get(&mut t, keys)
-            .await?
-            .into_iter()
-            .map(|v| v.map(|v| (v, 1)))
-            .collect())
+        via_native::batch_get(Box::new(self.reader(true)), keys).await
     }
 
     async fn scan(
@@ -363,12 +358,7 @@ impl KvBackend for TikvKv {
         limit: usize,
         keys_only: bool,
     ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
-        let mut t = self.reader(true);
-        Ok(NativeTxn::scan(&mut t, begin, end, limit, keys_only)
-            .await?
-            .into_iter()
-            .map(|(k, v)| (k, v, 1))
-            .collect())
+        via_native::scan(Box::new(self.reader(true)), begin, end, limit, keys_only).await
     }
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
