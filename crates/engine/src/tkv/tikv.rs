@@ -93,7 +93,7 @@ impl TikvKv {
             url: url.redacted(),
             reason,
         };
-        let config = tikv_client::Config::default().with_timeout(CONNECT_TIMEOUT);
+        let config = config_for(url)?.with_timeout(CONNECT_TIMEOUT);
         let client = tokio::time::timeout(
             CONNECT_TIMEOUT,
             TransactionClient::new_with_config(endpoints.clone(), config),
@@ -111,6 +111,31 @@ impl TikvKv {
             prefix,
         ))
     }
+}
+
+/// The client configuration the URL's options ask for, as `newTikvClient` reads them:
+/// `ca`, `cert` and `key` (all three) for TLS; `gc-interval` only steers JuiceFS's
+/// background GC and is accepted. Options metabench cannot honour are refused, so a run
+/// never silently differs from the client it stands for.
+fn config_for(url: &MetaUrl) -> Result<tikv_client::Config> {
+    let mut config = tikv_client::Config::default();
+    for (k, _) in url.query() {
+        if !matches!(k.as_str(), "ca" | "cert" | "key" | "gc-interval") {
+            return Err(MetaError::BadUrl(format!(
+                "the tikv URL option '{k}' is not supported by metabench (supported: ca, cert, key, gc-interval)"
+            )));
+        }
+    }
+    match (url.param("ca"), url.param("cert"), url.param("key")) {
+        (None, None, None) => {}
+        (Some(ca), Some(cert), Some(key)) => config = config.with_security(ca, cert, key),
+        _ => {
+            return Err(MetaError::BadUrl(
+                "tikv TLS needs all of ca=, cert= and key=".into(),
+            ))
+        }
+    }
+    Ok(config)
 }
 
 /// Why connecting failed, in words (tikv-client's own message names its source file).
@@ -488,6 +513,18 @@ pub async fn pd_stores(endpoints: &[String]) -> std::result::Result<Vec<StoreInf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_options_are_honoured_or_refused() {
+        let cfg = |u: &str| config_for(&MetaUrl::parse(u).unwrap());
+        assert!(cfg("tikv://pd:2379/jfs").is_ok());
+        assert!(cfg("tikv://pd:2379/jfs?gc-interval=2h").is_ok());
+        assert!(cfg("tikv://pd/jfs?ca=/c&cert=/t&key=/k").is_ok());
+        let e = cfg("tikv://pd/jfs?ca=/c").unwrap_err().to_string();
+        assert!(e.contains("ca=, cert= and key="), "{e}");
+        let e = cfg("tikv://pd/jfs?verify-cn=a").unwrap_err().to_string();
+        assert!(e.contains("'verify-cn' is not supported"), "{e}");
+    }
 
     #[test]
     fn unistore_is_labelled_a_standin() {
