@@ -2,7 +2,24 @@
 
 use crate::meta::{Ctx, SetAttr};
 use crate::MetaError;
-use metabench_schema::{Attr, FileType, Ino, Timestamp};
+use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
+
+/// The root (mode 0777) or the trash (`TRASH_INODE`, 0555) directory as `juicefs format`
+/// (`doInit`) writes it: owned by root, nlink 2, length 4096, parent 1, times `now`.
+pub(crate) fn format_dir_attr(ino: Ino, now: Timestamp) -> Attr {
+    let mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
+    let mut a = Attr::new(FileType::Directory, mode, 0, 0, 0, ROOT_INODE);
+    a.atime = now;
+    a.mtime = now;
+    a.ctime = now;
+    a
+}
+
+/// What `GetAttr` answers for the root or the trash when the engine holds no record of
+/// it (`baseMeta.GetAttr`): their format attribute with zero times. `None` otherwise.
+pub(crate) fn implicit_dir_attr(ino: Ino) -> Option<Attr> {
+    (ino == ROOT_INODE || ino == TRASH_INODE).then(|| format_dir_attr(ino, Timestamp::default()))
+}
 
 /// `baseMeta.Access` on an attribute already read: root may do anything, others need
 /// the `mask` bits (4 read, 2 write, 1 execute) of their class.
@@ -152,6 +169,30 @@ pub(crate) fn merge_owner_mode(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Root and trash as juicefs 1.4.2 formats them (goldens read from a Redis volume).
+    #[test]
+    fn format_attrs_match_juicefs() {
+        for (ino, golden) in [
+            (
+                ROOT_INODE,
+                &include_bytes!("../../schema/testdata/redis_root_i1_1.4.2.bin")[..],
+            ),
+            (
+                TRASH_INODE,
+                &include_bytes!("../../schema/testdata/redis_trash_1.4.2.bin")[..],
+            ),
+        ] {
+            let t = Attr::decode(golden).unwrap().mtime;
+            assert_eq!(format_dir_attr(ino, t).encode(), golden, "inode {ino}");
+        }
+        let implicit = implicit_dir_attr(TRASH_INODE).unwrap();
+        assert_eq!(
+            (implicit.mode, implicit.mtime),
+            (0o555, Timestamp::default())
+        );
+        assert!(implicit_dir_attr(ROOT_INODE + 1).is_none());
+    }
 
     fn ctx(uid: u32, gids: &[u32]) -> Ctx {
         Ctx {

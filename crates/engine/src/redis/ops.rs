@@ -3,7 +3,7 @@
 
 use super::txn::{txn, Conn, TxErr};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{access, merge_owner_mode, new_child_attr};
+use crate::common::{access, implicit_dir_attr, merge_owner_mode, new_child_attr};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -201,16 +201,8 @@ impl RedisSession {
             .await?;
         let attr = match buf {
             Some(b) => Attr::decode(&b)?,
-            None if ino == ROOT_INODE || ino == TRASH_INODE => {
-                // GetAttr answers for the root and the trash even without a record.
-                let mut a = Attr::type_only(FileType::Directory);
-                a.mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
-                a.nlink = 2;
-                a.length = 4096;
-                a.parent = ROOT_INODE;
-                a
-            }
-            None => return Err(MetaError::NotFound),
+            // GetAttr answers for the root and the trash even without a record.
+            None => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
         };
         if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
             self.dir_parents.insert(ino, attr.parent);

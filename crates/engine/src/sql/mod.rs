@@ -18,6 +18,7 @@ mod ops;
 
 pub use ops::SqlSession;
 
+use crate::common::format_dir_attr;
 use crate::url::Address;
 use crate::{
     Engine, EngineKind, Meta, MetaError, MetaUrl, Result, Scheme, ServerInfo, SessionOptions,
@@ -27,7 +28,7 @@ use async_trait::async_trait;
 use conn::{Arg, Conn, DbError};
 use dialect::Stmts;
 use metabench_schema::sql::{create_statements, table_names, table_prefix, Dialect, NodeRow};
-use metabench_schema::{Attr, FileType, Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
@@ -455,15 +456,6 @@ fn engine_err(e: DbError) -> MetaError {
     MetaError::Engine(e.msg)
 }
 
-/// The root (or trash) directory as `doInit` writes it.
-fn root_attr(mode: u16, now: Timestamp) -> Attr {
-    let mut a = Attr::new(FileType::Directory, mode, 0, 0, 0, ROOT_INODE);
-    a.atime = now;
-    a.mtime = now;
-    a.ctime = now;
-    a
-}
-
 #[async_trait]
 impl Engine for SqlEngine {
     fn kind(&self) -> EngineKind {
@@ -538,13 +530,14 @@ impl Engine for SqlEngine {
                             .fetch(&st.node_get_for_update, &[Arg::I64(TRASH_INODE as i64)])
                             .await?;
                         if found.is_empty() {
-                            let row = NodeRow::from_attr(TRASH_INODE, &root_attr(0o555, now));
+                            let row =
+                                NodeRow::from_attr(TRASH_INODE, &format_dir_attr(TRASH_INODE, now));
                             c.exec(&st.node_insert, &ops::node_args(&row)).await?;
                         }
                     }
                     c.exec(&st.setting_insert, &[Arg::Str("format"), Arg::Str(&json)])
                         .await?;
-                    let row = NodeRow::from_attr(ROOT_INODE, &root_attr(0o777, now));
+                    let row = NodeRow::from_attr(ROOT_INODE, &format_dir_attr(ROOT_INODE, now));
                     c.exec(&st.node_insert, &ops::node_args(&row)).await?;
                     c.exec(
                         &st.counters_init,

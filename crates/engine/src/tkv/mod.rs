@@ -21,12 +21,13 @@ pub mod tikv;
 
 pub use ops::TkvSession;
 
+use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
 use async_trait::async_trait;
 use kv::{CallCounter, KvBackend, KvError, TxErr, Txn};
 use metabench_schema::tkv::TkvKeys;
-use metabench_schema::{Attr, FileType, Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use std::sync::Arc;
 
 /// Where metabench's TKV sessions knowingly differ from a JuiceFS client.
@@ -177,31 +178,6 @@ impl TkvEngine {
     }
 }
 
-/// The root (0777) or trash (0555) attribute `juicefs format` writes.
-fn format_dir_attr(mode: u16, now_sec: i64) -> Attr {
-    let t = Timestamp {
-        sec: now_sec,
-        nsec: 0,
-    };
-    Attr {
-        flags: 0,
-        typ: FileType::Directory,
-        mode,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        atime: t,
-        mtime: t,
-        ctime: t,
-        nlink: 2,
-        length: 4096,
-        parent: ROOT_INODE,
-        access_acl: 0,
-        default_acl: 0,
-        tier: 0,
-    }
-}
-
 #[async_trait]
 impl Engine for TkvEngine {
     fn kind(&self) -> EngineKind {
@@ -245,21 +221,24 @@ impl Engine for TkvEngine {
                 self.url.redacted()
             )));
         }
-        let now = Timestamp::now().sec;
+        let now = Timestamp {
+            sec: Timestamp::now().sec,
+            nsec: 0,
+        };
         let keys = &self.keys;
         let mut tx = Txn::new(self.kv.clone(), CallCounter::default());
         let r: std::result::Result<(), TxErr> = async {
             if format.trash_days > 0 && tx.get(&keys.inode(TRASH_INODE)).await?.is_none() {
                 tx.set(
                     &keys.inode(TRASH_INODE),
-                    &format_dir_attr(0o555, now).encode(),
+                    &format_dir_attr(TRASH_INODE, now).encode(),
                 )
                 .await?;
             }
             tx.set(&keys.setting(), format.to_json().as_bytes()).await?;
             tx.set(
                 &keys.inode(ROOT_INODE),
-                &format_dir_attr(0o777, now).encode(),
+                &format_dir_attr(ROOT_INODE, now).encode(),
             )
             .await?;
             tx.incr_by(&keys.counter("nextInode"), 2).await?;
@@ -326,17 +305,5 @@ impl Engine for TkvEngine {
 
     async fn server_info(&self) -> Result<ServerInfo> {
         self.kv.server_info().await.map_err(kv_err)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn format_attrs_match_juicefs() {
-        let golden: &[u8] = include_bytes!("../../../schema/testdata/redis_root_i1_1.4.2.bin");
-        let root = Attr::decode(golden).unwrap();
-        assert_eq!(format_dir_attr(0o777, root.mtime.sec).encode(), golden);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{access, new_child_attr};
+use crate::common::{access, implicit_dir_attr, new_child_attr};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -201,15 +201,8 @@ impl TkvSession {
         let buf = tx.get(&self.keys.inode(ino)).await.map_err(TxErr::from)?;
         let attr = match buf {
             Some(b) => Attr::decode(&b)?,
-            None if ino == ROOT_INODE || ino == TRASH_INODE => {
-                let mut a = Attr::type_only(FileType::Directory);
-                a.mode = if ino == TRASH_INODE { 0o555 } else { 0o777 };
-                a.nlink = 2;
-                a.length = 4096;
-                a.parent = ROOT_INODE;
-                a
-            }
-            None => return Err(MetaError::NotFound),
+            // GetAttr answers for the root and the trash even without a record.
+            None => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
         };
         if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
             self.dir_parents.insert(ino, attr.parent);
