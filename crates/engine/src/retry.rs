@@ -1,5 +1,6 @@
 //! JuiceFS's retry policy for conflicting transactions.
 
+use crate::MetaError;
 use std::time::Duration;
 
 /// Attempts before a transaction is given up (`txn` loops in `redis.go`, `sql.go`, `tkv.go`).
@@ -14,6 +15,55 @@ pub fn backoff_random_square(i: u32) -> Duration {
 /// SQL: a sleep of i² ms after failed attempt `i` (0-based).
 pub fn backoff_square(i: u32) -> Duration {
     Duration::from_millis((i * i) as u64)
+}
+
+/// Why an attempt of a Redis or TKV transaction stopped: a conflict (a nil EXEC, a
+/// compare that failed, a write conflict, or a server state JuiceFS's `shouldRetry`
+/// retries) or a final error.
+#[derive(Debug)]
+pub(crate) enum TxErr {
+    /// Run the whole transaction again (the message says why, for the last error).
+    Retry(String),
+    /// Give up with this error.
+    Meta(MetaError),
+}
+
+impl From<MetaError> for TxErr {
+    fn from(e: MetaError) -> Self {
+        TxErr::Meta(e)
+    }
+}
+
+impl From<metabench_schema::DecodeError> for TxErr {
+    fn from(e: metabench_schema::DecodeError) -> Self {
+        TxErr::Meta(e.into())
+    }
+}
+
+impl From<TxErr> for MetaError {
+    fn from(e: TxErr) -> Self {
+        match e {
+            TxErr::Retry(msg) => MetaError::Engine(msg),
+            TxErr::Meta(e) => e,
+        }
+    }
+}
+
+/// The step after attempt `*attempt` of a Redis or TKV transaction failed with a conflict
+/// (`redisMeta.txn`, `kvMeta.txn`): sleeps a random 0..(i+1)² ms and counts the attempt;
+/// after [`MAX_TRIES`] it gives up with [`MetaError::Conflict`] instead.
+pub(crate) async fn after_conflict(
+    attempt: &mut u32,
+    engine: &str,
+    msg: &str,
+) -> Result<(), MetaError> {
+    tokio::time::sleep(backoff_random_square(*attempt)).await;
+    *attempt += 1;
+    if *attempt >= MAX_TRIES {
+        tracing::warn!("{engine} transaction gave up after {attempt} tries: {msg}");
+        return Err(MetaError::Conflict(*attempt));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,36 +13,7 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Why a step of a transaction stopped: a retryable failure (a nil EXEC, or a server
-/// error JuiceFS's `shouldRetry` retries) or a final error.
-#[derive(Debug)]
-pub(crate) enum TxErr {
-    /// Run the whole transaction again (the message says why, for the last error).
-    Retry(String),
-    /// Give up with this error.
-    Meta(MetaError),
-}
-
-impl From<MetaError> for TxErr {
-    fn from(e: MetaError) -> Self {
-        TxErr::Meta(e)
-    }
-}
-
-impl From<TxErr> for MetaError {
-    fn from(e: TxErr) -> Self {
-        match e {
-            TxErr::Retry(msg) => MetaError::Engine(msg),
-            TxErr::Meta(e) => e,
-        }
-    }
-}
-
-impl From<metabench_schema::DecodeError> for TxErr {
-    fn from(e: metabench_schema::DecodeError) -> Self {
-        TxErr::Meta(e.into())
-    }
-}
+pub(crate) use crate::retry::TxErr;
 
 /// Classifies a Redis error as `shouldRetry` does (without `retryOnFailure`): server
 /// states that pass (LOADING, READONLY, TRYAGAIN, EXECABORT, …) are retried, anything
@@ -147,11 +118,9 @@ macro_rules! txn {
                 Ok(v) => break Ok(v),
                 Err($crate::redis::txn::TxErr::Meta(e)) => break Err(e),
                 Err($crate::redis::txn::TxErr::Retry(msg)) => {
-                    tokio::time::sleep($crate::retry::backoff_random_square(attempt)).await;
-                    attempt += 1;
-                    if attempt >= $crate::retry::MAX_TRIES {
-                        tracing::warn!("redis transaction gave up after {attempt} tries: {msg}");
-                        break Err($crate::MetaError::Conflict(attempt));
+                    if let Err(e) = $crate::retry::after_conflict(&mut attempt, "redis", &msg).await
+                    {
+                        break Err(e);
                     }
                     $sess.retries += 1;
                 }

@@ -186,41 +186,13 @@ impl CallCounter {
     }
 }
 
-/// Why a transaction body stopped: retry it (a conflict) or give up with an error.
-#[derive(Debug)]
-pub(crate) enum TxErr {
-    /// Run the whole transaction again.
-    Retry(String),
-    /// Give up.
-    Meta(MetaError),
-}
-
-impl From<MetaError> for TxErr {
-    fn from(e: MetaError) -> Self {
-        TxErr::Meta(e)
-    }
-}
-
-impl From<metabench_schema::DecodeError> for TxErr {
-    fn from(e: metabench_schema::DecodeError) -> Self {
-        TxErr::Meta(e.into())
-    }
-}
+pub(crate) use crate::retry::TxErr;
 
 impl From<KvError> for TxErr {
     fn from(e: KvError) -> Self {
         match e {
-            KvError::Conflict(m) => TxErr::Retry(m),
+            KvError::Conflict(_) => TxErr::Retry(e.to_string()),
             KvError::Other(m) => TxErr::Meta(MetaError::Engine(m)),
-        }
-    }
-}
-
-impl From<TxErr> for MetaError {
-    fn from(e: TxErr) -> Self {
-        match e {
-            TxErr::Retry(m) => MetaError::Engine(format!("conflicted transaction: {m}")),
-            TxErr::Meta(e) => e,
         }
     }
 }
@@ -442,11 +414,8 @@ macro_rules! txn {
                 Ok(v) => break Ok(v),
                 Err($crate::tkv::kv::TxErr::Meta(e)) => break Err(e),
                 Err($crate::tkv::kv::TxErr::Retry(msg)) => {
-                    tokio::time::sleep($crate::retry::backoff_random_square(attempt)).await;
-                    attempt += 1;
-                    if attempt >= $crate::retry::MAX_TRIES {
-                        tracing::warn!("tkv transaction gave up after {attempt} tries: {msg}");
-                        break Err($crate::MetaError::Conflict(attempt));
+                    if let Err(e) = $crate::retry::after_conflict(&mut attempt, "tkv", &msg).await {
+                        break Err(e);
                     }
                     $sess.retries += 1;
                 }
