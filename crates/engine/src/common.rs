@@ -4,6 +4,82 @@ use crate::meta::{Ctx, SetAttr};
 use crate::MetaError;
 use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 
+/// The name of the trash directory under the root.
+pub(crate) const TRASH_NAME: &[u8] = b".trash";
+
+/// Whether `ino` is the trash directory or one of its per-hour children (`Ino.IsTrash`).
+pub(crate) fn is_trash(ino: Ino) -> bool {
+    ino >= TRASH_INODE
+}
+
+/// `checkInodeName`: not empty, no `/`, no NUL (EINVAL otherwise).
+pub(crate) fn check_name(name: &[u8]) -> Result<(), MetaError> {
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        Err(MetaError::Invalid)
+    } else {
+        Ok(())
+    }
+}
+
+/// `baseMeta.Mknod` / `Link` before a new entry `name` in `parent`: nothing is created in
+/// the trash or as `.trash` (EPERM), `.` and `..` exist (EEXIST), and the name is valid.
+pub(crate) fn check_new_entry(parent: Ino, name: &[u8]) -> Result<(), MetaError> {
+    if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
+        return Err(MetaError::Perm);
+    }
+    if name == b"." || name == b".." {
+        return Err(MetaError::Exists);
+    }
+    check_name(name)
+}
+
+/// `baseMeta.Unlink`: `.trash` stays, and only root removes from the trash (EPERM).
+pub(crate) fn check_unlink(ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(), MetaError> {
+    if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
+        return Err(MetaError::Perm);
+    }
+    Ok(())
+}
+
+/// `baseMeta.Rmdir`: `.` is EINVAL, `..` ENOTEMPTY; `.trash`, the trash's hour
+/// directories and, for users other than root, anything in the trash are EPERM.
+pub(crate) fn check_rmdir(ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(), MetaError> {
+    if name == b"." {
+        return Err(MetaError::Invalid);
+    }
+    if name == b".." {
+        return Err(MetaError::NotEmpty);
+    }
+    if (parent == ROOT_INODE && name == TRASH_NAME)
+        || parent == TRASH_INODE
+        || (is_trash(parent) && ctx.uid != 0)
+    {
+        return Err(MetaError::Perm);
+    }
+    Ok(())
+}
+
+/// `baseMeta.Rename` on both ends (the flags are each engine's): `.trash` is neither
+/// moved nor replaced, nothing moves into the trash, only root moves out of it (EPERM),
+/// and the new name is valid.
+pub(crate) fn check_rename(
+    ctx: &Ctx,
+    parent_src: Ino,
+    name_src: &[u8],
+    parent_dst: Ino,
+    name_dst: &[u8],
+) -> Result<(), MetaError> {
+    let (ps, pd) = (parent_src, parent_dst);
+    if (ps == ROOT_INODE && name_src == TRASH_NAME) || (pd == ROOT_INODE && name_dst == TRASH_NAME)
+    {
+        return Err(MetaError::Perm);
+    }
+    if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
+        return Err(MetaError::Perm);
+    }
+    check_name(name_dst)
+}
+
 /// The root (mode 0777) or the trash (`TRASH_INODE`, 0555) directory as `juicefs format`
 /// (`doInit`) writes it: owned by root, nlink 2, length 4096, parent 1, times `now`.
 pub(crate) fn format_dir_attr(ino: Ino, now: Timestamp) -> Attr {
@@ -192,6 +268,36 @@ mod tests {
             (0o555, Timestamp::default())
         );
         assert!(implicit_dir_attr(ROOT_INODE + 1).is_none());
+    }
+
+    #[test]
+    fn base_meta_checks() {
+        macro_rules! err {
+            ($e:expr, $v:ident) => {
+                assert!(matches!($e, Err(MetaError::$v)), "{}", stringify!($e))
+            };
+        }
+        let (root, user) = (ctx(0, &[0]), ctx(1, &[1]));
+        assert!(check_name(b"ok").is_ok());
+        for bad in [&b""[..], b"a/b", b"a\0"] {
+            err!(check_name(bad), Invalid);
+        }
+        err!(check_new_entry(ROOT_INODE, TRASH_NAME), Perm);
+        err!(check_new_entry(TRASH_INODE + 1, b"f"), Perm);
+        err!(check_new_entry(5, b".."), Exists);
+        assert!(check_new_entry(5, b"f").is_ok());
+        err!(check_unlink(&root, ROOT_INODE, TRASH_NAME), Perm);
+        err!(check_unlink(&user, TRASH_INODE + 1, b"f"), Perm);
+        assert!(check_unlink(&root, TRASH_INODE + 1, b"f").is_ok());
+        err!(check_rmdir(&root, 5, b"."), Invalid);
+        err!(check_rmdir(&root, 5, b".."), NotEmpty);
+        err!(check_rmdir(&root, TRASH_INODE, b"x"), Perm);
+        assert!(check_rmdir(&root, TRASH_INODE + 1, b"x").is_ok());
+        err!(check_rename(&root, ROOT_INODE, TRASH_NAME, 5, b"t"), Perm);
+        err!(check_rename(&root, 5, b"a", TRASH_INODE, b"t"), Perm);
+        err!(check_rename(&user, TRASH_INODE + 1, b"a", 5, b"t"), Perm);
+        err!(check_rename(&root, 5, b"a", 5, b""), Invalid);
+        assert!(check_rename(&root, TRASH_INODE + 1, b"a", 5, b"t").is_ok());
     }
 
     fn ctx(uid: u32, gids: &[u32]) -> Ctx {

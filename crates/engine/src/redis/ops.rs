@@ -3,7 +3,10 @@
 
 use super::txn::{txn, Conn, TxErr};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{access, implicit_dir_attr, merge_owner_mode, new_child_attr};
+use crate::common::{
+    access, check_new_entry, check_rename, check_rmdir, check_unlink, implicit_dir_attr, is_trash,
+    merge_owner_mode, new_child_attr, TRASH_NAME,
+};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -24,7 +27,6 @@ const FLAG_APPEND: u8 = 2;
 /// `MODE_MASK_W | MODE_MASK_X`.
 const MASK_WX: u16 = 2 | 1;
 /// The name of the trash directory under the root.
-const TRASH_NAME: &[u8] = b".trash";
 /// `MaxSymlink`.
 const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per MGET by readdir (`batchSize`).
@@ -66,20 +68,6 @@ pub struct RedisSession {
     dir_parents: HashMap<Ino, Ino>,
     chunks: HashMap<(Ino, u32), Vec<Slice>>,
     symlinks: HashMap<Ino, Vec<u8>>,
-}
-
-/// Whether an inode is the trash or inside it (`Ino.IsTrash`).
-fn is_trash(ino: Ino) -> bool {
-    ino >= TRASH_INODE
-}
-
-/// `checkInodeName`.
-fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
-        Err(MetaError::Invalid)
-    } else {
-        Ok(())
-    }
 }
 
 fn decode(buf: &[u8]) -> std::result::Result<Attr, TxErr> {
@@ -247,13 +235,7 @@ impl RedisSession {
         rdev: u32,
         target: &[u8],
     ) -> Result<(Ino, Made)> {
-        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        if name == b"." || name == b".." {
-            return Err(MetaError::Exists);
-        }
-        check_name(name)?;
+        check_new_entry(parent, name)?;
         self.quota_walk(parent).await; // checkQuota → checkDirQuota(parent)
         let ino = self.next_inode().await?;
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
@@ -441,13 +423,7 @@ impl Meta for RedisSession {
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        check_name(name)?;
-        if name == b"." || name == b".." {
-            return Err(MetaError::Exists);
-        }
+        check_new_entry(parent, name)?;
         let attr = self.get_attr(ino).await?;
         if attr.typ == FileType::Directory {
             return Err(MetaError::Perm);
@@ -521,9 +497,7 @@ impl Meta for RedisSession {
     }
 
     async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
-            return Err(MetaError::Perm);
-        }
+        check_unlink(ctx, parent, name)?;
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
         let (typ, ino, attr) = txn!(self, vec![ki.clone(), kd.clone()], |c| {
@@ -638,18 +612,7 @@ impl Meta for RedisSession {
     }
 
     async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        if name == b"." {
-            return Err(MetaError::Invalid);
-        }
-        if name == b".." {
-            return Err(MetaError::NotEmpty);
-        }
-        if (parent == ROOT_INODE && name == TRASH_NAME)
-            || parent == TRASH_INODE
-            || (is_trash(parent) && ctx.uid != 0)
-        {
-            return Err(MetaError::Perm);
-        }
+        check_rmdir(ctx, parent, name)?;
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
         let ino = txn!(self, vec![ki.clone(), kd.clone()], |c| {
@@ -734,15 +697,7 @@ impl Meta for RedisSession {
         flags: u32,
     ) -> Result<(Ino, Attr)> {
         let (ps, pd) = (parent_src, parent_dst);
-        if (ps == ROOT_INODE && name_src == TRASH_NAME)
-            || (pd == ROOT_INODE && name_dst == TRASH_NAME)
-        {
-            return Err(MetaError::Perm);
-        }
-        if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
-            return Err(MetaError::Perm);
-        }
-        check_name(name_dst)?;
+        check_rename(ctx, ps, name_src, pd, name_dst)?;
         match flags {
             0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
             f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}

@@ -12,7 +12,10 @@ use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use super::dialect::Stmts;
 use super::Target;
 use crate::background::{IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{access, child_mode_gid, merge_owner_mode};
+use crate::common::{
+    access, check_new_entry, check_rename, check_rmdir, check_unlink, child_mode_gid, is_trash,
+    merge_owner_mode, TRASH_NAME,
+};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{Ctx, Entry, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
@@ -33,7 +36,6 @@ const FLAG_SKIP_TRASH: i64 = 32;
 const TYPE_FILE: i64 = 1;
 const TYPE_DIR: i64 = 2;
 const TYPE_SYMLINK: i64 = 3;
-const TRASH_NAME: &[u8] = b".trash";
 const MAX_SYMLINK: usize = 4096;
 const RENAME_NOREPLACE: u32 = 1;
 const RENAME_EXCHANGE: u32 = 2;
@@ -41,10 +43,6 @@ const RENAME_WHITEOUT: u32 = 4;
 const RENAME_RESTORE: u32 = 32;
 /// `doUpdateDirStat` updates at most this many directories per transaction.
 const DIRSTAT_BATCH: usize = 1000;
-
-fn is_trash(ino: Ino) -> bool {
-    ino >= TRASH_INODE
-}
 
 /// Why a transaction attempt failed.
 pub(crate) enum TxErr {
@@ -239,15 +237,6 @@ fn set_ctime(n: &mut NodeRow, t: Timestamp) {
     let (us, rest) = t.to_sql();
     n.ctime = us;
     n.ctimensec = rest as i64;
-}
-
-/// `checkInodeName`.
-fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
-        Err(MetaError::Invalid)
-    } else {
-        Ok(())
-    }
 }
 
 fn xattr_name(name: &[u8]) -> Result<&str> {
@@ -708,13 +697,7 @@ impl SqlSession {
         path: &[u8],
         found: &mut Option<(Ino, Attr)>,
     ) -> Result<(Ino, Attr)> {
-        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        if name == b"." || name == b".." {
-            return Err(MetaError::Exists);
-        }
-        check_name(name)?;
+        check_new_entry(parent, name)?;
         let ino = self.next_inode().await?;
         let st = self.st.clone();
         let t = typ.as_u8() as i64;
@@ -807,13 +790,7 @@ impl SqlSession {
     }
 
     async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        check_name(name)?;
-        if name == b"." || name == b".." {
-            return Err(MetaError::Exists);
-        }
+        check_new_entry(parent, name)?;
         let cur = self.getattr_inner(ino).await?;
         if cur.typ == FileType::Directory {
             return Err(MetaError::Perm);
@@ -974,9 +951,7 @@ impl SqlSession {
     }
 
     async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
-            return Err(MetaError::Perm);
-        }
+        check_unlink(ctx, parent, name)?;
         let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
         // (node after the change, freed space, freed inodes, trash it went to)
@@ -1139,18 +1114,7 @@ impl SqlSession {
     }
 
     async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        if name == b"." {
-            return Err(MetaError::Invalid);
-        }
-        if name == b".." {
-            return Err(MetaError::NotEmpty);
-        }
-        if (parent == ROOT_INODE && name == TRASH_NAME)
-            || parent == TRASH_INODE
-            || (is_trash(parent) && ctx.uid != 0)
-        {
-            return Err(MetaError::Perm);
-        }
+        check_rmdir(ctx, parent, name)?;
         let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
         let trashed = txn!(self, {
@@ -1269,13 +1233,7 @@ impl SqlSession {
         nd: &[u8],
         flags: u32,
     ) -> Result<(Ino, Attr)> {
-        if (ps == ROOT_INODE && ns_ == TRASH_NAME) || (pd == ROOT_INODE && nd == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
-            return Err(MetaError::Perm);
-        }
-        check_name(nd)?;
+        check_rename(ctx, ps, ns_, pd, nd)?;
         match flags {
             0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
             f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
@@ -2618,10 +2576,6 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(check_name(b"ok").is_ok());
-        assert!(check_name(b"").is_err());
-        assert!(check_name(b"a/b").is_err());
-        assert!(check_name(b"a\0").is_err());
         assert!(xattr_name(b"user.k").is_ok());
         assert!(xattr_name(b"").is_err());
         assert!(xattr_name(&[0xff]).is_err());

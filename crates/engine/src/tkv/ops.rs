@@ -5,7 +5,10 @@
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
-use crate::common::{access, implicit_dir_attr, new_child_attr};
+use crate::common::{
+    access, check_new_entry, check_rename, check_rmdir, check_unlink, implicit_dir_attr, is_trash,
+    new_child_attr,
+};
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
@@ -21,7 +24,6 @@ use tokio::task::JoinHandle;
 const FLAG_IMMUTABLE: u8 = 1;
 const FLAG_APPEND: u8 = 2;
 const MASK_WX: u16 = 2 | 1;
-const TRASH_NAME: &[u8] = b".trash";
 const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per `gets` by readdir (`fillAttr` batch).
 const READDIR_BATCH: usize = 4096;
@@ -53,18 +55,6 @@ pub struct TkvSession {
     dir_parents: HashMap<Ino, Ino>,
     chunks: HashMap<(Ino, u32), Vec<Slice>>,
     symlinks: HashMap<Ino, Vec<u8>>,
-}
-
-fn is_trash(ino: Ino) -> bool {
-    ino >= TRASH_INODE
-}
-
-fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
-        Err(MetaError::Invalid)
-    } else {
-        Ok(())
-    }
 }
 
 fn decode(buf: &[u8]) -> std::result::Result<Attr, TxErr> {
@@ -245,13 +235,7 @@ impl TkvSession {
         rdev: u32,
         target: &[u8],
     ) -> Result<(Ino, Made)> {
-        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        if name == b"." || name == b".." {
-            return Err(MetaError::Exists);
-        }
-        check_name(name)?;
+        check_new_entry(parent, name)?;
         self.quota_walk(parent).await;
         let ino = self.next_inode().await?;
         let keys = self.keys.clone();
@@ -558,13 +542,7 @@ impl Meta for TkvSession {
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-            return Err(MetaError::Perm);
-        }
-        check_name(name)?;
-        if name == b"." || name == b".." {
-            return Err(MetaError::Exists);
-        }
+        check_new_entry(parent, name)?;
         let attr = self.get_attr(ino).await?;
         if attr.typ == FileType::Directory {
             return Err(MetaError::Perm);
@@ -636,9 +614,7 @@ impl Meta for TkvSession {
     }
 
     async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
-            return Err(MetaError::Perm);
-        }
+        check_unlink(ctx, parent, name)?;
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
         let (typ, ino, attr, space, inodes) = txn!(self, |tx| {
@@ -734,18 +710,7 @@ impl Meta for TkvSession {
     }
 
     async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        if name == b"." {
-            return Err(MetaError::Invalid);
-        }
-        if name == b".." {
-            return Err(MetaError::NotEmpty);
-        }
-        if (parent == ROOT_INODE && name == TRASH_NAME)
-            || parent == TRASH_INODE
-            || (is_trash(parent) && ctx.uid != 0)
-        {
-            return Err(MetaError::Perm);
-        }
+        check_rmdir(ctx, parent, name)?;
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
         let ino = txn!(self, |tx| {
@@ -816,15 +781,7 @@ impl Meta for TkvSession {
         flags: u32,
     ) -> Result<(Ino, Attr)> {
         let (ps, pd) = (parent_src, parent_dst);
-        if (ps == ROOT_INODE && name_src == TRASH_NAME)
-            || (pd == ROOT_INODE && name_dst == TRASH_NAME)
-        {
-            return Err(MetaError::Perm);
-        }
-        if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
-            return Err(MetaError::Perm);
-        }
-        check_name(name_dst)?;
+        check_rename(ctx, ps, name_src, pd, name_dst)?;
         match flags {
             0 | RENAME_NOREPLACE => {}
             RENAME_EXCHANGE => return Err(MetaError::NotSupported),
