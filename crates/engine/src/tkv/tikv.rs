@@ -35,6 +35,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct TikvKv {
     client: Arc<TransactionClient>,
     endpoints: Vec<String>,
+    /// Whether commits try 1PC (see [`one_pc_is_safe`]).
+    one_pc: bool,
 }
 
 fn other(e: tikv_client::Error) -> KvError {
@@ -67,18 +69,33 @@ fn classify(e: tikv_client::Error) -> KvError {
 }
 
 /// Transaction options: optimistic, 1PC as JuiceFS sets it (`SetEnable1PC(true)`; a
-/// transaction within one region commits in its prewrite), no heartbeat for these short
-/// transactions. JuiceFS also sets `SetEnableAsyncCommit(true)`, which only matters when
-/// 1PC cannot apply; tikv-client 0.4's async commit sets no `max_commit_ts` and trusts a
-/// zero `min_commit_ts`, so such transactions use plain 2PC here instead.
-fn options(simple: bool) -> TransactionOptions {
+/// transaction within one region commits in its prewrite) when `one_pc`, no heartbeat for
+/// these short transactions. JuiceFS also sets `SetEnableAsyncCommit(true)`, which only
+/// matters when 1PC cannot apply; tikv-client 0.4's async commit sets no `max_commit_ts`
+/// and trusts a zero `min_commit_ts`, so such transactions use plain 2PC here instead.
+fn options(simple: bool, one_pc: bool) -> TransactionOptions {
     let o = TransactionOptions::new_optimistic().drop_check(CheckLevel::None);
     if simple {
-        o.read_only()
-    } else {
-        o.try_one_pc()
-            .heartbeat_option(tikv_client::transaction::HeartbeatOption::NoHeartbeat)
+        return o.read_only();
     }
+    let o = o.heartbeat_option(tikv_client::transaction::HeartbeatOption::NoHeartbeat);
+    if one_pc {
+        o.try_one_pc()
+    } else {
+        o
+    }
+}
+
+/// Whether 1PC keeps snapshot isolation on these stores. TiKV's 1PC takes its commit
+/// timestamp above every read timestamp it has served (the concurrency manager's
+/// `max_ts`, with in-memory locks while the write applies). unistore's 1PC takes a fresh PD
+/// timestamp and writes without an in-memory lock, so a transaction that begins after that
+/// timestamp but reads before the write lands misses it and commits over it (a lost update,
+/// seen as a directory's nlink falling behind under racing mkdirs). On a stand-in, commits
+/// therefore use plain 2PC, which is isolated there; the KV calls metabench counts are the
+/// same either way. When PD cannot be asked, the store is taken for TiKV.
+fn one_pc_is_safe(stores: &std::result::Result<Vec<StoreInfo>, String>) -> bool {
+    !matches!(stores, Ok(s) if s.iter().any(|s| s.standin))
 }
 
 impl TikvKv {
@@ -101,12 +118,14 @@ impl TikvKv {
         .await
         .map_err(|_| unreachable(format!("no PD answered within {CONNECT_TIMEOUT:?}")))?
         .map_err(|e| unreachable(connect_reason(&e)))?;
+        let one_pc = one_pc_is_safe(&pd_stores(&endpoints).await);
         let mut prefix = url.database().trim_start_matches('/').as_bytes().to_vec();
         prefix.push(0xFD);
         Ok((
             Self {
                 client: Arc::new(client),
                 endpoints,
+                one_pc,
             },
             prefix,
         ))
@@ -163,6 +182,7 @@ enum Reader {
 /// One JuiceFS transaction on TiKV.
 struct TikvTxn {
     client: Arc<TransactionClient>,
+    one_pc: bool,
     reader: Reader,
 }
 
@@ -183,7 +203,7 @@ macro_rules! on_reader {
             }
             Reader::Txn(slot) => {
                 if slot.is_none() {
-                    *slot = Some(begin(&$self.client).await?);
+                    *slot = Some(begin(&$self.client, $self.one_pc).await?);
                 }
                 let $r = slot.as_mut().expect("begun above");
                 $call.await.map($post)
@@ -193,9 +213,9 @@ macro_rules! on_reader {
 }
 
 /// `KVStore.Begin()`: an optimistic transaction at a fresh PD timestamp.
-async fn begin(client: &TransactionClient) -> KvResult<Transaction> {
+async fn begin(client: &TransactionClient, one_pc: bool) -> KvResult<Transaction> {
     client
-        .begin_with_options(options(false))
+        .begin_with_options(options(false, one_pc))
         .await
         .map_err(other)
 }
@@ -205,14 +225,15 @@ async fn begin(client: &TransactionClient) -> KvResult<Transaction> {
 /// express that timestamp; metabench builds a vendored copy that can
 /// (`vendor/tikv-client/README.metabench.md`).
 fn snapshot(client: &TransactionClient) -> Snapshot {
-    client.snapshot(Timestamp::from_version(u64::MAX), options(true))
+    client.snapshot(Timestamp::from_version(u64::MAX), options(true, false))
 }
 
 impl TikvKv {
-    /// A transaction for administration (not counted).
+    /// A transaction (`simple`: a snapshot) begun on first use.
     fn reader(&self, simple: bool) -> TikvTxn {
         TikvTxn {
             client: self.client.clone(),
+            one_pc: self.one_pc,
             reader: if simple {
                 Reader::Simple(None)
             } else {
@@ -331,7 +352,7 @@ impl NativeTxn for TikvTxn {
                 ))
             }
             Reader::Txn(Some(tx)) => tx,
-            Reader::Txn(None) => begin(&self.client).await?,
+            Reader::Txn(None) => begin(&self.client, self.one_pc).await?,
         };
         for (k, v) in writes {
             match v {
@@ -350,15 +371,7 @@ impl KvBackend for TikvKv {
     }
 
     fn begin_native(&self, simple: bool) -> Option<KvResult<Box<dyn NativeTxn>>> {
-        let reader = if simple {
-            Reader::Simple(None)
-        } else {
-            Reader::Txn(None)
-        };
-        Some(Ok(Box::new(TikvTxn {
-            client: self.client.clone(),
-            reader,
-        })))
+        Some(Ok(Box::new(self.reader(simple))))
     }
 
     /// A PD timestamp for a `txn`; none for a `simpleTxn` (see [`snapshot`]).
@@ -430,6 +443,12 @@ impl KvBackend for TikvKv {
                 "tikv (store version unknown)".to_owned()
             }
         };
+        let commit = if self.one_pc {
+            "1PC within a region, else 2PC (as JuiceFS)"
+        } else {
+            "2PC: the stand-in's 1PC is not snapshot-isolated"
+        };
+        durability.insert("commit".to_owned(), commit.to_owned());
         Ok(ServerInfo {
             version,
             durability,
@@ -547,6 +566,17 @@ mod tests {
         assert!(!parse_pd_stores(body).unwrap()[0].standin);
         assert!(parse_pd_stores(b"{}").is_err());
         assert!(parse_pd_stores(b"<html>").is_err());
+    }
+
+    #[test]
+    fn one_pc_only_where_it_is_isolated() {
+        let store = |standin| StoreInfo {
+            version: String::new(),
+            standin,
+        };
+        assert!(one_pc_is_safe(&Ok(vec![store(false)])));
+        assert!(!one_pc_is_safe(&Ok(vec![store(false), store(true)])));
+        assert!(one_pc_is_safe(&Err("PD unreachable over HTTP".into())));
     }
 
     /// The vendored tikv-client's one change: `u64::MAX` survives as a read timestamp.
