@@ -7,6 +7,13 @@ use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 /// The name of the trash directory under the root.
 pub(crate) const TRASH_NAME: &[u8] = b".trash";
 
+/// JuiceFS's `FlagImmutable`: the node is neither changed nor removed.
+pub(crate) const FLAG_IMMUTABLE: u8 = 1;
+/// JuiceFS's `FlagAppend`: the node only grows.
+pub(crate) const FLAG_APPEND: u8 = 2;
+/// Write and search permission: what changing a directory's entries needs.
+pub(crate) const MASK_WX: u16 = 2 | 1;
+
 /// Whether `ino` is the trash directory or one of its per-hour children (`Ino.IsTrash`).
 pub(crate) fn is_trash(ino: Ino) -> bool {
     ino >= TRASH_INODE
@@ -242,6 +249,91 @@ pub(crate) fn merge_owner_mode(
     Ok(changed)
 }
 
+/// Moves `attr`'s mtime and ctime to `now`.
+pub(crate) fn touch(attr: &mut Attr, now: Timestamp) {
+    attr.mtime = now;
+    attr.ctime = now;
+}
+
+/// The parent's checks before an entry is added (`doMknod`, `doLink`), in JuiceFS's
+/// order: ENOTDIR unless a directory, ENOENT inside the trash, EACCES without write and
+/// search permission, EPERM when immutable.
+pub(crate) fn check_parent_to_add(ctx: &Ctx, pattr: &Attr) -> Result<(), MetaError> {
+    if pattr.typ != FileType::Directory {
+        return Err(MetaError::NotDir);
+    }
+    if pattr.parent > TRASH_INODE {
+        return Err(MetaError::NotFound);
+    }
+    access(ctx, pattr, MASK_WX)?;
+    if pattr.flags & FLAG_IMMUTABLE != 0 {
+        return Err(MetaError::Perm);
+    }
+    Ok(())
+}
+
+/// The parent's checks before an entry is removed (`doUnlink`, `doRmdir`): ENOTDIR
+/// unless a directory, EACCES without write and search permission, EPERM when
+/// append-only or immutable.
+pub(crate) fn check_parent_to_remove(ctx: &Ctx, pattr: &Attr) -> Result<(), MetaError> {
+    if pattr.typ != FileType::Directory {
+        return Err(MetaError::NotDir);
+    }
+    access(ctx, pattr, MASK_WX)?;
+    check_not_pinned(pattr)
+}
+
+/// EPERM for an append-only or immutable node: it is not unlinked, replaced, moved or
+/// linked to.
+pub(crate) fn check_not_pinned(attr: &Attr) -> Result<(), MetaError> {
+    if attr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+        Err(MetaError::Perm)
+    } else {
+        Ok(())
+    }
+}
+
+/// The sticky-bit rule: in a directory with `S_ISVTX` only root, the directory's owner and
+/// the entry's owner (`entry_uid`) remove or replace the entry (EACCES otherwise).
+pub(crate) fn check_sticky(ctx: &Ctx, pattr: &Attr, entry_uid: u32) -> Result<(), MetaError> {
+    if ctx.uid != 0 && pattr.mode & 0o1000 != 0 && ctx.uid != pattr.uid && ctx.uid != entry_uid {
+        Err(MetaError::Access)
+    } else {
+        Ok(())
+    }
+}
+
+/// What a mknod transaction found or made (the Redis and TKV engines).
+pub(crate) enum Made {
+    /// The new node's attribute.
+    New(Attr),
+    /// The name exists: its inode and attribute (read only for files and directories).
+    Existing(Ino, Option<Attr>),
+}
+
+/// The attribute an entry of `typ` in `parent` reports when its inode record is missing
+/// (mknod's EEXIST answer).
+pub(crate) fn orphan_attr(typ: FileType, parent: Ino) -> Attr {
+    let mut a = Attr::type_only(typ);
+    a.parent = parent;
+    a
+}
+
+/// The parent's side of a new entry of `typ` (`doMknod`): a directory adds a link, and the
+/// parent's mtime and ctime move to `now` unless its mtime is later (SkipDirMtime 0).
+/// Returns whether the parent must be written.
+pub(crate) fn parent_gains(pattr: &mut Attr, typ: FileType, now: Timestamp) -> bool {
+    let linked = typ == FileType::Directory;
+    if linked {
+        pattr.nlink += 1;
+    }
+    if linked || now >= pattr.mtime {
+        touch(pattr, now);
+        return true;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,5 +566,82 @@ mod tests {
         p.mode = 0o755;
         let f = new_child_attr(&c, &p, 2, FileType::File, 0o644, 0, 0, 0, now);
         assert_eq!((f.flags, f.gid), (0, 7));
+    }
+
+    #[test]
+    fn parent_checks_keep_juicefs_order() {
+        let owner = ctx(5, &[5]);
+        let other = ctx(6, &[6]);
+        let mut d = file(5, 5, 0o755);
+        d.typ = FileType::Directory;
+        assert!(check_parent_to_add(&owner, &d).is_ok());
+        assert!(matches!(
+            check_parent_to_add(&other, &d),
+            Err(MetaError::Access)
+        ));
+        d.parent = TRASH_INODE + 1;
+        assert!(matches!(
+            check_parent_to_add(&other, &d),
+            Err(MetaError::NotFound)
+        ));
+        d.parent = ROOT_INODE;
+        d.flags = FLAG_APPEND;
+        assert!(
+            check_parent_to_add(&owner, &d).is_ok(),
+            "appending is adding"
+        );
+        assert!(matches!(
+            check_parent_to_remove(&owner, &d),
+            Err(MetaError::Perm)
+        ));
+        d.flags = FLAG_IMMUTABLE;
+        assert!(matches!(
+            check_parent_to_add(&owner, &d),
+            Err(MetaError::Perm)
+        ));
+        d.typ = FileType::File;
+        assert!(matches!(
+            check_parent_to_add(&owner, &d),
+            Err(MetaError::NotDir)
+        ));
+        assert!(matches!(
+            check_parent_to_remove(&owner, &d),
+            Err(MetaError::NotDir)
+        ));
+    }
+
+    #[test]
+    fn sticky_directories_keep_others_entries() {
+        let (root, owner, other) = (ctx(0, &[0]), ctx(5, &[5]), ctx(6, &[6]));
+        let mut d = file(5, 5, 0o1777);
+        d.typ = FileType::Directory;
+        assert!(check_sticky(&root, &d, 7).is_ok());
+        assert!(check_sticky(&owner, &d, 7).is_ok());
+        assert!(check_sticky(&other, &d, 6).is_ok());
+        assert!(matches!(
+            check_sticky(&other, &d, 7),
+            Err(MetaError::Access)
+        ));
+        d.mode = 0o777;
+        assert!(check_sticky(&other, &d, 7).is_ok());
+    }
+
+    #[test]
+    fn a_new_directory_links_its_parent() {
+        let now = Timestamp::now();
+        let mut p = file(0, 0, 0o755);
+        p.nlink = 2;
+        p.mtime = Timestamp::default();
+        assert!(parent_gains(&mut p, FileType::File, now));
+        assert_eq!((p.nlink, p.mtime, p.ctime), (2, now, now));
+        // A parent whose mtime lies ahead is left alone by a file, not by a directory.
+        let later = Timestamp {
+            sec: now.sec + 60,
+            nsec: 0,
+        };
+        p.mtime = later;
+        assert!(!parent_gains(&mut p, FileType::File, now));
+        assert!(parent_gains(&mut p, FileType::Directory, now));
+        assert_eq!((p.nlink, p.mtime), (3, now));
     }
 }

@@ -6,6 +6,7 @@
 //! ([`SessionStats`]) so callers can report and assert round trips per operation.
 
 pub mod background;
+mod client_cache;
 mod common;
 pub mod error;
 pub mod meta;

@@ -66,6 +66,11 @@ pub(crate) async fn after_conflict(
     Ok(())
 }
 
+/// Decodes an attribute read inside a Redis or TKV transaction.
+pub(crate) fn decode_attr(buf: &[u8]) -> Result<metabench_schema::Attr, TxErr> {
+    Ok(metabench_schema::Attr::decode(buf)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,17 @@
 //! The [`Meta`] operations on Redis, command for command as `redis.go` and `base.go` send
 //! them (reference §5.2), with the Go benchmark's configuration.
 
-use super::txn::{txn, Conn, TxErr};
+use super::txn::{txn, Conn};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::client_cache::ClientCache;
 use crate::common::{
-    access, check_new_entry, check_rename, check_rmdir, check_unlink, implicit_dir_attr, is_trash,
-    merge_owner_mode, new_child_attr, TRASH_NAME,
+    access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
+    check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
+    merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND,
+    FLAG_IMMUTABLE, MASK_WX, TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::retry::decode_attr as decode;
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
@@ -20,19 +24,11 @@ use redis::cmd;
 use std::collections::HashMap;
 use tokio::task::JoinHandle;
 
-/// `FlagImmutable`.
-const FLAG_IMMUTABLE: u8 = 1;
-/// `FlagAppend`.
-const FLAG_APPEND: u8 = 2;
-/// `MODE_MASK_W | MODE_MASK_X`.
-const MASK_WX: u16 = 2 | 1;
 /// The name of the trash directory under the root.
 /// `MaxSymlink`.
 const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per MGET by readdir (`batchSize`).
 pub(super) const READDIR_BATCH: usize = 4096;
-/// Entries kept in the client-side caches before they are dropped wholesale.
-const CACHE_LIMIT: usize = 100_000;
 /// `RenameNoReplace`.
 const RENAME_NOREPLACE: u32 = 1;
 /// `RenameExchange`.
@@ -50,7 +46,6 @@ pub struct RedisSession {
     bg: MultiplexedConnection,
     pub(super) keys: RedisKeys,
     pub(super) format: Format,
-    client_cache: bool,
     pub(super) retries: u64,
     inodes: IdRange,
     prefetch: Option<JoinHandle<Option<IdRange>>>,
@@ -66,30 +61,14 @@ pub struct RedisSession {
     pub(super) link_writes: Vec<(Ino, i64, i64)>,
     /// `dirParents`: directory → parent, for the quota walk.
     dir_parents: HashMap<Ino, Ino>,
-    chunks: HashMap<(Ino, u32), Vec<Slice>>,
-    symlinks: HashMap<Ino, Vec<u8>>,
-}
-
-fn decode(buf: &[u8]) -> std::result::Result<Attr, TxErr> {
-    Ok(Attr::decode(buf)?)
-}
-
-fn touch(attr: &mut Attr, now: Timestamp) {
-    attr.mtime = now;
-    attr.ctime = now;
+    /// Chunk and symlink caches (`--client-cache`).
+    cache: ClientCache,
 }
 
 /// An id range `[v+1-batch, v+1)` from Redis's `INCRBY` answer `v` (the last id taken).
 fn range_from_last(v: i64, batch: u64) -> IdRange {
     let end = v as u64 + 1;
     IdRange::new(end.saturating_sub(batch), end)
-}
-
-/// What a mknod transaction found or made.
-enum Made {
-    New(Attr),
-    /// The name exists: its inode and attribute (read only for files and directories).
-    Existing(Ino, Option<Attr>),
 }
 
 impl RedisSession {
@@ -108,7 +87,6 @@ impl RedisSession {
             bg,
             keys,
             format,
-            client_cache: opts.client_cache,
             retries: 0,
             inodes: IdRange::default(),
             prefetch: None,
@@ -119,8 +97,7 @@ impl RedisSession {
             deleted: Vec::new(),
             link_writes: Vec::new(),
             dir_parents: HashMap::new(),
-            chunks: HashMap::new(),
-            symlinks: HashMap::new(),
+            cache: ClientCache::new(opts.client_cache),
         }
     }
 
@@ -244,16 +221,7 @@ impl RedisSession {
         let made = txn!(self, vec![ki.clone(), kd.clone()], |c| {
             let pbuf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
             let mut pattr = decode(&pbuf.ok_or(MetaError::NotFound)?)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            if pattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & FLAG_IMMUTABLE != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_add(ctx, &pattr)?;
             let found: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
             if let Some(buf) = found {
                 let d = Dentry::decode(&buf)?;
@@ -262,11 +230,7 @@ impl RedisSession {
                     let a: Option<Vec<u8>> = c.query(cmd("GET").arg(keys.inode(d.inode))).await?;
                     existing = Some(match a {
                         Some(b) => decode(&b)?,
-                        None => {
-                            let mut a = Attr::type_only(d.typ);
-                            a.parent = parent;
-                            a
-                        }
+                        None => orphan_attr(d.typ, parent),
                     });
                 }
                 return Ok(Made::Existing(d.inode, existing));
@@ -283,15 +247,7 @@ impl RedisSession {
                 target.len() as u64,
                 now,
             );
-            let mut update_parent = false;
-            if typ == FileType::Directory {
-                pattr.nlink += 1;
-                update_parent = true;
-            }
-            if update_parent || now >= pattr.mtime {
-                touch(&mut pattr, now);
-                update_parent = true;
-            }
+            let update_parent = parent_gains(&mut pattr, typ, now);
             let mut p = redis::pipe();
             p.atomic();
             p.cmd("SET").arg(&kn).arg(attr.encode());
@@ -331,12 +287,6 @@ impl RedisSession {
             Ok((ino, made))
         } else {
             Ok((0, made))
-        }
-    }
-
-    fn forget_chunks(&mut self, ino: Ino) {
-        if !self.chunks.is_empty() {
-            self.chunks.retain(|(i, _), _| *i != ino);
         }
     }
 }
@@ -441,16 +391,7 @@ impl Meta for RedisSession {
                 return Err(MetaError::NotFound.into());
             };
             let mut pattr = decode(pb)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            if pattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & FLAG_IMMUTABLE != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_add(ctx, &pattr)?;
             let now = Timestamp::now();
             let update_parent = now >= pattr.mtime;
             if update_parent {
@@ -460,9 +401,7 @@ impl Meta for RedisSession {
             if iattr.typ == FileType::Directory {
                 return Err(MetaError::Perm.into());
             }
-            if iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_not_pinned(&iattr)?;
             let old_parent = iattr.parent;
             iattr.parent = 0;
             iattr.ctime = now;
@@ -510,13 +449,7 @@ impl Meta for RedisSession {
             c.watch(std::slice::from_ref(&kn)).await?;
             let rs: Vec<Option<Vec<u8>>> = c.query(cmd("MGET").arg(&ki).arg(&kn)).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_remove(ctx, &pattr)?;
             let now = Timestamp::now();
             let update_parent = !is_trash(parent) && now >= pattr.mtime;
             if update_parent {
@@ -525,16 +458,8 @@ impl Meta for RedisSession {
             let mut attr = None;
             if let Some(b) = &rs[1] {
                 let mut a = decode(b)?;
-                if ctx.uid != 0
-                    && pattr.mode & 0o1000 != 0
-                    && ctx.uid != pattr.uid
-                    && ctx.uid != a.uid
-                {
-                    return Err(MetaError::Access.into());
-                }
-                if a.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                    return Err(MetaError::Perm.into());
-                }
+                check_sticky(ctx, &pattr, a.uid)?;
+                check_not_pinned(&a)?;
                 a.ctime = now;
                 a.nlink = a.nlink.saturating_sub(1);
                 attr = Some(a);
@@ -597,7 +522,7 @@ impl Meta for RedisSession {
             .map_or((0, 0, None), |a| (a.nlink, a.length, Some(a.typ)));
         if typ == FileType::File && nlink == 0 {
             self.deleted.push((ino, length));
-            self.forget_chunks(ino);
+            self.cache.forget_file(ino);
         }
         let diff = if atyp == Some(FileType::File) {
             length
@@ -625,13 +550,7 @@ impl Meta for RedisSession {
             c.watch(&[kn.clone(), kdn.clone()]).await?;
             let rs: Vec<Option<Vec<u8>>> = c.query(cmd("MGET").arg(&ki).arg(&kn)).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_remove(ctx, &pattr)?;
             let now = Timestamp::now();
             pattr.nlink = pattr.nlink.saturating_sub(1);
             touch(&mut pattr, now);
@@ -641,13 +560,7 @@ impl Meta for RedisSession {
             }
             if let Some(b) = &rs[1] {
                 let a = decode(b)?;
-                if ctx.uid != 0
-                    && pattr.mode & 0o1000 != 0
-                    && ctx.uid != pattr.uid
-                    && ctx.uid != a.uid
-                {
-                    return Err(MetaError::Access.into());
-                }
+                check_sticky(ctx, &pattr, a.uid)?;
             } else {
                 tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
             }
@@ -832,9 +745,7 @@ impl Meta for RedisSession {
                         Attr::type_only(t.typ)
                     }
                 };
-                if tattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                    return Err(MetaError::Perm.into());
-                }
+                check_not_pinned(&tattr)?;
                 tattr.ctime = now;
                 if exchange {
                     if ps != pd {
@@ -858,24 +769,12 @@ impl Meta for RedisSession {
                 } else {
                     tattr.nlink = tattr.nlink.saturating_sub(1);
                 }
-                if ctx.uid != 0
-                    && dattr.mode & 0o1000 != 0
-                    && ctx.uid != dattr.uid
-                    && ctx.uid != tattr.uid
-                {
-                    return Err(MetaError::Access.into());
-                }
+                check_sticky(ctx, &dattr, tattr.uid)?;
                 target = Some((t.inode, t.typ, tattr));
             } else if exchange {
                 return Err(MetaError::NotFound.into());
             }
-            if ctx.uid != 0
-                && sattr.mode & 0o1000 != 0
-                && ctx.uid != sattr.uid
-                && ctx.uid != iattr.uid
-            {
-                return Err(MetaError::Access.into());
-            }
+            check_sticky(ctx, &sattr, iattr.uid)?;
             if ps != pd {
                 if typ == FileType::Directory {
                     iattr.parent = pd;
@@ -1001,7 +900,7 @@ impl Meta for RedisSession {
         if let Some((dino, dtyp, tattr)) = &moved.target {
             if !exchange && *dtyp == FileType::File && tattr.nlink == 0 {
                 self.deleted.push((*dino, tattr.length));
-                self.forget_chunks(*dino);
+                self.cache.forget_file(*dino);
             }
         }
         // baseMeta.Rename, after doRename.
@@ -1230,10 +1129,8 @@ impl Meta for RedisSession {
     }
 
     async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if self.client_cache {
-            if let Some(t) = self.symlinks.get(&ino) {
-                return Ok(t.clone());
-            }
+        if let Some(t) = self.cache.symlink(ino) {
+            return Ok(t);
         }
         // noatime: a plain GET.
         let t: Option<Vec<u8>> = self
@@ -1250,12 +1147,7 @@ impl Meta for RedisSession {
                 return Err(MetaError::Corrupt(format!("symlink {ino} has no target")));
             }
         };
-        if self.client_cache {
-            if self.symlinks.len() >= CACHE_LIMIT {
-                self.symlinks.clear();
-            }
-            self.symlinks.insert(ino, target.clone());
-        }
+        self.cache.keep_symlink(ino, &target);
         Ok(target)
     }
 
@@ -1325,7 +1217,7 @@ impl Meta for RedisSession {
             c.exec(&p).await?;
             Ok((attr.parent, dlen, dspace))
         })?;
-        self.chunks.remove(&(ino, indx));
+        self.cache.forget_chunk(ino, indx);
         // updateParentStat
         if dlen != 0 || dspace != 0 {
             if parent > 0 {
@@ -1339,10 +1231,8 @@ impl Meta for RedisSession {
     }
 
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if self.client_cache {
-            if let Some(s) = self.chunks.get(&(ino, indx)) {
-                return Ok(s.clone());
-            }
+        if let Some(s) = self.cache.chunk(ino, indx) {
+            return Ok(s);
         }
         let vals: Vec<Vec<u8>> = self
             .conn
@@ -1363,12 +1253,7 @@ impl Meta for RedisSession {
             .iter()
             .map(|v| Slice::decode(v))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        if self.client_cache {
-            if self.chunks.len() >= CACHE_LIMIT {
-                self.chunks.clear();
-            }
-            self.chunks.insert((ino, indx), slices.clone());
-        }
+        self.cache.keep_chunk(ino, indx, &slices);
         Ok(slices)
     }
 

@@ -12,6 +12,7 @@ use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use super::dialect::Stmts;
 use super::Target;
 use crate::background::{IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_rename, check_rmdir, check_unlink, child_mode_gid, is_trash,
     merge_owner_mode, TRASH_NAME,
@@ -282,7 +283,6 @@ pub struct SqlSession {
     bg: Arc<Mutex<Option<Conn>>>,
     conn: Option<Conn>,
     stats: SessionStats,
-    opts: SessionOptions,
     dir_stats_on: bool,
     /// `Format.TrashDays`: deleted entries move to the trash when > 0.
     trash_days: i64,
@@ -300,8 +300,8 @@ pub struct SqlSession {
     new_inodes: i64,
     deleted: Vec<(Ino, u64)>,
     linked_writes: Vec<(Ino, i64, i64)>,
-    chunk_cache: HashMap<(Ino, u32), Vec<Slice>>,
-    symlink_cache: HashMap<Ino, Vec<u8>>,
+    /// Chunk and symlink caches (`--client-cache`).
+    cache: ClientCache,
 }
 
 impl SqlSession {
@@ -339,7 +339,6 @@ impl SqlSession {
             bg,
             conn: Some(conn),
             stats: SessionStats::default(),
-            opts: opts.clone(),
             dir_stats_on: format.dir_stats,
             trash_days: if opts.skip_trash {
                 0
@@ -357,8 +356,7 @@ impl SqlSession {
             new_inodes: 0,
             deleted: Vec::new(),
             linked_writes: Vec::new(),
-            chunk_cache: HashMap::new(),
-            symlink_cache: HashMap::new(),
+            cache: ClientCache::new(opts.client_cache),
         })
     }
 
@@ -1107,8 +1105,8 @@ impl SqlSession {
         }
         self.update_dir_stat(parent, -(len as i64), -align4k(len), -1);
         if n.nlink == 0 {
-            self.chunk_cache.retain(|(i, _), _| *i != ino);
-            self.symlink_cache.remove(&ino);
+            self.cache.forget_file(ino);
+            self.cache.forget_symlink(ino);
         }
         Ok(())
     }
@@ -1580,7 +1578,7 @@ impl SqlSession {
                 if out.ttyp == TYPE_FILE && dn.nlink == 0 {
                     self.deleted.push((dn.inode as Ino, dn.length as u64));
                     let dino = dn.inode as Ino;
-                    self.chunk_cache.retain(|(i, _), _| *i != dino);
+                    self.cache.forget_file(dino);
                 }
                 self.new_space += out.space;
                 self.new_inodes += out.inodes;
@@ -1847,7 +1845,7 @@ impl SqlSession {
             }
             (parent, dlen, dspace)
         })?;
-        self.chunk_cache.remove(&(ino, indx));
+        self.cache.forget_chunk(ino, indx);
         if dlen != 0 || dspace != 0 {
             self.new_space += dspace;
             if parent > 0 {
@@ -1860,10 +1858,8 @@ impl SqlSession {
     }
 
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if self.opts.client_cache {
-            if let Some(s) = self.chunk_cache.get(&(ino, indx)) {
-                return Ok(s.clone());
-            }
+        if let Some(s) = self.cache.chunk(ino, indx) {
+            return Ok(s);
         }
         let st = self.st.clone();
         let buf = simple!(self, {
@@ -1886,9 +1882,7 @@ impl SqlSession {
             }
             return Ok(slices);
         }
-        if self.opts.client_cache {
-            self.chunk_cache.insert((ino, indx), slices.clone());
-        }
+        self.cache.keep_chunk(ino, indx, &slices);
         Ok(slices)
     }
 
@@ -2439,10 +2433,8 @@ impl Meta for SqlSession {
     }
 
     async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if self.opts.client_cache {
-            if let Some(t) = self.symlink_cache.get(&ino) {
-                return Ok(t.clone());
-            }
+        if let Some(t) = self.cache.symlink(ino) {
+            return Ok(t);
         }
         let st = self.st.clone();
         let target = simple!(self, {
@@ -2459,9 +2451,7 @@ impl Meta for SqlSession {
             }
             return Err(MetaError::Engine(format!("symlink {ino} has no target")));
         }
-        if self.opts.client_cache {
-            self.symlink_cache.insert(ino, target.clone());
-        }
+        self.cache.keep_symlink(ino, &target);
         Ok(target)
     }
 

@@ -5,11 +5,14 @@
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
 use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::client_cache::ClientCache;
 use crate::common::{
-    access, check_new_entry, check_rename, check_rmdir, check_unlink, implicit_dir_attr, is_trash,
-    new_child_attr,
+    access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
+    check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
+    new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::retry::decode_attr as decode;
 use crate::{Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::tkv::{parse_counter, TkvKeys};
@@ -21,15 +24,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
-const FLAG_IMMUTABLE: u8 = 1;
-const FLAG_APPEND: u8 = 2;
-const MASK_WX: u16 = 2 | 1;
 const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per `gets` by readdir (`fillAttr` batch).
 const READDIR_BATCH: usize = 4096;
 /// Directories per dir-stat flush transaction (`groupBatch(batch, 20)`).
 const DIR_STAT_GROUP: usize = 20;
-const CACHE_LIMIT: usize = 100_000;
 const RENAME_NOREPLACE: u32 = 1;
 const RENAME_EXCHANGE: u32 = 2;
 const SLICE_BYTES: usize = 24;
@@ -40,7 +39,6 @@ pub struct TkvSession {
     pub(super) calls: CallCounter,
     pub(super) keys: TkvKeys,
     format: Format,
-    client_cache: bool,
     pub(super) retries: u64,
     inodes: IdRange,
     prefetch: Option<JoinHandle<Option<IdRange>>>,
@@ -53,17 +51,8 @@ pub struct TkvSession {
     /// Files whose data is still to be freed: (inode, length).
     deleted: Vec<(Ino, u64)>,
     dir_parents: HashMap<Ino, Ino>,
-    chunks: HashMap<(Ino, u32), Vec<Slice>>,
-    symlinks: HashMap<Ino, Vec<u8>>,
-}
-
-fn decode(buf: &[u8]) -> std::result::Result<Attr, TxErr> {
-    Ok(Attr::decode(buf)?)
-}
-
-fn touch(attr: &mut Attr, now: Timestamp) {
-    attr.mtime = now;
-    attr.ctime = now;
+    /// Chunk and symlink caches (`--client-cache`).
+    cache: ClientCache,
 }
 
 /// `deleteKeys(prefix)`: a keys-only scan of the prefix, then a delete of each key.
@@ -75,11 +64,6 @@ async fn delete_keys(tx: &mut Txn, prefix: &[u8]) -> std::result::Result<(), TxE
         tx.delete(&k);
     }
     Ok(())
-}
-
-enum Made {
-    New(Attr),
-    Existing(Ino, Option<Attr>),
 }
 
 impl TkvSession {
@@ -97,7 +81,6 @@ impl TkvSession {
             calls,
             keys,
             format,
-            client_cache: opts.client_cache,
             retries: 0,
             inodes: IdRange::default(),
             prefetch: None,
@@ -108,8 +91,7 @@ impl TkvSession {
             total_inodes: 0,
             deleted: Vec::new(),
             dir_parents: HashMap::new(),
-            chunks: HashMap::new(),
-            symlinks: HashMap::new(),
+            cache: ClientCache::new(opts.client_cache),
         }
     }
 
@@ -247,27 +229,14 @@ impl TkvSession {
         let made = txn!(self, |tx| {
             let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            if pattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & FLAG_IMMUTABLE != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_add(ctx, &pattr)?;
             if let Some(buf) = &rs[1] {
                 let d = Dentry::decode(buf)?;
                 let mut existing = None;
                 if typ == FileType::File || typ == FileType::Directory {
                     existing = Some(match tx.get(&keys.inode(d.inode)).await? {
                         Some(b) => decode(&b)?,
-                        None => {
-                            let mut a = Attr::type_only(d.typ);
-                            a.parent = parent;
-                            a
-                        }
+                        None => orphan_attr(d.typ, parent),
                     });
                 }
                 return Ok(Made::Existing(d.inode, existing));
@@ -284,15 +253,7 @@ impl TkvSession {
                 target.len() as u64,
                 now,
             );
-            let mut update_parent = false;
-            if typ == FileType::Directory {
-                pattr.nlink += 1;
-                update_parent = true;
-            }
-            if update_parent || now >= pattr.mtime {
-                touch(&mut pattr, now);
-                update_parent = true;
-            }
+            let update_parent = parent_gains(&mut pattr, typ, now);
             tx.set(&ke, &Dentry { typ, inode: ino }.encode()).await?;
             if update_parent {
                 tx.set(&ki, &pattr.encode()).await?;
@@ -316,12 +277,6 @@ impl TkvSession {
             Ok((ino, made))
         } else {
             Ok((0, made))
-        }
-    }
-
-    fn forget_chunks(&mut self, ino: Ino) {
-        if !self.chunks.is_empty() {
-            self.chunks.retain(|(i, _), _| *i != ino);
         }
     }
 
@@ -560,23 +515,12 @@ impl Meta for TkvSession {
                 return Err(MetaError::NotFound.into());
             };
             let mut pattr = decode(pb)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            if pattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & FLAG_IMMUTABLE != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_add(ctx, &pattr)?;
             let mut iattr = decode(ib)?;
             if iattr.typ == FileType::Directory {
                 return Err(MetaError::Perm.into());
             }
-            if iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_not_pinned(&iattr)?;
             if rs[2].is_some() {
                 return Err(MetaError::Exists.into());
             }
@@ -626,29 +570,15 @@ impl Meta for TkvSession {
             let kn = keys.inode(d.inode);
             let rs = tx.gets(&[ki.clone(), kn.clone()]).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_remove(ctx, &pattr)?;
             let now = Timestamp::now();
             let mut attr = Attr::type_only(d.typ);
             attr.typ = FileType::File; // JuiceFS's zero Attr when the record is missing
             let found = rs[1].is_some();
             if let Some(b) = &rs[1] {
                 attr = decode(b)?;
-                if ctx.uid != 0
-                    && pattr.mode & 0o1000 != 0
-                    && ctx.uid != pattr.uid
-                    && ctx.uid != attr.uid
-                {
-                    return Err(MetaError::Access.into());
-                }
-                if attr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                    return Err(MetaError::Perm.into());
-                }
+                check_sticky(ctx, &pattr, attr.uid)?;
+                check_not_pinned(&attr)?;
                 attr.ctime = now;
                 attr.nlink = attr.nlink.saturating_sub(1);
             } else {
@@ -694,7 +624,7 @@ impl Meta for TkvSession {
         })?;
         if typ == FileType::File && attr.nlink == 0 {
             self.deleted.push((ino, attr.length));
-            self.forget_chunks(ino);
+            self.cache.forget_file(ino);
         }
         self.update_stats(space, inodes);
         let diff = if attr.typ == FileType::File {
@@ -722,26 +652,14 @@ impl Meta for TkvSession {
             let (kn, kq) = (keys.inode(d.inode), keys.dir_quota(d.inode));
             let rs = tx.gets(&[ki.clone(), kn.clone(), kq.clone()]).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
-            if pattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &pattr, MASK_WX)?;
-            if pattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            check_parent_to_remove(ctx, &pattr)?;
             if tx.exist(&keys.entry_prefix(d.inode)).await? {
                 return Err(MetaError::NotEmpty.into());
             }
             let now = Timestamp::now();
             if let Some(b) = &rs[1] {
                 let a = decode(b)?;
-                if ctx.uid != 0
-                    && pattr.mode & 0o1000 != 0
-                    && ctx.uid != pattr.uid
-                    && ctx.uid != a.uid
-                {
-                    return Err(MetaError::Access.into());
-                }
+                check_sticky(ctx, &pattr, a.uid)?;
             } else {
                 tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
             }
@@ -875,9 +793,7 @@ impl Meta for TkvSession {
                     Some(b) => decode(&b)?,
                     None => Attr::type_only(t.typ),
                 };
-                if tattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                    return Err(MetaError::Perm.into());
-                }
+                check_not_pinned(&tattr)?;
                 if t.typ == FileType::Directory {
                     if tx.exist(&keys.entry_prefix(t.inode)).await? {
                         return Err(MetaError::NotEmpty.into());
@@ -889,13 +805,7 @@ impl Meta for TkvSession {
                     tattr.nlink = tattr.nlink.saturating_sub(1);
                 }
                 tattr.ctime = now;
-                if ctx.uid != 0
-                    && dattr.mode & 0o1000 != 0
-                    && ctx.uid != dattr.uid
-                    && ctx.uid != tattr.uid
-                {
-                    return Err(MetaError::Access.into());
-                }
+                check_sticky(ctx, &dattr, tattr.uid)?;
                 let kt = keys.inode(t.inode);
                 let (mut space, mut inodes) = (0, 0);
                 if tattr.nlink > 0 {
@@ -933,13 +843,7 @@ impl Meta for TkvSession {
                 }
                 target = Some((t.inode, t.typ, tattr, space, inodes));
             }
-            if ctx.uid != 0
-                && sattr.mode & 0o1000 != 0
-                && ctx.uid != sattr.uid
-                && ctx.uid != iattr.uid
-            {
-                return Err(MetaError::Access.into());
-            }
+            check_sticky(ctx, &sattr, iattr.uid)?;
             if ps != pd {
                 if typ == FileType::Directory {
                     iattr.parent = pd;
@@ -988,7 +892,7 @@ impl Meta for TkvSession {
         if let Some((tino, ttyp, tattr, space, inodes)) = &moved.target {
             if *ttyp == FileType::File && tattr.nlink == 0 {
                 self.deleted.push((*tino, tattr.length));
-                self.forget_chunks(*tino);
+                self.cache.forget_file(*tino);
             }
             if *ttyp == FileType::Directory {
                 self.dir_parents.remove(tino);
@@ -1229,10 +1133,8 @@ impl Meta for TkvSession {
     }
 
     async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if self.client_cache {
-            if let Some(t) = self.symlinks.get(&ino) {
-                return Ok(t.clone());
-            }
+        if let Some(t) = self.cache.symlink(ino) {
+            return Ok(t);
         }
         let mut tx = self.simple();
         let t = tx.get(&self.keys.symlink(ino)).await.map_err(TxErr::from)?;
@@ -1247,12 +1149,7 @@ impl Meta for TkvSession {
                 return Err(MetaError::NotFound);
             }
         };
-        if self.client_cache {
-            if self.symlinks.len() >= CACHE_LIMIT {
-                self.symlinks.clear();
-            }
-            self.symlinks.insert(ino, t.clone());
-        }
+        self.cache.keep_symlink(ino, &t);
         Ok(t)
     }
 
@@ -1331,7 +1228,7 @@ impl Meta for TkvSession {
             Ok((attr, dlen, dspace, parents))
         })?;
         let _ = attr;
-        self.chunks.remove(&(ino, indx));
+        self.cache.forget_chunk(ino, indx);
         self.update_stats(dspace, 0);
         for (p, n) in parents {
             self.update_dir_stat(p, dlen * n, dspace * n, 0);
@@ -1341,10 +1238,8 @@ impl Meta for TkvSession {
 
     /// `doRead`: `S{get A<ino>C<indx>}` (answered from the chunk cache with `client_cache`).
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if self.client_cache {
-            if let Some(s) = self.chunks.get(&(ino, indx)) {
-                return Ok(s.clone());
-            }
+        if let Some(s) = self.cache.chunk(ino, indx) {
+            return Ok(s);
         }
         let mut tx = self.simple();
         let buf = tx
@@ -1359,12 +1254,7 @@ impl Meta for TkvSession {
                 Vec::new()
             }
         };
-        if self.client_cache {
-            if self.chunks.len() >= CACHE_LIMIT {
-                self.chunks.clear();
-            }
-            self.chunks.insert((ino, indx), slices.clone());
-        }
+        self.cache.keep_chunk(ino, indx, &slices);
         Ok(slices)
     }
 
