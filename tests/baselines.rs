@@ -9,27 +9,12 @@
 //! `METABENCH_WRITE_BASELINES=1 scripts/test.sh -p metabench --test baselines` and commit
 //! them with the change.
 
-use metabench_testkit::{fresh_database, Kind};
+use metabench_testkit::{fresh_database, output_text, run_metabench, Kind};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn metabench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metabench"))
-        .args(args)
-        .env_remove("METABENCH_META")
-        .env_remove("META_PASSWORD")
-        .env_remove("REDIS_PASSWORD")
-        .stdin(Stdio::null())
-        .output()
-        .expect("metabench runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
 }
 
 /// The engines gated: the testkit's kinds plus the TKV engines.
@@ -101,7 +86,7 @@ fn ops_run(engine: Gated, out: &Path) {
         "--json",
         p(out),
     ]);
-    assert!(o.status.success(), "{}: {}", engine.name(), text(&o));
+    assert!(o.status.success(), "{}: {}", engine.name(), output_text(&o));
 }
 
 #[test]
@@ -125,9 +110,9 @@ fn round_trips_per_operation_match_the_committed_baselines() {
             p(&current),
             "--round-trips-only",
         ]);
-        eprintln!("{}: {}", engine.name(), text(&o));
+        eprintln!("{}: {}", engine.name(), output_text(&o));
         if o.status.code() != Some(0) {
-            failed.push(format!("{}: {}", engine.name(), text(&o)));
+            failed.push(format!("{}: {}", engine.name(), output_text(&o)));
         }
     }
     assert!(
@@ -163,8 +148,8 @@ fn one_round_trip_more_than_the_baseline_fails_the_gate() {
         p(&current),
         "--round-trips-only",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    let t = output_text(&o);
     assert!(
         t.contains(&format!(
             "mkdir: round trips per operation increased from {:.2} to {rt:.2}",
@@ -181,5 +166,5 @@ fn one_round_trip_more_than_the_baseline_fails_the_gate() {
         p(&current),
         "--round-trips-only",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
 }

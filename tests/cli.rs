@@ -1,18 +1,13 @@
 //! The `metabench` command line as a user meets it: bad input gets one clear line and a
 //! non-zero exit with nothing written; runs clean up after themselves, Ctrl-C included.
 
+use metabench_testkit::metabench_command;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn metabench() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_metabench"));
-    c.env_remove("META_PASSWORD")
-        .env_remove("REDIS_PASSWORD")
-        .env_remove("META_PASSWORD_FILE")
-        .env_remove("METABENCH_META")
-        .stdin(Stdio::null());
-    c
+    metabench_command(env!("CARGO_BIN_EXE_metabench"))
 }
 
 fn run(args: &[&str]) -> Output {

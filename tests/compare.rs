@@ -2,23 +2,12 @@
 //! slowdown fails the gate, noise does not, one more round trip always does.
 
 use metabench_report::{IntervalSample, Level, LevelOp, SweepResults, SCHEMA_VERSION};
+use metabench_testkit::{output_text, run_metabench};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn metabench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metabench"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("metabench runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
 }
 
 /// A sweep with mkdir and lookup at 1 and 4 clients; mkdir at 4 clients has mean latency
@@ -76,8 +65,8 @@ fn gate_fails_on_significant_slowdowns_and_round_trips_only() {
     let p = |p: &PathBuf| p.to_str().unwrap().to_owned();
 
     let o = metabench(&["compare", &p(&base), &p(&slow)]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let t = output_text(&o);
     assert!(t.contains("| mkdir"), "{t}");
     assert!(t.contains("+20.0%, significant"), "{t}");
     assert!(
@@ -99,24 +88,28 @@ fn gate_fails_on_significant_slowdowns_and_round_trips_only() {
     };
 
     let o = gate(&base, &slow, &["--max-regression", "10%"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    let t = output_text(&o);
     assert!(t.contains("gate FAILED: 1 of 4 rows"), "{t}");
     assert!(t.contains("mkdir @ 4 clients: mean µs rose 20.0%"), "{t}");
     assert!(!t.contains("lookup @"), "{t}");
 
     let o = gate(&base, &slow, &["--max-regression", "25%"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     let o = gate(&base, &slow, &["--round-trips-only"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
 
     let o = gate(&noisy_base, &noisy, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("gate passed"), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(
+        output_text(&o).contains("gate passed"),
+        "{}",
+        output_text(&o)
+    );
 
     let o = gate(&base, &more_rt, &["--round-trips-only"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    let t = output_text(&o);
     assert!(
         t.contains("mkdir @ 1 clients: round trips per operation increased from 5.00 to 6.00"),
         "{t}"
@@ -125,8 +118,8 @@ fn gate_fails_on_significant_slowdowns_and_round_trips_only() {
 
     // Bad input: one line, exit 2.
     let o = gate(&base, &dir.path().join("missing.json"), &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
     let o = gate(&base, &slow, &["--max-regression", "lots"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
     assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
 }

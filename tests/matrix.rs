@@ -1,27 +1,12 @@
 //! `metabench matrix`: the same plan on several engine configs, with unreachable engines
 //! listed rather than dropped, and the shipped configs/engines/*.toml readable.
 
-use metabench_testkit::{fresh_database, Kind};
+use metabench_testkit::{fresh_database, output_text, run_metabench, Kind};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn metabench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metabench"))
-        .args(args)
-        .env_remove("METABENCH_META")
-        .env_remove("META_PASSWORD")
-        .env_remove("REDIS_PASSWORD")
-        .stdin(Stdio::null())
-        .output()
-        .expect("metabench runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
 }
 
 fn config(dir: &Path, name: &str, meta: &str) -> String {
@@ -67,7 +52,7 @@ fn matrix_runs_reachable_engines_and_lists_the_others() {
     ]);
     args.insert(4, expecting.to_str().unwrap());
     let o = metabench(&args);
-    let t = text(&o);
+    let t = output_text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
         t.contains("redis-always: warning: the server runs appendfsync="),
@@ -99,16 +84,16 @@ fn matrix_runs_reachable_engines_and_lists_the_others() {
         "--iterations",
         "5",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
     assert!(
-        text(&o).contains("no engine could be measured"),
+        output_text(&o).contains("no engine could be measured"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
 
     // The plan may not set what matrix sets.
     let o = metabench(&["matrix", &configs[0], "--", "ops", "--meta", "x"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
 }
 
 #[test]

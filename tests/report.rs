@@ -1,16 +1,12 @@
 //! `metabench report` on real runs: the cross-engine table, CSV, HTML with the run
 //! context and inline plots, and SVG files that parse.
 
+use metabench_testkit::run_metabench;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn metabench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_metabench"))
-        .args(args)
-        .env_remove("METABENCH_META")
-        .stdin(Stdio::null())
-        .output()
-        .expect("metabench runs")
+    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
 }
 
 fn ok(o: &Output) -> String {

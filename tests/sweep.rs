@@ -2,15 +2,13 @@
 //! reads back under the strict results schema, and a Ctrl-C in the middle of a sweep.
 
 use metabench_report::SweepResults;
-use metabench_testkit::RedisServer;
+use metabench_testkit::{metabench_command, RedisServer};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn metabench() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_metabench"));
-    c.env_remove("METABENCH_META").stdin(Stdio::null());
-    c
+    metabench_command(env!("CARGO_BIN_EXE_metabench"))
 }
 
 fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {

@@ -14,6 +14,8 @@
 //!
 //! What this crate gives:
 //!
+//! - [`metabench_command`], [`run_metabench`] and [`output_text`]: the binary with a clean
+//!   environment, as the integration tests run it.
 //! - [`RedisServer`]: a private `redis-server` per test, so `INFO commandstats` deltas are
 //!   exact ([`RedisServer::commandstats`]).
 //! - [`fresh_database`]: an empty database with a unique name on the shared MySQL or
@@ -27,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+mod cli;
 mod db;
 mod dump;
 mod jfs;
@@ -34,6 +37,7 @@ mod logs;
 mod redis;
 mod util;
 
+pub use cli::{metabench_command, output_text, run_metabench};
 pub use db::{fresh_database, Kind, TestDb};
 pub use dump::{dump_tree, dump_tree_at, unescape, DumpChunk, DumpNode, DumpSlice};
 pub use jfs::{

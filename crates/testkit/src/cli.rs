@@ -1,0 +1,36 @@
+//! The `metabench` binary as the integration tests run it.
+
+use std::process::{Command, Output, Stdio};
+
+/// A `metabench` command (`bin` is the test's `env!("CARGO_BIN_EXE_metabench")`) that
+/// sees none of the caller's meta URL or password variables and reads nothing from stdin.
+pub fn metabench_command(bin: &str) -> Command {
+    let mut c = Command::new(bin);
+    for var in [
+        "METABENCH_META",
+        "META_PASSWORD",
+        "META_PASSWORD_FILE",
+        "REDIS_PASSWORD",
+    ] {
+        c.env_remove(var);
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+/// Runs [`metabench_command`] with `args` to the end.
+pub fn run_metabench(bin: &str, args: &[&str]) -> Output {
+    metabench_command(bin)
+        .args(args)
+        .output()
+        .expect("metabench runs")
+}
+
+/// A run's stdout followed by its stderr, as text.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
