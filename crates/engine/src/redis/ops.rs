@@ -24,7 +24,6 @@ use redis::cmd;
 use std::collections::HashMap;
 use tokio::task::JoinHandle;
 
-/// The name of the trash directory under the root.
 /// `MaxSymlink`.
 const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per MGET by readdir (`batchSize`).
