@@ -151,6 +151,55 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
 }
 
+/// Closed output pipes (`metabench ops … 2>&1 | head -1`) do not stop a run before it
+/// cleans up: the volume is left as it was and the results file is still written.
+#[test]
+fn closed_output_pipes_still_clean_up_and_write_results() {
+    let tmp = tempdir();
+    let db = tmp.path().join("vol.db");
+    let url = format!("sqlite3://{}", db.display());
+    let o = run(&["format", "--meta", &url, "--name", "pipes"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = sqlite_snapshot(&db);
+    let json = tmp.path().join("r.json");
+    let mut child = metabench()
+        .args([
+            "ops",
+            "--meta",
+            &url,
+            "--existing",
+            "--ops",
+            "mkdir,create,getattr",
+        ])
+        .args(["--iterations", "50", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "a closed pipe is not a failed run");
+    // The namespace is gone: the same nodes, entries and chunks as before the run (the
+    // root's dir-stat row and the counters legitimately move, as with any client).
+    let tree = |snap: Vec<(String, i64)>| -> Vec<(String, i64)> {
+        snap.into_iter()
+            .filter(|(t, _)| {
+                ["jfs_node", "jfs_edge", "jfs_chunk", "jfs_delfile"].contains(&t.as_str())
+            })
+            .collect()
+    };
+    assert_eq!(
+        tree(sqlite_snapshot(&db)),
+        tree(before),
+        "the volume's tree is as it was"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["results"].as_array().unwrap().len(), 3);
+}
+
 #[test]
 fn foreign_sqlite_database_is_refused_and_unchanged() {
     let tmp = tempdir();

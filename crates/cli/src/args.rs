@@ -49,7 +49,7 @@ pub fn check_output_path(path: &Path) -> Result<(), CliError> {
 pub fn watch_ctrl_c(stop: metabench_load::StopFlag) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("metabench: interrupted; finishing the current window and cleaning up");
+            say!("metabench: interrupted; finishing the current window and cleaning up");
             stop.stop();
         }
     })

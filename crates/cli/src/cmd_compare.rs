@@ -46,7 +46,7 @@ pub fn run_compare(args: CompareArgs) -> Result<i32, CliError> {
     let base = read_results(&args.baseline)?;
     let cur = read_results(&args.current)?;
     let c = compare(&base, &cur, args.alpha).map_err(input)?;
-    println!(
+    out!(
         "baseline {} ({} {}), current {} ({} {})",
         args.baseline.display(),
         base.engine().kind,
@@ -55,7 +55,7 @@ pub fn run_compare(args: CompareArgs) -> Result<i32, CliError> {
         cur.engine().kind,
         cur.engine().version
     );
-    print!("{}", render(&c));
+    out_raw!("{}", render(&c));
     Ok(0)
 }
 
@@ -106,16 +106,16 @@ pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
         ),
     };
     if !c.only_in_base.is_empty() {
-        println!(
+        out!(
             "note: not in the current run, not gated: {}",
             c.only_in_base.join(", ")
         );
     }
     for n in round_trips_not_gated(&c) {
-        println!("note: {n}");
+        out!("note: {n}");
     }
     if failures.is_empty() {
-        println!(
+        out!(
             "gate passed: {} rows of {} checked against {} ({what})",
             c.rows.len(),
             args.current.display(),
@@ -123,7 +123,7 @@ pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
         );
         return Ok(0);
     }
-    println!(
+    out!(
         "gate FAILED: {} of {} rows of {} regressed against {} ({what}):",
         failures
             .iter()
@@ -135,7 +135,7 @@ pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
         args.baseline.display()
     );
     for f in &failures {
-        println!("  {}: {}", f.row, f.reason);
+        out!("  {}: {}", f.row, f.reason);
     }
     Ok(EXIT_GATE_FAILED)
 }

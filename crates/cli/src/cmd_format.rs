@@ -75,7 +75,7 @@ pub async fn run(args: FormatArgs) -> Result<i32, CliError> {
     let uuid = uuid::Uuid::new_v4().to_string();
     let format = Format::new(&args.name, &uuid, &bucket, args.trash_days);
     engine.format(&format).await?;
-    println!("formatted volume '{}' (UUID {uuid}) at {url}", args.name);
+    out!("formatted volume '{}' (UUID {uuid}) at {url}", args.name);
     Ok(0)
 }
 

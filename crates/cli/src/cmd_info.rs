@@ -21,18 +21,21 @@ pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
     let url = MetaUrl::parse(&args.meta)?;
     let engine = open(&url).await?;
     let info = engine.server_info().await?;
-    println!("url:      {url}");
-    println!("engine:   {} ({})", engine.kind().name(), info.version);
+    out!("url:      {url}");
+    out!("engine:   {} ({})", engine.kind().name(), info.version);
     for (k, v) in &info.durability {
-        println!("  {k} = {v}");
+        out!("  {k} = {v}");
     }
     match engine.probe().await? {
-        VolumeState::Empty => println!("content:  empty (metabench can format it)"),
-        VolumeState::Volume(f) => println!(
+        VolumeState::Empty => out!("content:  empty (metabench can format it)"),
+        VolumeState::Volume(f) => out!(
             "content:  JuiceFS volume '{}' (UUID {}, trash days {}, dir stats {})",
-            f.name, f.uuid, f.trash_days, f.dir_stats
+            f.name,
+            f.uuid,
+            f.trash_days,
+            f.dir_stats
         ),
-        VolumeState::Foreign(what) => println!("content:  not JuiceFS: {what}"),
+        VolumeState::Foreign(what) => out!("content:  not JuiceFS: {what}"),
     }
     Ok(0)
 }

@@ -154,7 +154,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
     let mut unreachable = Vec::new();
     for c in &configs {
         let json = args.out.join(format!("{}.json", c.name));
-        eprintln!("== {}: metabench {}", c.name, plan.join(" "));
+        say!("== {}: metabench {}", c.name, plan.join(" "));
         let out = Command::new(&exe)
             .args(&plan)
             .arg("--meta")
@@ -169,14 +169,14 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         let err = String::from_utf8_lossy(&out.stderr);
         match out.status.code() {
             Some(0) => {
-                eprintln!("   {}: done", c.name);
+                say!("   {}: done", c.name);
                 for m in durability_mismatches(c, &json) {
-                    eprintln!("   {}: warning: {m}", c.name);
+                    say!("   {}: warning: {m}", c.name);
                 }
                 files.push(json);
             }
             Some(EXIT_INTERRUPTED) => {
-                eprintln!("metabench: matrix interrupted at {}", c.name);
+                say!("metabench: matrix interrupted at {}", c.name);
                 return Ok(EXIT_INTERRUPTED);
             }
             _ => {
@@ -187,7 +187,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
                     .unwrap_or("failed without a message")
                     .trim_start_matches("metabench: error: ")
                     .to_owned();
-                eprintln!("   {}: not measured: {reason}", c.name);
+                say!("   {}: not measured: {reason}", c.name);
                 unreachable.push(Unreachable {
                     label: c.name.clone(),
                     reason,
@@ -196,9 +196,9 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         }
     }
     if files.is_empty() {
-        eprintln!("metabench: error: no engine could be measured");
+        say!("metabench: error: no engine could be measured");
         for u in &unreachable {
-            eprintln!("  {}: {}", u.label, u.reason);
+            say!("  {}: {}", u.label, u.reason);
         }
         return Ok(1);
     }

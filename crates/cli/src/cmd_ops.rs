@@ -82,7 +82,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let target = Target::open(&args.target, &run_id).await?;
     let engine = target.engine_info().await;
-    eprintln!(
+    say!(
         "metabench ops on {} {} ({}), volume {}{}",
         engine.kind,
         engine.version,
@@ -108,8 +108,8 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         namespace = Some(ns.clone());
         let results = run_ops(meta.as_mut(), ns.dir, &config, &stop, |r| {
             match &r.skipped {
-                Some(why) => eprintln!("  {:<12} skipped: {why}", r.op),
-                None => eprintln!(
+                Some(why) => say!("  {:<12} skipped: {why}", r.op),
+                None => say!(
                     "  {:<12} {:>10} µs/op  ({} calls)",
                     r.op,
                     fmt_us(r.mean_us),
@@ -146,14 +146,14 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         results,
         interrupted: stop.is_stopped(),
     };
-    println!("{}", ops_table(&run, baseline.as_ref()));
+    out!("{}", ops_table(&run, baseline.as_ref()));
     for note in ops_notes(&run) {
-        println!("* {note}");
+        out!("* {note}");
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&run).expect("results serialize");
         write_file(path, &(text + "\n"))?;
-        eprintln!("results written to {}", path.display());
+        say!("results written to {}", path.display());
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
 }

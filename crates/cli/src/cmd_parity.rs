@@ -109,7 +109,7 @@ fn specs(scale: Scale, tasks: u32) -> Vec<(&'static str, TreeSpec)> {
 
 fn say_phase(side: &'static str, name: &'static str) -> impl FnMut(&PhaseResult) {
     move |r: &PhaseResult| {
-        eprintln!(
+        say!(
             "  {side:<6} {name:<11} {:<20} {:>7} items {:>10.0} ops/s",
             r.phase.label(),
             r.items,
@@ -171,9 +171,12 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     let target =
         Target::open_with_bucket(&args.target, &run_id, Some((&args.storage, &bucket))).await?;
     let engine = target.engine_info().await;
-    eprintln!(
+    say!(
         "metabench parity on {} {} ({}), volume {}, {tasks} tasks",
-        engine.kind, engine.version, engine.url, target.format.name
+        engine.kind,
+        engine.version,
+        engine.url,
+        target.format.name
     );
 
     let stop = Stop::default();
@@ -181,7 +184,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         let stop = stop.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("metabench: interrupted; unmounting and cleaning up");
+                say!("metabench: interrupted; unmounting and cleaning up");
                 stop.stop();
             }
         })
@@ -249,7 +252,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             .await
             .map_err(|e| CliError::Io(e.to_string()))?
             .map_err(mount_err)?;
-        eprintln!("mounted at {}", m.path().display());
+        say!("mounted at {}", m.path().display());
         let root = m.path().join(".metabench").join(&run_id);
         mount = Some(m);
         if stop.is_stopped() {
@@ -293,7 +296,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
                 let r = fio::run_fio(fio_bin, &dir, &job, &stop)
                     .await
                     .map_err(mount_err)?;
-                eprintln!(
+                say!(
                     "  fio    {:<11} {:>10.1} MiB/s",
                     r.name,
                     r.bw_bytes_per_s / (1 << 20) as f64
@@ -311,7 +314,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             let b = bench::run_bench(&juicefs, &dir, tasks, args.scale == Scale::Docs, &stop)
                 .await
                 .map_err(mount_err)?;
-            eprintln!("  juicefs bench: {} rows", b.rows.len());
+            say!("  juicefs bench: {} rows", b.rows.len());
             report.bench = Some(b);
         }
         // Remove through the client, so it frees the data in the bucket.
@@ -334,9 +337,9 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     report.interrupted = stop.is_stopped();
     if report.interrupted {
         if let Err(e) = unmounted.and(cleanup) {
-            eprintln!("metabench: error: {}", e.one_line());
+            say!("metabench: error: {}", e.one_line());
         }
-        eprintln!("metabench: interrupted");
+        say!("metabench: interrupted");
         return Ok(EXIT_INTERRUPTED);
     }
     outcome?;
@@ -345,13 +348,13 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     report.notes.push(
         "native: the same calls issued by metabench on engine sessions (no FUSE, no Go client, no object storage); ratio = native / mount".into(),
     );
-    println!("{}", report.table());
+    out!("{}", report.table());
     if let Some(path) = &args.json {
         write_file(
             path,
             &(serde_json::to_string_pretty(&report).expect("report serializes") + "\n"),
         )?;
-        eprintln!("report written to {}", path.display());
+        say!("report written to {}", path.display());
     }
     Ok(0)
 }

@@ -67,9 +67,9 @@ pub fn write_report(
             write_file(&dir.join(&p.file), &p.svg)?;
         }
         if plots.is_empty() {
-            eprintln!("nothing to plot");
+            say!("nothing to plot");
         } else {
-            eprintln!("{} plots written to {}", plots.len(), dir.display());
+            say!("{} plots written to {}", plots.len(), dir.display());
         }
     }
     let text = match format {
@@ -79,9 +79,9 @@ pub fn write_report(
     match output {
         Some(path) => {
             write_file(path, &text)?;
-            eprintln!("report written to {}", path.display());
+            say!("report written to {}", path.display());
         }
-        None => print!("{text}"),
+        None => out_raw!("{text}"),
     }
     Ok(())
 }

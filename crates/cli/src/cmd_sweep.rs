@@ -145,7 +145,7 @@ fn say(bar: &ProgressBar, line: String) {
     if std::io::stderr().is_terminal() {
         bar.println(line);
     } else {
-        eprintln!("{line}");
+        say!("{line}");
     }
 }
 
@@ -200,9 +200,14 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let target = Target::open(&args.target, &run_id).await?;
     let engine = target.engine_info().await;
-    eprintln!(
+    say!(
         "metabench sweep on {} {} ({}), volume {}: levels {:?}, workload {}",
-        engine.kind, engine.version, engine.url, target.format.name, levels, workload.name
+        engine.kind,
+        engine.version,
+        engine.url,
+        target.format.name,
+        levels,
+        workload.name
     );
 
     let live = Arc::new(Live::default());
@@ -295,12 +300,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         interrupted: stop.is_stopped(),
     };
     run.analyse();
-    println!("{}", sweep_table(&run));
+    out!("{}", sweep_table(&run));
     if let Some(why) = &run.stopped_early {
-        println!("stopped early: {why}");
+        out!("stopped early: {why}");
     }
     if let Some(rss) = run.peak_rss_bytes {
-        eprintln!(
+        say!(
             "metabench peak memory: {:.1} MiB",
             rss as f64 / (1 << 20) as f64
         );
@@ -310,7 +315,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             path,
             &(serde_json::to_string_pretty(&run).expect("results serialize") + "\n"),
         )?;
-        eprintln!("results written to {}", path.display());
+        say!("results written to {}", path.display());
     }
     if let Some(path) = &args.csv {
         write_file(path, &sweep_csv(&run))?;

@@ -2,6 +2,32 @@
 //! chosen benchmark and prints its report. Errors are one line on stderr and a non-zero
 //! exit code; Ctrl-C stops the run, cleans up and exits with 130.
 
+/// `println!` that ignores a closed stdout (`metabench … | head`): the run still cleans
+/// up and writes its files.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that ignores a closed stdout, as `out!` does.
+macro_rules! out_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed stderr (`metabench … 2>&1 | head`), so a progress line
+/// never stops a run before it cleans up.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod args;
 mod cmd_compare;
 mod cmd_format;
@@ -90,7 +116,7 @@ pub fn main() -> i32 {
                 .collect();
             let first = first.join(" ");
             let first = first.trim_start_matches("error: ");
-            eprintln!("metabench: error: {first} (see --help)");
+            say!("metabench: error: {first} (see --help)");
             return 2;
         }
     };
@@ -101,7 +127,7 @@ pub fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("metabench: error: cannot start the async runtime: {e}");
+            say!("metabench: error: cannot start the async runtime: {e}");
             return 1;
         }
     };
@@ -121,7 +147,7 @@ pub fn main() -> i32 {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("metabench: error: {}", e.one_line());
+            say!("metabench: error: {}", e.one_line());
             e.exit_code()
         }
     }

@@ -246,7 +246,9 @@ fn wait_unmounted(mp: &Path, limit: Duration) {
 impl Drop for Mount {
     fn drop(&mut self) {
         if let Err(e) = self.unmount() {
-            eprintln!("metabench: {e}");
+            // Never panic in drop, even with stderr closed.
+            let _ =
+                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("metabench: {e}\n"));
         }
     }
 }
