@@ -60,8 +60,9 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          no max_commit_ts); only a transaction spanning regions differs (2PC instead of async \
          commit). A scan longer than 10240 keys is several requests but counts as one call.",
         "TiKV stand-in (PD + unistore): proves protocol, schema and round trips, not TiKV's \
-         speed; unistore also asks PD for a timestamp on every 1PC commit. Runs against it \
-         are labelled `tikv-standin`.",
+         speed. Commits there use 2PC, because unistore's 1PC is not snapshot-isolated (it \
+         can lose an update under racing writers). Runs against it are labelled \
+         `tikv-standin`.",
         "FoundationDB (feature `fdb`, type-checked only, never run against a cluster): `incrBy` is a \
          get + set instead of an atomic add + get, conflicts are retried by metabench's loop \
          ((i+1)² ms random backoff) instead of the binding's `on_error`, and point reads use a \

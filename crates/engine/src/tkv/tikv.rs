@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tikv_client::{
-    CheckLevel, Key, KvPair, Snapshot, Timestamp, TimestampExt, Transaction, TransactionClient,
-    TransactionOptions,
+    BoundRange, CheckLevel, Key, KvPair, Snapshot, Timestamp, TimestampExt, Transaction,
+    TransactionClient, TransactionOptions,
 };
 
 /// Keys per Scan request (`tikvTxn.iter`: `SetScanBatchSize(10240)`).
@@ -244,6 +244,39 @@ impl TikvKv {
 }
 
 impl TikvTxn {
+    /// One Scan request of at most `limit` keys in `[begin, end)` (an empty `end`: to the
+    /// end of the keyspace).
+    async fn scan_once(
+        &mut self,
+        begin: Vec<u8>,
+        end: &[u8],
+        limit: u32,
+        keys_only: bool,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let range: BoundRange = if end.is_empty() {
+            (Key::from(begin)..).into()
+        } else {
+            (Key::from(begin)..Key::from(end.to_vec())).into()
+        };
+        if keys_only {
+            let keys: Vec<Key> = on_reader!(
+                self,
+                |r| r.scan_keys(range.clone(), limit),
+                Iterator::collect
+            )
+            .map_err(classify)?;
+            Ok(keys.into_iter().map(|k| (k.into(), Vec::new())).collect())
+        } else {
+            let pairs: Vec<KvPair> =
+                on_reader!(self, |r| r.scan(range.clone(), limit), Iterator::collect)
+                    .map_err(classify)?;
+            Ok(pairs.into_iter().map(|p| (p.0.into(), p.1)).collect())
+        }
+    }
+}
+
+#[async_trait]
+impl NativeTxn for TikvTxn {
     /// A KvGet. An empty value reads as absent, as in client-go (TiKV stores none; some
     /// compatible stores answer a missing key with one).
     async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
@@ -266,42 +299,6 @@ impl TikvTxn {
         Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
-    /// One Scan request of at most `limit` keys in `[begin, end)`.
-    async fn scan_once(
-        &mut self,
-        begin: Vec<u8>,
-        end: Vec<u8>,
-        limit: u32,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        let range = Key::from(begin)..Key::from(end);
-        if keys_only {
-            let keys: Vec<Key> = on_reader!(
-                self,
-                |r| r.scan_keys(range.clone(), limit),
-                Iterator::collect
-            )
-            .map_err(classify)?;
-            Ok(keys.into_iter().map(|k| (k.into(), Vec::new())).collect())
-        } else {
-            let pairs: Vec<KvPair> =
-                on_reader!(self, |r| r.scan(range.clone(), limit), Iterator::collect)
-                    .map_err(classify)?;
-            Ok(pairs.into_iter().map(|p| (p.0.into(), p.1)).collect())
-        }
-    }
-}
-
-#[async_trait]
-impl NativeTxn for TikvTxn {
-    async fn get(&mut self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
-        TikvTxn::get(self, key).await
-    }
-
-    async fn batch_get(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>> {
-        TikvTxn::batch_get(self, keys).await
-    }
-
     /// Scan requests of up to 10240 keys until the range or `limit` is exhausted.
     async fn scan(
         &mut self,
@@ -310,11 +307,6 @@ impl NativeTxn for TikvTxn {
         limit: usize,
         keys_only: bool,
     ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        let end = if end.is_empty() {
-            vec![0xFF; 9]
-        } else {
-            end.to_vec()
-        };
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut from = begin.to_vec();
         loop {
@@ -323,7 +315,7 @@ impl NativeTxn for TikvTxn {
                 n => (n - out.len()).min(SCAN_BATCH),
             };
             let page = self
-                .scan_once(from.clone(), end.clone(), want as u32, keys_only)
+                .scan_once(from.clone(), end, want as u32, keys_only)
                 .await?;
             let full = page.len() == want;
             if let Some((last, _)) = page.last() {
@@ -339,7 +331,7 @@ impl NativeTxn for TikvTxn {
 
     async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
         Ok(!self
-            .scan_once(prefix.to_vec(), TkvKeys::prefix_end(prefix), 1, true)
+            .scan_once(prefix.to_vec(), &TkvKeys::prefix_end(prefix), 1, true)
             .await?
             .is_empty())
     }
