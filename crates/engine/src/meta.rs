@@ -226,6 +226,13 @@ pub trait Meta: Send {
     /// stats and volume counters, and frees the data of deleted files.
     async fn flush(&mut self) -> Result<()>;
 
+    /// The engine's null round trip on this session's connection: Redis `PING`, SQL
+    /// `SELECT 1` (text protocol, one round trip), a KV get of a key that never exists.
+    /// It costs what the transport and the engine's request loop cost, the floor under
+    /// every operation; runs measure it through the same client path as the operations.
+    /// Returns what it sent, e.g. `"PING"`.
+    async fn null_round_trip(&mut self) -> Result<&'static str>;
+
     /// What this session has sent so far.
     fn stats(&self) -> SessionStats;
 }

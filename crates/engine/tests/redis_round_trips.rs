@@ -728,3 +728,39 @@ async fn first_create_of_a_session_allocates_inodes_inline() {
     );
     assert_eq!(ino, 2, "the first inode is 2");
 }
+
+/// A session's request goes from its task to the socket and back, with no driver task in
+/// between: on a current-thread runtime of its own, a session that has opened and run
+/// calls (reads and transactions) keeps no task alive there. redis-rs's multiplexed
+/// connection would keep its driver task alive for as long as the session lives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_session_drives_its_own_connection() {
+    let fx = fixture().await;
+    let engine = fx._engine.clone();
+    let alive = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut meta = engine.session(&SessionOptions::default()).await.unwrap();
+            let ctx = Ctx::root();
+            let (d, _) = meta
+                .mkdir(&ctx, ROOT_INODE, b"own-task", 0o755, 0)
+                .await
+                .unwrap();
+            for _ in 0..50 {
+                meta.getattr(d).await.unwrap();
+                meta.setxattr(d, b"k", b"v", XattrFlags::Any).await.unwrap();
+            }
+            let alive = tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks();
+            drop(meta);
+            alive
+        })
+    })
+    .join()
+    .unwrap();
+    assert_eq!(alive, 0, "tasks alive beside the session");
+}

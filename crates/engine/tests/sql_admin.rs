@@ -193,7 +193,7 @@ async fn server_info(kind: Kind) {
             e.format(&test_format("/tmp/x/")).await.unwrap();
             let info = e.server_info().await.unwrap();
             assert_eq!(info.durability["journal_mode"], "wal");
-            assert_eq!(info.durability["synchronous"], "FULL");
+            assert_eq!(info.durability["synchronous"], "NORMAL");
         }
     }
 }

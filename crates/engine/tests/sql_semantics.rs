@@ -563,17 +563,17 @@ async fn conflict_is_retried(kind: Kind) {
                 sqlx::raw_sql("COMMIT").execute(&mut c).await.unwrap();
             }
             _ => {
-                let path = url.trim_start_matches("sqlite3://");
-                let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
-                    .await
-                    .unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("BEGIN IMMEDIATE; {sql}")))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
-                tx.send(()).unwrap();
-                tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-                sqlx::raw_sql("COMMIT").execute(&mut c).await.unwrap();
+                // A second process's connection, on a thread of its own: SQLite blocks.
+                let path = url.trim_start_matches("sqlite3://").to_owned();
+                tokio::task::spawn_blocking(move || {
+                    let c = rusqlite::Connection::open(path).unwrap();
+                    c.execute_batch(&format!("BEGIN IMMEDIATE; {sql}")).unwrap();
+                    tx.send(()).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(700));
+                    c.execute_batch("COMMIT").unwrap();
+                })
+                .await
+                .unwrap();
             }
         }
     });
@@ -748,3 +748,35 @@ sql_tests!(
     table_prefix,
     trash
 );
+
+/// SQLite is called in-process on the calling thread, as go-sqlite3 is: every call,
+/// reads and write transactions alike, is finished within its first poll. Handing a
+/// statement to a worker thread (as sqlx's SQLite driver does) would leave it pending.
+#[tokio::test]
+async fn sqlite_calls_finish_on_the_calling_thread() {
+    use std::task::{Context, Poll, Waker};
+    let mut v = volume(Kind::Sqlite).await;
+    let ctx = v.ctx.clone();
+    let (d, _) =
+        v.s.mkdir(&ctx, ROOT_INODE, b"inline", 0o755, 0)
+            .await
+            .unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    for i in 0..50u16 {
+        let mut read = v.s.getattr(d);
+        assert!(
+            matches!(read.as_mut().poll(&mut cx), Poll::Ready(Ok(_))),
+            "getattr {i}"
+        );
+        drop(read);
+        let set = SetAttr {
+            mode: Some(0o700 | (i & 1)),
+            ..Default::default()
+        };
+        let mut write = v.s.setattr(&ctx, d, &set);
+        assert!(
+            matches!(write.as_mut().poll(&mut cx), Poll::Ready(Ok(_))),
+            "setattr {i}"
+        );
+    }
+}

@@ -11,6 +11,7 @@
 mod flush;
 mod ops;
 pub(crate) mod txn;
+mod wire;
 
 pub use ops::RedisSession;
 
@@ -27,6 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use txn::Conn;
+use wire::Wire;
 
 /// How long a connection attempt may take (go-redis `DialTimeout` default).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,8 +141,8 @@ impl RedisEngine {
         })
     }
 
-    async fn new_connection(&self) -> Result<MultiplexedConnection> {
-        connect(&self.url, &self.host, self.port, self.db)
+    async fn new_session_connection(&self) -> Result<Wire> {
+        connect_wire(&self.url, &self.host, self.port, self.db)
             .await
             .map_err(|reason| MetaError::Connect {
                 url: self.url.redacted(),
@@ -165,8 +167,9 @@ impl RedisEngine {
     }
 }
 
-/// Opens one connection: TCP, then `AUTH [user] password` when the URL has a password,
-/// then `SELECT db` when db ≠ 0. Returns a one-line reason (never the password) on failure.
+/// Opens the engine's shared connection (probe, format, destroy, server facts and the
+/// sessions' background inode prefetch): TCP, then [`handshake`]. Returns a one-line
+/// reason (never the password) on failure.
 async fn connect(
     url: &MetaUrl,
     host: &str,
@@ -186,24 +189,52 @@ async fn connect(
         .get_multiplexed_async_connection_with_config(&cfg)
         .await
         .map_err(|e| reason_of(&e, pw))?;
+    handshake(&mut con, url, db).await?;
+    Ok(con)
+}
+
+/// Opens a session's own connection, which its task drives directly ([`Wire`]): TCP, then
+/// [`handshake`].
+async fn connect_wire(
+    url: &MetaUrl,
+    host: &str,
+    port: u16,
+    db: i64,
+) -> std::result::Result<Wire, String> {
+    let pw = url.password();
+    let mut wire = Wire::connect(host, port, CONNECT_TIMEOUT, RESPONSE_TIMEOUT)
+        .await
+        .map_err(|e| reason_of(&e, pw))?;
+    handshake(&mut wire, url, db).await?;
+    wire.set_db(db);
+    Ok(wire)
+}
+
+/// `AUTH [user] password` when the URL has a password, then `SELECT db` when db ≠ 0.
+async fn handshake(
+    con: &mut impl redis::aio::ConnectionLike,
+    url: &MetaUrl,
+    db: i64,
+) -> std::result::Result<(), String> {
+    let pw = url.password();
     if let Some(password) = pw {
         let mut auth = redis::cmd("AUTH");
         if !url.user().is_empty() {
             auth.arg(url.user());
         }
         auth.arg(password);
-        auth.query_async::<()>(&mut con)
+        auth.query_async::<()>(con)
             .await
             .map_err(|e| reason_of(&e, pw))?;
     }
     if db != 0 {
         redis::cmd("SELECT")
             .arg(db)
-            .query_async::<()>(&mut con)
+            .query_async::<()>(con)
             .await
             .map_err(|e| reason_of(&e, pw))?;
     }
-    Ok(con)
+    Ok(())
 }
 
 /// A short, password-free reason for a failed connection step.
@@ -412,8 +443,7 @@ impl Engine for RedisEngine {
     }
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
-        let con = self.new_connection().await?;
-        let mut conn = Conn::new(con);
+        let mut conn = Conn::new(self.new_session_connection().await?);
         // NewClient → Load: GET setting.
         let body: Option<Vec<u8>> = conn
             .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))

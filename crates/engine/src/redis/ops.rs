@@ -292,6 +292,11 @@ impl RedisSession {
 
 #[async_trait]
 impl Meta for RedisSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.conn.query::<()>(&cmd("PING")).await?;
+        Ok("PING")
+    }
+
     async fn mkdir(
         &mut self,
         ctx: &Ctx,
@@ -1337,14 +1342,11 @@ impl RedisSession {
             let mut pair: Vec<&mut [Entry]> = batches.drain(..take).collect();
             if pair.len() == 2 {
                 let (c1, c2) = (mget(pair[0]), mget(pair[1]));
-                let (mut a, mut b) = (self.conn.clone(), self.conn.clone());
-                let (r1, r2) = tokio::join!(
-                    a.query::<Vec<Option<Vec<u8>>>>(&c1),
-                    b.query::<Vec<Option<Vec<u8>>>>(&c2)
-                );
+                type Attrs = Vec<Option<Vec<u8>>>;
+                let (r1, r2): (Attrs, Attrs) = self.conn.query_two(&c1, &c2).await?;
                 let second = pair.pop().expect("two batches");
-                apply(pair.pop().expect("two batches"), r1?)?;
-                apply(second, r2?)?;
+                apply(pair.pop().expect("two batches"), r1)?;
+                apply(second, r2)?;
             } else {
                 let one = pair.pop().expect("one batch");
                 let rs: Vec<Option<Vec<u8>>> = self.conn.query(&mget(one)).await?;

@@ -7,11 +7,12 @@
 //! A nil EXEC is retried up to [`MAX_TRIES`](crate::retry::MAX_TRIES) times with a random
 //! sleep of 0..(i+1)² ms, as `redisMeta.txn` does.
 
+use super::wire::Wire;
 use crate::MetaError;
-use redis::aio::MultiplexedConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio::sync::Mutex;
 
 pub(crate) use crate::retry::TxErr;
 
@@ -33,18 +34,19 @@ pub(crate) fn classify(e: RedisError) -> TxErr {
 }
 
 /// One session's connection. Clones share the TCP connection (and therefore its WATCH
-/// state) and the round-trip counter.
+/// state) and the round-trip counter. A request is sent and answered on the calling task
+/// ([`Wire`]); the lock is only ever contended by a session's own concurrent requests.
 #[derive(Clone)]
 pub(crate) struct Conn {
-    con: MultiplexedConnection,
+    wire: Arc<Mutex<Wire>>,
     round_trips: Arc<AtomicU64>,
 }
 
 impl Conn {
     /// Wraps a connection with a fresh counter.
-    pub(crate) fn new(con: MultiplexedConnection) -> Self {
+    pub(crate) fn new(wire: Wire) -> Self {
         Self {
-            con,
+            wire: Arc::new(Mutex::new(wire)),
             round_trips: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -57,13 +59,29 @@ impl Conn {
     /// Sends one command and waits for its answer (1 RTT).
     pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        cmd.query_async(&mut self.con).await.map_err(classify)
+        let mut wire = self.wire.lock().await;
+        cmd.query_async(&mut *wire).await.map_err(classify)
     }
 
     /// Sends a plain (non-transactional) pipeline as one request (1 RTT).
     pub(crate) async fn pipeline<T: FromRedisValue>(&mut self, p: &Pipeline) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        p.query_async(&mut self.con).await.map_err(classify)
+        let mut wire = self.wire.lock().await;
+        p.query_async(&mut *wire).await.map_err(classify)
+    }
+
+    /// Sends two commands at once and waits for both answers (2 requests, counted as 2
+    /// round trips, overlapping as two goroutines' requests would).
+    pub(crate) async fn query_two<A: FromRedisValue, B: FromRedisValue>(
+        &mut self,
+        first: &Cmd,
+        second: &Cmd,
+    ) -> Result<(A, B), TxErr> {
+        self.round_trips.fetch_add(2, Ordering::Relaxed);
+        let mut p = redis::pipe();
+        p.add_command(first.clone()).add_command(second.clone());
+        let mut wire = self.wire.lock().await;
+        p.query_async(&mut *wire).await.map_err(classify)
     }
 
     /// Sends `MULTI … EXEC` as one request (1 RTT) and returns the replies of the queued
@@ -71,11 +89,11 @@ impl Conn {
     pub(crate) async fn exec(&mut self, p: &Pipeline) -> Result<Vec<Value>, TxErr> {
         debug_assert!(p.is_transaction());
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        match p
-            .query_async::<Value>(&mut self.con)
-            .await
-            .map_err(classify)?
-        {
+        let reply = {
+            let mut wire = self.wire.lock().await;
+            p.query_async::<Value>(&mut *wire).await.map_err(classify)?
+        };
+        match reply {
             Value::Nil => Err(TxErr::Retry(
                 "redis: transaction failed (a watched key changed)".into(),
             )),

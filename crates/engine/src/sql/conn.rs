@@ -3,11 +3,15 @@
 //! without `interpolateParams`: 2 round trips), PostgreSQL caches prepared statements
 //! per connection (pgx), SQLite prepares every statement afresh (go-sqlite3). Statements
 //! without parameters (BEGIN, COMMIT, DDL…) go through the simple query protocol.
+//!
+//! MySQL and PostgreSQL go through sqlx, whose connections are driven by the calling
+//! task. SQLite is called in-process on the calling thread through rusqlite, as
+//! go-sqlite3 calls it (sqlx would hand every statement to a worker thread).
 
 use metabench_schema::sql::Dialect;
+use rusqlite::types::ValueRef as SqliteValue;
 use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
-use sqlx::sqlite::SqliteConnection;
 use sqlx::{AssertSqlSafe, Column, Connection, Executor, Row as _, TypeInfo, ValueRef};
 use std::sync::Arc;
 
@@ -172,6 +176,34 @@ impl DbError {
     }
 }
 
+impl DbError {
+    /// Classifies a SQLite error as JuiceFS's `shouldRetry` does for SQLite: busy or
+    /// locked is retried, a constraint violation is a duplicate entry.
+    pub fn from_sqlite(e: rusqlite::Error) -> Self {
+        let (kind, duplicate) = match &e {
+            rusqlite::Error::SqliteFailure(f, _) => match f.code {
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked => {
+                    (ErrKind::Retry, false)
+                }
+                rusqlite::ErrorCode::ConstraintViolation => (ErrKind::Fatal, true),
+                _ => (ErrKind::Fatal, false),
+            },
+            _ => (ErrKind::Fatal, false),
+        };
+        let msg = match &e {
+            rusqlite::Error::SqliteFailure(f, Some(m)) => {
+                format!("(code: {}) {m}", f.extended_code)
+            }
+            other => other.to_string(),
+        };
+        Self {
+            kind,
+            duplicate,
+            msg,
+        }
+    }
+}
+
 impl std::fmt::Display for DbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.msg)
@@ -188,7 +220,9 @@ pub(crate) struct Done {
 pub(crate) enum Conn {
     Mysql(MySqlConnection),
     Postgres(PgConnection),
-    Sqlite(SqliteConnection),
+    /// In a mutex only so that the session is `Sync`: every call goes through
+    /// `&mut self` and reaches the connection with `get_mut`, without locking.
+    Sqlite(Box<std::sync::Mutex<rusqlite::Connection>>),
 }
 
 macro_rules! bind_all {
@@ -232,11 +266,13 @@ impl Conn {
                 .execute(&mut *c)
                 .await
                 .map(|r| r.rows_affected()),
-            Conn::Sqlite(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
-                .persistent(false)
-                .execute(&mut *c)
-                .await
-                .map(|r| r.rows_affected()),
+            Conn::Sqlite(c) => {
+                return sqlite_exec(sqlite(c), sql, args)
+                    .map(|n| Done {
+                        rows_affected: n as u64,
+                    })
+                    .map_err(DbError::from_sqlite)
+            }
         };
         r.map(|rows_affected| Done { rows_affected })
             .map_err(|e| self.err(e))
@@ -254,11 +290,9 @@ impl Conn {
                 .fetch_all(&mut *c)
                 .await
                 .and_then(|rows| rows.iter().map(pg_row).collect()),
-            Conn::Sqlite(c) => bind_all!(sqlx::query(AssertSqlSafe(sql.clone())), args)
-                .persistent(false)
-                .fetch_all(&mut *c)
-                .await
-                .and_then(|rows| rows.iter().map(sqlite_row).collect()),
+            Conn::Sqlite(c) => {
+                return sqlite_fetch(sqlite(c), sql, args).map_err(DbError::from_sqlite)
+            }
         };
         r.map_err(|e| self.err(e))
     }
@@ -270,7 +304,7 @@ impl Conn {
         let r = match self {
             Conn::Mysql(c) => c.execute(s).await.map(|_| ()),
             Conn::Postgres(c) => c.execute(s).await.map(|_| ()),
-            Conn::Sqlite(c) => c.execute(s).await.map(|_| ()),
+            Conn::Sqlite(c) => return sqlite(c).execute_batch(sql).map_err(DbError::from_sqlite),
         };
         r.map_err(|e| self.err(e))
     }
@@ -287,10 +321,9 @@ impl Conn {
                 .fetch_all(s)
                 .await
                 .and_then(|rows| rows.iter().map(pg_row).collect()),
-            Conn::Sqlite(c) => c
-                .fetch_all(s)
-                .await
-                .and_then(|rows| rows.iter().map(sqlite_row).collect()),
+            Conn::Sqlite(c) => {
+                return sqlite_fetch(sqlite(c), sql, &[]).map_err(DbError::from_sqlite)
+            }
         };
         r.map_err(|e| self.err(e))
     }
@@ -300,7 +333,13 @@ impl Conn {
         let _ = match self {
             Conn::Mysql(c) => c.close().await,
             Conn::Postgres(c) => c.close().await,
-            Conn::Sqlite(c) => c.close().await,
+            Conn::Sqlite(c) => {
+                let c = c
+                    .into_inner()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let _ = c.close();
+                Ok(())
+            }
         };
     }
 }
@@ -344,22 +383,61 @@ fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row, sqlx::Error> {
     Ok(Row(out))
 }
 
-fn sqlite_row(r: &sqlx::sqlite::SqliteRow) -> Result<Row, sqlx::Error> {
-    let mut out = Vec::with_capacity(r.columns().len());
-    for i in 0..r.columns().len() {
-        let raw = r.try_get_raw(i)?;
-        if raw.is_null() {
-            out.push(Val::Null);
-            continue;
+/// The connection behind [`Conn::Sqlite`], reached without locking.
+fn sqlite(c: &mut std::sync::Mutex<rusqlite::Connection>) -> &mut rusqlite::Connection {
+    c.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Prepares `sql` afresh (as go-sqlite3 does for every statement), binds `args` in order.
+fn sqlite_prepare<'c>(
+    c: &'c rusqlite::Connection,
+    sql: &str,
+    args: &[Arg<'_>],
+) -> rusqlite::Result<rusqlite::Statement<'c>> {
+    let mut st = c.prepare(sql)?;
+    for (i, a) in args.iter().enumerate() {
+        match *a {
+            Arg::I64(v) => st.raw_bind_parameter(i + 1, v)?,
+            Arg::I32(v) => st.raw_bind_parameter(i + 1, v)?,
+            Arg::Bytes(b) => st.raw_bind_parameter(i + 1, b)?,
+            Arg::Str(t) => st.raw_bind_parameter(i + 1, t)?,
         }
-        // The runtime type of the value: `slices || ?` turns a BLOB into TEXT with the
-        // same bytes, so anything not an integer is read as bytes.
-        let ty = raw.type_info().name().to_owned();
-        out.push(if ty == "INTEGER" {
-            Val::Int(r.try_get_unchecked::<i64, _>(i)?)
-        } else {
-            Val::Bytes(r.try_get_unchecked::<Vec<u8>, _>(i)?)
-        });
     }
-    Ok(Row(out))
+    Ok(st)
+}
+
+fn sqlite_exec(c: &rusqlite::Connection, sql: &str, args: &[Arg<'_>]) -> rusqlite::Result<usize> {
+    sqlite_prepare(c, sql, args)?.raw_execute()
+}
+
+fn sqlite_fetch(
+    c: &rusqlite::Connection,
+    sql: &str,
+    args: &[Arg<'_>],
+) -> rusqlite::Result<Vec<Row>> {
+    let mut st = sqlite_prepare(c, sql, args)?;
+    let n = st.column_count();
+    let mut rows = st.raw_query();
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let mut vals = Vec::with_capacity(n);
+        for i in 0..n {
+            // The runtime type of the value: `slices || ?` turns a BLOB into TEXT with
+            // the same bytes, so anything not an integer is read as bytes.
+            vals.push(match r.get_ref(i)? {
+                SqliteValue::Null => Val::Null,
+                SqliteValue::Integer(v) => Val::Int(v),
+                SqliteValue::Text(b) | SqliteValue::Blob(b) => Val::Bytes(b.to_vec()),
+                SqliteValue::Real(_) => {
+                    return Err(rusqlite::Error::InvalidColumnType(
+                        i,
+                        "a REAL in JuiceFS's schema".into(),
+                        rusqlite::types::Type::Real,
+                    ))
+                }
+            });
+        }
+        out.push(Row(vals));
+    }
+    Ok(out)
 }

@@ -31,8 +31,7 @@ use metabench_schema::sql::{create_statements, table_names, table_prefix, Dialec
 use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::ConnectOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -172,16 +171,8 @@ impl Target {
                             path.display()
                         )));
                     }
-                    let o = SqliteConnectOptions::new()
-                        .filename(path)
-                        .create_if_missing(create)
-                        .journal_mode(SqliteJournalMode::Wal)
-                        .busy_timeout(Duration::from_millis(5000))
-                        .foreign_keys(false);
-                    let c = sqlx::SqliteConnection::connect_with(&o)
-                        .await
-                        .map_err(|e| self.map_connect(e))?;
-                    Ok(Conn::Sqlite(c))
+                    let c = self.open_sqlite(path, create, false)?;
+                    Ok(Conn::Sqlite(Box::new(std::sync::Mutex::new(c))))
                 }
             }
         };
@@ -209,15 +200,40 @@ impl Target {
     /// A read-only SQLite connection that neither creates the file nor changes its
     /// journal mode (for probe).
     async fn connect_sqlite_readonly(&self, path: &PathBuf) -> Result<Conn> {
-        let o = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(false)
-            .read_only(true)
-            .busy_timeout(Duration::from_millis(5000));
-        let c = sqlx::SqliteConnection::connect_with(&o)
-            .await
-            .map_err(|e| self.map_connect(e))?;
-        Ok(Conn::Sqlite(c))
+        Ok(Conn::Sqlite(Box::new(std::sync::Mutex::new(
+            self.open_sqlite(path, false, true)?,
+        ))))
+    }
+
+    /// Opens a SQLite file in-process, configured as JuiceFS's connections are: the
+    /// `_journal=WAL` and `_timeout=5000` that `pkg/meta/sql.go` (`newSQLMeta`) adds, and
+    /// go-sqlite3's own default `synchronous = NORMAL` (its `SQLiteDriver.Open`), so a
+    /// commit costs what it costs JuiceFS. Read-only connections change no setting.
+    fn open_sqlite(
+        &self,
+        path: &PathBuf,
+        create: bool,
+        read_only: bool,
+    ) -> Result<rusqlite::Connection> {
+        use rusqlite::OpenFlags;
+        let mut flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        flags |= if read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+        } else if create {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        };
+        let fail = |e: rusqlite::Error| self.connect_error(short(&DbError::from_sqlite(e).msg));
+        let c = rusqlite::Connection::open_with_flags(path, flags).map_err(fail)?;
+        c.busy_timeout(Duration::from_millis(5000)).map_err(fail)?;
+        if !read_only {
+            c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+                .map_err(fail)?;
+            c.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
+                .map_err(fail)?;
+        }
+        Ok(c)
     }
 
     /// A short, password-free, one-line reason for a failed connection.
@@ -615,22 +631,13 @@ impl Engine for SqlEngine {
             if !path.exists() {
                 // Do not create the file: ask an in-memory database, and report the
                 // settings metabench's connections use.
-                let mut c = Conn::Sqlite(
-                    sqlx::SqliteConnection::connect("sqlite::memory:")
-                        .await
-                        .map_err(|e| self.target.map_connect(e))?,
-                );
-                let v = c
-                    .simple_fetch("SELECT sqlite_version()")
-                    .await
-                    .map_err(engine_err)?;
-                c.close().await;
                 let mut info = ServerInfo {
-                    version: format!("sqlite {}", v[0].text(0).map_err(engine_err)?),
+                    version: format!("sqlite {}", rusqlite::version()),
                     ..Default::default()
                 };
                 info.durability.insert("journal_mode".into(), "wal".into());
-                info.durability.insert("synchronous".into(), "FULL".into());
+                info.durability
+                    .insert("synchronous".into(), "NORMAL".into());
                 return Ok(info);
             }
         }

@@ -2234,6 +2234,15 @@ async fn incr_counter_bg(
 
 #[async_trait]
 impl Meta for SqlSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.stats.round_trips += 1;
+        let r = match self.conn_or_reconnect().await {
+            Ok(conn) => conn.simple_fetch("SELECT 1").await.map(drop),
+            Err(e) => Err(e),
+        };
+        r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
+    }
+
     async fn mkdir(
         &mut self,
         ctx: &Ctx,

@@ -420,6 +420,13 @@ impl TkvSession {
 
 #[async_trait]
 impl Meta for TkvSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        // Inode 0 is never allocated: its attribute key is always absent.
+        let mut tx = self.simple();
+        tx.get(&self.keys.inode(0)).await.map_err(TxErr::from)?;
+        Ok("get of an absent key")
+    }
+
     async fn mkdir(
         &mut self,
         ctx: &Ctx,

@@ -1,0 +1,259 @@
+//! A session's own Redis connection: the request goes from the calling task to the socket
+//! and the reply comes back to the same task, with no driver task, channel or thread in
+//! between (as go-redis's pooled connection is used by the goroutine that holds it).
+//!
+//! redis-rs encodes the commands and turns the replies into values ([`Cmd`],
+//! [`redis::Pipeline`], [`redis::parse_redis_value`]); this module only frames RESP2
+//! replies on the socket and implements [`ConnectionLike`] so that `query_async` works
+//! on it unchanged.
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Bytes read from the socket per `read` call at least.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// One TCP connection to Redis, used by one task at a time.
+pub(crate) struct Wire {
+    stream: TcpStream,
+    /// Bytes received and not yet handed out as values, from `start`.
+    rbuf: Vec<u8>,
+    start: usize,
+    wbuf: Vec<u8>,
+    db: i64,
+    response_timeout: Duration,
+    /// Set when a request failed half-way: the stream's position in the reply sequence is
+    /// unknown, so every later request fails instead of reading someone else's reply.
+    broken: bool,
+}
+
+fn io_err(e: std::io::Error) -> RedisError {
+    RedisError::from(e)
+}
+
+fn protocol_err(what: &'static str, detail: String) -> RedisError {
+    RedisError::from((ErrorKind::Parse, what, detail))
+}
+
+impl Wire {
+    /// Connects (TCP_NODELAY on, as Go sets it on every TCP connection) within `timeout`.
+    pub(crate) async fn connect(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        response_timeout: Duration,
+    ) -> RedisResult<Self> {
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+            Ok(s) => s.map_err(io_err)?,
+            Err(_) => {
+                return Err(io_err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "connect timed out",
+                )))
+            }
+        };
+        stream.set_nodelay(true).map_err(io_err)?;
+        Ok(Self {
+            stream,
+            rbuf: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            wbuf: Vec::with_capacity(256),
+            db: 0,
+            response_timeout,
+            broken: false,
+        })
+    }
+
+    /// Records the database the connection has selected (for [`ConnectionLike::get_db`]).
+    pub(crate) fn set_db(&mut self, db: i64) {
+        self.db = db;
+    }
+
+    /// Sends `wbuf`, then reads `n` replies, within the response timeout.
+    async fn round_trip(&mut self, n: usize) -> RedisResult<Vec<Value>> {
+        if self.broken {
+            return Err(io_err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "connection broken by an earlier failed request",
+            )));
+        }
+        let timeout = self.response_timeout;
+        let work = async {
+            self.stream.write_all(&self.wbuf).await.map_err(io_err)?;
+            let mut out = Vec::with_capacity(n);
+            for _ in 0..n {
+                out.push(self.read_value().await?);
+            }
+            Ok::<_, RedisError>(out)
+        };
+        let r = match tokio::time::timeout(timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Err(io_err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no reply within {timeout:?}"),
+            ))),
+        };
+        if r.is_err() {
+            self.broken = true;
+        }
+        r
+    }
+
+    /// Reads one complete reply.
+    async fn read_value(&mut self) -> RedisResult<Value> {
+        loop {
+            if let Some(end) = frame_end(&self.rbuf, self.start)
+                .map_err(|e| protocol_err("bad reply from Redis", e))?
+            {
+                let v = redis::parse_redis_value(&self.rbuf[self.start..end])?;
+                self.start = end;
+                if self.start == self.rbuf.len() {
+                    self.rbuf.clear();
+                    self.start = 0;
+                }
+                return Ok(v);
+            }
+            if self.start > 0 {
+                self.rbuf.drain(..self.start);
+                self.start = 0;
+            }
+            self.rbuf.reserve(READ_CHUNK);
+            let n = self.stream.read_buf(&mut self.rbuf).await.map_err(io_err)?;
+            if n == 0 {
+                return Err(io_err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "connection closed by Redis",
+                )));
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Wire {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            self.wbuf.clear();
+            cmd.write_packed_command(&mut self.wbuf);
+            let mut v = self.round_trip(1).await?;
+            Ok(v.pop().expect("one reply"))
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            self.wbuf = pipeline.get_packed_pipeline();
+            let mut all = self.round_trip(offset + count).await?;
+            let replies = all.split_off(offset);
+            // A command refused while queueing in MULTI (all[1..offset]) or an EXEC answered
+            // with an error (EXECABORT) is the request's error, as redis-rs reports it.
+            if let Some(Value::ServerError(e)) =
+                all.into_iter().find(|v| matches!(v, Value::ServerError(_)))
+            {
+                return Err(e.into());
+            }
+            if pipeline.is_transaction() {
+                if let Some(Value::ServerError(e)) = replies.last() {
+                    return Err(e.clone().into());
+                }
+            }
+            Ok(replies)
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.db
+    }
+}
+
+/// Where the RESP2 value starting at `pos` ends, if `buf` holds all of it.
+fn frame_end(buf: &[u8], pos: usize) -> Result<Option<usize>, String> {
+    let Some(&kind) = buf.get(pos) else {
+        return Ok(None);
+    };
+    let Some(nl) = buf[pos..].windows(2).position(|w| w == b"\r\n") else {
+        return Ok(None);
+    };
+    let line_end = pos + nl;
+    let after = line_end + 2;
+    let len = || -> Result<i64, String> {
+        std::str::from_utf8(&buf[pos + 1..line_end])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| {
+                format!(
+                    "bad length {:?}",
+                    String::from_utf8_lossy(&buf[pos + 1..line_end])
+                )
+            })
+    };
+    match kind {
+        b'+' | b'-' | b':' => Ok(Some(after)),
+        b'$' => {
+            let n = len()?;
+            if n < 0 {
+                return Ok(Some(after));
+            }
+            let end = after + n as usize + 2;
+            Ok((buf.len() >= end).then_some(end))
+        }
+        b'*' => {
+            let n = len()?;
+            let mut p = after;
+            for _ in 0..n.max(0) {
+                match frame_end(buf, p)? {
+                    Some(e) => p = e,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(p))
+        }
+        other => Err(format!("unexpected RESP2 type byte {other:#04x}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_end;
+
+    #[test]
+    fn frames_complete_and_partial_replies() {
+        for (reply, whole) in [
+            (&b"+OK\r\n"[..], true),
+            (b"-ERR no\r\n", true),
+            (b":42\r\n", true),
+            (b"$-1\r\n", true),
+            (b"$3\r\nabc\r\n", true),
+            (b"*-1\r\n", true),
+            (b"*0\r\n", true),
+            (b"*2\r\n$1\r\na\r\n:1\r\n", true),
+            (b"*2\r\n*1\r\n+QUEUED\r\n$0\r\n\r\n", true),
+        ] {
+            assert_eq!(frame_end(reply, 0), Ok(Some(reply.len())), "{reply:?}");
+            assert!(whole);
+            for cut in 0..reply.len() {
+                assert_eq!(
+                    frame_end(&reply[..cut], 0),
+                    Ok(None),
+                    "{reply:?} cut at {cut}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn frames_one_value_of_several_and_rejects_garbage() {
+        let two = b"$2\r\nab\r\n:7\r\n";
+        assert_eq!(frame_end(two, 0), Ok(Some(8)));
+        assert_eq!(frame_end(two, 8), Ok(Some(two.len())));
+        assert!(frame_end(b"?x\r\n", 0).is_err());
+        assert!(frame_end(b"$x\r\n", 0).is_err());
+    }
+}
