@@ -54,11 +54,18 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
             assert!(!op.intervals.is_empty());
             assert_eq!(op.intervals.iter().map(|i| i.count).sum::<u64>(), op.count);
         }
-        assert!(level.client.cpu_s > 0.0);
+        assert!(level.client.cpu_s > 0.0 && level.client.cpu_us_per_op > 0.0);
         let getattr = level.ops.iter().find(|o| o.op == "getattr").unwrap();
         assert_eq!(getattr.round_trips_per_op, 1.0);
     }
     assert!(run.saturation.contains_key("create") && run.saturation.contains_key("getattr"));
+    // The floor: the engine's null round trip through the same client path.
+    let floor = run.floor.as_ref().expect("a floor");
+    assert!(floor.count > 0 && floor.p50_us > 0.0 && floor.p99_us >= floor.p50_us);
+    assert!(
+        stdout.contains("floor (the engine's null round trip"),
+        "{stdout}"
+    );
     assert!(!run.engine.url.contains(metabench_testkit::PASSWORD));
     assert!(!run.host.os.is_empty() && run.host.cores > 0);
     assert!(run.peak_rss_bytes.unwrap() > 1 << 20);
@@ -75,6 +82,34 @@ fn short_sweep_on_the_embedded_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let run = short_sweep(None, dir.path());
     assert_eq!(run.engine.kind, "sqlite");
+}
+
+/// On memkv every level is client-bound by construction (no I/O: the calls never wait).
+/// With more clients than client threads, the self-check must still see the CPU the
+/// clients burn and flag the level, rather than starve with them.
+#[test]
+fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("memkv.json");
+    let o = metabench()
+        .args(["sweep", "--meta", "memkv://selfcheck", "--conc", "8"])
+        .args(["--ops", "getattr", "--warmup", "200ms", "--duration", "2s"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let level = &run.levels[0];
+    let window = 2.0 * run.host.cores as f64;
+    assert!(
+        level.client.cpu_s >= 0.5 * window,
+        "CPU {} s of a {window} core-second window",
+        level.client.cpu_s
+    );
+    assert!(level.client.client_bound, "{:?}", level.client);
+    assert!(level.client.cpu_us_per_op > 0.0, "{:?}", level.client);
+    assert_eq!(run.floor.as_ref().unwrap().request, "get of an absent key");
 }
 
 #[test]

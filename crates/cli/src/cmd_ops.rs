@@ -8,8 +8,8 @@ use crate::target::{new_run_id, Target, TargetArgs};
 use crate::EXIT_INTERRUPTED;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
-use metabench_load::{run_ops, Budget, Op, OpsConfig, StopFlag};
-use metabench_report::table::{fmt_us, ops_notes, ops_table};
+use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig, StopFlag};
+use metabench_report::table::{floor_line, fmt_us, ops_notes, ops_table};
 use metabench_report::{HostInfo, OpsPlan, OpsResults, SCHEMA_VERSION};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,6 +80,10 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     let watcher = watch_ctrl_c(stop.clone());
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // The client threads, set up exactly as `sweep` sets them up: the one client runs on
+    // the first, its session opened there, so both commands time a call the same way.
+    let exec =
+        Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
     let target = Target::open(&args.target, &run_id).await?;
     let engine = target.engine_info().await;
     say!(
@@ -101,29 +105,46 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         budget,
         client_cache: args.client_cache,
     };
-    let mut namespace = None;
-    let outcome = async {
-        let mut meta = target.session(&opts).await?;
-        let ns = Namespace::create(meta.as_mut(), &run_id).await?;
-        namespace = Some(ns.clone());
-        let results = run_ops(meta.as_mut(), ns.dir, &config, &stop, |r| {
-            match &r.skipped {
-                Some(why) => say!("  {:<12} skipped: {why}", r.op),
-                None => say!(
-                    "  {:<12} {:>10} µs/op  ({} calls)",
-                    r.op,
-                    fmt_us(r.mean_us),
-                    r.count
-                ),
+    let client = {
+        let (engine, stop, run_id) = (target.engine.clone(), stop.clone(), run_id.clone());
+        exec.spawn(0, async move {
+            let mut namespace = None;
+            let outcome = async {
+                let mut meta = engine.session(&opts).await?;
+                let ns = Namespace::create(meta.as_mut(), &run_id).await?;
+                namespace = Some(ns.clone());
+                let floor = measure_floor(meta.as_mut()).await?;
+                if let Some(f) = &floor {
+                    say!("{}", floor_line(f));
+                }
+                let results = run_ops(meta.as_mut(), ns.dir, &config, &stop, |r| {
+                    match &r.skipped {
+                        Some(why) => say!("  {:<12} skipped: {why}", r.op),
+                        None => say!(
+                            "  {:<12} {:>10} µs/op  ({} calls)",
+                            r.op,
+                            fmt_us(r.mean_us),
+                            r.count
+                        ),
+                    }
+                })
+                .await?;
+                Ok::<_, CliError>((results, floor))
             }
+            .await;
+            (namespace, outcome)
         })
-        .await?;
-        Ok::<_, CliError>(results)
-    }
-    .await;
+    };
+    let (namespace, outcome) = match client.await {
+        Ok(done) => done,
+        Err(e) => (
+            None,
+            Err(CliError::Io(format!("the client thread failed: {e}"))),
+        ),
+    };
     let cleanup = target.finish(namespace.as_ref()).await;
     watcher.abort();
-    let results = outcome?;
+    let (results, floor) = outcome?;
     cleanup?;
 
     let run = OpsResults {
@@ -143,6 +164,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
             },
             client_cache: args.client_cache,
         },
+        floor,
         results,
         interrupted: stop.is_stopped(),
     };

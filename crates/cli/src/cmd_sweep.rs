@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
 use metabench_load::sweep::IntervalHistograms;
-use metabench_load::{run_sweep, ConcSpec, Live, Op, StopFlag, SweepConfig, Workload};
+use metabench_load::{run_sweep, ConcSpec, Exec, Live, Op, StopFlag, SweepConfig, Workload};
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
 use metabench_report::{HostInfo, Level, SweepPlan, SweepResults, SCHEMA_VERSION};
 use std::io::IsTerminal;
@@ -198,6 +198,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let watcher = watch_ctrl_c(stop.clone());
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // The client threads (one runtime per core), before anything is written.
+    let exec =
+        Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
     let target = Target::open(&args.target, &run_id).await?;
     let engine = target.engine_info().await;
     say!(
@@ -266,6 +269,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             }
         };
         let outcome = run_sweep(
+            &exec,
             target.engine.clone(),
             ns.dir,
             &config,
@@ -293,6 +297,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         engine,
         host: HostInfo::detect(),
         plan,
+        floor: outcome.floor,
         levels: outcome.levels,
         saturation: Default::default(),
         stopped_early: outcome.stopped_early,

@@ -6,12 +6,16 @@
 //! a [`workload`] at each concurrency level of a [`spec`] until the engine saturates.
 
 pub mod catalog;
+pub mod exec;
+pub mod floor;
 pub mod ops;
 pub mod spec;
 pub mod sweep;
 pub mod workload;
 
 pub use catalog::Op;
+pub use exec::Exec;
+pub use floor::measure_floor;
 pub use ops::{run_ops, Budget, OpsConfig, StopFlag};
 pub use spec::ConcSpec;
 pub use sweep::{run_sweep, Live, SweepConfig, SweepOutcome};

@@ -3,7 +3,7 @@
 
 use crate::catalog::{Op, OpState};
 use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Meta, MetaError, Result};
+use metabench_engine::{Ctx, Meta, MetaError, Result, SessionStats};
 use metabench_report::histogram::{encode, new_latency_histogram};
 use metabench_report::OpResult;
 use metabench_schema::Ino;
@@ -56,6 +56,37 @@ impl StopFlag {
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
+}
+
+/// One timed call, as every runner times it (`ops`, `sweep`, at any level).
+pub(crate) struct Timed {
+    /// What the call returned.
+    pub outcome: Result<()>,
+    /// When the call was issued and when its answer was back.
+    pub start: Instant,
+    /// See `start`.
+    pub end: Instant,
+    /// What the call sent (round trips, retries).
+    pub cost: SessionStats,
+}
+
+/// The one timing path: yields to the client thread's other tasks once per coop budget
+/// (clients whose calls never wait, SQLite in-process or memkv, would otherwise hold the
+/// thread), prepares the call untimed, then times the call alone. Fails only when the
+/// untimed preparation does.
+pub(crate) async fn timed_call(state: &mut OpState, meta: &mut dyn Meta) -> Result<Timed> {
+    tokio::task::consume_budget().await;
+    state.prepare(meta).await?;
+    let before = meta.stats();
+    let start = Instant::now();
+    let outcome = state.call(meta).await;
+    let end = Instant::now();
+    Ok(Timed {
+        outcome,
+        start,
+        end,
+        cost: meta.stats().since(&before),
+    })
 }
 
 /// Runs the operations one after the other in directory `base`, each in a directory of
@@ -120,12 +151,13 @@ async fn run_one(
         if done || stop.is_stopped() {
             break;
         }
-        state.prepare(meta).await?;
-        let before = meta.stats();
-        let start = Instant::now();
-        let outcome = state.call(meta).await;
-        let elapsed = start.elapsed();
-        let cost = meta.stats().since(&before);
+        let Timed {
+            outcome,
+            start,
+            end,
+            cost,
+        } = timed_call(&mut state, meta).await?;
+        let elapsed = end - start;
         calls += 1;
         timed += elapsed;
         round_trips += cost.round_trips;

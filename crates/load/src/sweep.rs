@@ -3,11 +3,12 @@
 //! own working set; a warm-up is discarded, then a timed window is measured.
 
 use crate::catalog::{Op, OpState};
-use crate::ops::StopFlag;
+use crate::exec::Exec;
+use crate::ops::{timed_call, StopFlag};
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
+use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::histogram::encode;
 use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp};
@@ -73,6 +74,8 @@ pub struct SweepOutcome {
     pub levels: Vec<Level>,
     /// Why it stopped before the last level, if it did.
     pub stopped_early: Option<String>,
+    /// The engine's null round trip on the first client's session, before the first level.
+    pub floor: Option<metabench_report::Floor>,
 }
 
 #[derive(Default)]
@@ -263,22 +266,19 @@ async fn client_body(
             k
         };
         let op = job.phase.ops[k].0;
-        let state = &mut states[k];
-        let prepared = state.prepare(meta).await;
-        let before = meta.stats();
-        let t0 = Instant::now();
-        let outcome = match prepared {
-            Ok(()) => state.call(meta).await,
-            Err(e) => Err(e),
+        let (outcome, t0, t1, cost) = match timed_call(&mut states[k], meta).await {
+            Ok(t) => (t.outcome, t.start, t.end, t.cost),
+            Err(e) => {
+                let now = Instant::now();
+                (Err(e), now, now, SessionStats::default())
+            }
         };
-        let t1 = Instant::now();
         if t1 >= window.end {
             break;
         }
         if t0 < window.measure_from {
             continue;
         }
-        let cost = meta.stats().since(&before);
         let interval = ((t1 - window.measure_from).as_nanos() / INTERVAL.as_nanos()) as usize;
         recorder.with(job.index, op, |acc| {
             acc.calls += 1;
@@ -310,21 +310,9 @@ async fn client_body(
     Ok(())
 }
 
-/// Measures how late a ready task gets to run: sleeps 1 ms over and over and records the
-/// overshoot until `end`.
-async fn lag_probe(from: Instant, end: Instant) -> Histogram<u64> {
-    let mut h = histogram();
-    tokio::time::sleep_until(from.into()).await;
-    while Instant::now() < end {
-        let want = Instant::now() + Duration::from_millis(1);
-        tokio::time::sleep_until(want.into()).await;
-        let _ = h.record(Instant::now().saturating_duration_since(want).as_nanos() as u64);
-    }
-    h
-}
-
-/// Opens sessions until there are `n`.
+/// Opens sessions until there are `n`, each on the client thread that will drive it.
 async fn grow_sessions(
+    exec: &Exec,
     engine: &Arc<dyn Engine>,
     opts: &SessionOptions,
     sessions: &mut Vec<Box<dyn Meta>>,
@@ -332,16 +320,30 @@ async fn grow_sessions(
 ) -> Result<()> {
     while sessions.len() < n {
         let batch = (n - sessions.len()).min(64);
-        let mut set = tokio::task::JoinSet::new();
-        for _ in 0..batch {
-            let engine = engine.clone();
-            let opts = opts.clone();
-            set.spawn(async move { engine.session(&opts).await });
+        let first = sessions.len();
+        let opening: Vec<_> = (first..first + batch)
+            .map(|index| {
+                let engine = engine.clone();
+                let opts = opts.clone();
+                exec.spawn(index, async move { engine.session(&opts).await })
+            })
+            .collect();
+        // In client order, so session i stays on client i's thread.
+        let mut failed = None;
+        for task in opening {
+            match task.await {
+                Ok(Ok(meta)) if failed.is_none() => sessions.push(meta),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                Err(e) => {
+                    failed.get_or_insert(MetaError::Engine(format!("session task failed: {e}")));
+                }
+            }
         }
-        while let Some(joined) = set.join_next().await {
-            let meta =
-                joined.map_err(|e| MetaError::Engine(format!("session task failed: {e}")))??;
-            sessions.push(meta);
+        if let Some(e) = failed {
+            return Err(e);
         }
     }
     Ok(())
@@ -381,10 +383,11 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
     r
 }
 
-/// Runs the sweep below directory `base` (the run's namespace). `on_level` hears each
-/// finished level with its per-second histograms. Stops after the current window when
-/// `stop` is set, returning the completed levels.
+/// Runs the sweep below directory `base` (the run's namespace), its clients on `exec`'s
+/// threads. `on_level` hears each finished level with its per-second histograms. Stops
+/// after the current window when `stop` is set, returning the completed levels.
 pub async fn run_sweep(
+    exec: &Exec,
     engine: Arc<dyn Engine>,
     base: Ino,
     config: &SweepConfig,
@@ -401,11 +404,24 @@ pub async fn run_sweep(
             break;
         }
         let n = clients as usize;
-        if let Err(e) = grow_sessions(&engine, &config.session, &mut sessions, n).await {
+        if let Err(e) = grow_sessions(exec, &engine, &config.session, &mut sessions, n).await {
             // The engine's connection limit is a finding, not a failure: keep the levels
             // measured so far and say why the sweep ended.
             outcome.stopped_early = Some(format!("could not open {n} sessions: {e}"));
             break;
+        }
+        if outcome.levels.is_empty() && outcome.floor.is_none() {
+            // On client 0's thread and session, as its calls will be timed.
+            let mut meta = sessions.remove(0);
+            let measured = exec
+                .spawn(0, async move {
+                    let floor = crate::floor::measure_floor(meta.as_mut()).await;
+                    (meta, floor)
+                })
+                .await
+                .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
+            sessions.insert(0, measured.0);
+            outcome.floor = measured.1?;
         }
         live.clients.store(clients, Ordering::Relaxed);
         let mut level = Level {
@@ -415,6 +431,7 @@ pub async fn run_sweep(
         let mut raw_intervals = IntervalHistograms::new();
         let (mut cpu, mut lag) = (Duration::ZERO, histogram());
         let mut measured = Duration::ZERO;
+        let mut calls = 0u64;
         for (phase_index, phase) in config.workload.phases.iter().enumerate() {
             if stop.is_stopped() {
                 break;
@@ -444,15 +461,18 @@ pub async fn run_sweep(
                         String::new()
                     },
                 };
-                tasks.push(tokio::spawn(run_client(
-                    meta,
-                    job,
-                    barrier.clone(),
-                    start_rx.clone(),
-                    recorder.clone(),
-                    live.clone(),
-                    stop.clone(),
-                )));
+                tasks.push(exec.spawn(
+                    index,
+                    run_client(
+                        meta,
+                        job,
+                        barrier.clone(),
+                        start_rx.clone(),
+                        recorder.clone(),
+                        live.clone(),
+                        stop.clone(),
+                    ),
+                ));
             }
             barrier.wait().await;
             let now = Instant::now();
@@ -461,12 +481,16 @@ pub async fn run_sweep(
                 end: now + config.warmup + config.duration,
             };
             let _ = start_tx.send(Some(window));
-            let probe = tokio::spawn(lag_probe(window.measure_from, window.end));
+            // The window is owned by this task, on the coordinator's runtime: the clients
+            // run on other threads and cannot keep it from reading CPU time and lag.
             tokio::time::sleep_until(window.measure_from.into()).await;
             live.measuring.store(true, Ordering::Relaxed);
             let cpu_start = process_cpu_time();
+            let probe = exec.lag_probe();
             tokio::time::sleep_until(window.end.into()).await;
             cpu += process_cpu_time().saturating_sub(cpu_start);
+            lag.add(probe.finish())
+                .expect("auto-resizing histograms merge");
             live.measuring.store(false, Ordering::Relaxed);
             measured += config.duration;
             let mut first_error = None;
@@ -482,9 +506,6 @@ pub async fn run_sweep(
             }
             returned.append(&mut sessions);
             sessions = returned;
-            if let Ok(h) = probe.await {
-                lag.add(&h).expect("auto-resizing histograms merge");
-            }
             remove_tree(sessions[0].as_mut(), base, &level_dir_name).await?;
             if let Some(e) = first_error {
                 return Err(e);
@@ -495,6 +516,8 @@ pub async fn run_sweep(
             let recorder =
                 Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
             for (op, acc) in recorder.merged() {
+                calls += acc.hist.as_ref().map_or(0, |h| h.len());
+                calls += acc.errors.values().sum::<u64>();
                 level
                     .ops
                     .push(level_op(op, &phase.name, &acc, config.duration));
@@ -521,6 +544,11 @@ pub async fn run_sweep(
         };
         level.client = ClientCheck {
             cpu_s: cpu.as_secs_f64(),
+            cpu_us_per_op: if calls > 0 {
+                cpu.as_secs_f64() * 1e6 / calls as f64
+            } else {
+                0.0
+            },
             cpu_utilisation,
             lag_p99_us: us(lag.value_at_quantile(0.99)),
             lag_max_us: us(lag.max()),

@@ -290,6 +290,15 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                     h.memory_bytes as f64 / (1u64 << 30) as f64,
                     h.os
                 ),
+                match r.run.floor() {
+                    Some(f) => format!(
+                        "{}: p50 {} µs, p99 {} µs",
+                        f.request,
+                        crate::table::fmt_us(f.p50_us),
+                        crate::table::fmt_us(f.p99_us)
+                    ),
+                    None => "not measured".to_owned(),
+                },
                 started.to_owned(),
                 match commit {
                     Some(c) => format!("{version} ({})", &c[..c.len().min(10)]),
@@ -307,6 +316,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
             "version",
             "durability",
             "host",
+            "floor (null round trip)",
             "started",
             "metabench",
         ]

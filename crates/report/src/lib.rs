@@ -15,6 +15,6 @@ pub mod stats;
 pub mod table;
 
 pub use model::{
-    AnyResults, ClientCheck, EngineInfo, HostInfo, IntervalSample, Level, LevelOp, OpResult,
+    AnyResults, ClientCheck, EngineInfo, Floor, HostInfo, IntervalSample, Level, LevelOp, OpResult,
     OpsPlan, OpsResults, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

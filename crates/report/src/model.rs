@@ -133,6 +133,9 @@ pub struct OpsResults {
     pub host: HostInfo,
     /// The plan.
     pub plan: OpsPlan,
+    /// The engine's null round trip through the same client path, before the run.
+    #[serde(default)]
+    pub floor: Option<Floor>,
     /// Per-operation figures, in run order.
     pub results: Vec<OpResult>,
     /// Whether the run was stopped early (Ctrl-C).
@@ -239,12 +242,32 @@ pub struct LevelOp {
     pub histogram: Option<String>,
 }
 
+/// The engine's null round trip (the floor under every operation), measured through the
+/// same client path as the operations before the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Floor {
+    /// What was sent: `PING`, `SELECT 1`, `get of an absent key`.
+    pub request: String,
+    /// Round trips measured.
+    pub count: u64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+}
+
 /// The load generator's own state during a level: is the client the bottleneck?
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientCheck {
     /// CPU seconds metabench's process used in the timed windows.
     pub cpu_s: f64,
+    /// Client CPU per completed call in the windows, µs (`cpu_s` / calls).
+    #[serde(default)]
+    pub cpu_us_per_op: f64,
     /// CPU used as a share of all cores over the windows (1.0 = every core busy).
     pub cpu_utilisation: f64,
     /// 99th percentile of the scheduling lag (how late a ready task starts), µs.
@@ -289,6 +312,9 @@ pub struct SweepResults {
     pub host: HostInfo,
     /// The plan.
     pub plan: SweepPlan,
+    /// The engine's null round trip through the same client path, before the run.
+    #[serde(default)]
+    pub floor: Option<Floor>,
     /// Levels in run order.
     pub levels: Vec<Level>,
     /// Saturation analysis per operation.
@@ -432,6 +458,14 @@ impl AnyResults {
         match self {
             AnyResults::Ops(r) => (&r.started_at, &r.metabench_version, r.git_commit.as_deref()),
             AnyResults::Sweep(r) => (&r.started_at, &r.metabench_version, r.git_commit.as_deref()),
+        }
+    }
+
+    /// The engine's null round trip measured before the run, if it was.
+    pub fn floor(&self) -> Option<&Floor> {
+        match self {
+            AnyResults::Ops(r) => r.floor.as_ref(),
+            AnyResults::Sweep(r) => r.floor.as_ref(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Terminal tables in the layout of the JuiceFS docs' metadata-engine comparison, as
 //! Markdown so they paste straight into a document.
 
-use crate::model::{OpResult, OpsResults};
+use crate::model::{Floor, OpResult, OpsResults};
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
 
 /// Formats a latency in µs with precision that suits its size.
@@ -86,23 +86,39 @@ pub fn ops_table(run: &OpsResults, baseline: Option<&OpsResults>) -> String {
 /// The notes printed under the table: how operations were run where metabench differs
 /// from a plain engine call.
 pub fn ops_notes(run: &OpsResults) -> Vec<String> {
-    run.results
-        .iter()
-        .flat_map(|r| {
+    let floor = run.floor.as_ref().map(floor_line);
+    floor
+        .into_iter()
+        .chain(run.results.iter().flat_map(|r| {
             let skipped = r
                 .skipped
                 .as_ref()
                 .map(|why| format!("{}: skipped: {why}", r.op));
             let note = r.note.as_ref().map(|n| format!("{}: {n}", r.op));
             skipped.into_iter().chain(note)
-        })
+        }))
         .collect()
+}
+
+/// One line on the floor: the engine's null round trip through the client path.
+pub fn floor_line(f: &Floor) -> String {
+    format!(
+        "floor (the engine's null round trip, {} on a client's own session, {} calls): p50 {} µs, p99 {} µs",
+        f.request,
+        f.count,
+        fmt_us(f.p50_us),
+        fmt_us(f.p99_us)
+    )
 }
 
 /// Renders a sweep: per operation, one row per level with throughput and latency, and a
 /// mark on levels where the generator (not the engine) was the bottleneck.
 pub fn sweep_table(run: &crate::SweepResults) -> String {
     let mut out = String::new();
+    if let Some(f) = &run.floor {
+        out += &floor_line(f);
+        out += "\n";
+    }
     for op in run.op_names() {
         let mut t = Table::new();
         t.load_style(ASCII_MARKDOWN);
@@ -118,6 +134,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             "round trips/op",
             "retries",
             "errors",
+            "client CPU µs/op",
             "client",
         ]);
         for level in &run.levels {
@@ -142,6 +159,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
                 format!("{:.2}", r.round_trips_per_op),
                 r.retries.to_string(),
                 errors,
+                fmt_us(level.client.cpu_us_per_op),
                 if level.client.client_bound {
                     "BOUND".to_owned()
                 } else {

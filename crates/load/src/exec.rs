@@ -1,0 +1,242 @@
+//! Where the virtual clients run: one current-thread tokio runtime per client thread
+//! (thread-per-core, as latte runs its workers), clients spread over them round-robin.
+//!
+//! A client's session is opened on the thread that will drive it, so its sockets belong
+//! to that thread's reactor: a reply wakes the thread that waits for it and the task runs
+//! there, with no hand-off to another thread. `ops` and `sweep` both run their clients
+//! here, so they time a call the same way.
+//!
+//! The coordinator (windows, CPU time, scheduling-lag probe) stays on the caller's
+//! runtime, on other OS threads, so busy clients cannot starve the measurement of
+//! themselves; see [`LagProbe`].
+
+use hdrhistogram::Histogram;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How often the lag probe pokes each client thread.
+pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(1);
+
+struct Worker {
+    handle: Handle,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The client threads of a run.
+pub struct Exec {
+    workers: Vec<Worker>,
+}
+
+impl Exec {
+    /// Starts `threads` client threads (at least one), each with its own current-thread
+    /// runtime (timers and I/O enabled).
+    pub fn new(threads: usize) -> std::io::Result<Self> {
+        let mut workers = Vec::with_capacity(threads.max(1));
+        for i in 0..threads.max(1) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let handle = runtime.handle().clone();
+            let (tx, rx) = oneshot::channel::<()>();
+            let thread = std::thread::Builder::new()
+                .name(format!("metabench-client-{i}"))
+                .spawn(move || {
+                    // Spawned clients run while the thread blocks here.
+                    let _ = runtime.block_on(rx);
+                })?;
+            workers.push(Worker {
+                handle,
+                shutdown: Some(tx),
+                thread: Some(thread),
+            });
+        }
+        Ok(Self { workers })
+    }
+
+    /// One client thread per available core.
+    pub fn per_core() -> std::io::Result<Self> {
+        Self::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// Number of client threads.
+    pub fn threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The thread that runs client `index` (clients are spread round-robin).
+    pub fn thread_of(&self, index: usize) -> usize {
+        index % self.workers.len()
+    }
+
+    /// Runs `fut` on the thread of client `index`.
+    pub fn spawn<F>(&self, index: usize, fut: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.workers[self.thread_of(index)].handle.spawn(fut)
+    }
+
+    /// Starts a scheduling-lag probe of every client thread, from the caller's runtime.
+    pub fn lag_probe(&self) -> LagProbe {
+        LagProbe::start(
+            self.workers.iter().map(|w| w.handle.clone()).collect(),
+            LAG_PROBE_INTERVAL,
+        )
+    }
+}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            if let Some(tx) = w.shutdown.take() {
+                let _ = tx.send(());
+            }
+        }
+        for w in &mut self.workers {
+            if let Some(t) = w.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// Measures how late a task gets to run on each client thread. Every interval, from the
+/// coordinator's runtime, it hands each thread a task stamped with the time it was
+/// handed over, unless that thread's previous one has not run yet; the task records its
+/// wait when it runs. A thread that never yields (clients whose calls never return
+/// `Pending`) never runs its probe: its wait is recorded when the probe stops, corrected
+/// for the intervals it blocked, so a starved thread shows as a long lag and is never
+/// read as an idle one.
+pub struct LagProbe {
+    lags: Arc<Mutex<Histogram<u64>>>,
+    /// Per thread: when its outstanding probe was handed over (ns since `epoch`), 0 if none.
+    outstanding: Arc<Vec<AtomicU64>>,
+    epoch: Instant,
+    interval: Duration,
+    ticker: JoinHandle<()>,
+}
+
+impl LagProbe {
+    fn start(threads: Vec<Handle>, interval: Duration) -> Self {
+        let lags = Arc::new(Mutex::new(
+            Histogram::new(3).expect("3 significant digits is valid"),
+        ));
+        let outstanding: Arc<Vec<AtomicU64>> =
+            Arc::new(threads.iter().map(|_| AtomicU64::new(0)).collect());
+        let epoch = Instant::now();
+        let ticker = {
+            let (lags, outstanding) = (lags.clone(), outstanding.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(interval);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    tick.tick().await;
+                    for (i, handle) in threads.iter().enumerate() {
+                        let sent = epoch.elapsed().as_nanos().max(1) as u64;
+                        if outstanding[i]
+                            .compare_exchange(0, sent, Ordering::AcqRel, Ordering::Acquire)
+                            .is_err()
+                        {
+                            continue;
+                        }
+                        let (lags, outstanding) = (lags.clone(), outstanding.clone());
+                        handle.spawn(async move {
+                            let now = epoch.elapsed().as_nanos() as u64;
+                            if outstanding[i]
+                                .compare_exchange(sent, 0, Ordering::AcqRel, Ordering::Acquire)
+                                .is_ok()
+                            {
+                                let mut h = lags.lock().expect("lag histogram");
+                                let waited = now.saturating_sub(sent);
+                                let _ = h.record_correct(waited, interval.as_nanos() as u64);
+                            }
+                        });
+                    }
+                }
+            })
+        };
+        Self {
+            lags,
+            outstanding,
+            epoch,
+            interval,
+            ticker,
+        }
+    }
+
+    /// Stops the probe and returns the lags it saw, including the waits of probes that
+    /// had not run yet (each counted once per interval it was kept waiting).
+    pub fn finish(self) -> Histogram<u64> {
+        self.ticker.abort();
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let mut h = self.lags.lock().expect("lag histogram").clone();
+        for slot in self.outstanding.iter() {
+            let sent = slot.swap(0, Ordering::AcqRel);
+            if sent != 0 {
+                let _ = h.record_correct(now.saturating_sub(sent), self.interval.as_nanos() as u64);
+            }
+        }
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_that_never_yields_shows_as_lag() {
+        let exec = Exec::new(1).unwrap();
+        let probe = exec.lag_probe();
+        // Hold the only client thread for 50 ms without ever yielding.
+        let busy = exec.spawn(0, async {
+            let until = Instant::now() + Duration::from_millis(50);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        });
+        busy.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let lags = probe.finish();
+        assert!(
+            lags.max() >= Duration::from_millis(30).as_nanos() as u64,
+            "max lag {} ns",
+            lags.max()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn clients_run_on_their_own_threads() {
+        let exec = Exec::new(2).unwrap();
+        let names: Vec<String> = futures_join(&exec).await;
+        assert_eq!(
+            names,
+            [
+                "metabench-client-0",
+                "metabench-client-1",
+                "metabench-client-0"
+            ]
+        );
+    }
+
+    async fn futures_join(exec: &Exec) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..3 {
+            let name = exec
+                .spawn(i, async {
+                    std::thread::current().name().unwrap_or_default().to_owned()
+                })
+                .await
+                .unwrap();
+            out.push(name);
+        }
+        out
+    }
+}

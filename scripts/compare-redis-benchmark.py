@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""metabench's generator against `redis-benchmark`, the tool a Redis user already has.
+
+getattr is one GET of a ~60-byte value, so `metabench sweep --ops getattr` and
+`redis-benchmark -t get` (its default single thread, a 60-byte value) issue the same
+request stream at the same concurrency. At each level the two run alternately on the
+same Redis, and the table gives throughput and client CPU per call of both and their
+ratios (metabench / redis-benchmark): throughput at or above 1.0 and CPU at or below 1.0
+mean metabench's own ceiling is no lower than redis-benchmark's.
+
+    scripts/compare-redis-benchmark.py --host 127.0.0.1 --port 6379 --db 9 \\
+        --levels 1,4,16,64,256 --duration 3
+
+metabench's CPU per call is its own count for the timed window (`client.cpu_s` over
+the calls in it); redis-benchmark's is the user+system time of its process over its
+requests. metabench formats the empty database `--db` and removes what it wrote;
+redis-benchmark writes one key, `key:__rand_int__`, in database 0 (as it always does),
+which the script deletes afterwards. Needs `redis-benchmark` (Debian redis-tools).
+"""
+
+import argparse
+import csv
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def auth_args(args):
+    return ["-a", args.password] if args.password else []
+
+
+def redis_benchmark(args, clients, requests):
+    cmd = ["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
+           "-c", str(clients), "-n", str(requests), "-d", "60", "-t", "get", "--csv"]
+    env = dict(os.environ)
+    cpu0, t0 = children_cpu(), time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    cpu = children_cpu() - cpu0
+    if out.returncode != 0:
+        sys.exit(f"compare-redis-benchmark: redis-benchmark failed: {out.stderr.strip()}")
+    rows = list(csv.reader(io.StringIO(out.stdout)))
+    rps = next(float(r[1]) for r in rows if r and r[0] == "GET")
+    return rps, cpu * 1e6 / requests, time.monotonic() - t0
+
+
+def metabench_level(args, clients):
+    url = f"redis://{':' + args.password + '@' if args.password else ''}{args.host}:{args.port}/{args.db}"
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "sweep.json")
+        cmd = [args.metabench, "sweep", "--meta", url, "--conc", str(clients), "--ops", "getattr",
+               "--warmup", "500ms", "--duration", f"{args.duration}s", "--json", path]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            sys.exit(f"compare-redis-benchmark: metabench failed: {out.stderr.strip()}")
+        with open(path) as f:
+            run = json.load(f)
+    level = run["levels"][0]
+    op = level["ops"][0]
+    return op["ops_per_s"], level["client"]["cpu_us_per_op"], level["client"]["client_bound"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=6379)
+    p.add_argument("--password", default=os.environ.get("REDIS_PASSWORD"))
+    p.add_argument("--db", type=int, default=9, help="an empty database for metabench")
+    p.add_argument("--levels", default="1,4,16,64,256")
+    p.add_argument("--duration", type=float, default=3.0, help="seconds per run")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--metabench", default="target/release/metabench")
+    args = p.parse_args()
+
+    # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
+    subprocess.run(["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
+                    "-n", "1", "-d", "60", "-t", "set", "-q"], capture_output=True, check=True)
+    print("| clients | metabench ops/s | redis-benchmark rps | throughput ratio | metabench CPU µs/call "
+          "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    try:
+        for c in [int(x) for x in args.levels.split(",")]:
+            for _ in range(args.rounds):
+                mb_ops, mb_cpu, bound = metabench_level(args, c)
+                requests = max(20000, int(mb_ops * args.duration))
+                rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
+                print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
+                      f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
+    finally:
+        subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
+                        "DEL", "key:__rand_int__"], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
