@@ -66,7 +66,10 @@ def metabench_level(args, clients):
             run = json.load(f)
     level = run["levels"][0]
     op = level["ops"][0]
-    return op["ops_per_s"], level["client"]["cpu_us_per_op"], level["client"]["client_bound"]
+    client = level["client"]
+    # Results files from before metabench reported CPU per call carry only cpu_s.
+    cpu = client.get("cpu_us_per_op") or client["cpu_s"] * 1e6 / max(1, op["count"])
+    return op["ops_per_s"], cpu, client["client_bound"]
 
 
 def main():

@@ -83,10 +83,15 @@ impl Exec {
         self.workers[self.thread_of(index)].handle.spawn(fut)
     }
 
-    /// Starts a scheduling-lag probe of every client thread, from the caller's runtime.
-    pub fn lag_probe(&self) -> LagProbe {
+    /// Starts a scheduling-lag probe, from the caller's runtime, of the client threads
+    /// that run any of `clients` clients (threads without a client are not woken).
+    pub fn lag_probe(&self, clients: usize) -> LagProbe {
         LagProbe::start(
-            self.workers.iter().map(|w| w.handle.clone()).collect(),
+            self.workers
+                .iter()
+                .take(clients.clamp(1, self.workers.len()))
+                .map(|w| w.handle.clone())
+                .collect(),
             LAG_PROBE_INTERVAL,
         )
     }
@@ -194,7 +199,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_that_never_yields_shows_as_lag() {
         let exec = Exec::new(1).unwrap();
-        let probe = exec.lag_probe();
+        let probe = exec.lag_probe(1);
         // Hold the only client thread for 50 ms without ever yielding.
         let busy = exec.spawn(0, async {
             let until = Instant::now() + Duration::from_millis(50);

@@ -486,7 +486,7 @@ pub async fn run_sweep(
             tokio::time::sleep_until(window.measure_from.into()).await;
             live.measuring.store(true, Ordering::Relaxed);
             let cpu_start = process_cpu_time();
-            let probe = exec.lag_probe();
+            let probe = exec.lag_probe(n);
             tokio::time::sleep_until(window.end.into()).await;
             cpu += process_cpu_time().saturating_sub(cpu_start);
             lag.add(probe.finish())

@@ -2,10 +2,10 @@
 //! and the reply comes back to the same task, with no driver task, channel or thread in
 //! between (as go-redis's pooled connection is used by the goroutine that holds it).
 //!
-//! redis-rs encodes the commands and turns the replies into values ([`Cmd`],
-//! [`redis::Pipeline`], [`redis::parse_redis_value`]); this module only frames RESP2
-//! replies on the socket and implements [`ConnectionLike`] so that `query_async` works
-//! on it unchanged.
+//! redis-rs encodes the commands and converts the replies ([`Cmd`], [`redis::Pipeline`],
+//! `FromRedisValue`); this module reads RESP2 replies off the socket into
+//! [`redis::Value`]s (error replies through redis-rs's own parser) and implements
+//! [`ConnectionLike`] so that `query_async` works on it unchanged.
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
@@ -105,10 +105,9 @@ impl Wire {
     /// Reads one complete reply.
     async fn read_value(&mut self) -> RedisResult<Value> {
         loop {
-            if let Some(end) = frame_end(&self.rbuf, self.start)
+            if let Some((v, end)) = parse(&self.rbuf, self.start)
                 .map_err(|e| protocol_err("bad reply from Redis", e))?
             {
-                let v = redis::parse_redis_value(&self.rbuf[self.start..end])?;
                 self.start = end;
                 if self.start == self.rbuf.len() {
                     self.rbuf.clear();
@@ -173,75 +172,92 @@ impl ConnectionLike for Wire {
     }
 }
 
-/// Where the RESP2 value starting at `pos` ends, if `buf` holds all of it.
-fn frame_end(buf: &[u8], pos: usize) -> Result<Option<usize>, String> {
+/// The RESP2 value starting at `pos`, and where it ends, if `buf` holds all of it. Error
+/// replies are handed to redis-rs's parser (they are rare, and it classifies them).
+fn parse(buf: &[u8], pos: usize) -> Result<Option<(Value, usize)>, String> {
     let Some(&kind) = buf.get(pos) else {
         return Ok(None);
     };
     let Some(nl) = buf[pos..].windows(2).position(|w| w == b"\r\n") else {
         return Ok(None);
     };
-    let line_end = pos + nl;
-    let after = line_end + 2;
-    let len = || -> Result<i64, String> {
-        std::str::from_utf8(&buf[pos + 1..line_end])
+    let line = &buf[pos + 1..pos + nl];
+    let after = pos + nl + 2;
+    let number = || -> Result<i64, String> {
+        std::str::from_utf8(line)
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| {
-                format!(
-                    "bad length {:?}",
-                    String::from_utf8_lossy(&buf[pos + 1..line_end])
-                )
-            })
+            .ok_or_else(|| format!("bad number {:?}", String::from_utf8_lossy(line)))
     };
-    match kind {
-        b'+' | b'-' | b':' => Ok(Some(after)),
+    let value = match kind {
+        b'+' if line == b"OK" => Value::Okay,
+        b'+' => Value::SimpleString(String::from_utf8_lossy(line).into_owned()),
+        b'-' => redis::parse_redis_value(&buf[pos..after]).map_err(|e| e.to_string())?,
+        b':' => Value::Int(number()?),
         b'$' => {
-            let n = len()?;
+            let n = number()?;
             if n < 0 {
-                return Ok(Some(after));
+                Value::Nil
+            } else {
+                let end = after + n as usize;
+                if buf.len() < end + 2 {
+                    return Ok(None);
+                }
+                return Ok(Some((Value::BulkString(buf[after..end].to_vec()), end + 2)));
             }
-            let end = after + n as usize + 2;
-            Ok((buf.len() >= end).then_some(end))
         }
         b'*' => {
-            let n = len()?;
-            let mut p = after;
-            for _ in 0..n.max(0) {
-                match frame_end(buf, p)? {
-                    Some(e) => p = e,
-                    None => return Ok(None),
+            let n = number()?;
+            if n < 0 {
+                Value::Nil
+            } else {
+                let mut items = Vec::with_capacity(n as usize);
+                let mut p = after;
+                for _ in 0..n {
+                    match parse(buf, p)? {
+                        Some((v, e)) => {
+                            items.push(v);
+                            p = e;
+                        }
+                        None => return Ok(None),
+                    }
                 }
+                return Ok(Some((Value::Array(items), p)));
             }
-            Ok(Some(p))
         }
-        other => Err(format!("unexpected RESP2 type byte {other:#04x}")),
-    }
+        other => return Err(format!("unexpected RESP2 type byte {other:#04x}")),
+    };
+    Ok(Some((value, after)))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::frame_end;
+    use super::parse;
+
+    const REPLIES: [&[u8]; 11] = [
+        b"+OK\r\n",
+        b"+QUEUED\r\n",
+        b"-ERR no\r\n",
+        b"-EXECABORT Transaction discarded\r\n",
+        b":42\r\n",
+        b"$-1\r\n",
+        b"$3\r\nabc\r\n",
+        b"*-1\r\n",
+        b"*0\r\n",
+        b"*2\r\n$1\r\na\r\n:1\r\n",
+        b"*2\r\n*1\r\n+QUEUED\r\n$0\r\n\r\n",
+    ];
 
     #[test]
-    fn frames_complete_and_partial_replies() {
-        for (reply, whole) in [
-            (&b"+OK\r\n"[..], true),
-            (b"-ERR no\r\n", true),
-            (b":42\r\n", true),
-            (b"$-1\r\n", true),
-            (b"$3\r\nabc\r\n", true),
-            (b"*-1\r\n", true),
-            (b"*0\r\n", true),
-            (b"*2\r\n$1\r\na\r\n:1\r\n", true),
-            (b"*2\r\n*1\r\n+QUEUED\r\n$0\r\n\r\n", true),
-        ] {
-            assert_eq!(frame_end(reply, 0), Ok(Some(reply.len())), "{reply:?}");
-            assert!(whole);
+    fn parses_as_redis_rs_does_and_waits_for_partial_replies() {
+        for reply in REPLIES {
+            let (v, end) = parse(reply, 0).unwrap().unwrap();
+            assert_eq!(end, reply.len(), "{reply:?}");
+            let theirs = redis::parse_redis_value(reply).unwrap();
+            assert_eq!(format!("{v:?}"), format!("{theirs:?}"), "{reply:?}");
             for cut in 0..reply.len() {
-                assert_eq!(
-                    frame_end(&reply[..cut], 0),
-                    Ok(None),
+                assert!(
+                    parse(&reply[..cut], 0).unwrap().is_none(),
                     "{reply:?} cut at {cut}"
                 );
             }
@@ -249,11 +265,11 @@ mod tests {
     }
 
     #[test]
-    fn frames_one_value_of_several_and_rejects_garbage() {
+    fn parses_one_value_of_several_and_rejects_garbage() {
         let two = b"$2\r\nab\r\n:7\r\n";
-        assert_eq!(frame_end(two, 0), Ok(Some(8)));
-        assert_eq!(frame_end(two, 8), Ok(Some(two.len())));
-        assert!(frame_end(b"?x\r\n", 0).is_err());
-        assert!(frame_end(b"$x\r\n", 0).is_err());
+        assert_eq!(parse(two, 0).unwrap().unwrap().1, 8);
+        assert_eq!(parse(two, 8).unwrap().unwrap().1, two.len());
+        assert!(parse(b"?x\r\n", 0).is_err());
+        assert!(parse(b"$x\r\n", 0).is_err());
     }
 }

@@ -267,11 +267,11 @@ impl Conn {
                 .await
                 .map(|r| r.rows_affected()),
             Conn::Sqlite(c) => {
-                return sqlite_exec(sqlite(c), sql, args)
+                return sqlite_call(c, |c| sqlite_exec(c, sql, args))
+                    .await
                     .map(|n| Done {
                         rows_affected: n as u64,
                     })
-                    .map_err(DbError::from_sqlite)
             }
         };
         r.map(|rows_affected| Done { rows_affected })
@@ -290,9 +290,7 @@ impl Conn {
                 .fetch_all(&mut *c)
                 .await
                 .and_then(|rows| rows.iter().map(pg_row).collect()),
-            Conn::Sqlite(c) => {
-                return sqlite_fetch(sqlite(c), sql, args).map_err(DbError::from_sqlite)
-            }
+            Conn::Sqlite(c) => return sqlite_call(c, |c| sqlite_fetch(c, sql, args)).await,
         };
         r.map_err(|e| self.err(e))
     }
@@ -304,7 +302,7 @@ impl Conn {
         let r = match self {
             Conn::Mysql(c) => c.execute(s).await.map(|_| ()),
             Conn::Postgres(c) => c.execute(s).await.map(|_| ()),
-            Conn::Sqlite(c) => return sqlite(c).execute_batch(sql).map_err(DbError::from_sqlite),
+            Conn::Sqlite(c) => return sqlite_call(c, |c| c.execute_batch(sql)).await,
         };
         r.map_err(|e| self.err(e))
     }
@@ -321,9 +319,7 @@ impl Conn {
                 .fetch_all(s)
                 .await
                 .and_then(|rows| rows.iter().map(pg_row).collect()),
-            Conn::Sqlite(c) => {
-                return sqlite_fetch(sqlite(c), sql, &[]).map_err(DbError::from_sqlite)
-            }
+            Conn::Sqlite(c) => return sqlite_call(c, |c| sqlite_fetch(c, sql, &[])).await,
         };
         r.map_err(|e| self.err(e))
     }
@@ -381,6 +377,42 @@ fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row, sqlx::Error> {
         });
     }
     Ok(Row(out))
+}
+
+/// The sleeps of SQLite's default busy handler (`sqliteDefaultBusyCallback`), ms; the
+/// last one repeats.
+const SQLITE_BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+/// How long a statement waits for a lock: go-sqlite3's `_busy_timeout`, which JuiceFS
+/// sets to 5000 ms (`_timeout=5000` in `pkg/meta/sql.go`, `newSQLMeta`).
+pub(crate) const SQLITE_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs one SQLite statement on the calling thread. While another connection holds the
+/// lock it waits as SQLite's busy handler would (the same sleeps, up to
+/// [`SQLITE_BUSY_TIMEOUT`]), but asleep on the runtime instead of blocking the thread:
+/// a JuiceFS client blocked on the lock stalls only itself, never the other clients
+/// that share its thread here.
+async fn sqlite_call<T>(
+    c: &mut std::sync::Mutex<rusqlite::Connection>,
+    statement: impl Fn(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> Result<T, DbError> {
+    let mut waited = std::time::Duration::ZERO;
+    let mut attempt = 0;
+    loop {
+        match statement(sqlite(c)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_BUSY
+                    && waited < SQLITE_BUSY_TIMEOUT =>
+            {
+                let delay = SQLITE_BUSY_DELAYS_MS[attempt.min(SQLITE_BUSY_DELAYS_MS.len() - 1)];
+                let delay =
+                    std::time::Duration::from_millis(delay).min(SQLITE_BUSY_TIMEOUT - waited);
+                tokio::time::sleep(delay).await;
+                waited += delay;
+                attempt += 1;
+            }
+            r => return r.map_err(DbError::from_sqlite),
+        }
+    }
 }
 
 /// The connection behind [`Conn::Sqlite`], reached without locking.

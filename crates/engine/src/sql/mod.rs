@@ -206,7 +206,8 @@ impl Target {
     }
 
     /// Opens a SQLite file in-process, configured as JuiceFS's connections are: the
-    /// `_journal=WAL` and `_timeout=5000` that `pkg/meta/sql.go` (`newSQLMeta`) adds, and
+    /// `_journal=WAL` and `_timeout=5000` (see `conn::SQLITE_BUSY_TIMEOUT`) that
+    /// `pkg/meta/sql.go` (`newSQLMeta`) adds, and
     /// go-sqlite3's own default `synchronous = NORMAL` (its `SQLiteDriver.Open`), so a
     /// commit costs what it costs JuiceFS. Read-only connections change no setting.
     fn open_sqlite(
@@ -226,13 +227,17 @@ impl Target {
         };
         let fail = |e: rusqlite::Error| self.connect_error(short(&DbError::from_sqlite(e).msg));
         let c = rusqlite::Connection::open_with_flags(path, flags).map_err(fail)?;
-        c.busy_timeout(Duration::from_millis(5000)).map_err(fail)?;
+        c.busy_timeout(conn::SQLITE_BUSY_TIMEOUT).map_err(fail)?;
         if !read_only {
             c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
                 .map_err(fail)?;
             c.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
                 .map_err(fail)?;
         }
+        // From here on no busy handler inside SQLite: a statement that finds the database
+        // locked returns at once and `conn::sqlite_call` waits for the lock on the
+        // runtime, with the busy handler's sleeps and JuiceFS's 5 s timeout.
+        c.busy_timeout(Duration::ZERO).map_err(fail)?;
         Ok(c)
     }
 
