@@ -225,6 +225,9 @@ impl Mount {
                     mp.display()
                 )));
             }
+            // The daemon outlives its mount for a moment (it closes its log and cache in
+            // our work directory): let it finish before that directory is removed.
+            wait_daemon_gone(&mp, Duration::from_secs(10));
             self.mounted = false;
         }
         if self.created_dir {
@@ -233,6 +236,28 @@ impl Mount {
             self.created_dir = false;
         }
         Ok(())
+    }
+}
+
+/// Waits until no `juicefs mount` process for mount point `mp` is left (read from
+/// `/proc/*/cmdline`), at most `limit`. Only waits: it signals nothing.
+fn wait_daemon_gone(mp: &Path, limit: Duration) {
+    let want = mp.as_os_str().as_encoded_bytes();
+    let alive = || {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        procs.flatten().any(|p| {
+            let Ok(cmd) = std::fs::read(p.path().join("cmdline")) else {
+                return false;
+            };
+            let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+            args.contains(&&b"mount"[..]) && args.contains(&want)
+        })
+    };
+    let t0 = Instant::now();
+    while alive() && t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
