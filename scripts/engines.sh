@@ -216,14 +216,19 @@ probe_path() {
         done
         return 1
         ;;
-    *) command -v "$probe" 2>/dev/null ;;
+    *) type -P "$probe" 2>/dev/null ;;
     esac
+}
+
+# deb_installed PKG: whether Debian package PKG is installed.
+deb_installed() {
+    [[ "$(dpkg-query -W -f '${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
 }
 
 install_all() {
     local need=() src pkg probe
     while read -r src pkg probe; do
-        probe_path "$probe" >/dev/null || need+=("$pkg")
+        deb_installed "$pkg" && probe_path "$probe" >/dev/null || need+=("$pkg")
     done < <(package_rows debian)
     if [[ ${#need[@]} -gt 0 ]]; then
         apt_install "${need[@]}"
@@ -239,6 +244,38 @@ install_all() {
     ensure_tikv_standin
 }
 
+# file_owner PATH: the Debian packages that own PATH (or, on a merged /usr, its /bin or
+# /lib twin; or the file a symlink points at).
+file_owner() {
+    local p
+    for p in "$1" "$(readlink -f "$1")" "${1#/usr}" "$(readlink -f "$1" | sed 's|^/usr||')"; do
+        [[ -n "$p" ]] || continue
+        dpkg -S "$p" 2>/dev/null | head -n 1 | cut -d: -f1 | tr ',' ' ' && return 0
+    done
+    return 0
+}
+
+# dep_closure PKG: PKG and the packages it depends on, three levels deep (a metapackage
+# such as postgresql-client ships its programs through postgresql-client-15 and
+# postgresql-client-common).
+dep_closure() {
+    local level=0 frontier="$1" all=" $1 " next p d
+    while ((level < 3)) && [[ -n "$frontier" ]]; do
+        next=""
+        for p in $frontier; do
+            for d in $(dpkg-query -W -f '${Depends} ${Pre-Depends}' "$p" 2>/dev/null |
+                tr ',|' '  ' | sed -E 's/\([^)]*\)//g; s/:any//g'); do
+                [[ "$all" == *" $d "* ]] && continue
+                all+="$d "
+                next+=" $d"
+            done
+        done
+        frontier="$next"
+        level=$((level + 1))
+    done
+    echo "$all"
+}
+
 # check_packages: every Debian row's probe is owned by its package (or by a package it
 # depends on), so a hand-installed binary cannot hide a missing install step; and every
 # program the Rust tests and tools spawn by name (Command::new("…")) is some row's probe.
@@ -249,15 +286,13 @@ check_packages() {
         names+=("$(basename "$probe")")
         case "$src" in
         debian)
-            if [[ -z "$path" ]]; then
-                say "check-packages: $pkg: $probe not found (run scripts/engines.sh install)"
+            if [[ -z "$path" ]] || ! deb_installed "$pkg"; then
+                say "check-packages: $pkg is not installed or has no $probe (run scripts/engines.sh install)"
                 bad=1
                 continue
             fi
-            owner="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | cut -d: -f1 | tr ',' ' ' || true)"
-            owner="${owner:-$(dpkg -S "$path" 2>/dev/null | cut -d: -f1 | tr ',' ' ' || true)}"
-            deps=" $pkg $(dpkg-query -W -f '${Depends} ${Pre-Depends}' "$pkg" 2>/dev/null |
-                tr ',|' '  ' | sed -E 's/\([^)]*\)//g') "
+            owner="$(file_owner "$path")"
+            deps=" $(dep_closure "$pkg") "
             local o ok=0
             for o in $owner; do
                 [[ "$deps" == *" $o "* ]] && ok=1
