@@ -70,12 +70,36 @@ pub(crate) struct Timed {
     pub cost: SessionStats,
 }
 
-/// The one timing path: yields to the client thread's other tasks once per coop budget
-/// (clients whose calls never wait, SQLite in-process or memkv, would otherwise hold the
-/// thread), prepares the call untimed, then times the call alone. Fails only when the
-/// untimed preparation does.
+/// How long a client thread runs calls without going back to its scheduler at most
+/// (between calls): clients whose calls never wait (SQLite in-process, memkv) would
+/// otherwise hold the thread from the other clients and the lag probe.
+const YIELD_EVERY: Duration = Duration::from_micros(200);
+
+thread_local! {
+    /// When the clients of this thread last yielded to its scheduler on purpose.
+    static LAST_YIELD: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Yields to the thread's other tasks when it has not done so for [`YIELD_EVERY`].
+async fn pace() {
+    let now = Instant::now();
+    let due = LAST_YIELD.with(|last| match last.get() {
+        Some(t) if now - t < YIELD_EVERY => false,
+        _ => {
+            last.set(Some(now));
+            true
+        }
+    });
+    if due {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
+/// the call untimed, then times the call alone. Fails only when the untimed preparation
+/// does.
 pub(crate) async fn timed_call(state: &mut OpState, meta: &mut dyn Meta) -> Result<Timed> {
-    tokio::task::consume_budget().await;
+    pace().await;
     state.prepare(meta).await?;
     let before = meta.stats();
     let start = Instant::now();

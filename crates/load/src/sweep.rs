@@ -536,7 +536,7 @@ pub async fn run_sweep(
             ))
         } else if lag_p99 > CLIENT_LAG_LIMIT {
             Some(format!(
-                "scheduling lag p99 {:.1} ms: tasks wait for a core",
+                "scheduling lag p99 {:.1} ms: tasks wait for a core (an in-process engine such as SQLite runs on the client threads and counts here too)",
                 lag_p99.as_secs_f64() * 1000.0
             ))
         } else {
