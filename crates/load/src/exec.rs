@@ -6,11 +6,15 @@
 //! there, with no hand-off to another thread. `ops` and `sweep` both run their clients
 //! here, so they time a call the same way.
 //!
+//! [`timed_call`] is the one timing path: every runner times a call with it.
+//!
 //! The coordinator (windows, CPU time, scheduling-lag probe) stays on the caller's
 //! runtime, on other OS threads, so busy clients cannot starve the measurement of
 //! themselves; see [`LagProbe`].
 
+use crate::catalog::OpState;
 use hdrhistogram::Histogram;
+use metabench_engine::{Meta, Result, SessionStats};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -190,6 +194,61 @@ impl LagProbe {
         }
         h
     }
+}
+
+/// One timed call, as every runner times it (`ops`, `sweep`, at any level).
+pub(crate) struct Timed {
+    /// What the call returned.
+    pub outcome: Result<()>,
+    /// When the call was issued and when its answer was back.
+    pub start: Instant,
+    /// See `start`.
+    pub end: Instant,
+    /// What the call sent (round trips, retries).
+    pub cost: SessionStats,
+}
+
+/// How long a client thread runs calls without going back to its scheduler at most
+/// (between calls): clients whose calls never wait (SQLite in-process, memkv) would
+/// otherwise hold the thread from the other clients and the lag probe.
+const YIELD_EVERY: Duration = Duration::from_micros(200);
+
+thread_local! {
+    /// When the clients of this thread last yielded to its scheduler on purpose.
+    static LAST_YIELD: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Yields to the thread's other tasks when it has not done so for [`YIELD_EVERY`].
+async fn pace() {
+    let now = Instant::now();
+    let due = LAST_YIELD.with(|last| match last.get() {
+        Some(t) if now - t < YIELD_EVERY => false,
+        _ => {
+            last.set(Some(now));
+            true
+        }
+    });
+    if due {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
+/// the call untimed, then times the call alone. Fails only when the untimed preparation
+/// does.
+pub(crate) async fn timed_call(state: &mut OpState, meta: &mut dyn Meta) -> Result<Timed> {
+    pace().await;
+    state.prepare(meta).await?;
+    let before = meta.stats();
+    let start = Instant::now();
+    let outcome = state.call(meta).await;
+    let end = Instant::now();
+    Ok(Timed {
+        outcome,
+        start,
+        end,
+        cost: meta.stats().since(&before),
+    })
 }
 
 #[cfg(test)]

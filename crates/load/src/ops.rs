@@ -2,15 +2,16 @@
 //! runs them (untimed setup, timed calls), with an HdrHistogram per operation.
 
 use crate::catalog::{Op, OpState};
+use crate::exec::{timed_call, Timed};
 use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Meta, MetaError, Result, SessionStats};
+use metabench_engine::{Ctx, Meta, MetaError, Result};
 use metabench_report::histogram::{encode, new_latency_histogram};
 use metabench_report::OpResult;
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How much of each operation to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,61 +57,6 @@ impl StopFlag {
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
-}
-
-/// One timed call, as every runner times it (`ops`, `sweep`, at any level).
-pub(crate) struct Timed {
-    /// What the call returned.
-    pub outcome: Result<()>,
-    /// When the call was issued and when its answer was back.
-    pub start: Instant,
-    /// See `start`.
-    pub end: Instant,
-    /// What the call sent (round trips, retries).
-    pub cost: SessionStats,
-}
-
-/// How long a client thread runs calls without going back to its scheduler at most
-/// (between calls): clients whose calls never wait (SQLite in-process, memkv) would
-/// otherwise hold the thread from the other clients and the lag probe.
-const YIELD_EVERY: Duration = Duration::from_micros(200);
-
-thread_local! {
-    /// When the clients of this thread last yielded to its scheduler on purpose.
-    static LAST_YIELD: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
-}
-
-/// Yields to the thread's other tasks when it has not done so for [`YIELD_EVERY`].
-async fn pace() {
-    let now = Instant::now();
-    let due = LAST_YIELD.with(|last| match last.get() {
-        Some(t) if now - t < YIELD_EVERY => false,
-        _ => {
-            last.set(Some(now));
-            true
-        }
-    });
-    if due {
-        tokio::task::yield_now().await;
-    }
-}
-
-/// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
-/// the call untimed, then times the call alone. Fails only when the untimed preparation
-/// does.
-pub(crate) async fn timed_call(state: &mut OpState, meta: &mut dyn Meta) -> Result<Timed> {
-    pace().await;
-    state.prepare(meta).await?;
-    let before = meta.stats();
-    let start = Instant::now();
-    let outcome = state.call(meta).await;
-    let end = Instant::now();
-    Ok(Timed {
-        outcome,
-        start,
-        end,
-        cost: meta.stats().since(&before),
-    })
 }
 
 /// Runs the operations one after the other in directory `base`, each in a directory of

@@ -3,8 +3,8 @@
 //! own working set; a warm-up is discarded, then a timed window is measured.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::Exec;
-use crate::ops::{timed_call, StopFlag};
+use crate::exec::{timed_call, Exec};
+use crate::ops::StopFlag;
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;

@@ -72,8 +72,13 @@ impl Wire {
         self.db = db;
     }
 
-    /// Sends `wbuf`, then reads `n` replies, within the response timeout.
-    async fn round_trip(&mut self, n: usize) -> RedisResult<Vec<Value>> {
+    /// Sends `wbuf`, then reads `n` replies into `keep(index, reply)`, within the response
+    /// timeout.
+    async fn round_trip(
+        &mut self,
+        n: usize,
+        mut keep: impl FnMut(usize, Value),
+    ) -> RedisResult<()> {
         if self.broken {
             return Err(io_err(std::io::Error::new(
                 std::io::ErrorKind::BrokenPipe,
@@ -83,11 +88,10 @@ impl Wire {
         let timeout = self.response_timeout;
         let work = async {
             self.stream.write_all(&self.wbuf).await.map_err(io_err)?;
-            let mut out = Vec::with_capacity(n);
-            for _ in 0..n {
-                out.push(self.read_value().await?);
+            for i in 0..n {
+                keep(i, self.read_value().await?);
             }
-            Ok::<_, RedisError>(out)
+            Ok::<_, RedisError>(())
         };
         let r = match tokio::time::timeout(timeout, work).await {
             Ok(r) => r,
@@ -136,8 +140,9 @@ impl ConnectionLike for Wire {
         Box::pin(async move {
             self.wbuf.clear();
             cmd.write_packed_command(&mut self.wbuf);
-            let mut v = self.round_trip(1).await?;
-            Ok(v.pop().expect("one reply"))
+            let mut reply = Value::Nil;
+            self.round_trip(1, |_, v| reply = v).await?;
+            Ok(reply)
         })
     }
 
@@ -149,15 +154,22 @@ impl ConnectionLike for Wire {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             self.wbuf = pipeline.get_packed_pipeline();
-            let mut all = self.round_trip(offset + count).await?;
-            let replies = all.split_off(offset);
-            // A command refused while queueing in MULTI (all[1..offset]) or an EXEC answered
-            // with an error (EXECABORT) is the request's error, as redis-rs reports it.
-            if let Some(Value::ServerError(e)) =
-                all.into_iter().find(|v| matches!(v, Value::ServerError(_)))
-            {
+            let mut replies = Vec::with_capacity(count);
+            let mut queue_error = None;
+            self.round_trip(offset + count, |i, v| match v {
+                // MULTI's +OK and the +QUEUED of each command are not handed out; a command
+                // refused while queueing is the request's error, as redis-rs reports it.
+                Value::ServerError(e) if i < offset => {
+                    queue_error.get_or_insert(e);
+                }
+                _ if i < offset => {}
+                v => replies.push(v),
+            })
+            .await?;
+            if let Some(e) = queue_error {
                 return Err(e.into());
             }
+            // An EXEC answered with an error (EXECABORT) is the request's error too.
             if pipeline.is_transaction() {
                 if let Some(Value::ServerError(e)) = replies.last() {
                     return Err(e.clone().into());

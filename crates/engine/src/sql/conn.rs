@@ -111,7 +111,8 @@ impl DbError {
         }
     }
 
-    /// Classifies an sqlx error as JuiceFS's `shouldRetry` does for `dialect`.
+    /// Classifies an sqlx error (MySQL, PostgreSQL) as JuiceFS's `shouldRetry` does for
+    /// `dialect`; SQLite's errors come from rusqlite ([`DbError::from_sqlite`]).
     pub fn classify(dialect: Dialect, e: sqlx::Error) -> Self {
         let broken = matches!(
             e,
@@ -133,10 +134,7 @@ impl DbError {
                     }
                 }
                 Dialect::Postgres => duplicate = code == "23505",
-                // SQLITE_CONSTRAINT and its extended codes (2067 unique, 1555 primary key…)
-                Dialect::Sqlite => {
-                    duplicate = code.parse::<i64>().map(|c| c & 0xff == 19).unwrap_or(false)
-                }
+                Dialect::Sqlite => {}
             }
         }
         let msg = e.to_string();
@@ -144,7 +142,7 @@ impl DbError {
         let retry = m.contains("too many connections")
             || m.contains("too many clients")
             || match dialect {
-                Dialect::Sqlite => m.contains("database is locked") || m.contains("(code: 5)"),
+                Dialect::Sqlite => false,
                 Dialect::Mysql => {
                     m.contains("try restarting transaction")
                         || m.contains("try again later")
@@ -241,6 +239,11 @@ macro_rules! bind_all {
 }
 
 impl Conn {
+    /// Wraps an open SQLite connection.
+    pub fn sqlite(c: rusqlite::Connection) -> Self {
+        Conn::Sqlite(Box::new(std::sync::Mutex::new(c)))
+    }
+
     /// The connection's dialect.
     pub fn dialect(&self) -> Dialect {
         match self {
@@ -298,10 +301,10 @@ impl Conn {
     /// Runs a statement without parameters through the simple query protocol (MySQL
     /// `COM_QUERY`, PostgreSQL `Query`): BEGIN, COMMIT, ROLLBACK, DDL, session settings.
     pub async fn simple(&mut self, sql: &str) -> Result<(), DbError> {
-        let s = AssertSqlSafe(sql.to_owned());
+        let s = || AssertSqlSafe(sql.to_owned());
         let r = match self {
-            Conn::Mysql(c) => c.execute(s).await.map(|_| ()),
-            Conn::Postgres(c) => c.execute(s).await.map(|_| ()),
+            Conn::Mysql(c) => c.execute(s()).await.map(|_| ()),
+            Conn::Postgres(c) => c.execute(s()).await.map(|_| ()),
             Conn::Sqlite(c) => return sqlite_call(c, |c| c.execute_batch(sql)).await,
         };
         r.map_err(|e| self.err(e))
@@ -309,14 +312,14 @@ impl Conn {
 
     /// A query without parameters through the simple query protocol, with its rows.
     pub async fn simple_fetch(&mut self, sql: &str) -> Result<Vec<Row>, DbError> {
-        let s = AssertSqlSafe(sql.to_owned());
+        let s = || AssertSqlSafe(sql.to_owned());
         let r = match self {
             Conn::Mysql(c) => c
-                .fetch_all(s)
+                .fetch_all(s())
                 .await
                 .and_then(|rows| rows.iter().map(mysql_row).collect()),
             Conn::Postgres(c) => c
-                .fetch_all(s)
+                .fetch_all(s())
                 .await
                 .and_then(|rows| rows.iter().map(pg_row).collect()),
             Conn::Sqlite(c) => return sqlite_call(c, |c| sqlite_fetch(c, sql, &[])).await,

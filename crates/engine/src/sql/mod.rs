@@ -172,7 +172,7 @@ impl Target {
                         )));
                     }
                     let c = self.open_sqlite(path, create, false)?;
-                    Ok(Conn::Sqlite(Box::new(std::sync::Mutex::new(c))))
+                    Ok(Conn::sqlite(c))
                 }
             }
         };
@@ -200,16 +200,14 @@ impl Target {
     /// A read-only SQLite connection that neither creates the file nor changes its
     /// journal mode (for probe).
     async fn connect_sqlite_readonly(&self, path: &PathBuf) -> Result<Conn> {
-        Ok(Conn::Sqlite(Box::new(std::sync::Mutex::new(
-            self.open_sqlite(path, false, true)?,
-        ))))
+        Ok(Conn::sqlite(self.open_sqlite(path, false, true)?))
     }
 
     /// Opens a SQLite file in-process, configured as JuiceFS's connections are: the
     /// `_journal=WAL` and `_timeout=5000` (see `conn::SQLITE_BUSY_TIMEOUT`) that
-    /// `pkg/meta/sql.go` (`newSQLMeta`) adds, and
-    /// go-sqlite3's own default `synchronous = NORMAL` (its `SQLiteDriver.Open`), so a
-    /// commit costs what it costs JuiceFS. Read-only connections change no setting.
+    /// `pkg/meta/sql.go` (`newSQLMeta`) adds, and go-sqlite3's own default
+    /// `synchronous = NORMAL` (its `SQLiteDriver.Open`), so a commit costs what it costs
+    /// JuiceFS. Read-only connections change no setting.
     fn open_sqlite(
         &self,
         path: &PathBuf,
