@@ -208,3 +208,186 @@ fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
         tree.keys().collect::<Vec<_>>()
     );
 }
+
+/// Starts `metabench sweep` on `url` with `args`, its stderr in `log`.
+fn spawn_sweep(url: &str, args: &[&str], json: &Path, log: &Path) -> std::process::Child {
+    metabench()
+        .args(["sweep", "--meta", url])
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .stderr(std::fs::File::create(log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the sweep has reported its level of `clients` clients on stderr.
+fn wait_for_level(log: &Path, clients: u32) {
+    let line = format!(" {clients} clients  ");
+    let start = Instant::now();
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains(&line)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "sweep never reported level {clients}: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {sig} {pid}");
+}
+
+/// The level of `clients` clients and its getattr figures.
+fn getattr_at(run: &SweepResults, clients: u32) -> &metabench_report::LevelOp {
+    let level = run.levels.iter().find(|l| l.clients == clients).unwrap();
+    level.ops.iter().find(|o| o.op == "getattr").unwrap()
+}
+
+#[test]
+fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let args = [
+        "--conc",
+        "1,2",
+        "--ops",
+        "getattr",
+        "--warmup",
+        "500ms",
+        "--duration",
+        "1s",
+    ];
+    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
+    // Into the 2-client level's 1 s window (after its 500 ms warm-up), then a 3 s freeze:
+    // the calls in flight outlast the window and must still be recorded.
+    wait_for_level(&log, 1);
+    std::thread::sleep(Duration::from_millis(900));
+    signal(redis.pid(), "-STOP");
+    std::thread::sleep(Duration::from_secs(3));
+    signal(redis.pid(), "-CONT");
+    let out = child.wait_with_output().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let frozen = getattr_at(&run, 2);
+    assert!(
+        frozen.max_us >= 2.5e6,
+        "the freeze is missing from the tail: max {} µs",
+        frozen.max_us
+    );
+    assert!(frozen.in_flight_at_end >= 1, "{frozen:?}");
+    // Throughput divides by the real window, which the stalled calls stretched.
+    assert!(frozen.window_s >= 2.0, "window {} s", frozen.window_s);
+    assert!(
+        (frozen.ops_per_s - frozen.count as f64 / frozen.window_s).abs() < 1.0,
+        "{frozen:?}"
+    );
+    assert_eq!(run.plan.op_timeout_s, 30.0);
+    assert!(run.failure.is_none());
+}
+
+#[test]
+fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let args = [
+        "--conc",
+        "1,2",
+        "--ops",
+        "getattr",
+        "--warmup",
+        "500ms",
+        "--duration",
+        "4s",
+        "--op-timeout",
+        "500ms",
+    ];
+    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
+    wait_for_level(&log, 1);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(redis.pid(), "-STOP");
+    std::thread::sleep(Duration::from_secs(2));
+    signal(redis.pid(), "-CONT");
+    let out = child.wait_with_output().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let frozen = getattr_at(&run, 2);
+    let timeouts = frozen.errors.get("timeout").copied().unwrap_or(0);
+    assert!(timeouts >= 2, "one timeout per client at least: {frozen:?}");
+    assert!(
+        frozen.failed_max_us >= 0.5e6 && frozen.max_us < 0.5e6,
+        "a timeout is kept with its elapsed time, apart from the answered calls: {frozen:?}"
+    );
+    // The clients went on with fresh sessions once the engine answered again.
+    assert!(frozen.count > 100, "{frozen:?}");
+    assert_eq!(run.plan.op_timeout_s, 0.5);
+    // And the namespace was removed: only the volume's own keys are left.
+    assert!(run.failure.is_none());
+}
+
+#[test]
+fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let args = [
+        "--conc",
+        "1,2,4,8",
+        "--ops",
+        "getattr",
+        "--warmup",
+        "200ms",
+        "--duration",
+        "1s",
+        "--op-timeout",
+        "1s",
+    ];
+    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
+    wait_for_level(&log, 1);
+    std::thread::sleep(Duration::from_millis(600));
+    signal(redis.pid(), "-KILL");
+    let out = child.wait_with_output().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(run.levels.len(), 2, "{stderr}");
+    assert!(!run.levels[0].partial && getattr_at(&run, 1).count > 0);
+    assert!(run.levels[1].partial);
+    let failure = run.failure.as_ref().expect("the failure is in the results");
+    assert_eq!(
+        (
+            failure.engine.as_str(),
+            failure.clients,
+            failure.op.as_str()
+        ),
+        ("redis", 2, "getattr"),
+        "{failure:?}"
+    );
+    assert!(failure.left_behind.is_some(), "{failure:?}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {stderr}"));
+    assert!(
+        line.contains("redis engine failed at the 2-client level, during getattr"),
+        "{line}"
+    );
+    assert!(
+        stderr.contains("left behind: the volume metabench-") && stderr.contains("juicefs destroy"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(metabench_testkit::PASSWORD));
+}

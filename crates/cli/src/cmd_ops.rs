@@ -38,6 +38,11 @@ pub struct OpsArgs {
     #[arg(long)]
     client_cache: bool,
 
+    /// How long one call may take: one without an answer by then counts as a `timeout`
+    /// error, and the run goes on with a fresh session.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    op_timeout: Duration,
+
     /// Write the results (versioned JSON, with histograms) to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -104,6 +109,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ops: ops.clone(),
         budget,
         client_cache: args.client_cache,
+        op_timeout: args.op_timeout,
     };
     let client = {
         let (engine, stop, run_id) = (target.engine.clone(), stop.clone(), run_id.clone());
@@ -117,7 +123,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                 if let Some(f) = &floor {
                     say!("{}", floor_line(f));
                 }
-                let results = run_ops(meta.as_mut(), ns.dir, &config, &stop, |r| {
+                let results = run_ops(&mut meta, &*engine, ns.dir, &config, &stop, |r| {
                     match &r.skipped {
                         Some(why) => say!("  {:<12} skipped: {why}", r.op),
                         None => say!(
@@ -163,6 +169,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                 Budget::Iterations(_) => None,
             },
             client_cache: args.client_cache,
+            op_timeout_s: args.op_timeout.as_secs_f64(),
         },
         floor,
         results,

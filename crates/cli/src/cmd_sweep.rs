@@ -3,11 +3,11 @@
 use crate::args::{check_output_path, git_commit, parse_duration, watch_ctrl_c, write_file};
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, Target, TargetArgs};
-use crate::EXIT_INTERRUPTED;
+use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use indicatif::{ProgressBar, ProgressStyle};
-use metabench_engine::namespace::Namespace;
+use metabench_engine::namespace::{Namespace, NAMESPACE_DIR};
 use metabench_engine::SessionOptions;
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{run_sweep, ConcSpec, Exec, Live, Op, StopFlag, SweepConfig, Workload};
@@ -68,6 +68,12 @@ pub struct SweepArgs {
     /// Reproduce the Go client's caches (see `metabench ops --help`).
     #[arg(long)]
     client_cache: bool,
+
+    /// How long one call may take. A call started in a window is recorded when it
+    /// finishes, after the window's end too; one without an answer by this time counts
+    /// as a `timeout` error, and its client goes on with a fresh session.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    op_timeout: Duration,
 
     /// Write the results (versioned JSON with histograms) to this file.
     #[arg(long, value_name = "FILE")]
@@ -191,6 +197,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
         until_plateau: args.until_plateau,
         client_cache: args.client_cache,
+        op_timeout_s: args.op_timeout.as_secs_f64(),
     };
 
     // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
@@ -251,6 +258,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         shared_dir: args.shared_dir,
         until_plateau: args.until_plateau,
         session: SessionOptions::for_runs(args.client_cache),
+        op_timeout: args.op_timeout,
     };
     let mut namespace = None;
     let mut log_error = None;
@@ -283,9 +291,24 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     .await;
     ticker.abort();
     bar.finish_and_clear();
+    let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
+    if failed {
+        // The engine failed mid-run: clean up once it answers again, within a bound.
+        wait_for_engine(&target, ENGINE_RECOVERY_WAIT).await;
+    }
+    // Said now: cleanup consumes the target.
+    let leftover = left_behind(&target, &engine.url, namespace.as_ref());
     let cleanup = target.finish(namespace.as_ref()).await;
     watcher.abort();
-    let outcome = outcome?;
+    let mut outcome = outcome?;
+    let cleanup = match (cleanup, &mut outcome.failure) {
+        (Err(e), Some(failure)) => {
+            // Reported with the failure; the results are still written below.
+            failure.left_behind = Some(format!("{leftover} (cleanup failed: {})", e.one_line()));
+            Ok(())
+        }
+        (cleanup, _) => cleanup,
+    };
     cleanup?;
 
     let mut run = SweepResults {
@@ -303,6 +326,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         stopped_early: outcome.stopped_early,
         peak_rss_bytes: metabench_report::model::peak_rss_bytes(),
         interrupted: stop.is_stopped(),
+        failure: outcome.failure.map(Box::new),
     };
     run.analyse();
     out!("{}", sweep_table(&run));
@@ -328,5 +352,52 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     if let Some(e) = log_error {
         return Err(e);
     }
+    if let Some(failure) = &run.failure {
+        say!("error: {}", failure.line());
+        if let Some(left) = &failure.left_behind {
+            say!("left behind: {left}");
+        }
+        return Ok(EXIT_ENGINE_FAILED);
+    }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
+}
+
+/// How long a run whose engine failed waits for it to answer again before cleaning up.
+const ENGINE_RECOVERY_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits, at most `limit`, until the engine opens a session and answers its null round
+/// trip again.
+async fn wait_for_engine(target: &Target, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    let step = Duration::from_secs(1);
+    loop {
+        let answered = tokio::time::timeout(step, async {
+            let mut meta = target
+                .session(&SessionOptions::for_runs(false))
+                .await
+                .ok()?;
+            meta.null_round_trip().await.ok()
+        })
+        .await;
+        if matches!(answered, Ok(Some(_))) || tokio::time::Instant::now() + step > deadline {
+            return;
+        }
+        tokio::time::sleep(step).await;
+    }
+}
+
+/// What a failed cleanup would leave behind, and how to remove it once the engine is back.
+fn left_behind(target: &Target, url: &str, namespace: Option<&Namespace>) -> String {
+    match (target.formatted_uuid(), namespace) {
+        (Some(uuid), _) => format!(
+            "the volume {} that metabench formatted at {url}: remove it with `juicefs destroy {url} {uuid}` once the engine is back",
+            target.format.name
+        ),
+        (None, Some(ns)) => format!(
+            "the run's namespace /{}/{} in the volume at {url}: remove it with `juicefs rmr MOUNTPOINT/{0}/{1}` once the engine is back",
+            String::from_utf8_lossy(NAMESPACE_DIR),
+            ns.run_id
+        ),
+        (None, None) => "nothing".to_owned(),
+    }
 }

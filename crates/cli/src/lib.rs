@@ -46,6 +46,10 @@ pub use error::CliError;
 /// Exit code after Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// Exit code when the engine failed mid-run (died, or stopped answering): the levels
+/// measured so far, the partial one last, are in every requested output.
+pub const EXIT_ENGINE_FAILED: i32 = 3;
+
 /// Benchmark the metadata engines of JuiceFS with JuiceFS's own schema and transactions.
 ///
 /// metabench talks to Redis, MySQL/MariaDB, PostgreSQL or SQLite directly, sending the

@@ -137,6 +137,11 @@ impl Target {
         self.formatted.is_some()
     }
 
+    /// The UUID of the volume metabench formatted for this run, if it did.
+    pub fn formatted_uuid(&self) -> Option<&str> {
+        self.formatted.as_deref()
+    }
+
     /// Opens a session (one JuiceFS client).
     pub async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>, CliError> {
         Ok(self.engine.session(opts).await?)

@@ -53,6 +53,10 @@ pub enum MetaError {
     /// Any other error the engine returned.
     #[error("{0}")]
     Engine(String),
+    /// The call did not finish within the run's op timeout (`--op-timeout`). The session's
+    /// connection is in an unknown state afterwards: runners open a fresh one.
+    #[error("no answer within {0:?} (op timeout)")]
+    Timeout(std::time::Duration),
 }
 
 impl MetaError {
@@ -74,7 +78,18 @@ impl MetaError {
             Self::Connect { .. } => "connect",
             Self::Corrupt(_) => "corrupt",
             Self::Engine(_) => "engine",
+            Self::Timeout(_) => "timeout",
         }
+    }
+
+    /// Whether the session that returned this error may be unusable: a timeout left a
+    /// request half-way, or the connection failed (I/O errors come as [`MetaError::Engine`]).
+    /// An errno answer (ENOENT, EEXIST, …) or a conflict never breaks a session.
+    pub fn breaks_session(&self) -> bool {
+        matches!(
+            self,
+            Self::Timeout(_) | Self::Engine(_) | Self::Connect { .. }
+        )
     }
 }
 

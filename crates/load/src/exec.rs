@@ -14,7 +14,7 @@
 
 use crate::catalog::OpState;
 use hdrhistogram::Histogram;
-use metabench_engine::{Meta, Result, SessionStats};
+use metabench_engine::{Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -234,14 +234,22 @@ async fn pace() {
 }
 
 /// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
-/// the call untimed, then times the call alone. Fails only when the untimed preparation
-/// does.
-pub(crate) async fn timed_call(state: &mut OpState, meta: &mut dyn Meta) -> Result<Timed> {
+/// the call untimed, then times the call alone, bounded by `op_timeout`: a call that has
+/// no answer by then ends as [`MetaError::Timeout`] with its elapsed time, and the
+/// session must be replaced ([`reopen`]). Fails only when the untimed preparation does.
+pub(crate) async fn timed_call(
+    state: &mut OpState,
+    meta: &mut dyn Meta,
+    op_timeout: Duration,
+) -> Result<Timed> {
     pace().await;
     state.prepare(meta).await?;
     let before = meta.stats();
     let start = Instant::now();
-    let outcome = state.call(meta).await;
+    let outcome = match tokio::time::timeout(op_timeout, state.call(meta)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(MetaError::Timeout(op_timeout)),
+    };
     let end = Instant::now();
     Ok(Timed {
         outcome,
@@ -249,6 +257,37 @@ pub(crate) async fn timed_call(state: &mut OpState, meta: &mut dyn Meta) -> Resu
         end,
         cost: meta.stats().since(&before),
     })
+}
+
+/// Pause between two attempts to open a fresh session while the engine does not answer.
+const REOPEN_PAUSE: Duration = Duration::from_millis(100);
+
+/// Replaces a client's session after a call left it unusable (a timeout half-way through
+/// a request, a dropped connection): opens a fresh one on this thread, each attempt
+/// bounded by `op_timeout`, until one opens or `give_up_at` passes (then the last
+/// reason). The old session is dropped (its connection closed) once the fresh one is
+/// open; a client that could not reopen keeps it, and stops.
+pub(crate) async fn reopen(
+    meta: &mut Box<dyn Meta>,
+    engine: &dyn Engine,
+    opts: &SessionOptions,
+    op_timeout: Duration,
+    give_up_at: Instant,
+) -> Result<()> {
+    loop {
+        let error = match tokio::time::timeout(op_timeout, engine.session(opts)).await {
+            Ok(Ok(fresh)) => {
+                *meta = fresh;
+                return Ok(());
+            }
+            Ok(Err(e)) => e,
+            Err(_) => MetaError::Timeout(op_timeout),
+        };
+        if Instant::now() + REOPEN_PAUSE >= give_up_at {
+            return Err(error);
+        }
+        tokio::time::sleep(REOPEN_PAUSE).await;
+    }
 }
 
 #[cfg(test)]

@@ -2,16 +2,16 @@
 //! runs them (untimed setup, timed calls), with an HdrHistogram per operation.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{timed_call, Timed};
+use crate::exec::{reopen, timed_call, Timed};
 use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Meta, MetaError, Result};
+use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
 use metabench_report::histogram::{encode, new_latency_histogram};
 use metabench_report::OpResult;
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How much of each operation to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +35,12 @@ pub struct OpsConfig {
     pub ops: Vec<Op>,
     /// How much of each.
     pub budget: Budget,
-    /// Whether sessions reproduce the Go client's caches (for the notes).
+    /// Whether sessions reproduce the Go client's caches (for the notes, and for the
+    /// fresh session that replaces one a failed call left unusable).
     pub client_cache: bool,
+    /// How long one call may take: a call without an answer by then counts as a
+    /// `timeout` error and the run continues on a fresh session.
+    pub op_timeout: Duration,
 }
 
 /// Set when the user asked to stop (Ctrl-C); runners stop at the next call boundary.
@@ -61,9 +65,12 @@ fn us(ns: u64) -> f64 {
 
 /// Runs the operations one after the other in directory `base`, each in a directory of
 /// its own that is removed afterwards. `progress` hears about each finished operation.
-/// Returns the results gathered so far when `stop` is set.
+/// Returns the results gathered so far when `stop` is set. A call that leaves the session
+/// unusable (a timeout, a dropped connection) is counted and `meta` is replaced by a
+/// fresh session of `engine`.
 pub async fn run_ops(
-    meta: &mut dyn Meta,
+    meta: &mut Box<dyn Meta>,
+    engine: &dyn Engine,
     base: Ino,
     config: &OpsConfig,
     stop: &StopFlag,
@@ -74,7 +81,7 @@ pub async fn run_ops(
         if stop.is_stopped() {
             break;
         }
-        let result = run_one(meta, base, op, config, stop).await?;
+        let result = run_one(meta, engine, base, op, config, stop).await?;
         progress(&result);
         results.push(result);
     }
@@ -82,7 +89,8 @@ pub async fn run_ops(
 }
 
 async fn run_one(
-    meta: &mut dyn Meta,
+    meta: &mut Box<dyn Meta>,
+    engine: &dyn Engine,
     base: Ino,
     op: Op,
     config: &OpsConfig,
@@ -96,13 +104,13 @@ async fn run_one(
     };
     let setup = async {
         let (dir, _) = meta.mkdir(&Ctx::root(), base, &dir_name, 0o755, 0).await?;
-        OpState::setup(op, meta, dir, "").await
+        OpState::setup(op, meta.as_mut(), dir, "").await
     };
     let mut state = match setup.await {
         Ok(s) => s,
         Err(e) => {
             result.skipped = Some(format!("setup failed: {e}"));
-            remove_tree(meta, base, &dir_name).await?;
+            remove_tree(meta.as_mut(), base, &dir_name).await?;
             return Ok(result);
         }
     };
@@ -126,7 +134,7 @@ async fn run_one(
             start,
             end,
             cost,
-        } = timed_call(&mut state, meta).await?;
+        } = timed_call(&mut state, meta.as_mut(), config.op_timeout).await?;
         let elapsed = end - start;
         calls += 1;
         timed += elapsed;
@@ -146,6 +154,11 @@ async fn run_one(
             }
             Err(e) => {
                 *errors.entry(e.kind().to_owned()).or_default() += 1;
+                if e.breaks_session() {
+                    let opts = SessionOptions::for_runs(config.client_cache);
+                    let give_up_at = Instant::now() + config.op_timeout;
+                    reopen(meta, engine, &opts, config.op_timeout, give_up_at).await?;
+                }
                 consecutive_errors += 1;
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
                     result.skipped = Some(format!(
@@ -157,7 +170,7 @@ async fn run_one(
         }
     }
     meta.flush().await?;
-    remove_tree(meta, base, &dir_name).await?;
+    remove_tree(meta.as_mut(), base, &dir_name).await?;
 
     let ok = hist.len();
     result.count = ok;

@@ -3,7 +3,7 @@
 //! own working set; a warm-up is discarded, then a timed window is measured.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{timed_call, Exec};
+use crate::exec::{reopen, timed_call, Exec};
 use crate::ops::StopFlag;
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
@@ -11,7 +11,7 @@ use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::histogram::encode;
-use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp};
+use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp, RunFailure};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -49,7 +49,14 @@ pub struct SweepConfig {
     pub until_plateau: bool,
     /// Session behaviour (client caches).
     pub session: SessionOptions,
+    /// How long one call may take: a call without an answer by then counts as a
+    /// `timeout` error and its client continues on a fresh session.
+    pub op_timeout: Duration,
 }
+
+/// `--op-timeout`'s default: JuiceFS's own Redis read timeout, long enough that only a
+/// stalled engine reaches it.
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Live figures for a progress display, updated by the running clients.
 #[derive(Debug, Default)]
@@ -76,6 +83,8 @@ pub struct SweepOutcome {
     pub stopped_early: Option<String>,
     /// The engine's null round trip on the first client's session, before the first level.
     pub floor: Option<metabench_report::Floor>,
+    /// Set when the engine failed mid-sweep: `levels` ends with the partial level.
+    pub failure: Option<RunFailure>,
 }
 
 #[derive(Default)]
@@ -86,6 +95,12 @@ struct OpAcc {
     retries: u64,
     round_trips: u64,
     calls: u64,
+    /// Calls that were still in flight at the window's end.
+    in_flight_at_end: u64,
+    /// When the last recorded call finished.
+    last_end: Option<Instant>,
+    /// The slowest failed call (a timeout's elapsed time, for one).
+    failed_max: Duration,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -125,6 +140,9 @@ impl OpAcc {
         self.retries += other.retries;
         self.round_trips += other.round_trips;
         self.calls += other.calls;
+        self.in_flight_at_end += other.in_flight_at_end;
+        self.last_end = self.last_end.max(other.last_end);
+        self.failed_max = self.failed_max.max(other.failed_max);
     }
 }
 
@@ -164,6 +182,20 @@ struct Window {
     end: Instant,
 }
 
+impl Window {
+    /// The per-second sample a call that finished at `end` belongs to; a call that
+    /// straddled the window's end counts in its last second.
+    fn interval_of(&self, end: Instant) -> usize {
+        let last = (self.end - self.measure_from)
+            .as_nanos()
+            .div_ceil(INTERVAL.as_nanos())
+            .max(1)
+            - 1;
+        ((end.saturating_duration_since(self.measure_from).as_nanos() / INTERVAL.as_nanos())
+            .min(last)) as usize
+    }
+}
+
 /// CPU time this process has used (user + system).
 pub fn process_cpu_time() -> Duration {
     // SAFETY: getrusage only writes into the struct we pass.
@@ -186,6 +218,26 @@ struct ClientJob {
     dir: Ino,
     own_dir: Option<Vec<u8>>,
     tag: String,
+    /// Where a fresh session comes from when a call leaves this one unusable.
+    engine: Arc<dyn Engine>,
+    session: SessionOptions,
+    op_timeout: Duration,
+}
+
+/// Why a client stopped before its window's end: the step (an operation's name, `setup`
+/// or `cleanup`) and the engine's error.
+struct ClientFailure {
+    step: String,
+    error: MetaError,
+}
+
+impl ClientFailure {
+    fn new(step: impl Into<String>, error: MetaError) -> Self {
+        Self {
+            step: step.into(),
+            error,
+        }
+    }
 }
 
 async fn run_client(
@@ -196,29 +248,23 @@ async fn run_client(
     recorder: Arc<Recorder>,
     live: Arc<Live>,
     stop: StopFlag,
-) -> (Box<dyn Meta>, Result<()>) {
+) -> (Box<dyn Meta>, std::result::Result<(), ClientFailure>) {
     let outcome = client_body(
-        meta.as_mut(),
-        &job,
-        &barrier,
-        &mut start,
-        &recorder,
-        &live,
-        &stop,
+        &mut meta, &job, &barrier, &mut start, &recorder, &live, &stop,
     )
     .await;
     (meta, outcome)
 }
 
 async fn client_body(
-    meta: &mut dyn Meta,
+    meta: &mut Box<dyn Meta>,
     job: &ClientJob,
     barrier: &Barrier,
     start: &mut watch::Receiver<Option<Window>>,
     recorder: &Recorder,
     live: &Live,
     stop: &StopFlag,
-) -> Result<()> {
+) -> std::result::Result<(), ClientFailure> {
     let ctx = Ctx::root();
     // Untimed setup: the client's directory and each operation's working set.
     let setup = async {
@@ -233,14 +279,14 @@ async fn client_body(
             } else {
                 job.tag.clone()
             };
-            states.push(OpState::setup(op, meta, dir, &tag).await?);
+            states.push(OpState::setup(op, meta.as_mut(), dir, &tag).await?);
         }
         meta.flush().await?;
         Ok::<_, MetaError>(states)
     }
     .await;
     barrier.wait().await;
-    let mut states = setup?;
+    let mut states = setup.map_err(|e| ClientFailure::new("setup", e))?;
     let window = match start.wait_for(|w| w.is_some()).await {
         Ok(w) => w.expect("checked by wait_for"),
         Err(_) => return Ok(()),
@@ -248,7 +294,7 @@ async fn client_body(
     let total_weight: u32 = job.phase.ops.iter().map(|(_, w)| w).sum();
     let mut consecutive_errors = 0;
     loop {
-        if stop.is_stopped() {
+        if stop.is_stopped() || Instant::now() >= window.end {
             break;
         }
         let k = if states.len() == 1 {
@@ -266,35 +312,64 @@ async fn client_body(
             k
         };
         let op = job.phase.ops[k].0;
-        let (outcome, t0, t1, cost) = match timed_call(&mut states[k], meta).await {
-            Ok(t) => (t.outcome, t.start, t.end, t.cost),
-            Err(e) => {
-                let now = Instant::now();
-                (Err(e), now, now, SessionStats::default())
-            }
-        };
-        if t1 >= window.end {
+        let (outcome, t0, t1, cost) =
+            match timed_call(&mut states[k], meta.as_mut(), job.op_timeout).await {
+                Ok(t) => (t.outcome, t.start, t.end, t.cost),
+                Err(e) => {
+                    let now = Instant::now();
+                    (Err(e), now, now, SessionStats::default())
+                }
+            };
+        if t0 >= window.end {
+            // Prepared past the window's end: not a call of this window.
             break;
         }
-        if t0 < window.measure_from {
-            continue;
+        if t0 >= window.measure_from {
+            // Started in the window: recorded whenever it finished, so a stall that
+            // outlasts the window is never dropped.
+            let interval = window.interval_of(t1);
+            recorder.with(job.index, op, |acc| {
+                acc.calls += 1;
+                acc.round_trips += cost.round_trips;
+                acc.retries += cost.retries;
+                acc.last_end = acc.last_end.max(Some(t1));
+                if t1 > window.end {
+                    acc.in_flight_at_end += 1;
+                }
+                match &outcome {
+                    Ok(()) => acc.record(t1 - t0, interval),
+                    Err(e) => {
+                        *acc.errors.entry(e.kind().to_owned()).or_default() += 1;
+                        acc.failed_max = acc.failed_max.max(t1 - t0);
+                    }
+                }
+            });
         }
-        let interval = ((t1 - window.measure_from).as_nanos() / INTERVAL.as_nanos()) as usize;
-        recorder.with(job.index, op, |acc| {
-            acc.calls += 1;
-            acc.round_trips += cost.round_trips;
-            acc.retries += cost.retries;
-            match &outcome {
-                Ok(()) => acc.record(t1 - t0, interval),
-                Err(e) => *acc.errors.entry(e.kind().to_owned()).or_default() += 1,
-            }
-        });
         match outcome {
             Ok(()) => {
                 consecutive_errors = 0;
-                live.completed.fetch_add(1, Ordering::Relaxed);
+                if t0 >= window.measure_from {
+                    live.completed.fetch_add(1, Ordering::Relaxed);
+                }
             }
-            Err(_) => {
+            Err(e) => {
+                if e.breaks_session() {
+                    // A timeout left a request half-way, or the connection failed:
+                    // continue on a fresh session. An engine that gives none until one op
+                    // timeout after the window's end has failed.
+                    let give_up_at = window.end + job.op_timeout;
+                    reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
+                        .await
+                        .map_err(|reopening| {
+                            ClientFailure::new(
+                                op.name(),
+                                MetaError::Engine(format!(
+                                    "{e}; no fresh session until {:?} after the window: {reopening}",
+                                    job.op_timeout
+                                )),
+                            )
+                        })?;
+                }
                 consecutive_errors += 1;
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
                     break;
@@ -303,11 +378,14 @@ async fn client_body(
         }
     }
     // Untimed: background work, then the client's own directory.
-    meta.flush().await?;
-    if let Some(name) = &job.own_dir {
-        remove_tree(meta, job.dir, name).await?;
-    }
-    Ok(())
+    let cleanup = async {
+        meta.flush().await?;
+        if let Some(name) = &job.own_dir {
+            remove_tree(meta.as_mut(), job.dir, name).await?;
+        }
+        Ok::<_, MetaError>(())
+    };
+    cleanup.await.map_err(|e| ClientFailure::new("cleanup", e))
 }
 
 /// Opens sessions until there are `n`, each on the client thread that will drive it.
@@ -360,6 +438,9 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
     if acc.calls > 0 {
         r.round_trips_per_op = acc.round_trips as f64 / acc.calls as f64;
     }
+    r.in_flight_at_end = acc.in_flight_at_end;
+    r.failed_max_us = us(acc.failed_max.as_nanos() as u64);
+    r.window_s = window.as_secs_f64();
     if let Some(h) = &acc.hist {
         r.count = h.len();
         r.ops_per_s = h.len() as f64 / window.as_secs_f64();
@@ -383,9 +464,74 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
     r
 }
 
+/// Whether the engine still answers the first client's session (its null round trip,
+/// within `timeout`), on that client's thread. Tells a connection limit (a finding) from
+/// a failed engine when more sessions cannot be opened.
+async fn engine_answers(exec: &Exec, sessions: &mut Vec<Box<dyn Meta>>, timeout: Duration) -> bool {
+    if sessions.is_empty() {
+        return false;
+    }
+    let mut meta = sessions.remove(0);
+    let asked = exec
+        .spawn(0, async move {
+            let answered = tokio::time::timeout(timeout, meta.null_round_trip()).await;
+            (meta, matches!(answered, Ok(Ok(_))))
+        })
+        .await;
+    match asked {
+        Ok((meta, answered)) => {
+            sessions.insert(0, meta);
+            answered
+        }
+        Err(_) => false,
+    }
+}
+
+/// The generator's self-check of one level from what the coordinator measured.
+fn client_check(
+    cpu: Duration,
+    measured: Duration,
+    cores: usize,
+    lag: &Histogram<u64>,
+    calls: u64,
+) -> ClientCheck {
+    let cpu_utilisation = cpu.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
+    let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
+    let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT {
+        Some(format!(
+            "metabench used {:.0}% of all cores (an embedded engine such as SQLite counts here too)",
+            cpu_utilisation * 100.0
+        ))
+    } else if lag_p99 > CLIENT_LAG_LIMIT {
+        Some(format!(
+            "scheduling lag p99 {:.1} ms: tasks wait for a core (an in-process engine such as SQLite runs on the client threads and counts here too)",
+            lag_p99.as_secs_f64() * 1000.0
+        ))
+    } else {
+        None
+    };
+    ClientCheck {
+        cpu_s: cpu.as_secs_f64(),
+        cpu_us_per_op: if calls > 0 {
+            cpu.as_secs_f64() * 1e6 / calls as f64
+        } else {
+            0.0
+        },
+        cpu_utilisation,
+        lag_p99_us: us(lag.value_at_quantile(0.99)),
+        lag_max_us: us(lag.max()),
+        client_bound: reason.is_some(),
+        reason,
+    }
+}
+
 /// Runs the sweep below directory `base` (the run's namespace), its clients on `exec`'s
 /// threads. `on_level` hears each finished level with its per-second histograms. Stops
 /// after the current window when `stop` is set, returning the completed levels.
+///
+/// A failed engine is a result, not an error: the sweep ends with the levels measured so
+/// far, the partial level last, and [`SweepOutcome::failure`] naming the level, phase and
+/// operation. `Err` is left for failures before the first level.
 pub async fn run_sweep(
     exec: &Exec,
     engine: Arc<dyn Engine>,
@@ -399,15 +545,33 @@ pub async fn run_sweep(
     let mut sessions: Vec<Box<dyn Meta>> = Vec::new();
     let mut totals: Vec<Point> = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failure_at = |clients: u32, phase: &str, step: &str, e: &MetaError| RunFailure {
+        engine: engine.kind().name().to_owned(),
+        clients,
+        phase: phase.to_owned(),
+        op: step.to_owned(),
+        error: e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        left_behind: None,
+    };
     for &clients in &config.levels {
         if stop.is_stopped() {
             break;
         }
         let n = clients as usize;
         if let Err(e) = grow_sessions(exec, &engine, &config.session, &mut sessions, n).await {
-            // The engine's connection limit is a finding, not a failure: keep the levels
-            // measured so far and say why the sweep ended.
-            outcome.stopped_early = Some(format!("could not open {n} sessions: {e}"));
+            if engine_answers(exec, &mut sessions, config.op_timeout).await {
+                // The engine's connection limit is a finding, not a failure: keep the
+                // levels measured so far and say why the sweep ended.
+                outcome.stopped_early = Some(format!("could not open {n} sessions: {e}"));
+            } else if outcome.levels.is_empty() {
+                return Err(e);
+            } else {
+                outcome.failure = Some(failure_at(clients, "", "opening sessions", &e));
+            }
             break;
         }
         if outcome.levels.is_empty() && outcome.floor.is_none() {
@@ -432,6 +596,7 @@ pub async fn run_sweep(
         let (mut cpu, mut lag) = (Duration::ZERO, histogram());
         let mut measured = Duration::ZERO;
         let mut calls = 0u64;
+        let mut failure = None;
         for (phase_index, phase) in config.workload.phases.iter().enumerate() {
             if stop.is_stopped() {
                 break;
@@ -441,10 +606,16 @@ pub async fn run_sweep(
             live.completed.store(0, Ordering::Relaxed);
             let ctx = Ctx::root();
             let level_dir_name = format!("c{clients}-{}", phase.name).into_bytes();
-            let level_dir = sessions[0]
+            let level_dir = match sessions[0]
                 .mkdir(&ctx, base, &level_dir_name, 0o755, 0)
-                .await?
-                .0;
+                .await
+            {
+                Ok((dir, _)) => dir,
+                Err(e) => {
+                    failure = Some(failure_at(clients, &phase.name, "setup", &e));
+                    break;
+                }
+            };
             let barrier = Arc::new(Barrier::new(n + 1));
             let (start_tx, start_rx) = watch::channel(None);
             let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
@@ -460,6 +631,9 @@ pub async fn run_sweep(
                     } else {
                         String::new()
                     },
+                    engine: engine.clone(),
+                    session: config.session.clone(),
+                    op_timeout: config.op_timeout,
                 };
                 tasks.push(exec.spawn(
                     index,
@@ -493,68 +667,59 @@ pub async fn run_sweep(
                 .expect("auto-resizing histograms merge");
             live.measuring.store(false, Ordering::Relaxed);
             measured += config.duration;
-            let mut first_error = None;
+            // Clients finish their calls in flight (each bounded by the op timeout).
+            let mut first_failure = None;
             let mut returned = Vec::with_capacity(n);
             for t in tasks {
                 let (meta, result) = t
                     .await
                     .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
                 returned.push(meta);
-                if let Err(e) = result {
-                    first_error.get_or_insert(e);
+                if let Err(f) = result {
+                    first_failure.get_or_insert(f);
                 }
             }
             returned.append(&mut sessions);
             sessions = returned;
-            remove_tree(sessions[0].as_mut(), base, &level_dir_name).await?;
-            if let Some(e) = first_error {
-                return Err(e);
+            if first_failure.is_none() {
+                if let Err(e) = remove_tree(sessions[0].as_mut(), base, &level_dir_name).await {
+                    first_failure = Some(ClientFailure::new("cleanup", e));
+                }
             }
-            if stop.is_stopped() {
+            if stop.is_stopped() && first_failure.is_none() {
                 break;
             }
             let recorder =
                 Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
-            for (op, acc) in recorder.merged() {
+            let merged = recorder.merged();
+            // Calls in flight at the window's end were counted: so is the time they took.
+            let real_end = merged
+                .values()
+                .filter_map(|acc| acc.last_end)
+                .fold(window.end, Instant::max);
+            let real_window = real_end - window.measure_from;
+            for (op, acc) in merged {
                 calls += acc.hist.as_ref().map_or(0, |h| h.len());
                 calls += acc.errors.values().sum::<u64>();
-                level
-                    .ops
-                    .push(level_op(op, &phase.name, &acc, config.duration));
+                level.ops.push(level_op(op, &phase.name, &acc, real_window));
                 raw_intervals.insert(op.name().to_owned(), acc.intervals);
             }
+            if let Some(f) = first_failure {
+                failure = Some(failure_at(clients, &phase.name, &f.step, &f.error));
+                break;
+            }
         }
-        if stop.is_stopped() {
+        if failure.is_none() && stop.is_stopped() {
             break;
         }
-        let cpu_utilisation = cpu.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
-        let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
-        let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT {
-            Some(format!(
-                "metabench used {:.0}% of all cores (an embedded engine such as SQLite counts here too)",
-                cpu_utilisation * 100.0
-            ))
-        } else if lag_p99 > CLIENT_LAG_LIMIT {
-            Some(format!(
-                "scheduling lag p99 {:.1} ms: tasks wait for a core (an in-process engine such as SQLite runs on the client threads and counts here too)",
-                lag_p99.as_secs_f64() * 1000.0
-            ))
-        } else {
-            None
-        };
-        level.client = ClientCheck {
-            cpu_s: cpu.as_secs_f64(),
-            cpu_us_per_op: if calls > 0 {
-                cpu.as_secs_f64() * 1e6 / calls as f64
-            } else {
-                0.0
-            },
-            cpu_utilisation,
-            lag_p99_us: us(lag.value_at_quantile(0.99)),
-            lag_max_us: us(lag.max()),
-            client_bound: reason.is_some(),
-            reason,
-        };
+        level.client = client_check(cpu, measured, cores, &lag, calls);
+        if let Some(failure) = failure {
+            level.partial = true;
+            on_level(&level, &raw_intervals);
+            outcome.levels.push(level);
+            outcome.failure = Some(failure);
+            break;
+        }
         on_level(&level, &raw_intervals);
         totals.push(Point {
             clients,

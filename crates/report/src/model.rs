@@ -77,6 +77,10 @@ pub struct OpsPlan {
     pub duration_s: Option<f64>,
     /// Whether the Go client's caches were reproduced (`--client-cache`).
     pub client_cache: bool,
+    /// How long one call may take before it counts as a `timeout` error, seconds
+    /// (`--op-timeout`; 0 in files written before it existed).
+    #[serde(default)]
+    pub op_timeout_s: f64,
 }
 
 /// Figures of one operation.
@@ -192,6 +196,10 @@ pub struct SweepPlan {
     pub until_plateau: bool,
     /// Whether sessions reproduced the Go client's caches.
     pub client_cache: bool,
+    /// How long one call may take before it counts as a `timeout` error, seconds
+    /// (`--op-timeout`; 0 in files written before it existed).
+    #[serde(default)]
+    pub op_timeout_s: f64,
 }
 
 /// Figures of one second of a timed window, for significance tests between runs.
@@ -214,9 +222,10 @@ pub struct LevelOp {
     pub op: String,
     /// Phase the operation ran in.
     pub phase: String,
-    /// Calls completed in the timed window.
+    /// Calls started in the timed window that succeeded (each counted when it finished,
+    /// after the window's end too).
     pub count: u64,
-    /// Throughput over the timed window.
+    /// Throughput: `count` over the real window ([`LevelOp::window_s`]).
     pub ops_per_s: f64,
     /// Mean latency, µs.
     pub mean_us: f64,
@@ -240,6 +249,17 @@ pub struct LevelOp {
     pub intervals: Vec<IntervalSample>,
     /// The latency histogram (HdrHistogram V2, base64).
     pub histogram: Option<String>,
+    /// Calls started in the window that were still in flight at its end: they are
+    /// counted when they finish (bounded by the op timeout), so a stall is never dropped.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
+    /// The slowest failed call, µs: a `timeout` error's elapsed time, for one.
+    #[serde(default)]
+    pub failed_max_us: f64,
+    /// The real window, seconds: from its start to its end or to the last in-flight
+    /// call's answer, whichever is later (0 in files written before it existed).
+    #[serde(default)]
+    pub window_s: f64,
 }
 
 /// The engine's null round trip (the floor under every operation), measured through the
@@ -290,6 +310,43 @@ pub struct Level {
     pub ops: Vec<LevelOp>,
     /// The generator self-check.
     pub client: ClientCheck,
+    /// The engine failed during this level: its figures cover only what was measured
+    /// until then (see [`SweepResults::failure`]).
+    #[serde(default)]
+    pub partial: bool,
+}
+
+/// Why a run ended because its engine failed: where, and what was left behind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunFailure {
+    /// The engine kind, e.g. `redis`.
+    pub engine: String,
+    /// Clients of the level that failed.
+    pub clients: u32,
+    /// The phase that was running.
+    pub phase: String,
+    /// The operation (or `setup` / `cleanup` step) that failed.
+    pub op: String,
+    /// The engine's error, one line, no password.
+    pub error: String,
+    /// What could not be removed afterwards and how to remove it, if anything.
+    pub left_behind: Option<String>,
+}
+
+impl RunFailure {
+    /// One line naming the engine, level, phase and operation.
+    pub fn line(&self) -> String {
+        let phase = if self.phase == self.op {
+            String::new()
+        } else {
+            format!(", phase {}", self.phase)
+        };
+        format!(
+            "the {} engine failed at the {}-client level{phase}, during {}: {}",
+            self.engine, self.clients, self.op, self.error
+        )
+    }
 }
 
 /// The results of `metabench sweep`.
@@ -325,6 +382,10 @@ pub struct SweepResults {
     pub peak_rss_bytes: Option<u64>,
     /// Whether the run was stopped by Ctrl-C.
     pub interrupted: bool,
+    /// Set when the engine failed mid-run: the levels before it are complete, the last
+    /// one is partial.
+    #[serde(default)]
+    pub failure: Option<Box<RunFailure>>,
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in bytes.

@@ -141,14 +141,21 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             let Some(r) = level.ops.iter().find(|o| o.op == op) else {
                 continue;
             };
-            let errors = r
+            let mut errors = r
                 .errors
                 .iter()
                 .map(|(k, n)| format!("{k}×{n}"))
                 .collect::<Vec<_>>()
                 .join(" ");
+            if r.failed_max_us > 0.0 {
+                errors += &format!(" (slowest {} µs)", fmt_us(r.failed_max_us));
+            }
             t.add_row(vec![
-                level.clients.to_string(),
+                if level.partial {
+                    format!("{} (partial)", level.clients)
+                } else {
+                    level.clients.to_string()
+                },
                 format!("{:.0}", r.ops_per_s),
                 fmt_us(r.mean_us),
                 fmt_us(r.p50_us),

@@ -86,6 +86,9 @@ impl Wire {
             )));
         }
         let timeout = self.response_timeout;
+        // Broken until the whole exchange is done: a caller that drops this future half-way
+        // (an op timeout) must not leave a reply behind for the next request to read.
+        self.broken = true;
         let work = async {
             self.stream.write_all(&self.wbuf).await.map_err(io_err)?;
             for i in 0..n {
@@ -100,8 +103,8 @@ impl Wire {
                 format!("no reply within {timeout:?}"),
             ))),
         };
-        if r.is_err() {
-            self.broken = true;
+        if r.is_ok() {
+            self.broken = false;
         }
         r
     }
