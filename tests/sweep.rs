@@ -222,17 +222,17 @@ fn spawn_sweep(url: &str, args: &[&str], json: &Path, log: &Path) -> std::proces
         .unwrap()
 }
 
-/// Waits until the sweep has reported its level of `clients` clients on stderr.
-fn wait_for_level(log: &Path, clients: u32) {
-    let line = format!(" {clients} clients  ");
+/// Waits until the sweep has reported a level whose progress line holds `line`, e.g.
+/// `" 1 clients "` or `" clients at 1000/s "`, on stderr.
+fn wait_for_level(log: &Path, line: &str) {
     let start = Instant::now();
     while !std::fs::read_to_string(log)
         .unwrap_or_default()
-        .contains(&line)
+        .contains(line)
     {
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "sweep never reported level {clients}: {}",
+            "sweep never reported a level with '{line}': {}",
             std::fs::read_to_string(log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -271,7 +271,7 @@ fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
     let child = spawn_sweep(&redis.url(1), &args, &json, &log);
     // Into the 2-client level's 1 s window (after its 500 ms warm-up), then a 3 s freeze:
     // the calls in flight outlast the window and must still be recorded.
-    wait_for_level(&log, 1);
+    wait_for_level(&log, " 1 clients ");
     std::thread::sleep(Duration::from_millis(900));
     signal(redis.pid(), "-STOP");
     std::thread::sleep(Duration::from_secs(3));
@@ -315,7 +315,7 @@ fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
         "500ms",
     ];
     let child = spawn_sweep(&redis.url(1), &args, &json, &log);
-    wait_for_level(&log, 1);
+    wait_for_level(&log, " 1 clients ");
     std::thread::sleep(Duration::from_millis(1000));
     signal(redis.pid(), "-STOP");
     std::thread::sleep(Duration::from_secs(2));
@@ -356,7 +356,7 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
         "1s",
     ];
     let child = spawn_sweep(&redis.url(1), &args, &json, &log);
-    wait_for_level(&log, 1);
+    wait_for_level(&log, " 1 clients ");
     std::thread::sleep(Duration::from_millis(600));
     signal(redis.pid(), "-KILL");
     let out = child.wait_with_output().unwrap();
@@ -390,4 +390,106 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
         "{stderr}"
     );
     assert!(!stderr.contains(metabench_testkit::PASSWORD));
+}
+
+#[test]
+fn an_open_loop_on_memkv_achieves_the_offered_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("open.json");
+    let o = metabench()
+        .args(["sweep", "--meta", "memkv://openloop", "--conc", "4"])
+        .args(["--rate", "20000", "--ops", "getattr"])
+        .args(["--warmup", "300ms", "--duration", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = metabench_testkit::output_text(&o);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("offered/s") && text.contains("service p99 µs"),
+        "{text}"
+    );
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(run.plan.rate.as_deref(), Some("20000"));
+    assert_eq!(run.plan.arrivals.as_deref(), Some("constant"));
+    let level = &run.levels[0];
+    assert_eq!(level.offered_ops_per_s, Some(20000.0));
+    let achieved = level.achieved_ops_per_s.unwrap();
+    assert!(
+        (achieved - 20000.0).abs() <= 0.02 * 20000.0,
+        "achieved {achieved} of 20000/s"
+    );
+    let getattr = &level.ops[0];
+    let service = getattr
+        .service
+        .as_ref()
+        .expect("service time in an open loop");
+    // Latency from the intended start is never below the service time.
+    assert!(getattr.p50_us >= service.p50_us && getattr.p99_us >= service.p99_us);
+    assert!(run.saturation.is_empty());
+}
+
+#[test]
+fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let args = [
+        "--conc",
+        "4",
+        "--rate",
+        "1000,2000",
+        "--ops",
+        "getattr",
+        "--warmup",
+        "300ms",
+        "--duration",
+        "2s",
+    ];
+    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
+    // Into the 2000/s level's window, then a 300 ms freeze.
+    wait_for_level(&log, " clients at 1000/s ");
+    std::thread::sleep(Duration::from_millis(900));
+    signal(redis.pid(), "-STOP");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(redis.pid(), "-CONT");
+    let out = child.wait_with_output().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let level = run
+        .levels
+        .iter()
+        .find(|l| l.offered_ops_per_s == Some(2000.0))
+        .unwrap_or_else(|| panic!("no 2000/s level: {stderr}"));
+    let getattr = &level.ops[0];
+    let service = getattr.service.as_ref().unwrap();
+    // About 600 calls were due during the freeze: they fill the tail measured from the
+    // intended start, while a call's own service time saw the freeze only once per client.
+    assert!(getattr.p99_us >= 50_000.0, "{getattr:?}");
+    assert!(service.p99_us < 50_000.0, "{service:?}");
+    assert!(service.max_us >= 200_000.0, "{service:?}");
+}
+
+#[test]
+fn an_open_loop_takes_one_pool_size() {
+    let o = metabench()
+        .args([
+            "sweep",
+            "--meta",
+            "memkv://x",
+            "--rate",
+            "1000",
+            "--conc",
+            "1,2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let text = metabench_testkit::output_text(&o);
+    assert!(
+        text.contains("with --rate, --conc is the fixed client pool"),
+        "{text}"
+    );
+    assert_eq!(text.trim().lines().count(), 1, "{text}");
 }

@@ -10,7 +10,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use metabench_engine::namespace::{Namespace, NAMESPACE_DIR};
 use metabench_engine::SessionOptions;
 use metabench_load::sweep::IntervalHistograms;
-use metabench_load::{run_sweep, ConcSpec, Exec, Live, Op, StopFlag, SweepConfig, Workload};
+use metabench_load::{
+    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, StopFlag, SweepConfig,
+    Workload,
+};
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
 use metabench_report::{HostInfo, Level, SweepPlan, SweepResults, SCHEMA_VERSION};
 use std::io::IsTerminal;
@@ -26,9 +29,26 @@ pub struct SweepArgs {
     target: TargetArgs,
 
     /// Concurrency levels: 1..128 (doubling), 1,8,64 (list), 8..64:+8 (step),
-    /// 1..1024:x2 (factor).
+    /// 1..1024:x2 (factor). With --rate: one number, the fixed client pool.
     #[arg(long, value_name = "SPEC", default_value = "1..128")]
     conc: ConcSpec,
+
+    /// Open loop: offered rates in calls per second over all clients, one level each
+    /// (20000, 1000..64000:x2, 5000..50000:+5000). Calls arrive on a schedule whatever
+    /// the engine does; latency runs from each call's intended start (no coordinated
+    /// omission) and service time is kept beside it. The sweep stops at the first rate
+    /// achieved below 95% of offered, or whose p99 passes --p99-limit.
+    #[arg(long, value_name = "SPEC", conflicts_with = "until_plateau")]
+    rate: Option<RateSpec>,
+
+    /// Open loop: how arrivals are spaced, constant or poisson.
+    #[arg(
+        long,
+        value_name = "SCHEDULE",
+        default_value = "constant",
+        requires = "rate"
+    )]
+    arrivals: Arrivals,
 
     /// Operations, each run as its own phase at every level (default: create,getattr).
     #[arg(
@@ -57,7 +77,8 @@ pub struct SweepArgs {
     #[arg(long)]
     shared_dir: bool,
 
-    /// Report the first level whose p99 exceeds this latency, e.g. 10ms.
+    /// Report the first level whose p99 exceeds this latency, e.g. 10ms (with --rate:
+    /// stop there).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     p99_limit: Option<Duration>,
 
@@ -129,12 +150,18 @@ fn level_lines(level: &Level) -> Vec<String> {
     } else {
         ""
     };
+    let offered = level
+        .offered_ops_per_s
+        .map_or(String::new(), |r| format!(" at {r:.0}/s"));
     level
         .ops
         .iter()
         .map(|o| {
+            let service = o.service.as_ref().map_or(String::new(), |s| {
+                format!("  (service p50 {} µs, p99 {} µs)", fmt_us(s.p50_us), fmt_us(s.p99_us))
+            });
             format!(
-                "{:>6} clients  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{bound}",
+                "{:>6} clients{offered}  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{service}{bound}",
                 level.clients,
                 o.op,
                 o.ops_per_s,
@@ -174,6 +201,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         (None, true) => Workload::from_ops(&[Op::Create, Op::Getattr]),
     };
     let levels = args.conc.levels().to_vec();
+    if args.rate.is_some() && levels.len() != 1 {
+        return Err(input(format!(
+            "with --rate, --conc is the fixed client pool: give one number (e.g. --conc 64), not {}",
+            args.conc
+        )));
+    }
     let plan = SweepPlan {
         conc: args.conc.to_string(),
         levels: levels.clone(),
@@ -198,6 +231,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         until_plateau: args.until_plateau,
         client_cache: args.client_cache,
         op_timeout_s: args.op_timeout.as_secs_f64(),
+        rate: args.rate.as_ref().map(ToString::to_string),
+        arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
 
     // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
@@ -210,13 +245,21 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
     let target = Target::open(&args.target, &run_id).await?;
     let engine = target.engine_info().await;
+    let loop_kind = match &args.rate {
+        None => format!("levels {levels:?}"),
+        Some(rate) => format!(
+            "open loop at {:?} calls/s ({} arrivals) on a pool of {} clients",
+            rate.rates(),
+            args.arrivals.name(),
+            levels[0]
+        ),
+    };
     say!(
-        "metabench sweep on {} {} ({}), volume {}: levels {:?}, workload {}",
+        "metabench sweep on {} {} ({}), volume {}: {loop_kind}, workload {}",
         engine.kind,
         engine.version,
         engine.url,
         target.format.name,
-        levels,
         workload.name
     );
 
@@ -259,6 +302,11 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         until_plateau: args.until_plateau,
         session: SessionOptions::for_runs(args.client_cache),
         op_timeout: args.op_timeout,
+        open_loop: args.rate.as_ref().map(|rate| OpenLoop {
+            rates: rate.rates().to_vec(),
+            arrivals: args.arrivals,
+            p99_limit: args.p99_limit,
+        }),
     };
     let mut namespace = None;
     let mut log_error = None;

@@ -234,16 +234,21 @@ async fn pace() {
 }
 
 /// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
-/// the call untimed, then times the call alone, bounded by `op_timeout`: a call that has
-/// no answer by then ends as [`MetaError::Timeout`] with its elapsed time, and the
-/// session must be replaced ([`reopen`]). Fails only when the untimed preparation does.
+/// the call untimed, waits for `not_before` if given (an open loop's intended start),
+/// then times the call alone, bounded by `op_timeout`: a call that has no answer by then
+/// ends as [`MetaError::Timeout`] with its elapsed time, and the session must be replaced
+/// ([`reopen`]). Fails only when the untimed preparation does.
 pub(crate) async fn timed_call(
     state: &mut OpState,
     meta: &mut dyn Meta,
     op_timeout: Duration,
+    not_before: Option<Instant>,
 ) -> Result<Timed> {
     pace().await;
     state.prepare(meta).await?;
+    if let Some(at) = not_before.filter(|at| *at > Instant::now()) {
+        tokio::time::sleep_until(at.into()).await;
+    }
     let before = meta.stats();
     let start = Instant::now();
     let outcome = match tokio::time::timeout(op_timeout, state.call(meta)).await {

@@ -134,7 +134,7 @@ async fn run_one(
             start,
             end,
             cost,
-        } = timed_call(&mut state, meta.as_mut(), config.op_timeout).await?;
+        } = timed_call(&mut state, meta.as_mut(), config.op_timeout, None).await?;
         let elapsed = end - start;
         calls += 1;
         timed += elapsed;

@@ -1,4 +1,6 @@
-//! Concurrency level specs: `1..128` (doubling), `1,8,64`, `8..64:+8`, `1..1024:x2`.
+//! Level specs: `1..128` (doubling), `1,8,64`, `8..64:+8`, `1..1024:x2`, for
+//! concurrency levels ([`ConcSpec`]) and for the offered rates of an open loop
+//! ([`RateSpec`], e.g. `1000..64000:x2`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -26,18 +28,38 @@ impl fmt::Display for ConcSpec {
     }
 }
 
-fn number(s: &str, what: &str) -> Result<u32, String> {
+/// What a spec's numbers are: their name in messages, their bound, an example.
+struct Grammar {
+    noun: &'static str,
+    max: u32,
+    examples: &'static str,
+}
+
+const CONCURRENCY: Grammar = Grammar {
+    noun: "concurrency",
+    max: MAX_CLIENTS,
+    examples: "1..128, 1,8,64 or 8..64:+8",
+};
+
+/// Highest offered rate of an open loop, calls per second.
+pub const MAX_RATE: u32 = 100_000_000;
+
+const RATE: Grammar = Grammar {
+    noun: "rate",
+    max: MAX_RATE,
+    examples: "20000, 1000..64000:x2 or 5000..50000:+5000",
+};
+
+fn number(s: &str, what: &str, g: &Grammar) -> Result<u32, String> {
     let n: u32 = s
         .trim()
         .parse()
         .map_err(|_| format!("{what} '{}' is not a whole number", s.trim()))?;
     if n == 0 {
-        return Err("concurrency must be at least 1".into());
+        return Err(format!("{} must be at least 1", g.noun));
     }
-    if n > MAX_CLIENTS {
-        return Err(format!(
-            "concurrency {n} is above the limit of {MAX_CLIENTS}"
-        ));
+    if n > g.max {
+        return Err(format!("{} {n} is above the limit of {}", g.noun, g.max));
     }
     Ok(n)
 }
@@ -47,63 +69,101 @@ impl FromStr for ConcSpec {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let text = s.trim();
-        if text.is_empty() {
-            return Err("empty concurrency spec; try 1..128, 1,8,64 or 8..64:+8".into());
-        }
-        let mut levels = if let Some((start, rest)) = text.split_once("..") {
-            let (end, step) = match rest.split_once(':') {
-                Some((e, st)) => (e, Some(st.trim())),
-                None => (rest, None),
-            };
-            let start = number(start, "start")?;
-            let end = number(end, "end")?;
-            if end < start {
-                return Err(format!("range {start}..{end} ends below its start"));
-            }
-            let mut v = Vec::new();
-            match step {
-                None => doubling(start, end, 2, &mut v),
-                Some(st) if st.starts_with('x') || st.starts_with('*') => {
-                    let f = st[1..]
-                        .parse::<u32>()
-                        .map_err(|_| format!("factor '{}' is not a whole number", &st[1..]))?;
-                    if f < 2 {
-                        return Err("a factor must be at least 2".into());
-                    }
-                    doubling(start, end, f, &mut v);
-                }
-                Some(st) => {
-                    let inc = st.strip_prefix('+').unwrap_or(st);
-                    let inc =
-                        inc.parse::<u32>().ok().filter(|i| *i > 0).ok_or_else(|| {
-                            format!("step '{st}' must be +N (N ≥ 1) or xN (N ≥ 2)")
-                        })?;
-                    let mut n = start;
-                    while n <= end {
-                        v.push(n);
-                        n = match n.checked_add(inc) {
-                            Some(n) => n,
-                            None => break,
-                        };
-                    }
-                    if v.last() != Some(&end) {
-                        v.push(end);
-                    }
-                }
-            }
-            v
-        } else {
-            text.split(',')
-                .map(|p| number(p, "level"))
-                .collect::<Result<Vec<_>, _>>()?
-        };
-        levels.sort_unstable();
-        levels.dedup();
         Ok(Self {
-            levels,
+            levels: parse_levels(text, &CONCURRENCY)?,
             text: text.to_owned(),
         })
     }
+}
+
+/// The offered rates of an open loop (calls per second over all clients), ascending and
+/// without duplicates: `20000`, `1000..64000:x2`, `5000..50000:+5000`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateSpec {
+    rates: Vec<u32>,
+    text: String,
+}
+
+impl RateSpec {
+    /// The rates in run order.
+    pub fn rates(&self) -> &[u32] {
+        &self.rates
+    }
+}
+
+impl fmt::Display for RateSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl FromStr for RateSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let text = s.trim();
+        Ok(Self {
+            rates: parse_levels(text, &RATE)?,
+            text: text.to_owned(),
+        })
+    }
+}
+
+fn parse_levels(text: &str, g: &Grammar) -> Result<Vec<u32>, String> {
+    if text.is_empty() {
+        return Err(format!("empty {} spec; try {}", g.noun, g.examples));
+    }
+    let mut levels = if let Some((start, rest)) = text.split_once("..") {
+        let (end, step) = match rest.split_once(':') {
+            Some((e, st)) => (e, Some(st.trim())),
+            None => (rest, None),
+        };
+        let start = number(start, "start", g)?;
+        let end = number(end, "end", g)?;
+        if end < start {
+            return Err(format!("range {start}..{end} ends below its start"));
+        }
+        let mut v = Vec::new();
+        match step {
+            None => doubling(start, end, 2, &mut v),
+            Some(st) if st.starts_with('x') || st.starts_with('*') => {
+                let f = st[1..]
+                    .parse::<u32>()
+                    .map_err(|_| format!("factor '{}' is not a whole number", &st[1..]))?;
+                if f < 2 {
+                    return Err("a factor must be at least 2".into());
+                }
+                doubling(start, end, f, &mut v);
+            }
+            Some(st) => {
+                let inc = st.strip_prefix('+').unwrap_or(st);
+                let inc = inc
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|i| *i > 0)
+                    .ok_or_else(|| format!("step '{st}' must be +N (N ≥ 1) or xN (N ≥ 2)"))?;
+                let mut n = start;
+                while n <= end {
+                    v.push(n);
+                    n = match n.checked_add(inc) {
+                        Some(n) => n,
+                        None => break,
+                    };
+                }
+                if v.last() != Some(&end) {
+                    v.push(end);
+                }
+            }
+        }
+        v
+    } else {
+        text.split(',')
+            .map(|p| number(p, "level", g))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    levels.sort_unstable();
+    levels.dedup();
+    Ok(levels)
 }
 
 /// `start, start·f, start·f², …` up to `end`, with `end` itself always included.
@@ -152,5 +212,19 @@ mod tests {
         assert!(err("1..8:x1").contains("factor"));
         assert!(err("1,0").contains("at least 1"));
         assert!(err("1..999999").contains("limit"));
+    }
+
+    #[test]
+    fn rate_specs() {
+        let rates = |s: &str| s.parse::<RateSpec>().unwrap().rates().to_vec();
+        assert_eq!(
+            rates("1000..64000:x2"),
+            vec![1000, 2000, 4000, 8000, 16000, 32000, 64000]
+        );
+        assert_eq!(rates("20000"), vec![20000]);
+        let err = |s: &str| s.parse::<RateSpec>().unwrap_err();
+        assert!(err("0").contains("rate must be at least 1"));
+        assert!(err("").contains("empty rate spec"));
+        assert!(err("1..999999999").contains("rate 999999999 is above the limit"));
     }
 }

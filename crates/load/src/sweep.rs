@@ -11,7 +11,7 @@ use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::histogram::encode;
-use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp, RunFailure};
+use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -32,11 +32,64 @@ const MAX_CONSECUTIVE_ERRORS: u32 = 1000;
 /// Length of one interval sample.
 const INTERVAL: Duration = Duration::from_secs(1);
 
+/// In an open loop, the share of the offered rate a level must achieve to go on.
+pub const ACHIEVED_SHARE: f64 = 0.95;
+/// In an open loop, the share of the window the client pool may be busy before the pool
+/// (not the engine) is what limits the level.
+pub const POOL_BUSY_LIMIT: f64 = 0.90;
+
+/// How an open loop spaces its arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Evenly, as wrk2 and pgbench `-R` without jitter do.
+    Constant,
+    /// Exponential gaps (a Poisson process), as independent users arrive.
+    Poisson,
+}
+
+impl Arrivals {
+    /// The name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Constant => "constant",
+            Self::Poisson => "poisson",
+        }
+    }
+}
+
+impl std::str::FromStr for Arrivals {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "constant" => Ok(Self::Constant),
+            "poisson" => Ok(Self::Poisson),
+            _ => Err(format!(
+                "'{s}' is not an arrival schedule; use constant or poisson"
+            )),
+        }
+    }
+}
+
+/// An open loop: calls arrive on a schedule at an offered rate whatever the engine does,
+/// and latency runs from each call's intended start (no coordinated omission).
+#[derive(Debug, Clone)]
+pub struct OpenLoop {
+    /// Offered rates, calls per second over all clients, ascending: one level each.
+    pub rates: Vec<u32>,
+    /// How arrivals are spaced.
+    pub arrivals: Arrivals,
+    /// Stop after the first level whose p99 (from the intended start) exceeds this.
+    pub p99_limit: Option<Duration>,
+}
+
 /// What to sweep.
 #[derive(Debug, Clone)]
 pub struct SweepConfig {
-    /// Concurrency levels, ascending.
+    /// Concurrency levels, ascending; in an open loop, one: the fixed client pool.
     pub levels: Vec<u32>,
+    /// Set for an open loop (rate levels) instead of a closed one (concurrency levels).
+    pub open_loop: Option<OpenLoop>,
     /// What each client repeats.
     pub workload: Workload,
     /// Discarded warm-up per level and phase.
@@ -89,7 +142,12 @@ pub struct SweepOutcome {
 
 #[derive(Default)]
 struct OpAcc {
+    /// Latency: from the call's start, or in an open loop from its intended start.
     hist: Option<Histogram<u64>>,
+    /// Open loop only: service time, from the call's actual start.
+    service: Option<Histogram<u64>>,
+    /// Summed service time of every recorded call: how long the clients were busy.
+    busy: Duration,
     intervals: Vec<Histogram<u64>>,
     errors: BTreeMap<String, u64>,
     retries: u64,
@@ -108,10 +166,16 @@ fn histogram() -> Histogram<u64> {
 }
 
 impl OpAcc {
-    fn record(&mut self, latency: Duration, interval: usize) {
+    fn record(&mut self, latency: Duration, service: Option<Duration>, interval: usize) {
         let ns = latency.as_nanos() as u64;
         // Auto-resizing histograms grow on `record`; `saturating_record` would clamp.
         let _ = self.hist.get_or_insert_with(histogram).record(ns);
+        if let Some(service) = service {
+            let _ = self
+                .service
+                .get_or_insert_with(histogram)
+                .record(service.as_nanos() as u64);
+        }
         while self.intervals.len() <= interval {
             self.intervals.push(histogram());
         }
@@ -119,12 +183,17 @@ impl OpAcc {
     }
 
     fn merge(&mut self, other: OpAcc) {
-        if let Some(h) = other.hist {
-            match &mut self.hist {
-                Some(mine) => mine.add(&h).expect("auto-resizing histograms merge"),
-                None => self.hist = Some(h),
+        for (mine, theirs) in [
+            (&mut self.hist, other.hist),
+            (&mut self.service, other.service),
+        ] {
+            match (mine, theirs) {
+                (Some(mine), Some(h)) => mine.add(&h).expect("auto-resizing histograms merge"),
+                (mine @ None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
             }
         }
+        self.busy += other.busy;
         for (i, h) in other.intervals.into_iter().enumerate() {
             if i < self.intervals.len() {
                 self.intervals[i]
@@ -178,6 +247,8 @@ impl Recorder {
 
 #[derive(Clone, Copy)]
 struct Window {
+    /// When the clients were let go (warm-up starts): an open loop's schedule starts here.
+    released: Instant,
     measure_from: Instant,
     end: Instant,
 }
@@ -222,6 +293,44 @@ struct ClientJob {
     engine: Arc<dyn Engine>,
     session: SessionOptions,
     op_timeout: Duration,
+    /// Open loop only: this client's share of the schedule.
+    arrivals: Option<ClientArrivals>,
+}
+
+/// One client's share of an open loop's schedule: `rate / clients` calls per second,
+/// staggered so the pool's arrivals interleave.
+#[derive(Clone, Copy)]
+struct ClientArrivals {
+    mean_gap: Duration,
+    offset: Duration,
+    kind: Arrivals,
+}
+
+impl ClientArrivals {
+    fn new(rate: u32, clients: usize, index: usize, kind: Arrivals) -> Self {
+        let mean_gap = Duration::from_secs_f64(clients as f64 / rate as f64);
+        let offset = match kind {
+            Arrivals::Constant => mean_gap.mul_f64(index as f64 / clients as f64),
+            Arrivals::Poisson => Duration::ZERO,
+        };
+        let mut me = Self {
+            mean_gap,
+            offset,
+            kind,
+        };
+        if kind == Arrivals::Poisson {
+            me.offset = me.next_gap();
+        }
+        me
+    }
+
+    fn next_gap(&self) -> Duration {
+        match self.kind {
+            Arrivals::Constant => self.mean_gap,
+            // Inverse transform of an exponential; 1 - U lies in (0, 1].
+            Arrivals::Poisson => self.mean_gap.mul_f64(-(1.0 - rand::random::<f64>()).ln()),
+        }
+    }
 }
 
 /// Why a client stopped before its window's end: the step (an operation's name, `setup`
@@ -293,10 +402,27 @@ async fn client_body(
     };
     let total_weight: u32 = job.phase.ops.iter().map(|(_, w)| w).sum();
     let mut consecutive_errors = 0;
+    let mut next_arrival = job.arrivals.map(|a| window.released + a.offset);
+    // Open loop: when this client's previous call would have been answered had every
+    // call started on time or as soon as the one before it was answered.
+    let mut ideal_free: Option<Instant> = None;
     loop {
         if stop.is_stopped() || Instant::now() >= window.end {
             break;
         }
+        // Open loop: the call's intended start. A client that is behind issues at once,
+        // and its latency still runs from the intended start.
+        let intended = match (&mut next_arrival, &job.arrivals) {
+            (Some(at), Some(a)) => {
+                let this = *at;
+                *at += a.next_gap();
+                if this >= window.end {
+                    break;
+                }
+                Some(this)
+            }
+            _ => None,
+        };
         let k = if states.len() == 1 {
             0
         } else {
@@ -313,18 +439,31 @@ async fn client_body(
         };
         let op = job.phase.ops[k].0;
         let (outcome, t0, t1, cost) =
-            match timed_call(&mut states[k], meta.as_mut(), job.op_timeout).await {
+            match timed_call(&mut states[k], meta.as_mut(), job.op_timeout, intended).await {
                 Ok(t) => (t.outcome, t.start, t.end, t.cost),
                 Err(e) => {
                     let now = Instant::now();
                     (Err(e), now, now, SessionStats::default())
                 }
             };
-        if t0 >= window.end {
+        // Which window a call belongs to: by its start, or in an open loop by its
+        // intended start.
+        let from = intended.unwrap_or(t0);
+        // Open loop: the call's latency from its intended start is its service time plus
+        // how long it would have queued behind this client's earlier calls, replayed
+        // with their measured service times. So the engine's slowness (a stall, a long
+        // call) delays the calls behind it, while the client's own timer (tokio wakes up
+        // to a millisecond late) and its untimed preparation are not charged to it.
+        let queued = intended.map(|at| {
+            let start = ideal_free.map_or(at, |free| free.max(at));
+            ideal_free = Some(start + (t1 - t0));
+            start - at
+        });
+        if from >= window.end {
             // Prepared past the window's end: not a call of this window.
             break;
         }
-        if t0 >= window.measure_from {
+        if from >= window.measure_from {
             // Started in the window: recorded whenever it finished, so a stall that
             // outlasts the window is never dropped.
             let interval = window.interval_of(t1);
@@ -332,12 +471,17 @@ async fn client_body(
                 acc.calls += 1;
                 acc.round_trips += cost.round_trips;
                 acc.retries += cost.retries;
+                acc.busy += t1 - t0;
                 acc.last_end = acc.last_end.max(Some(t1));
                 if t1 > window.end {
                     acc.in_flight_at_end += 1;
                 }
                 match &outcome {
-                    Ok(()) => acc.record(t1 - t0, interval),
+                    Ok(()) => acc.record(
+                        (t1 - t0) + queued.unwrap_or_default(),
+                        queued.map(|_| t1 - t0),
+                        interval,
+                    ),
                     Err(e) => {
                         *acc.errors.entry(e.kind().to_owned()).or_default() += 1;
                         acc.failed_max = acc.failed_max.max(t1 - t0);
@@ -348,7 +492,7 @@ async fn client_body(
         match outcome {
             Ok(()) => {
                 consecutive_errors = 0;
-                if t0 >= window.measure_from {
+                if from >= window.measure_from {
                     live.completed.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -452,6 +596,13 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
         r.max_us = us(h.max());
         r.histogram = Some(encode(h));
     }
+    r.service = acc.service.as_ref().map(|h| ServiceTime {
+        mean_us: h.mean() / 1000.0,
+        p50_us: us(h.value_at_quantile(0.5)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        max_us: us(h.max()),
+        histogram: encode(h),
+    });
     r.intervals = acc
         .intervals
         .iter()
@@ -485,6 +636,26 @@ async fn engine_answers(exec: &Exec, sessions: &mut Vec<Box<dyn Meta>>, timeout:
         }
         Err(_) => false,
     }
+}
+
+/// Why an open loop stops after `level`: the engine no longer keeps up with the offered
+/// rate, or its p99 (from the intended start) passed the limit.
+fn open_loop_stop(level: &Level, p99_limit: Option<Duration>) -> Option<String> {
+    let (offered, achieved) = (level.offered_ops_per_s?, level.achieved_ops_per_s?);
+    if achieved < ACHIEVED_SHARE * offered {
+        return Some(format!(
+            "achieved {achieved:.0} of {offered:.0} offered calls/s (below {:.0}%)",
+            ACHIEVED_SHARE * 100.0
+        ));
+    }
+    let limit = p99_limit?;
+    let worst = level.ops.iter().map(|o| o.p99_us).fold(0.0, f64::max);
+    (worst > limit.as_secs_f64() * 1e6).then(|| {
+        format!(
+            "p99 {:.0} µs from the intended start passed --p99-limit {limit:?} at {offered:.0} calls/s",
+            worst
+        )
+    })
 }
 
 /// The generator's self-check of one level from what the coordinator measured.
@@ -557,7 +728,17 @@ pub async fn run_sweep(
             .join(" "),
         left_behind: None,
     };
-    for &clients in &config.levels {
+    // A closed loop's levels are its concurrencies; an open loop's, its offered rates
+    // with the one client pool.
+    let steps: Vec<(u32, Option<u32>)> = match &config.open_loop {
+        None => config.levels.iter().map(|&c| (c, None)).collect(),
+        Some(open) => {
+            let pool = config.levels.first().copied().unwrap_or(1);
+            open.rates.iter().map(|&r| (pool, Some(r))).collect()
+        }
+    };
+    let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
+    for (clients, rate) in steps {
         if stop.is_stopped() {
             break;
         }
@@ -590,8 +771,10 @@ pub async fn run_sweep(
         live.clients.store(clients, Ordering::Relaxed);
         let mut level = Level {
             clients,
+            offered_ops_per_s: rate.map(f64::from),
             ..Default::default()
         };
+        let (mut achieved, mut pool_busy) = (f64::INFINITY, 0.0f64);
         let mut raw_intervals = IntervalHistograms::new();
         let (mut cpu, mut lag) = (Duration::ZERO, histogram());
         let mut measured = Duration::ZERO;
@@ -634,6 +817,9 @@ pub async fn run_sweep(
                     engine: engine.clone(),
                     session: config.session.clone(),
                     op_timeout: config.op_timeout,
+                    arrivals: rate
+                        .zip(arrivals)
+                        .map(|(rate, kind)| ClientArrivals::new(rate, n, index, kind)),
                 };
                 tasks.push(exec.spawn(
                     index,
@@ -651,6 +837,7 @@ pub async fn run_sweep(
             barrier.wait().await;
             let now = Instant::now();
             let window = Window {
+                released: now,
                 measure_from: now + config.warmup,
                 end: now + config.warmup + config.duration,
             };
@@ -698,6 +885,11 @@ pub async fn run_sweep(
                 .filter_map(|acc| acc.last_end)
                 .fold(window.end, Instant::max);
             let real_window = real_end - window.measure_from;
+            let phase_calls: u64 = merged.values().map(|acc| acc.calls).sum();
+            achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
+            let busy: Duration = merged.values().map(|acc| acc.busy).sum();
+            pool_busy =
+                pool_busy.max(busy.as_secs_f64() / (config.duration.as_secs_f64() * n as f64));
             for (op, acc) in merged {
                 calls += acc.hist.as_ref().map_or(0, |h| h.len());
                 calls += acc.errors.values().sum::<u64>();
@@ -713,6 +905,17 @@ pub async fn run_sweep(
             break;
         }
         level.client = client_check(cpu, measured, cores, &lag, calls);
+        if rate.is_some() && achieved.is_finite() {
+            level.achieved_ops_per_s = Some(achieved);
+            level.pool_busy = Some(pool_busy);
+            if !level.client.client_bound && pool_busy >= POOL_BUSY_LIMIT {
+                level.client.client_bound = true;
+                level.client.reason = Some(format!(
+                    "the pool of {clients} clients was busy {:.0}% of the window: too few clients for this rate (raise --conc)",
+                    pool_busy * 100.0
+                ));
+            }
+        }
         if let Some(failure) = failure {
             level.partial = true;
             on_level(&level, &raw_intervals);
@@ -726,7 +929,22 @@ pub async fn run_sweep(
             ops_per_s: level.ops.iter().map(|o| o.ops_per_s).sum(),
             p99_us: 0.0,
         });
+        let open_loop_end = config
+            .open_loop
+            .as_ref()
+            .and_then(|open| open_loop_stop(&level, open.p99_limit));
         outcome.levels.push(level);
+        if let Some(why) = open_loop_end {
+            if rate
+                != config
+                    .open_loop
+                    .as_ref()
+                    .and_then(|o| o.rates.last().copied())
+            {
+                outcome.stopped_early = Some(why);
+            }
+            break;
+        }
         if config.until_plateau && plateaued(&totals, PLATEAU_GROWTH, PLATEAU_LEVELS) {
             if clients != *config.levels.last().expect("non-empty") {
                 outcome.stopped_early = Some(format!(

@@ -16,5 +16,5 @@ pub mod table;
 
 pub use model::{
     AnyResults, ClientCheck, EngineInfo, Floor, HostInfo, IntervalSample, Level, LevelOp, OpResult,
-    OpsPlan, OpsResults, RunFailure, SweepPlan, SweepResults, SCHEMA_VERSION,
+    OpsPlan, OpsResults, RunFailure, ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

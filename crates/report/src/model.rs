@@ -200,6 +200,29 @@ pub struct SweepPlan {
     /// (`--op-timeout`; 0 in files written before it existed).
     #[serde(default)]
     pub op_timeout_s: f64,
+    /// An open loop's `--rate` spec (levels are offered rates, `clients` the pool).
+    #[serde(default)]
+    pub rate: Option<String>,
+    /// An open loop's arrival schedule: `constant` or `poisson`.
+    #[serde(default)]
+    pub arrivals: Option<String>,
+}
+
+/// Service time in an open loop: from each call's actual start (latency runs from its
+/// intended start).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceTime {
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Slowest, µs.
+    pub max_us: f64,
+    /// The histogram (HdrHistogram V2, base64).
+    pub histogram: String,
 }
 
 /// Figures of one second of a timed window, for significance tests between runs.
@@ -260,6 +283,10 @@ pub struct LevelOp {
     /// call's answer, whichever is later (0 in files written before it existed).
     #[serde(default)]
     pub window_s: f64,
+    /// Open loop only: service time, from each call's actual start. The latency fields
+    /// above run from the intended start.
+    #[serde(default)]
+    pub service: Option<ServiceTime>,
 }
 
 /// The engine's null round trip (the floor under every operation), measured through the
@@ -314,6 +341,17 @@ pub struct Level {
     /// until then (see [`SweepResults::failure`]).
     #[serde(default)]
     pub partial: bool,
+    /// Open loop only: the offered rate, calls per second over all clients.
+    #[serde(default)]
+    pub offered_ops_per_s: Option<f64>,
+    /// Open loop only: the rate achieved, calls started per second of the real window
+    /// (the lowest of the level's phases).
+    #[serde(default)]
+    pub achieved_ops_per_s: Option<f64>,
+    /// Open loop only: the share of the window the client pool was busy (the busiest
+    /// phase); near 1, the pool is too small for the rate.
+    #[serde(default)]
+    pub pool_busy: Option<f64>,
 }
 
 /// Why a run ended because its engine failed: where, and what was left behind.
@@ -448,8 +486,18 @@ impl SweepResults {
             .collect()
     }
 
-    /// Recomputes the saturation analysis from the levels.
+    /// Whether this was an open loop (levels are offered rates on one client pool).
+    pub fn is_open_loop(&self) -> bool {
+        self.plan.rate.is_some()
+    }
+
+    /// Recomputes the saturation analysis from the levels (closed loops only: an open
+    /// loop's levels share one client count, and its limit is the highest rate achieved).
     pub fn analyse(&mut self) {
+        if self.is_open_loop() {
+            self.saturation.clear();
+            return;
+        }
         let limit = self.plan.p99_limit_us;
         self.saturation = self
             .op_names()

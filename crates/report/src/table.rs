@@ -122,8 +122,12 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
     for op in run.op_names() {
         let mut t = Table::new();
         t.load_style(ASCII_MARKDOWN);
-        t.set_header([
-            "clients",
+        let open = run.is_open_loop();
+        let mut header = vec!["clients"];
+        if open {
+            header.extend(["offered/s", "achieved/s"]);
+        }
+        header.extend([
             "ops/s",
             "mean µs",
             "p50 µs",
@@ -131,12 +135,18 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             "p99 µs",
             "p99.9 µs",
             "max µs",
+        ]);
+        if open {
+            header.extend(["service p50 µs", "service p99 µs", "pool busy"]);
+        }
+        header.extend([
             "round trips/op",
             "retries",
             "errors",
             "client CPU µs/op",
             "client",
         ]);
+        t.set_header(header);
         for level in &run.levels {
             let Some(r) = level.ops.iter().find(|o| o.op == op) else {
                 continue;
@@ -150,12 +160,19 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             if r.failed_max_us > 0.0 {
                 errors += &format!(" (slowest {} µs)", fmt_us(r.failed_max_us));
             }
-            t.add_row(vec![
-                if level.partial {
-                    format!("{} (partial)", level.clients)
-                } else {
-                    level.clients.to_string()
-                },
+            let mut row = vec![if level.partial {
+                format!("{} (partial)", level.clients)
+            } else {
+                level.clients.to_string()
+            }];
+            if open {
+                let rate = |r: Option<f64>| r.map_or("-".to_owned(), |r| format!("{r:.0}"));
+                row.extend([
+                    rate(level.offered_ops_per_s),
+                    rate(level.achieved_ops_per_s),
+                ]);
+            }
+            row.extend([
                 format!("{:.0}", r.ops_per_s),
                 fmt_us(r.mean_us),
                 fmt_us(r.p50_us),
@@ -163,6 +180,18 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
                 fmt_us(r.p99_us),
                 fmt_us(r.p999_us),
                 fmt_us(r.max_us),
+            ]);
+            if open {
+                let service = r.service.as_ref();
+                row.extend([
+                    service.map_or("-".to_owned(), |s| fmt_us(s.p50_us)),
+                    service.map_or("-".to_owned(), |s| fmt_us(s.p99_us)),
+                    level
+                        .pool_busy
+                        .map_or("-".to_owned(), |b| format!("{:.0}%", b * 100.0)),
+                ]);
+            }
+            row.extend([
                 format!("{:.2}", r.round_trips_per_op),
                 r.retries.to_string(),
                 errors,
@@ -173,6 +202,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
                     "ok".to_owned()
                 },
             ]);
+            t.add_row(row);
         }
         for i in 0..t.column_count() {
             if let Some(c) = t.column_mut(i) {
@@ -180,6 +210,9 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             }
         }
         out += &format!("\n{op}\n{t}\n");
+        if open {
+            out += &open_loop_summary(run, &op);
+        }
         if let Some(s) = run.saturation.get(&op) {
             out += &format!(
                 "peak {:.0} ops/s at {} clients; knee (≥95% of peak) at {} clients",
@@ -258,6 +291,28 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
         }
     }
     s
+}
+
+/// Where an open loop's engine stopped keeping up with the offered rate, for one operation.
+fn open_loop_summary(run: &crate::SweepResults, op: &str) -> String {
+    let mut kept_up = run.levels.iter().filter(|l| {
+        matches!(
+            (l.offered_ops_per_s, l.achieved_ops_per_s),
+            (Some(o), Some(a)) if a >= 0.95 * o
+        )
+    });
+    match kept_up.next_back() {
+        Some(l) => {
+            let p99 = l.ops.iter().find(|o| o.op == op).map_or(0.0, |o| o.p99_us);
+            format!(
+                "open loop ({} arrivals): kept up (≥95% of offered) to {:.0} calls/s, p99 from the intended start {} µs there\n",
+                run.plan.arrivals.as_deref().unwrap_or("constant"),
+                l.offered_ops_per_s.unwrap_or_default(),
+                fmt_us(p99)
+            )
+        }
+        None => "open loop: the engine kept up with none of the offered rates\n".to_owned(),
+    }
 }
 
 #[cfg(test)]
