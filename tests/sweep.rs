@@ -493,3 +493,77 @@ fn an_open_loop_takes_one_pool_size() {
     );
     assert_eq!(text.trim().lines().count(), 1, "{text}");
 }
+
+#[test]
+fn every_engine_with_counters_reports_them_per_level() {
+    use metabench_testkit::{fresh_database, Kind};
+    let redis = fresh_database(Kind::Redis);
+    let mysql = fresh_database(Kind::Mysql);
+    let postgres = fresh_database(Kind::Postgres);
+    let etcd = format!(
+        "{}/{}",
+        std::env::var("METABENCH_ETCD_URL")
+            .expect("METABENCH_ETCD_URL is set by scripts/test.sh (run the tests with it)")
+            .trim_end_matches('/'),
+        metabench_testkit::unique_name("mb-telemetry")
+    );
+    // What each engine's counters must show after a window of creates.
+    let expect: [(&str, &str, &str); 4] = [
+        (redis.url(), "calls.exec", "connected_clients"),
+        (mysql.url(), "Com_commit", "Threads_connected"),
+        (postgres.url(), "xact_commit", "lock_waiters"),
+        (
+            &etcd,
+            "etcd_server_proposals_committed_total",
+            "etcd_server_proposals_pending",
+        ),
+    ];
+    for (url, counter, gauge) in expect {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("t.json");
+        let o = metabench()
+            .args(["sweep", "--meta", url, "--conc", "2", "--ops", "create"])
+            .args(["--warmup", "100ms", "--duration", "1s", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let text = metabench_testkit::output_text(&o);
+        assert!(o.status.success(), "{url}: {text}");
+        assert!(text.contains("| engine |"), "{text}");
+        let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let engine = run.levels[0]
+            .engine
+            .as_ref()
+            .unwrap_or_else(|| panic!("{url}: no telemetry"));
+        assert!(engine.error.is_none(), "{url}: {:?}", engine.error);
+        let moved = engine.counters.get(counter).copied().unwrap_or(0.0);
+        assert!(moved > 0.0, "{url}: {counter} did not move: {engine:?}");
+        assert!(
+            engine.gauges.contains_key(gauge),
+            "{url}: no {gauge}: {engine:?}"
+        );
+    }
+}
+
+#[test]
+fn engines_without_counters_report_no_telemetry() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let o = metabench()
+        .args([
+            "sweep",
+            "--meta",
+            "memkv://quiet",
+            "--conc",
+            "1",
+            "--ops",
+            "getattr",
+        ])
+        .args(["--warmup", "100ms", "--duration", "300ms", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", metabench_testkit::output_text(&o));
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.levels[0].engine.is_none());
+}

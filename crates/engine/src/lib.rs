@@ -15,6 +15,7 @@ pub mod redis;
 pub mod retry;
 pub mod sql;
 pub mod stats;
+pub mod telemetry;
 pub mod tkv;
 pub mod url;
 
@@ -24,6 +25,7 @@ pub use meta::{
     XattrFlags,
 };
 pub use stats::SessionStats;
+pub use telemetry::Telemetry;
 pub use url::{MetaUrl, Scheme};
 
 use std::sync::Arc;

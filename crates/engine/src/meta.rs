@@ -324,4 +324,22 @@ pub trait Engine: Send + Sync {
 
     /// Server version and durability settings.
     async fn server_info(&self) -> Result<ServerInfo>;
+
+    /// The engine's own counters and gauges now, on its administration connection (Redis
+    /// `INFO all`, `pg_stat_database`, `SHOW GLOBAL STATUS`, etcd `/metrics`); empty for
+    /// engines that expose none (SQLite, memkv, TiKV). Runs read it at each window's
+    /// start and end.
+    async fn telemetry(&self) -> Result<crate::Telemetry> {
+        Ok(crate::Telemetry::default())
+    }
+
+    /// Why a window's telemetry deltas show this engine as the bottleneck, if they do.
+    fn engine_bound(
+        &self,
+        delta: &crate::Telemetry,
+        window: std::time::Duration,
+        clients: u32,
+    ) -> Option<String> {
+        crate::telemetry::engine_bound(self.kind(), delta, window, clients)
+    }
 }

@@ -8,10 +8,14 @@ use crate::ops::StopFlag;
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
+use metabench_engine::{
+    Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats, Telemetry,
+};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::histogram::encode;
-use metabench_report::{ClientCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime};
+use metabench_report::{
+    ClientCheck, EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime,
+};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -29,6 +33,9 @@ pub const CLIENT_CPU_LIMIT: f64 = 0.90;
 pub const CLIENT_LAG_LIMIT: Duration = Duration::from_millis(2);
 /// Consecutive failures after which a client gives up for the rest of a window.
 const MAX_CONSECUTIVE_ERRORS: u32 = 1000;
+/// How long reading the engine's telemetry may take (a frozen engine must not hold a
+/// window's bookkeeping).
+const TELEMETRY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Length of one interval sample.
 const INTERVAL: Duration = Duration::from_secs(1);
 
@@ -658,6 +665,15 @@ fn open_loop_stop(level: &Level, p99_limit: Option<Duration>) -> Option<String> 
     })
 }
 
+/// The engine's telemetry now, within [`TELEMETRY_TIMEOUT`]; the reason on failure.
+async fn read_telemetry(engine: &dyn Engine) -> std::result::Result<Telemetry, String> {
+    match tokio::time::timeout(TELEMETRY_TIMEOUT, engine.telemetry()).await {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {TELEMETRY_TIMEOUT:?}")),
+    }
+}
+
 /// The generator's self-check of one level from what the coordinator measured.
 fn client_check(
     cpu: Duration,
@@ -775,6 +791,7 @@ pub async fn run_sweep(
             ..Default::default()
         };
         let (mut achieved, mut pool_busy) = (f64::INFINITY, 0.0f64);
+        let (mut telemetry, mut telemetry_error) = (Telemetry::default(), None);
         let mut raw_intervals = IntervalHistograms::new();
         let (mut cpu, mut lag) = (Duration::ZERO, histogram());
         let mut measured = Duration::ZERO;
@@ -848,10 +865,17 @@ pub async fn run_sweep(
             live.measuring.store(true, Ordering::Relaxed);
             let cpu_start = process_cpu_time();
             let probe = exec.lag_probe(n);
+            let engine_start = read_telemetry(engine.as_ref()).await;
             tokio::time::sleep_until(window.end.into()).await;
             cpu += process_cpu_time().saturating_sub(cpu_start);
             lag.add(probe.finish())
                 .expect("auto-resizing histograms merge");
+            match (engine_start, read_telemetry(engine.as_ref()).await) {
+                (Ok(start), Ok(end)) => telemetry.add(&end.since(&start)),
+                (Err(e), _) | (_, Err(e)) => {
+                    telemetry_error.get_or_insert(e);
+                }
+            }
             live.measuring.store(false, Ordering::Relaxed);
             measured += config.duration;
             // Clients finish their calls in flight (each bounded by the op timeout).
@@ -905,6 +929,16 @@ pub async fn run_sweep(
             break;
         }
         level.client = client_check(cpu, measured, cores, &lag, calls);
+        if !telemetry.is_empty() || telemetry_error.is_some() {
+            let reason = engine.engine_bound(&telemetry, measured, clients);
+            level.engine = Some(EngineCheck {
+                counters: telemetry.counters,
+                gauges: telemetry.gauges,
+                engine_bound: reason.is_some(),
+                reason,
+                error: telemetry_error,
+            });
+        }
         if rate.is_some() && achieved.is_finite() {
             level.achieved_ops_per_s = Some(achieved);
             level.pool_busy = Some(pool_busy);

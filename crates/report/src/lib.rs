@@ -15,6 +15,7 @@ pub mod stats;
 pub mod table;
 
 pub use model::{
-    AnyResults, ClientCheck, EngineInfo, Floor, HostInfo, IntervalSample, Level, LevelOp, OpResult,
-    OpsPlan, OpsResults, RunFailure, ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
+    AnyResults, ClientCheck, EngineCheck, EngineInfo, Floor, HostInfo, IntervalSample, Level,
+    LevelOp, OpResult, OpsPlan, OpsResults, RunFailure, ServiceTime, SweepPlan, SweepResults,
+    SCHEMA_VERSION,
 };

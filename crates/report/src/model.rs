@@ -341,6 +341,10 @@ pub struct Level {
     /// until then (see [`SweepResults::failure`]).
     #[serde(default)]
     pub partial: bool,
+    /// What the engine said about itself during the level's windows (none for engines
+    /// without counters: SQLite, memkv, TiKV).
+    #[serde(default)]
+    pub engine: Option<EngineCheck>,
     /// Open loop only: the offered rate, calls per second over all clients.
     #[serde(default)]
     pub offered_ops_per_s: Option<f64>,
@@ -352,6 +356,23 @@ pub struct Level {
     /// phase); near 1, the pool is too small for the rate.
     #[serde(default)]
     pub pool_busy: Option<f64>,
+}
+
+/// The engine's own telemetry over a level's windows, and whether it was the bottleneck.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineCheck {
+    /// Counter deltas over the level's windows, by the engine's own names (Redis `INFO`,
+    /// `pg_stat_database`, `SHOW GLOBAL STATUS`, etcd `/metrics`).
+    pub counters: BTreeMap<String, f64>,
+    /// Gauges at the windows' ends (the highest across phases).
+    pub gauges: BTreeMap<String, f64>,
+    /// Whether the engine, by its own counters, limited this level.
+    pub engine_bound: bool,
+    /// Why it was flagged.
+    pub reason: Option<String>,
+    /// Why the telemetry could not be read (in full), if it could not.
+    pub error: Option<String>,
 }
 
 /// Why a run ended because its engine failed: where, and what was left behind.

@@ -145,6 +145,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             "errors",
             "client CPU µs/op",
             "client",
+            "engine",
         ]);
         t.set_header(header);
         for level in &run.levels {
@@ -201,6 +202,12 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
                 } else {
                     "ok".to_owned()
                 },
+                match &level.engine {
+                    Some(e) if e.engine_bound => "BOUND".to_owned(),
+                    Some(e) if e.counters.is_empty() => "-".to_owned(),
+                    Some(_) => "ok".to_owned(),
+                    None => "-".to_owned(),
+                },
             ]);
             t.add_row(row);
         }
@@ -253,6 +260,22 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
     if !bound.is_empty() {
         out += "\nBOUND marks levels where metabench itself was the bottleneck, not the engine:\n";
         for b in bound {
+            out += &format!("  {b}\n");
+        }
+    }
+    let engine_bound: Vec<String> = run
+        .levels
+        .iter()
+        .filter_map(|l| {
+            let e = l.engine.as_ref()?;
+            let why = e.reason.as_ref().or(e.error.as_ref())?;
+            Some(format!("{} clients: {why}", l.clients))
+        })
+        .collect();
+    if !engine_bound.is_empty() {
+        out +=
+            "\nThe engine's own counters (engine column; BOUND: the engine was the bottleneck):\n";
+        for b in engine_bound {
             out += &format!("  {b}\n");
         }
     }

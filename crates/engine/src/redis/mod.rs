@@ -470,6 +470,11 @@ impl Engine for RedisEngine {
         )))
     }
 
+    async fn telemetry(&self) -> Result<crate::Telemetry> {
+        let info: String = self.admin_query(redis::cmd("INFO").arg("all")).await?;
+        Ok(crate::telemetry::from_redis_info(&info))
+    }
+
     async fn server_info(&self) -> Result<ServerInfo> {
         let info: String = self.admin_query(&redis::cmd("INFO")).await?;
         let field = |name: &str| {

@@ -629,6 +629,78 @@ impl Engine for SqlEngine {
         Ok(Box::new(self.sql_session(opts).await?))
     }
 
+    async fn telemetry(&self) -> Result<crate::Telemetry> {
+        use crate::telemetry::{MYSQL_COUNTERS, MYSQL_GAUGES, POSTGRES_COUNTERS};
+        if let How::Sqlite(_) = &self.target.how {
+            return Ok(crate::Telemetry::default());
+        }
+        let number = |v: Option<&conn::Val>| -> Option<f64> {
+            match v? {
+                conn::Val::Int(i) => Some(*i as f64),
+                conn::Val::Bytes(b) => std::str::from_utf8(b).ok()?.trim().parse().ok(),
+                conn::Val::Null => None,
+            }
+        };
+        let mut g = self.admin_conn(false).await?;
+        let c = g.as_mut().expect("connected");
+        let r: Result<crate::Telemetry> = async {
+            let mut t = crate::Telemetry::default();
+            match c.dialect() {
+                Dialect::Mysql => {
+                    let names = MYSQL_COUNTERS
+                        .iter()
+                        .chain(MYSQL_GAUGES)
+                        .map(|n| format!("'{n}'"))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    let rows = c
+                        .simple_fetch(&format!(
+                            "SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
+                        ))
+                        .await
+                        .map_err(engine_err)?;
+                    for row in rows {
+                        let (Ok(name), Some(v)) = (row.text(0), number(row.0.get(1))) else {
+                            continue;
+                        };
+                        if MYSQL_GAUGES.contains(&name.as_str()) {
+                            t.gauges.insert(name, v);
+                        } else {
+                            t.counters.insert(name, v);
+                        }
+                    }
+                }
+                Dialect::Postgres => {
+                    let rows = c
+                        .simple_fetch(&format!(
+                            "SELECT {} FROM pg_stat_database WHERE datname = current_database()",
+                            POSTGRES_COUNTERS.join(", ")
+                        ))
+                        .await
+                        .map_err(engine_err)?;
+                    if let Some(row) = rows.first() {
+                        for (i, name) in POSTGRES_COUNTERS.iter().enumerate() {
+                            if let Some(v) = number(row.0.get(i)) {
+                                t.counters.insert((*name).to_owned(), v);
+                            }
+                        }
+                    }
+                    let rows = c
+                        .simple_fetch("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                        .await
+                        .map_err(engine_err)?;
+                    if let Some(v) = rows.first().and_then(|r| number(r.0.first())) {
+                        t.gauges.insert("lock_waiters".to_owned(), v);
+                    }
+                }
+                Dialect::Sqlite => {}
+            }
+            Ok(t)
+        }
+        .await;
+        admin_done(&mut g, r)
+    }
+
     async fn server_info(&self) -> Result<ServerInfo> {
         if let How::Sqlite(path) = &self.target.how {
             if !path.exists() {

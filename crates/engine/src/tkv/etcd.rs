@@ -23,6 +23,8 @@ const COMMIT_EVERY: usize = 128;
 pub struct EtcdKv {
     client: Client,
     kv: KvClient,
+    /// The first endpoint, `host:port`, whose HTTP `/metrics` telemetry reads.
+    metrics_at: String,
 }
 
 fn other(e: etcd_client::Error) -> KvError {
@@ -64,6 +66,7 @@ impl EtcdKv {
         if let Some(pw) = url.password() {
             opts = opts.with_user(url.user(), pw);
         }
+        let metrics_at = endpoints[0].trim_start_matches("http://").to_owned();
         let client = Client::connect(endpoints, Some(opts))
             .await
             .map_err(|e| fail(e.to_string()))?;
@@ -77,7 +80,14 @@ impl EtcdKv {
             prefix.clear();
         }
         prefix.push(0xFD);
-        Ok((Self { client, kv }, prefix))
+        Ok((
+            Self {
+                client,
+                kv,
+                metrics_at,
+            },
+            prefix,
+        ))
     }
 }
 
@@ -204,6 +214,13 @@ impl KvBackend for EtcdKv {
         Ok(())
     }
 
+    async fn telemetry(&self) -> KvResult<crate::Telemetry> {
+        let text = http_get(&self.metrics_at, "/metrics")
+            .await
+            .map_err(|e| KvError::Other(format!("etcd /metrics at {}: {e}", self.metrics_at)))?;
+        Ok(crate::telemetry::from_prometheus(&text))
+    }
+
     async fn server_info(&self) -> KvResult<ServerInfo> {
         let st = self
             .client
@@ -220,4 +237,37 @@ impl KvBackend for EtcdKv {
             standin: None,
         })
     }
+}
+
+/// How long reading etcd's `/metrics` may take.
+const METRICS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A plain HTTP/1.1 GET of `path` on `host:port` (etcd serves `/metrics` on its client
+/// port), returning the body. Enough for etcd's answer: no TLS, no chunked encoding
+/// (HTTP/1.0 asks for a body that ends with the connection).
+async fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let fetch = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+            .await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        Ok::<_, std::io::Error>(answer)
+    };
+    let answer = tokio::time::timeout(METRICS_TIMEOUT, fetch)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))??;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("not an HTTP answer"))?;
+    let status = head.split_whitespace().nth(1);
+    if !head.starts_with("HTTP/1.") || status != Some("200") {
+        return Err(std::io::Error::other(
+            head.lines().next().unwrap_or_default().to_owned(),
+        ));
+    }
+    Ok(body.to_owned())
 }

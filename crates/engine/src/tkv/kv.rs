@@ -169,6 +169,11 @@ pub trait KvBackend: Send + Sync {
 
     /// Server software and version, and durability settings.
     async fn server_info(&self) -> KvResult<crate::ServerInfo>;
+
+    /// The server's own counters and gauges now (etcd's `/metrics`); empty by default.
+    async fn telemetry(&self) -> KvResult<crate::Telemetry> {
+        Ok(crate::Telemetry::default())
+    }
 }
 
 /// Counts the calls a session sends; clones share the count.

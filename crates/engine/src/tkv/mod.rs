@@ -307,4 +307,8 @@ impl Engine for TkvEngine {
     async fn server_info(&self) -> Result<ServerInfo> {
         self.kv.server_info().await.map_err(kv_err)
     }
+
+    async fn telemetry(&self) -> Result<crate::Telemetry> {
+        self.kv.telemetry().await.map_err(kv_err)
+    }
 }

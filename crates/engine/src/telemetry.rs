@@ -1,0 +1,292 @@
+//! What an engine says about itself: its own counters and gauges (Redis `INFO`,
+//! PostgreSQL `pg_stat_database`, MySQL/MariaDB `SHOW GLOBAL STATUS`, etcd `/metrics`),
+//! read at a window's start and end, and the judgment of whether a window's deltas show
+//! the engine as the bottleneck.
+
+use crate::EngineKind;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// An engine's counters (monotonic: a window keeps their difference) and gauges (a
+/// window keeps the value at its end) at one moment, by the engine's own names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Telemetry {
+    /// Monotonic counters, e.g. `used_cpu_user`, `Innodb_row_lock_time`.
+    pub counters: BTreeMap<String, f64>,
+    /// Gauges, e.g. `connected_clients`, `Threads_running`.
+    pub gauges: BTreeMap<String, f64>,
+}
+
+impl Telemetry {
+    /// The change from `before` to `self`: counters as differences (those present in
+    /// both; a per-command breakdown such as `calls.get` only where it moved), gauges as
+    /// `self`'s.
+    pub fn since(&self, before: &Telemetry) -> Telemetry {
+        Telemetry {
+            counters: self
+                .counters
+                .iter()
+                .filter_map(|(k, v)| before.counters.get(k).map(|b| (k.clone(), v - b)))
+                .filter(|(k, d)| *d != 0.0 || !k.contains('.'))
+                .collect(),
+            gauges: self.gauges.clone(),
+        }
+    }
+
+    /// Adds another window's deltas: counters summed, gauges at their highest.
+    pub fn add(&mut self, other: &Telemetry) {
+        for (k, v) in &other.counters {
+            *self.counters.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.gauges {
+            let g = self.gauges.entry(k.clone()).or_insert(*v);
+            *g = g.max(*v);
+        }
+    }
+
+    /// Whether nothing was read.
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.gauges.is_empty()
+    }
+
+    fn counter(&self, name: &str) -> f64 {
+        self.counters.get(name).copied().unwrap_or(0.0)
+    }
+}
+
+/// Share of one core above which Redis (one thread runs every command) is the bottleneck.
+pub const REDIS_CPU_LIMIT: f64 = 0.90;
+/// Share of the window above which lock waits (summed over all waiters) or WAL fsyncs
+/// mark the engine as the bottleneck.
+pub const WAIT_SHARE_LIMIT: f64 = 0.50;
+
+/// Why a window's telemetry deltas (over `window`, with `clients` clients) show the
+/// engine as the bottleneck, if they do: Redis's CPU near one core, rising lock waits or
+/// deadlocks on SQL, WAL fsyncs filling etcd's window.
+pub fn engine_bound(
+    kind: EngineKind,
+    delta: &Telemetry,
+    window: Duration,
+    clients: u32,
+) -> Option<String> {
+    let secs = window.as_secs_f64().max(1e-9);
+    match kind {
+        EngineKind::Redis => {
+            let cpu = (delta.counter("used_cpu_user") + delta.counter("used_cpu_sys")) / secs;
+            (cpu >= REDIS_CPU_LIMIT).then(|| {
+                format!(
+                    "Redis used {:.0}% of a core (one thread runs every command)",
+                    cpu * 100.0
+                )
+            })
+        }
+        EngineKind::Mysql => {
+            let waited = delta.counter("Innodb_row_lock_time") / 1000.0;
+            let deadlocks = delta.counter("Innodb_deadlocks");
+            if deadlocks > 0.0 {
+                Some(format!("{deadlocks:.0} deadlocks in the window"))
+            } else {
+                (waited / secs >= WAIT_SHARE_LIMIT).then(|| {
+                    format!(
+                        "transactions waited {waited:.2} s on row locks in a {secs:.1} s window ({:.0} waits)",
+                        delta.counter("Innodb_row_lock_waits")
+                    )
+                })
+            }
+        }
+        EngineKind::Postgres => {
+            let deadlocks = delta.counter("deadlocks");
+            let waiting = delta.gauges.get("lock_waiters").copied().unwrap_or(0.0);
+            if deadlocks > 0.0 {
+                Some(format!("{deadlocks:.0} deadlocks in the window"))
+            } else {
+                (waiting >= (clients as f64 / 2.0).max(2.0)).then(|| {
+                    format!("{waiting:.0} of {clients} sessions were waiting on a lock at the window's end")
+                })
+            }
+        }
+        EngineKind::Etcd => {
+            let fsync = delta.counter("etcd_disk_wal_fsync_duration_seconds_sum");
+            (fsync / secs >= WAIT_SHARE_LIMIT).then(|| {
+                format!(
+                    "etcd spent {:.0}% of the window in WAL fsyncs ({:.0} fsyncs)",
+                    fsync / secs * 100.0,
+                    delta.counter("etcd_disk_wal_fsync_duration_seconds_count")
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Redis `INFO all`: CPU, commands, AOF fsyncs and each command's calls and time
+/// (`cmdstat_get` → `calls.get`, `usec.get`) as counters; clients and memory as gauges.
+pub fn from_redis_info(info: &str) -> Telemetry {
+    const COUNTERS: &[&str] = &[
+        "used_cpu_sys",
+        "used_cpu_user",
+        "total_commands_processed",
+        "total_connections_received",
+        "aof_delayed_fsync",
+        "rejected_connections",
+    ];
+    const GAUGES: &[&str] = &[
+        "connected_clients",
+        "blocked_clients",
+        "used_memory",
+        "aof_pending_bio_fsync",
+        "instantaneous_ops_per_sec",
+    ];
+    let mut t = Telemetry::default();
+    for line in info.lines() {
+        let Some((name, value)) = line.trim().split_once(':') else {
+            continue;
+        };
+        if let Some(cmd) = name.strip_prefix("cmdstat_") {
+            for field in value.split(',') {
+                if let Some((k @ ("calls" | "usec" | "failed_calls"), v)) = field.split_once('=') {
+                    if let Ok(v) = v.parse::<f64>() {
+                        t.counters.insert(format!("{k}.{cmd}"), v);
+                    }
+                }
+            }
+        } else if let Ok(v) = value.parse::<f64>() {
+            if COUNTERS.contains(&name) {
+                t.counters.insert(name.to_owned(), v);
+            } else if GAUGES.contains(&name) {
+                t.gauges.insert(name.to_owned(), v);
+            }
+        }
+    }
+    t
+}
+
+/// The `SHOW GLOBAL STATUS` variables kept for MySQL and MariaDB: counters first.
+pub const MYSQL_COUNTERS: &[&str] = &[
+    "Com_commit",
+    "Com_rollback",
+    "Handler_commit",
+    "Handler_rollback",
+    "Innodb_row_lock_waits",
+    "Innodb_row_lock_time",
+    "Innodb_deadlocks",
+    "Innodb_data_fsyncs",
+    "Innodb_os_log_fsyncs",
+    "Questions",
+];
+
+/// The `SHOW GLOBAL STATUS` gauges kept for MySQL and MariaDB.
+pub const MYSQL_GAUGES: &[&str] = &[
+    "Threads_running",
+    "Threads_connected",
+    "Innodb_row_lock_current_waits",
+];
+
+/// The `pg_stat_database` columns kept for PostgreSQL (all counters).
+pub const POSTGRES_COUNTERS: &[&str] = &[
+    "xact_commit",
+    "xact_rollback",
+    "deadlocks",
+    "conflicts",
+    "blks_read",
+    "blks_hit",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+];
+
+/// The etcd metrics kept from `/metrics` (Prometheus text): counters and summaries'
+/// sums and counts; `etcd_server_proposals_pending` is a gauge.
+pub fn from_prometheus(text: &str) -> Telemetry {
+    const COUNTERS: &[&str] = &[
+        "etcd_disk_wal_fsync_duration_seconds_sum",
+        "etcd_disk_wal_fsync_duration_seconds_count",
+        "etcd_disk_backend_commit_duration_seconds_sum",
+        "etcd_disk_backend_commit_duration_seconds_count",
+        "etcd_server_proposals_committed_total",
+        "etcd_server_proposals_applied_total",
+        "etcd_server_proposals_failed_total",
+        "etcd_mvcc_txn_total",
+        "process_cpu_seconds_total",
+    ];
+    const GAUGES: &[&str] = &["etcd_server_proposals_pending"];
+    let mut t = Telemetry::default();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.split_whitespace();
+        let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        // Labelled series (e.g. per gRPC method) are not kept.
+        if name.contains('{') {
+            continue;
+        }
+        let Ok(v) = value.parse::<f64>() else {
+            continue;
+        };
+        if COUNTERS.contains(&name) {
+            t.counters.insert(name.to_owned(), v);
+        } else if GAUGES.contains(&name) {
+            t.gauges.insert(name.to_owned(), v);
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_info_parses_cpu_commands_and_gauges() {
+        let info = "# CPU\r\nused_cpu_sys:1.50\r\nused_cpu_user:2.25\r\nconnected_clients:7\r\n# Commandstats\r\ncmdstat_get:calls=10,usec=50,usec_per_call=5.00,rejected_calls=0,failed_calls=1\r\n";
+        let t = from_redis_info(info);
+        assert_eq!(t.counters["used_cpu_user"], 2.25);
+        assert_eq!(t.counters["calls.get"], 10.0);
+        assert_eq!(t.counters["failed_calls.get"], 1.0);
+        assert_eq!(t.gauges["connected_clients"], 7.0);
+        assert!(!t.counters.contains_key("usec_per_call.get"));
+    }
+
+    #[test]
+    fn deltas_and_the_redis_cpu_judgment() {
+        let at = |cpu: f64| Telemetry {
+            counters: [("used_cpu_user".to_owned(), cpu)].into(),
+            gauges: [("connected_clients".to_owned(), cpu)].into(),
+        };
+        let d = at(3.0).since(&at(1.0));
+        assert_eq!(d.counters["used_cpu_user"], 2.0);
+        assert_eq!(d.gauges["connected_clients"], 3.0);
+        let window = Duration::from_secs(2);
+        assert!(engine_bound(EngineKind::Redis, &d, window, 8).is_some());
+        let idle = at(1.5).since(&at(1.0));
+        assert!(engine_bound(EngineKind::Redis, &idle, window, 8).is_none());
+    }
+
+    #[test]
+    fn prometheus_text_keeps_unlabelled_series() {
+        let text = "# HELP x\netcd_disk_wal_fsync_duration_seconds_sum 1.5\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 3\netcd_server_proposals_pending 2\n";
+        let t = from_prometheus(text);
+        assert_eq!(t.counters["etcd_disk_wal_fsync_duration_seconds_sum"], 1.5);
+        assert_eq!(t.gauges["etcd_server_proposals_pending"], 2.0);
+        assert_eq!(t.counters.len(), 1);
+        let d = t.since(&Telemetry::default());
+        assert!(d.counters.is_empty(), "a counter needs both ends");
+    }
+
+    #[test]
+    fn sql_judgments() {
+        let mut d = Telemetry::default();
+        d.counters.insert("Innodb_row_lock_time".into(), 1500.0);
+        assert!(engine_bound(EngineKind::Mysql, &d, Duration::from_secs(2), 8).is_some());
+        d.counters.insert("Innodb_row_lock_time".into(), 100.0);
+        assert!(engine_bound(EngineKind::Mysql, &d, Duration::from_secs(2), 8).is_none());
+        let mut p = Telemetry::default();
+        p.gauges.insert("lock_waiters".into(), 6.0);
+        assert!(engine_bound(EngineKind::Postgres, &p, Duration::from_secs(2), 8).is_some());
+        p.gauges.insert("lock_waiters".into(), 1.0);
+        assert!(engine_bound(EngineKind::Postgres, &p, Duration::from_secs(2), 8).is_none());
+    }
+}
