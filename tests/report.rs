@@ -70,7 +70,7 @@ fn report_of_real_sqlite_runs() {
         "csv",
     ]));
     assert!(
-        csv.contains("# mkdir: throughput and p99 by concurrency\n"),
+        csv.contains("# mkdir: throughput and p99 by concurrency ([client] / [engine]"),
         "{csv}"
     );
     assert!(

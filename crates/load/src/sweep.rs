@@ -942,12 +942,23 @@ pub async fn run_sweep(
         if rate.is_some() && achieved.is_finite() {
             level.achieved_ops_per_s = Some(achieved);
             level.pool_busy = Some(pool_busy);
-            if !level.client.client_bound && pool_busy >= POOL_BUSY_LIMIT {
-                level.client.client_bound = true;
-                level.client.reason = Some(format!(
+            let offered = f64::from(rate.unwrap_or_default());
+            let reason = if pool_busy >= POOL_BUSY_LIMIT {
+                Some(format!(
                     "the pool of {clients} clients was busy {:.0}% of the window: too few clients for this rate (raise --conc)",
                     pool_busy * 100.0
-                ));
+                ))
+            } else if achieved < ACHIEVED_SHARE * offered {
+                Some(format!(
+                    "metabench fell behind its schedule ({achieved:.0} of {offered:.0} calls/s) with its pool only {:.0}% busy: the generator, not the engine, set the pace",
+                    pool_busy * 100.0
+                ))
+            } else {
+                None
+            };
+            if let (false, Some(reason)) = (level.client.client_bound, reason) {
+                level.client.client_bound = true;
+                level.client.reason = Some(reason);
             }
         }
         if let Some(failure) = failure {

@@ -131,6 +131,8 @@ pub struct Row {
     pub op: String,
     /// Concurrency level (sweeps only).
     pub clients: Option<u32>,
+    /// An open loop's offered rate, calls per second (open-loop sweeps only).
+    pub offered: Option<f64>,
     /// Throughput, mean and p99.
     pub changes: Vec<Change>,
     /// Round trips per operation: baseline, current.
@@ -140,11 +142,21 @@ pub struct Row {
 }
 
 impl Row {
-    /// `mkdir` or `mkdir @ 8 clients`.
+    /// `mkdir`, `mkdir @ 8 clients` or, in an open loop, `mkdir @ 4000/s`.
     pub fn name(&self) -> String {
-        match self.clients {
-            Some(c) => format!("{} @ {c} clients", self.op),
-            None => self.op.clone(),
+        match (self.offered, self.clients) {
+            (Some(r), _) => format!("{} @ {r:.0}/s", self.op),
+            (None, Some(c)) => format!("{} @ {c} clients", self.op),
+            (None, None) => self.op.clone(),
+        }
+    }
+
+    /// The level column of a sweep comparison: clients, or an open loop's offered rate.
+    fn level(&self) -> String {
+        match (self.offered, self.clients) {
+            (Some(r), _) => format!("{r:.0}/s"),
+            (None, Some(c)) => c.to_string(),
+            (None, None) => String::new(),
         }
     }
 
@@ -233,6 +245,7 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
         rows.push(Row {
             op: ra.op.clone(),
             clients: None,
+            offered: None,
             changes: vec![
                 Change::new(
                     "ops/s",
@@ -272,10 +285,32 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
     }
 }
 
-fn sweep_rows(r: &SweepResults) -> Vec<(u32, &LevelOp)> {
+/// A sweep level's identity across runs: clients, and an open loop's offered rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LevelKey {
+    clients: u32,
+    offered: Option<f64>,
+}
+
+impl std::fmt::Display for LevelKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offered {
+            Some(r) => write!(f, "{r:.0}/s"),
+            None => write!(f, "{} clients", self.clients),
+        }
+    }
+}
+
+fn sweep_rows(r: &SweepResults) -> Vec<(LevelKey, &LevelOp)> {
     r.levels
         .iter()
-        .flat_map(|l| l.ops.iter().map(move |o| (l.clients, o)))
+        .flat_map(|l| {
+            let key = LevelKey {
+                clients: l.clients,
+                offered: l.offered_ops_per_s,
+            };
+            l.ops.iter().map(move |o| (key, o))
+        })
         .collect()
 }
 
@@ -287,7 +322,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
     let mut only_in_base = Vec::new();
     for (c, oa) in &ra {
         let Some((_, ob)) = rb.iter().find(|(cb, ob)| cb == c && ob.op == oa.op) else {
-            only_in_base.push(format!("{} @ {c} clients", oa.op));
+            only_in_base.push(format!("{} @ {c}", oa.op));
             continue;
         };
         let series = |o: &LevelOp, f: fn(&crate::IntervalSample) -> f64| -> Vec<f64> {
@@ -295,35 +330,49 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
         };
         let test =
             |f: fn(&crate::IntervalSample) -> f64| welch_samples(&series(oa, f), &series(ob, f));
+        let mut changes = vec![
+            Change::new(
+                "ops/s",
+                Better::Higher,
+                oa.ops_per_s,
+                ob.ops_per_s,
+                test(|s| s.count as f64),
+                alpha,
+            ),
+            Change::new(
+                "mean µs",
+                Better::Lower,
+                oa.mean_us,
+                ob.mean_us,
+                test(|s| s.mean_us),
+                alpha,
+            ),
+            Change::new(
+                "p99 µs",
+                Better::Lower,
+                oa.p99_us,
+                ob.p99_us,
+                test(|s| s.p99_us),
+                alpha,
+            ),
+        ];
+        // Open loops: the latency above runs from the intended start; service time has
+        // no per-second samples, so its change is shown, untested.
+        if let (Some(sa), Some(sb)) = (&oa.service, &ob.service) {
+            changes.push(Change::new(
+                "service p99 µs",
+                Better::Lower,
+                sa.p99_us,
+                sb.p99_us,
+                None,
+                alpha,
+            ));
+        }
         rows.push(Row {
             op: oa.op.clone(),
-            clients: Some(*c),
-            changes: vec![
-                Change::new(
-                    "ops/s",
-                    Better::Higher,
-                    oa.ops_per_s,
-                    ob.ops_per_s,
-                    test(|s| s.count as f64),
-                    alpha,
-                ),
-                Change::new(
-                    "mean µs",
-                    Better::Lower,
-                    oa.mean_us,
-                    ob.mean_us,
-                    test(|s| s.mean_us),
-                    alpha,
-                ),
-                Change::new(
-                    "p99 µs",
-                    Better::Lower,
-                    oa.p99_us,
-                    ob.p99_us,
-                    test(|s| s.p99_us),
-                    alpha,
-                ),
-            ],
+            clients: Some(c.clients),
+            offered: c.offered,
+            changes,
             round_trips: (oa.round_trips_per_op, ob.round_trips_per_op),
             retries: (oa.retries, ob.retries),
         });
@@ -331,7 +380,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
     let only_in_current = rb
         .iter()
         .filter(|(c, ob)| !ra.iter().any(|(ca, oa)| ca == c && oa.op == ob.op))
-        .map(|(c, o)| format!("{} @ {c} clients", o.op))
+        .map(|(c, o)| format!("{} @ {c}", o.op))
         .collect();
     Comparison {
         kind: "sweep",
@@ -360,18 +409,38 @@ fn round_trip_cell(r: &Row) -> String {
 pub fn render(c: &Comparison) -> String {
     let mut t = Table::new();
     t.load_style(ASCII_MARKDOWN);
+    // Every metric any row has, in first-seen order (open loops add service time).
+    let mut metrics: Vec<&str> = Vec::new();
+    for ch in c.rows.iter().flat_map(|r| &r.changes) {
+        if !metrics.contains(&ch.metric) {
+            metrics.push(ch.metric);
+        }
+    }
+    if metrics.is_empty() {
+        metrics = vec!["ops/s", "mean µs", "p99 µs"];
+    }
     let mut header = vec!["op"];
     if c.kind == "sweep" {
-        header.push("clients");
+        header.push(if c.rows.iter().any(|r| r.offered.is_some()) {
+            "level"
+        } else {
+            "clients"
+        });
     }
-    header.extend(["ops/s", "mean µs", "p99 µs", "round trips/op"]);
+    header.extend(metrics.iter().copied());
+    header.push("round trips/op");
     t.set_header(header);
     for r in &c.rows {
         let mut row = vec![r.op.clone()];
-        if let Some(cl) = r.clients {
-            row.push(cl.to_string());
+        if r.clients.is_some() {
+            row.push(r.level());
         }
-        row.extend(r.changes.iter().map(Change::cell));
+        row.extend(metrics.iter().map(|m| {
+            r.changes
+                .iter()
+                .find(|ch| ch.metric == *m)
+                .map_or("–".to_owned(), Change::cell)
+        }));
         row.push(round_trip_cell(r));
         t.add_row(row);
     }
@@ -691,6 +760,37 @@ mod tests {
         let c = compare(&ops_run(&wide_a, 4.0), &ops_run(&wide_a, 5.0), 0.05).unwrap();
         assert_eq!(gate(&c, &policy(0.10)).len(), 1);
         assert!(compare(&ops_run(&wide_a, 4.0), &sweep(1.0, 0.1, 3, 1.0, 1), 0.05).is_err());
+    }
+
+    #[test]
+    fn open_loops_compare_by_offered_rate_with_service_time() {
+        let open = |service_p99: f64| {
+            let AnyResults::Sweep(mut run) = sweep(100.0, 0.01, 10, 1.0, 7) else {
+                unreachable!()
+            };
+            run.plan.rate = Some("4000".into());
+            run.levels[0].offered_ops_per_s = Some(4000.0);
+            run.levels[0].ops[0].service = Some(crate::model::ServiceTime {
+                p99_us: service_p99,
+                ..Default::default()
+            });
+            AnyResults::Sweep(run)
+        };
+        let c = compare(&open(50.0), &open(75.0), 0.05).unwrap();
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(c.rows[0].name(), "mkdir @ 4000/s");
+        let service = c.rows[0]
+            .changes
+            .iter()
+            .find(|ch| ch.metric == "service p99 µs")
+            .expect("a service time change");
+        assert_eq!((service.base, service.current), (50.0, 75.0));
+        let table = render(&c);
+        assert!(table.contains(" level "), "{table}");
+        assert!(
+            table.contains("service p99 µs") && table.contains("4000/s"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -137,28 +137,46 @@ pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
             }
         }
     }
+    // Rows by level: clients, or an open loop's offered rate.
+    let x_of = |l: &crate::Level| l.offered_ops_per_s.unwrap_or(l.clients as f64);
+    let open = sweeps.iter().any(|(_, s)| s.is_open_loop());
     ops.iter()
         .map(|op| {
-            let mut levels: Vec<u32> = sweeps
+            let mut levels: Vec<f64> = sweeps
                 .iter()
-                .flat_map(|(_, s)| s.curve(op).into_iter().map(|p| p.clients))
+                .flat_map(|(_, s)| {
+                    s.levels
+                        .iter()
+                        .filter(|l| l.ops.iter().any(|o| &o.op == op))
+                        .map(x_of)
+                })
                 .collect();
-            levels.sort_unstable();
+            levels.sort_by(f64::total_cmp);
             levels.dedup();
-            let mut header = vec!["clients".to_owned()];
+            let mut header = vec![if open { "clients or offered/s" } else { "clients" }.to_owned()];
             for (l, _) in &sweeps {
                 header.push(format!("{l} ops/s"));
                 header.push(format!("{l} p99 µs"));
             }
             let rows = levels
                 .iter()
-                .map(|c| {
-                    let mut row = vec![c.to_string()];
+                .map(|x| {
+                    let mut row = vec![format!("{x:.0}")];
                     for (_, s) in &sweeps {
-                        match s.curve(op).into_iter().find(|p| p.clients == *c) {
-                            Some(p) => {
-                                row.push(format!("{:.0}", p.ops_per_s));
-                                row.push(fmt_us(p.p99_us));
+                        let found = s.levels.iter().find(|l| x_of(l) == *x).and_then(|l| {
+                            l.ops.iter().find(|o| &o.op == op).map(|o| (l, o))
+                        });
+                        match found {
+                            Some((l, o)) => {
+                                let mut marks = String::new();
+                                if l.client.client_bound {
+                                    marks += " [client]";
+                                }
+                                if l.engine.as_ref().is_some_and(|e| e.engine_bound) {
+                                    marks += " [engine]";
+                                }
+                                row.push(format!("{:.0}{marks}", o.ops_per_s));
+                                row.push(fmt_us(o.p99_us));
                             }
                             None => {
                                 row.push("–".into());
@@ -170,7 +188,10 @@ pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
                 })
                 .collect();
             Grid {
-                title: format!("{op}: throughput and p99 by concurrency"),
+                title: format!(
+                    "{op}: throughput and p99 by {} ([client] / [engine]: that side was the bottleneck)",
+                    if open { "level" } else { "concurrency" }
+                ),
                 header,
                 rows,
             }

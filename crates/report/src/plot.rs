@@ -1,6 +1,8 @@
 //! SVG plots of sweeps (plotters, SVG backend only: text is left to the viewer's fonts,
-//! so nothing here needs a font library): throughput against concurrency per operation,
-//! p50 / p99 against concurrency, several runs overlaid with a legend.
+//! so nothing here needs a font library): throughput against concurrency (or an open
+//! loop's offered rate) per operation, p50 / p99 (and an open loop's service p99) against
+//! it, several runs overlaid with a legend. Levels where metabench was the bottleneck are
+//! ringed, levels the engine's own counters mark as engine-bound are crossed.
 
 use crate::cross::LabeledRun;
 use crate::model::{AnyResults, SweepResults};
@@ -23,6 +25,46 @@ struct Series {
     label: String,
     color: RGBColor,
     points: Vec<(f64, f64)>,
+    /// Per point: (client-bound, engine-bound); empty when not marked.
+    marks: Vec<(bool, bool)>,
+}
+
+/// A level's x: its offered rate in an open loop, else its clients.
+fn level_x(l: &crate::Level) -> f64 {
+    l.offered_ops_per_s.unwrap_or(l.clients as f64)
+}
+
+/// A level's marks: (client-bound, engine-bound).
+fn level_marks(l: &crate::Level) -> (bool, bool) {
+    (
+        l.client.client_bound,
+        l.engine.as_ref().is_some_and(|e| e.engine_bound),
+    )
+}
+
+/// `op`'s levels in `run` as (x, level op, marks).
+fn op_levels<'a>(
+    run: &'a SweepResults,
+    op: &'a str,
+) -> impl Iterator<Item = (f64, &'a crate::LevelOp, (bool, bool))> + 'a {
+    run.levels.iter().filter_map(move |l| {
+        l.ops
+            .iter()
+            .find(|o| o.op == op)
+            .map(|o| (level_x(l), o, level_marks(l)))
+    })
+}
+
+/// The x axis's name for these sweeps.
+fn x_desc(sweeps: &[(&str, &SweepResults)]) -> &'static str {
+    match (
+        sweeps.iter().all(|(_, s)| s.is_open_loop()),
+        sweeps.iter().any(|(_, s)| s.is_open_loop()),
+    ) {
+        (true, _) => "offered calls/s (open loop)",
+        (false, true) => "concurrent clients, or offered calls/s for open loops",
+        _ => "concurrent clients",
+    }
 }
 
 fn color(i: usize) -> RGBColor {
@@ -54,25 +96,43 @@ fn sweeps(runs: &[LabeledRun]) -> Vec<(&str, &SweepResults)> {
 
 /// Draws line series against clients (log₂ x axis labelled 1, 2, 4, …); `log_y` for
 /// latencies.
-fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<String, String> {
+fn draw(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    log_y: bool,
+) -> Result<String, String> {
     // Clients go on a log₂ axis: doubling levels are evenly spaced and labelled.
     let series: Vec<Series> = series
         .iter()
-        .map(|s| Series {
-            label: s.label.clone(),
-            color: s.color,
-            points: s
-                .points
-                .iter()
-                .filter(|p| p.0 >= 1.0)
-                .map(|&(x, y)| (x.log2(), y))
-                .collect(),
+        .map(|s| {
+            let kept: Vec<usize> = (0..s.points.len())
+                .filter(|&i| s.points[i].0 >= 1.0)
+                .collect();
+            Series {
+                label: s.label.clone(),
+                color: s.color,
+                points: kept
+                    .iter()
+                    .map(|&i| (s.points[i].0.log2(), s.points[i].1))
+                    .collect(),
+                marks: kept
+                    .iter()
+                    .filter_map(|&i| s.marks.get(i).copied())
+                    .collect(),
+            }
         })
         .collect();
+    let (any_client_bound, any_engine_bound) = series
+        .iter()
+        .flat_map(|s| s.marks.iter())
+        .fold((false, false), |(c, e), m| (c || m.0, e || m.1));
     let series = &series[..];
     let pts = series.iter().flat_map(|s| s.points.iter());
-    let (mut xmax, mut ymin, mut ymax) = (0.0f64, f64::INFINITY, 0.0f64);
+    let (mut xmin, mut xmax, mut ymin, mut ymax) = (f64::INFINITY, 0.0f64, f64::INFINITY, 0.0f64);
     for &(x, y) in pts {
+        xmin = xmin.min(x);
         xmax = xmax.max(x);
         if y > 0.0 {
             ymin = ymin.min(y);
@@ -85,8 +145,10 @@ fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<Str
     if ymax <= 0.0 {
         ymax = 1.0;
     }
-    let x_labels = xmax.floor() as usize + 2;
-    let xrange = -0.25..xmax.max(1.0) + 0.25;
+    // From the lowest level's power of two (1 client, or an open loop's first rate).
+    let xmin = if xmin.is_finite() { xmin.floor() } else { 0.0 };
+    let x_labels = (xmax.floor() - xmin) as usize + 2;
+    let xrange = xmin - 0.25..xmax.max(xmin + 1.0) + 0.25;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -101,7 +163,7 @@ fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<Str
                 let mut chart = $chart;
                 chart
                     .configure_mesh()
-                    .x_desc("concurrent clients")
+                    .x_desc(x_desc)
                     .y_desc(y_desc)
                     .x_labels(x_labels)
                     .x_label_formatter(&|x| {
@@ -131,6 +193,36 @@ fn draw(title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<Str
                                 .map(|&(x, y)| Circle::new((x, y), 3, c.filled())),
                         )
                         .map_err(|e| e.to_string())?;
+                    let marked = s.points.iter().zip(&s.marks);
+                    chart
+                        .draw_series(
+                            marked
+                                .clone()
+                                .filter(|(_, m)| m.0)
+                                .map(|(&p, _)| Circle::new(p, 7, BLACK.stroke_width(1))),
+                        )
+                        .map_err(|e| e.to_string())?;
+                    chart
+                        .draw_series(
+                            marked
+                                .filter(|(_, m)| m.1)
+                                .map(|(&p, _)| Cross::new(p, 6, RED.stroke_width(2))),
+                        )
+                        .map_err(|e| e.to_string())?;
+                }
+                if any_client_bound {
+                    chart
+                        .draw_series(Vec::<Circle<(f64, f64), i32>>::new())
+                        .map_err(|e| e.to_string())?
+                        .label("ringed: metabench was the bottleneck (client-bound)")
+                        .legend(|(x, y)| Circle::new((x + 8, y), 6, BLACK.stroke_width(1)));
+                }
+                if any_engine_bound {
+                    chart
+                        .draw_series(Vec::<Cross<(f64, f64), i32>>::new())
+                        .map_err(|e| e.to_string())?
+                        .label("crossed: the engine's counters show it as the bottleneck")
+                        .legend(|(x, y)| Cross::new((x + 8, y), 5, RED.stroke_width(2)));
                 }
                 chart
                     .configure_series_labels()
@@ -164,6 +256,7 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     if sw.is_empty() {
         return Ok(Vec::new());
     }
+    let x_desc = x_desc(&sw);
     let mut ops: Vec<String> = Vec::new();
     for (_, s) in &sw {
         for op in s.op_names() {
@@ -172,20 +265,23 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
             }
         }
     }
+    let throughput = |s: &SweepResults, op: &str| {
+        let (points, marks) = op_levels(s, op)
+            .map(|(x, o, m)| ((x, o.ops_per_s), m))
+            .unzip();
+        (points, marks)
+    };
     let mut plots = Vec::new();
     let mut all = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         for (j, (label, s)) in sw.iter().enumerate() {
-            let points: Vec<(f64, f64)> = s
-                .curve(op)
-                .iter()
-                .map(|p| (p.clients as f64, p.ops_per_s))
-                .collect();
+            let (points, marks): (Vec<_>, Vec<_>) = throughput(s, op);
             if !points.is_empty() {
                 all.push(Series {
                     label: format!("{op} — {label}"),
                     color: color(i * sw.len() + j),
                     points,
+                    marks,
                 });
             }
         }
@@ -193,64 +289,76 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     let title = "Throughput vs concurrency".to_owned();
     plots.push(Plot {
         file: "throughput.svg".into(),
-        svg: draw(&title, "ops/s", &all, false)?,
+        svg: draw(&title, x_desc, "ops/s", &all, false)?,
         title,
     });
     for op in &ops {
         let tput: Vec<Series> = sw
             .iter()
             .enumerate()
-            .map(|(j, (label, s))| Series {
-                label: label.to_string(),
-                color: color(j),
-                points: s
-                    .curve(op)
-                    .iter()
-                    .map(|p| (p.clients as f64, p.ops_per_s))
-                    .collect(),
+            .map(|(j, (label, s))| {
+                let (points, marks) = throughput(s, op);
+                Series {
+                    label: label.to_string(),
+                    color: color(j),
+                    points,
+                    marks,
+                }
             })
             .filter(|s| !s.points.is_empty())
             .collect();
         let title = format!("{op}: throughput vs concurrency");
         plots.push(Plot {
             file: format!("throughput-{}.svg", file_safe(op)),
-            svg: draw(&title, "ops/s", &tput, false)?,
+            svg: draw(&title, x_desc, "ops/s", &tput, false)?,
             title,
         });
         let mut lat = Vec::new();
         for (j, (label, s)) in sw.iter().enumerate() {
-            let level_ops = s.levels.iter().filter_map(|l| {
-                l.ops
-                    .iter()
-                    .find(|o| &o.op == op)
-                    .map(|o| (l.clients as f64, o))
-            });
-            let (p50, p99): (Vec<_>, Vec<_>) = level_ops
-                .map(|(c, o)| ((c, o.p50_us), (c, o.p99_us)))
-                .unzip();
-            if p50.is_empty() {
+            let levels: Vec<_> = op_levels(s, op).collect();
+            if levels.is_empty() {
                 continue;
             }
             let c = color(j);
+            let pale = RGBColor(
+                ((c.0 as u16 + 255) / 2) as u8,
+                ((c.1 as u16 + 255) / 2) as u8,
+                ((c.2 as u16 + 255) / 2) as u8,
+            );
+            let from_start = if s.is_open_loop() {
+                " (from the intended start)"
+            } else {
+                ""
+            };
             lat.push(Series {
-                label: format!("{label} p50"),
-                color: RGBColor(
-                    ((c.0 as u16 + 255) / 2) as u8,
-                    ((c.1 as u16 + 255) / 2) as u8,
-                    ((c.2 as u16 + 255) / 2) as u8,
-                ),
-                points: p50,
+                label: format!("{label} p50{from_start}"),
+                color: pale,
+                points: levels.iter().map(|(x, o, _)| (*x, o.p50_us)).collect(),
+                marks: Vec::new(),
             });
             lat.push(Series {
-                label: format!("{label} p99"),
+                label: format!("{label} p99{from_start}"),
                 color: c,
-                points: p99,
+                points: levels.iter().map(|(x, o, _)| (*x, o.p99_us)).collect(),
+                marks: levels.iter().map(|(_, _, m)| *m).collect(),
             });
+            let service: Vec<(f64, f64)> = levels
+                .iter()
+                .filter_map(|(x, o, _)| o.service.as_ref().map(|sv| (*x, sv.p99_us)))
+                .collect();
+            if !service.is_empty() {
+                lat.push(Series {
+                    label: format!("{label} service p99"),
+                    color: RGBColor(c.0 / 2, c.1 / 2, c.2 / 2),
+                    points: service,
+                    marks: Vec::new(),
+                });
+            }
         }
         let title = format!("{op}: p50 and p99 latency vs concurrency");
         plots.push(Plot {
             file: format!("latency-{}.svg", file_safe(op)),
-            svg: draw(&title, "latency, µs (log)", &lat, true)?,
+            svg: draw(&title, x_desc, "latency, µs (log)", &lat, true)?,
             title,
         });
     }
@@ -410,6 +518,69 @@ mod tests {
                 .collect(),
             ..Default::default()
         })
+    }
+
+    fn svg_texts(svg: &str) -> Vec<String> {
+        roxmltree::Document::parse(svg)
+            .unwrap()
+            .descendants()
+            .filter(|n| n.tag_name().name() == "text")
+            .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn bound_levels_are_marked_and_open_loops_plot_against_the_offered_rate() {
+        let AnyResults::Sweep(mut run) = sweep(1.0, &["getattr"]) else {
+            unreachable!()
+        };
+        run.levels[1].client.client_bound = true;
+        run.levels[2].engine = Some(crate::model::EngineCheck {
+            engine_bound: true,
+            ..Default::default()
+        });
+        let label = |run: SweepResults| {
+            vec![LabeledRun {
+                label: "redis".into(),
+                run: AnyResults::Sweep(run),
+            }]
+        };
+        let plots = sweep_plots(&label(run.clone())).unwrap();
+        let texts = svg_texts(&plots[0].svg);
+        assert!(
+            texts.iter().any(|t| t.contains("client-bound")),
+            "{texts:?}"
+        );
+        assert!(
+            texts.iter().any(|t| t.contains("engine's counters")),
+            "{texts:?}"
+        );
+        assert!(texts.iter().any(|t| t == "concurrent clients"), "{texts:?}");
+        // An open loop: x is the offered rate, and service time has its own series.
+        run.plan.rate = Some("1000..8000:x2".into());
+        for (i, level) in run.levels.iter_mut().enumerate() {
+            level.offered_ops_per_s = Some(1000.0 * 2f64.powi(i as i32));
+            level.ops[0].service = Some(crate::model::ServiceTime {
+                p99_us: 50.0,
+                ..Default::default()
+            });
+        }
+        let plots = sweep_plots(&label(run)).unwrap();
+        let latency = plots
+            .iter()
+            .find(|p| p.file == "latency-getattr.svg")
+            .unwrap();
+        let texts = svg_texts(&latency.svg);
+        assert!(
+            texts.iter().any(|t| t.contains("offered calls/s")),
+            "{texts:?}"
+        );
+        assert!(texts.iter().any(|t| t.contains("service p99")), "{texts:?}");
+        assert!(texts.iter().any(|t| t == "1024"), "{texts:?}");
+        assert!(
+            !texts.iter().any(|t| t == "1"),
+            "the axis starts at the first rate"
+        );
     }
 
     #[test]
