@@ -56,7 +56,13 @@ pub const EXIT_ENGINE_FAILED: i32 = 3;
 /// commands and statements a JuiceFS client sends for each metadata operation. It works
 /// only inside its own namespace and removes what it created.
 #[derive(Debug, Parser)]
-#[command(name = "metabench", version, about, long_about)]
+#[command(
+    name = "metabench",
+    version,
+    about,
+    long_about,
+    after_help = "Exit codes: 0 done; 1 error; 2 bad input (nothing written); 3 the engine failed mid-run (the levels measured so far are in every requested output); 130 Ctrl-C."
+)]
 struct Cli {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
