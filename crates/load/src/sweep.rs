@@ -805,7 +805,11 @@ pub async fn run_sweep(
             live.measuring.store(false, Ordering::Relaxed);
             live.completed.store(0, Ordering::Relaxed);
             let ctx = Ctx::root();
-            let level_dir_name = format!("c{clients}-{}", phase.name).into_bytes();
+            let level_dir_name = match rate {
+                Some(rate) => format!("c{clients}-r{rate}-{}", phase.name),
+                None => format!("c{clients}-{}", phase.name),
+            }
+            .into_bytes();
             let level_dir = match sessions[0]
                 .mkdir(&ctx, base, &level_dir_name, 0o755, 0)
                 .await
