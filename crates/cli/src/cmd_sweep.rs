@@ -145,10 +145,10 @@ fn write_interval_log(
 
 /// One progress line per operation of a finished level.
 fn level_lines(level: &Level) -> Vec<String> {
-    let bound = if level.client.client_bound {
-        "  (client-bound)"
-    } else {
-        ""
+    let bound = match (level.partial, level.client.client_bound) {
+        (true, _) => "  (partial: the engine failed)",
+        (false, true) => "  (client-bound)",
+        (false, false) => "",
     };
     let offered = level
         .offered_ops_per_s

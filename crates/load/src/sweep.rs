@@ -669,8 +669,10 @@ fn open_loop_stop(level: &Level, p99_limit: Option<Duration>) -> Option<String> 
 async fn read_telemetry(engine: &dyn Engine) -> std::result::Result<Telemetry, String> {
     match tokio::time::timeout(TELEMETRY_TIMEOUT, engine.telemetry()).await {
         Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {TELEMETRY_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(format!("its counters could not be read: {e}")),
+        Err(_) => Err(format!(
+            "its counters could not be read: no answer within {TELEMETRY_TIMEOUT:?}"
+        )),
     }
 }
 
