@@ -311,8 +311,10 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let mut namespace = None;
     let mut log_error = None;
     let outcome = async {
-        let mut meta = target.session(&SessionOptions::for_runs(false)).await?;
-        let ns = Namespace::create(meta.as_mut(), &run_id).await?;
+        let ns = {
+            let mut meta = target.session(&SessionOptions::for_runs(false)).await?;
+            Namespace::create(meta.as_mut(), &run_id).await?
+        };
         namespace = Some(ns.clone());
         let on_level = |level: &Level, hists: &IntervalHistograms| {
             for line in level_lines(level) {
