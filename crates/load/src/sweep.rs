@@ -156,6 +156,8 @@ struct OpAcc {
     /// Summed service time of every recorded call: how long the clients were busy.
     busy: Duration,
     intervals: Vec<Histogram<u64>>,
+    /// Open loop only: service time per second of the window.
+    service_intervals: Vec<Histogram<u64>>,
     errors: BTreeMap<String, u64>,
     retries: u64,
     round_trips: u64,
@@ -177,16 +179,12 @@ impl OpAcc {
         let ns = latency.as_nanos() as u64;
         // Auto-resizing histograms grow on `record`; `saturating_record` would clamp.
         let _ = self.hist.get_or_insert_with(histogram).record(ns);
+        record_at(&mut self.intervals, interval, ns);
         if let Some(service) = service {
-            let _ = self
-                .service
-                .get_or_insert_with(histogram)
-                .record(service.as_nanos() as u64);
+            let service = service.as_nanos() as u64;
+            let _ = self.service.get_or_insert_with(histogram).record(service);
+            record_at(&mut self.service_intervals, interval, service);
         }
-        while self.intervals.len() <= interval {
-            self.intervals.push(histogram());
-        }
-        let _ = self.intervals[interval].record(ns);
     }
 
     fn merge(&mut self, other: OpAcc) {
@@ -201,15 +199,8 @@ impl OpAcc {
             }
         }
         self.busy += other.busy;
-        for (i, h) in other.intervals.into_iter().enumerate() {
-            if i < self.intervals.len() {
-                self.intervals[i]
-                    .add(&h)
-                    .expect("auto-resizing histograms merge");
-            } else {
-                self.intervals.push(h);
-            }
-        }
+        merge_intervals(&mut self.intervals, other.intervals);
+        merge_intervals(&mut self.service_intervals, other.service_intervals);
         for (k, n) in other.errors {
             *self.errors.entry(k).or_default() += n;
         }
@@ -613,13 +604,36 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
     r.intervals = acc
         .intervals
         .iter()
-        .map(|h| IntervalSample {
+        .enumerate()
+        .map(|(i, h)| IntervalSample {
             count: h.len(),
             mean_us: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
             p99_us: us(h.value_at_quantile(0.99)),
+            service_p99_us: acc
+                .service_intervals
+                .get(i)
+                .map(|s| us(s.value_at_quantile(0.99))),
         })
         .collect();
     r
+}
+
+/// Records `ns` in the per-second histogram `interval`, adding seconds as needed.
+fn record_at(intervals: &mut Vec<Histogram<u64>>, interval: usize, ns: u64) {
+    while intervals.len() <= interval {
+        intervals.push(histogram());
+    }
+    let _ = intervals[interval].record(ns);
+}
+
+/// Adds per-second histograms into `mine`, second by second.
+fn merge_intervals(mine: &mut Vec<Histogram<u64>>, theirs: Vec<Histogram<u64>>) {
+    for (i, h) in theirs.into_iter().enumerate() {
+        match mine.get_mut(i) {
+            Some(m) => m.add(&h).expect("auto-resizing histograms merge"),
+            None => mine.push(h),
+        }
+    }
 }
 
 /// Whether the engine still answers the first client's session (its null round trip,

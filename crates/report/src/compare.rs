@@ -356,15 +356,15 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
                 alpha,
             ),
         ];
-        // Open loops: the latency above runs from the intended start; service time has
-        // no per-second samples, so its change is shown, untested.
+        // Open loops: the latency above runs from the intended start; service time is
+        // compared (and gated) on its own per-second p99 samples.
         if let (Some(sa), Some(sb)) = (&oa.service, &ob.service) {
             changes.push(Change::new(
                 "service p99 µs",
                 Better::Lower,
                 sa.p99_us,
                 sb.p99_us,
-                None,
+                test(|s| s.service_p99_us.unwrap_or(0.0)),
                 alpha,
             ));
         }
@@ -590,6 +590,7 @@ mod tests {
                     count: (clients * 1e6 / m) as u64,
                     mean_us: m,
                     p99_us: 3.0 * m * (1.0 + noise * rng.next()),
+                    service_p99_us: None,
                 }
             })
             .collect();
@@ -763,20 +764,27 @@ mod tests {
     }
 
     #[test]
-    fn open_loops_compare_by_offered_rate_with_service_time() {
-        let open = |service_p99: f64| {
-            let AnyResults::Sweep(mut run) = sweep(100.0, 0.01, 10, 1.0, 7) else {
+    fn open_loops_compare_by_offered_rate_and_gate_service_time() {
+        // The same intended-start latency, service p99 per second around `service_us`.
+        let open = |service_us: f64, seed: u64| {
+            let AnyResults::Sweep(mut run) = sweep(1000.0, 0.0, 10, 1.0, 7) else {
                 unreachable!()
             };
+            let mut rng = Noise(seed);
             run.plan.rate = Some("4000".into());
-            run.levels[0].offered_ops_per_s = Some(4000.0);
-            run.levels[0].ops[0].service = Some(crate::model::ServiceTime {
-                p99_us: service_p99,
+            let level = &mut run.levels[0];
+            level.offered_ops_per_s = Some(4000.0);
+            let op = &mut level.ops[0];
+            for s in &mut op.intervals {
+                s.service_p99_us = Some(service_us * (1.0 + 0.02 * rng.next()));
+            }
+            op.service = Some(crate::model::ServiceTime {
+                p99_us: service_us,
                 ..Default::default()
             });
             AnyResults::Sweep(run)
         };
-        let c = compare(&open(50.0), &open(75.0), 0.05).unwrap();
+        let c = compare(&open(50.0, 1), &open(75.0, 2), DEFAULT_ALPHA).unwrap();
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].name(), "mkdir @ 4000/s");
         let service = c.rows[0]
@@ -785,11 +793,18 @@ mod tests {
             .find(|ch| ch.metric == "service p99 µs")
             .expect("a service time change");
         assert_eq!((service.base, service.current), (50.0, 75.0));
+        assert!(service.significant, "{service:?}");
         let table = render(&c);
         assert!(table.contains(" level "), "{table}");
         assert!(
             table.contains("service p99 µs") && table.contains("4000/s"),
             "{table}"
+        );
+        let fails = gate(&c, &policy(0.10));
+        assert_eq!(fails.len(), 1, "{fails:?}");
+        assert!(
+            fails[0].row == "mkdir @ 4000/s" && fails[0].reason.starts_with("service p99 µs rose"),
+            "{fails:?}"
         );
     }
 

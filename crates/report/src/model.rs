@@ -235,6 +235,10 @@ pub struct IntervalSample {
     pub mean_us: f64,
     /// 99th percentile, µs.
     pub p99_us: f64,
+    /// Open loop only: the 99th percentile of service time in that second, µs (the
+    /// fields above run from the intended start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_p99_us: Option<f64>,
 }
 
 /// Figures of one operation at one level.
