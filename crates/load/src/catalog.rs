@@ -220,12 +220,41 @@ pub struct OpState {
     mode: u16,
     xattr_value: [u8; 6],
     tag: String,
+    /// Who the timed calls run as: root, and the unprivileged user of `access`; made once,
+    /// so a timed call allocates nothing of the runner's.
+    ctx: Ctx,
+    user: Ctx,
+    /// The fixed name the timed call uses (`{tag}file`, `{tag}dir`), made once.
+    fixed_name: Vec<u8>,
+    /// The numbered names of the next timed call (`{tag}f{i}`, `{tag}f{i+1}`), written
+    /// by the untimed [`OpState::prepare`] into buffers that are reused.
+    next: [Vec<u8>; 2],
+}
+
+/// Writes `{tag}{prefix}{i}` into `buf`, reusing its allocation.
+fn write_name(buf: &mut Vec<u8>, tag: &str, prefix: &str, i: u64) {
+    use std::io::Write as _;
+    buf.clear();
+    let _ = write!(buf, "{tag}{prefix}{i}");
 }
 
 impl OpState {
-    /// `{tag}{prefix}{i}`: a numbered name of this client.
+    /// `{tag}{prefix}{i}`: a numbered name of this client (untimed setup only).
     fn name(&self, prefix: &str, i: u64) -> Vec<u8> {
         format!("{}{prefix}{i}", self.tag).into_bytes()
+    }
+
+    /// The numbered names the timed call uses, for iteration `i`: (prefix, its first
+    /// number); the second name, when used, is the next number.
+    fn numbered(&self) -> Option<(&'static str, u64)> {
+        let i = self.i;
+        match self.op {
+            Op::Mkdir | Op::Mvdir => Some(("d", i)),
+            Op::Mknod | Op::Create | Op::Rename | Op::CreateWrite => Some(("f", i)),
+            Op::Link => Some(("l", i)),
+            Op::Symlink => Some(("s", i)),
+            _ => None,
+        }
     }
 
     /// `{tag}{name}`: a fixed name of this client.
@@ -249,7 +278,19 @@ impl OpState {
             mode: 0o644,
             xattr_value: *b"value0",
             tag: tag.to_owned(),
+            ctx: Ctx::root(),
+            user: Ctx {
+                uid: 1,
+                gids: vec![1],
+                pid: 100,
+            },
+            fixed_name: Vec::new(),
+            next: [Vec::with_capacity(32), Vec::with_capacity(32)],
         };
+        s.fixed_name = s.fixed(match op {
+            Op::Rmdir => "dir",
+            _ => "file",
+        });
         match op {
             Op::Mvdir => {
                 meta.mkdir(&ctx, dir, &s.fixed("d0"), 0o755, 0).await?;
@@ -346,16 +387,22 @@ impl OpState {
         Ok(s)
     }
 
-    /// Untimed preparation before each timed call (the Go benchmark's `StopTimer` blocks).
+    /// Untimed preparation before each timed call (the Go benchmark's `StopTimer` blocks),
+    /// including the names the call will use.
     pub async fn prepare(&mut self, meta: &mut dyn Meta) -> Result<()> {
-        let ctx = Ctx::root();
+        if let Some((prefix, i)) = self.numbered() {
+            let [first, second] = &mut self.next;
+            write_name(first, &self.tag, prefix, i);
+            write_name(second, &self.tag, prefix, i + 1);
+        }
+        let ctx = &self.ctx;
         match self.op {
             Op::Rmdir => {
-                meta.mkdir(&ctx, self.dir, &self.fixed("dir"), 0o755, 0)
+                meta.mkdir(ctx, self.dir, &self.fixed_name, 0o755, 0)
                     .await?;
             }
             Op::Unlink => {
-                meta.create(&ctx, self.dir, &self.fixed("file"), 0o644, 0o022)
+                meta.create(ctx, self.dir, &self.fixed_name, 0o644, 0o022)
                     .await?;
             }
             Op::Removexattr => {
@@ -364,8 +411,9 @@ impl OpState {
             }
             Op::Write if self.writes_in_file >= WRITES_PER_FILE => {
                 self.files += 1;
+                let name = self.name("file", self.files);
                 self.target = meta
-                    .create(&ctx, self.dir, &self.name("file", self.files), 0o644, 0o022)
+                    .create(&self.ctx, self.dir, &name, 0o644, 0o022)
                     .await?
                     .0;
                 self.writes_in_file = 0;
@@ -376,120 +424,79 @@ impl OpState {
         Ok(())
     }
 
-    /// The timed call, exactly as the Go benchmark makes it.
+    /// The timed call, exactly as the Go benchmark makes it. It allocates nothing of the
+    /// runner's: names and contexts were made by [`OpState::setup`] and
+    /// [`OpState::prepare`].
     pub async fn call(&mut self, meta: &mut dyn Meta) -> Result<()> {
-        let ctx = Ctx::root();
         let i = self.i;
         self.i += 1;
-        let dir = self.dir;
         match self.op {
-            Op::Mkdir => meta
-                .mkdir(&ctx, dir, &self.name("d", i), 0o755, 0)
-                .await
-                .map(drop),
+            Op::Setattr => self.mode ^= 1,
+            Op::Setxattr => self.xattr_value[5] = b'0' + (i % 10) as u8,
+            _ => {}
+        }
+        let s = &*self;
+        let (ctx, dir, target) = (&s.ctx, s.dir, s.target);
+        let [first, second] = &s.next;
+        let outcome = match s.op {
+            Op::Mkdir => meta.mkdir(ctx, dir, first, 0o755, 0).await.map(drop),
             Op::Mvdir => meta
-                .rename(
-                    &ctx,
-                    dir,
-                    &self.name("d", i),
-                    dir,
-                    &self.name("d", i + 1),
-                    0,
-                )
+                .rename(ctx, dir, first, dir, second, 0)
                 .await
                 .map(drop),
-            Op::Rmdir => meta.rmdir(&ctx, dir, &self.fixed("dir")).await,
-            Op::Resolve => meta.resolve(&ctx, dir, b"d/d/d/d/d").await.map(drop),
-            Op::Readdir10 | Op::Readdir1k => meta.readdir(&ctx, dir, true).await.map(drop),
+            Op::Rmdir => meta.rmdir(ctx, dir, &s.fixed_name).await,
+            Op::Resolve => meta.resolve(ctx, dir, b"d/d/d/d/d").await.map(drop),
+            Op::Readdir10 | Op::Readdir1k => meta.readdir(ctx, dir, true).await.map(drop),
             Op::Mknod => meta
-                .mknod(
-                    &ctx,
-                    dir,
-                    &self.name("f", i),
-                    FileType::File,
-                    0o644,
-                    0o022,
-                    0,
-                )
+                .mknod(ctx, dir, first, FileType::File, 0o644, 0o022, 0)
                 .await
                 .map(drop),
-            Op::Create => meta
-                .create(&ctx, dir, &self.name("f", i), 0o644, 0o022)
-                .await
-                .map(drop),
+            Op::Create => meta.create(ctx, dir, first, 0o644, 0o022).await.map(drop),
             Op::Rename => meta
-                .rename(
-                    &ctx,
-                    dir,
-                    &self.name("f", i),
-                    dir,
-                    &self.name("f", i + 1),
-                    0,
-                )
+                .rename(ctx, dir, first, dir, second, 0)
                 .await
                 .map(drop),
-            Op::Unlink => meta.unlink(&ctx, dir, &self.fixed("file")).await,
-            Op::Lookup => meta.lookup(&ctx, dir, &self.fixed("file")).await.map(drop),
-            Op::Getattr => meta.getattr(self.target).await.map(drop),
+            Op::Unlink => meta.unlink(ctx, dir, &s.fixed_name).await,
+            Op::Lookup => meta.lookup(ctx, dir, &s.fixed_name).await.map(drop),
+            Op::Getattr => meta.getattr(target).await.map(drop),
             Op::Setattr => {
-                self.mode ^= 1;
                 let set = SetAttr {
-                    mode: Some(self.mode),
+                    mode: Some(s.mode),
                     ..Default::default()
                 };
-                meta.setattr(&ctx, self.target, &set).await.map(drop)
+                meta.setattr(ctx, target, &set).await.map(drop)
             }
-            Op::Access => {
-                let user = Ctx {
-                    uid: 1,
-                    gids: vec![1],
-                    pid: 100,
-                };
-                match meta.access(&user, self.target, 4).await {
-                    Ok(()) | Err(MetaError::Access) => Ok(()),
-                    Err(e) => Err(e),
-                }
-            }
+            Op::Access => match meta.access(&s.user, target, 4).await {
+                Ok(()) | Err(MetaError::Access) => Ok(()),
+                Err(e) => Err(e),
+            },
             Op::Setxattr => {
-                self.xattr_value[5] = b'0' + (i % 10) as u8;
-                let value = self.xattr_value;
-                meta.setxattr(self.target, b"key", &value, XattrFlags::Any)
+                meta.setxattr(target, b"key", &s.xattr_value, XattrFlags::Any)
                     .await
             }
-            Op::Getxattr => meta.getxattr(self.target, b"key").await.map(drop),
-            Op::Removexattr => meta.removexattr(self.target, b"key").await,
-            Op::Listxattr1 | Op::Listxattr10 => meta.listxattr(self.target).await.map(drop),
-            Op::Link => meta
-                .link(&ctx, self.target, dir, &self.name("l", i))
-                .await
-                .map(drop),
+            Op::Getxattr => meta.getxattr(target, b"key").await.map(drop),
+            Op::Removexattr => meta.removexattr(target, b"key").await,
+            Op::Listxattr1 | Op::Listxattr10 => meta.listxattr(target).await.map(drop),
+            Op::Link => meta.link(ctx, target, dir, first).await.map(drop),
             Op::Symlink => meta
-                .symlink(&ctx, dir, &self.name("s", i), b"/benchSymlink/source")
+                .symlink(ctx, dir, first, b"/benchSymlink/source")
                 .await
                 .map(drop),
-            Op::Readlink => meta.readlink(self.target).await.map(drop),
+            Op::Readlink => meta.readlink(target).await.map(drop),
             Op::Newchunk => meta.new_slice().await.map(drop),
             Op::Write => {
                 let id = meta.new_slice().await?;
                 let slice = Slice {
-                    pos: self.write_offset,
+                    pos: s.write_offset,
                     id,
                     size: 1024,
                     off: 0,
                     len: 1024,
                 };
-                meta.write(self.target, 0, slice, Timestamp::now()).await?;
-                self.writes_in_file += 1;
-                self.write_offset += 1024;
-                if (self.write_offset + 1024) as u64 > CHUNK_SIZE {
-                    self.write_offset = 0;
-                }
-                Ok(())
+                meta.write(target, 0, slice, Timestamp::now()).await
             }
             Op::CreateWrite => {
-                let (ino, _) = meta
-                    .create(&ctx, dir, &self.name("f", i), 0o644, 0o022)
-                    .await?;
+                let (ino, _) = meta.create(ctx, dir, first, 0o644, 0o022).await?;
                 let id = meta.new_slice().await?;
                 let slice = Slice {
                     pos: 0,
@@ -501,11 +508,19 @@ impl OpState {
                 meta.write(ino, 0, slice, Timestamp::now()).await
             }
             Op::Open => {
-                let (ino, _) = meta.lookup(&ctx, dir, &self.fixed("file")).await?;
+                let (ino, _) = meta.lookup(ctx, dir, &s.fixed_name).await?;
                 meta.getattr(ino).await.map(drop)
             }
-            Op::Read1 | Op::Read10 => meta.read(self.target, 0).await.map(drop),
+            Op::Read1 | Op::Read10 => meta.read(target, 0).await.map(drop),
+        };
+        if self.op == Op::Write && outcome.is_ok() {
+            self.writes_in_file += 1;
+            self.write_offset += 1024;
+            if (self.write_offset + 1024) as u64 > CHUNK_SIZE {
+                self.write_offset = 0;
+            }
         }
+        outcome
     }
 }
 
