@@ -440,10 +440,7 @@ impl OpState {
         let [first, second] = &s.next;
         let outcome = match s.op {
             Op::Mkdir => meta.mkdir(ctx, dir, first, 0o755, 0).await.map(drop),
-            Op::Mvdir => meta
-                .rename(ctx, dir, first, dir, second, 0)
-                .await
-                .map(drop),
+            Op::Mvdir => meta.rename(ctx, dir, first, dir, second, 0).await.map(drop),
             Op::Rmdir => meta.rmdir(ctx, dir, &s.fixed_name).await,
             Op::Resolve => meta.resolve(ctx, dir, b"d/d/d/d/d").await.map(drop),
             Op::Readdir10 | Op::Readdir1k => meta.readdir(ctx, dir, true).await.map(drop),
@@ -452,10 +449,7 @@ impl OpState {
                 .await
                 .map(drop),
             Op::Create => meta.create(ctx, dir, first, 0o644, 0o022).await.map(drop),
-            Op::Rename => meta
-                .rename(ctx, dir, first, dir, second, 0)
-                .await
-                .map(drop),
+            Op::Rename => meta.rename(ctx, dir, first, dir, second, 0).await.map(drop),
             Op::Unlink => meta.unlink(ctx, dir, &s.fixed_name).await,
             Op::Lookup => meta.lookup(ctx, dir, &s.fixed_name).await.map(drop),
             Op::Getattr => meta.getattr(target).await.map(drop),

@@ -2,8 +2,8 @@
 //! the same path as the timed operations, so a reader sees how much of each operation's
 //! cost is transport and the engine's request loop.
 
+use crate::stats::{histogram, LatencySummary};
 use metabench_engine::{Meta, MetaError, Result};
-use metabench_report::histogram::new_latency_histogram;
 use metabench_report::Floor;
 use std::time::{Duration, Instant};
 
@@ -24,18 +24,19 @@ pub async fn measure_floor(meta: &mut dyn Meta) -> Result<Option<Floor>> {
     for _ in 0..10 {
         meta.null_round_trip().await?;
     }
-    let mut hist = new_latency_histogram();
+    let mut hist = histogram();
     let until = Instant::now() + FLOOR_BUDGET;
     while hist.len() < FLOOR_CALLS && Instant::now() < until {
         let t0 = Instant::now();
         meta.null_round_trip().await?;
-        hist.saturating_record(t0.elapsed().as_nanos() as u64);
+        let _ = hist.record(t0.elapsed().as_nanos() as u64);
     }
+    let s = LatencySummary::of(&hist);
     Ok(Some(Floor {
         request: request.to_owned(),
-        count: hist.len(),
-        mean_us: hist.mean() / 1000.0,
-        p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
-        p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
+        count: s.count,
+        mean_us: s.mean_us,
+        p50_us: s.p50_us,
+        p99_us: s.p99_us,
     }))
 }

@@ -10,6 +10,7 @@ pub mod exec;
 pub mod floor;
 pub mod ops;
 pub mod spec;
+pub mod stats;
 pub mod sweep;
 pub mod workload;
 

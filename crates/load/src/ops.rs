@@ -3,9 +3,9 @@
 
 use crate::catalog::{Op, OpState};
 use crate::exec::{reopen, timed_call, Timed};
+use crate::stats::{histogram, LatencySummary};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
-use metabench_report::histogram::{encode, new_latency_histogram};
 use metabench_report::OpResult;
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
@@ -57,10 +57,6 @@ impl StopFlag {
     pub fn is_stopped(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
-}
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
 }
 
 /// Runs the operations one after the other in directory `base`, each in a directory of
@@ -116,7 +112,7 @@ async fn run_one(
     };
     meta.flush().await?;
 
-    let mut hist = new_latency_histogram();
+    let mut hist = histogram();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let (mut round_trips, mut retries, mut calls) = (0u64, 0u64, 0u64);
     let mut timed = Duration::ZERO;
@@ -143,7 +139,7 @@ async fn run_one(
         match outcome {
             Ok(()) => {
                 consecutive_errors = 0;
-                hist.saturating_record(elapsed.as_nanos() as u64);
+                let _ = hist.record(elapsed.as_nanos() as u64);
             }
             Err(MetaError::NotSupported) if calls == 1 => {
                 result.skipped = Some(
@@ -172,17 +168,15 @@ async fn run_one(
     meta.flush().await?;
     remove_tree(meta.as_mut(), base, &dir_name).await?;
 
-    let ok = hist.len();
-    result.count = ok;
-    if ok > 0 {
-        result.mean_us = hist.mean() / 1000.0;
-        result.p50_us = us(hist.value_at_quantile(0.50));
-        result.p90_us = us(hist.value_at_quantile(0.90));
-        result.p99_us = us(hist.value_at_quantile(0.99));
-        result.p999_us = us(hist.value_at_quantile(0.999));
-        result.max_us = us(hist.max());
-        result.histogram = Some(encode(&hist));
-    }
+    let summary = LatencySummary::of(&hist);
+    result.count = summary.count;
+    result.mean_us = summary.mean_us;
+    result.p50_us = summary.p50_us;
+    result.p90_us = summary.p90_us;
+    result.p99_us = summary.p99_us;
+    result.p999_us = summary.p999_us;
+    result.max_us = summary.max_us;
+    result.histogram = summary.histogram;
     if calls > 0 {
         result.round_trips_per_op = round_trips as f64 / calls as f64;
     }

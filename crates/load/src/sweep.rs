@@ -5,6 +5,7 @@
 use crate::catalog::{Op, OpState};
 use crate::exec::{reopen, timed_call, Exec};
 use crate::ops::StopFlag;
+use crate::stats::{histogram, us, LatencySummary, OpAcc, Recorder};
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;
@@ -12,14 +13,13 @@ use metabench_engine::{
     Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats, Telemetry,
 };
 use metabench_report::analysis::{plateaued, Point};
-use metabench_report::histogram::encode;
 use metabench_report::{
     ClientCheck, EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime,
 };
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Barrier};
 
@@ -147,102 +147,6 @@ pub struct SweepOutcome {
     pub failure: Option<RunFailure>,
 }
 
-#[derive(Default)]
-struct OpAcc {
-    /// Latency: from the call's start, or in an open loop from its intended start.
-    hist: Option<Histogram<u64>>,
-    /// Open loop only: service time, from the call's actual start.
-    service: Option<Histogram<u64>>,
-    /// Summed service time of every recorded call: how long the clients were busy.
-    busy: Duration,
-    intervals: Vec<Histogram<u64>>,
-    /// Open loop only: service time per second of the window.
-    service_intervals: Vec<Histogram<u64>>,
-    errors: BTreeMap<String, u64>,
-    retries: u64,
-    round_trips: u64,
-    calls: u64,
-    /// Calls that were still in flight at the window's end.
-    in_flight_at_end: u64,
-    /// When the last recorded call finished.
-    last_end: Option<Instant>,
-    /// The slowest failed call (a timeout's elapsed time, for one).
-    failed_max: Duration,
-}
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new(3).expect("3 significant digits is valid")
-}
-
-impl OpAcc {
-    fn record(&mut self, latency: Duration, service: Option<Duration>, interval: usize) {
-        let ns = latency.as_nanos() as u64;
-        // Auto-resizing histograms grow on `record`; `saturating_record` would clamp.
-        let _ = self.hist.get_or_insert_with(histogram).record(ns);
-        record_at(&mut self.intervals, interval, ns);
-        if let Some(service) = service {
-            let service = service.as_nanos() as u64;
-            let _ = self.service.get_or_insert_with(histogram).record(service);
-            record_at(&mut self.service_intervals, interval, service);
-        }
-    }
-
-    fn merge(&mut self, other: OpAcc) {
-        for (mine, theirs) in [
-            (&mut self.hist, other.hist),
-            (&mut self.service, other.service),
-        ] {
-            match (mine, theirs) {
-                (Some(mine), Some(h)) => mine.add(&h).expect("auto-resizing histograms merge"),
-                (mine @ None, theirs) => *mine = theirs,
-                (Some(_), None) => {}
-            }
-        }
-        self.busy += other.busy;
-        merge_intervals(&mut self.intervals, other.intervals);
-        merge_intervals(&mut self.service_intervals, other.service_intervals);
-        for (k, n) in other.errors {
-            *self.errors.entry(k).or_default() += n;
-        }
-        self.retries += other.retries;
-        self.round_trips += other.round_trips;
-        self.calls += other.calls;
-        self.in_flight_at_end += other.in_flight_at_end;
-        self.last_end = self.last_end.max(other.last_end);
-        self.failed_max = self.failed_max.max(other.failed_max);
-    }
-}
-
-/// Shards of accumulators, so clients record without contending on one lock.
-struct Recorder {
-    shards: Vec<Mutex<BTreeMap<Op, OpAcc>>>,
-}
-
-impl Recorder {
-    fn new(shards: usize) -> Self {
-        Self {
-            shards: (0..shards).map(|_| Mutex::new(BTreeMap::new())).collect(),
-        }
-    }
-
-    fn with<R>(&self, client: usize, op: Op, f: impl FnOnce(&mut OpAcc) -> R) -> R {
-        let mut shard = self.shards[client % self.shards.len()]
-            .lock()
-            .expect("recorder lock");
-        f(shard.entry(op).or_default())
-    }
-
-    fn merged(self) -> BTreeMap<Op, OpAcc> {
-        let mut all: BTreeMap<Op, OpAcc> = BTreeMap::new();
-        for shard in self.shards {
-            for (op, acc) in shard.into_inner().expect("recorder lock") {
-                all.entry(op).or_default().merge(acc);
-            }
-        }
-        all
-    }
-}
-
 #[derive(Clone, Copy)]
 struct Window {
     /// When the clients were let go (warm-up starts): an open loop's schedule starts here.
@@ -275,10 +179,6 @@ pub fn process_cpu_time() -> Duration {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
 }
 
 struct ClientJob {
@@ -584,22 +484,26 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
     r.failed_max_us = us(acc.failed_max.as_nanos() as u64);
     r.window_s = window.as_secs_f64();
     if let Some(h) = &acc.hist {
-        r.count = h.len();
-        r.ops_per_s = h.len() as f64 / window.as_secs_f64();
-        r.mean_us = h.mean() / 1000.0;
-        r.p50_us = us(h.value_at_quantile(0.5));
-        r.p90_us = us(h.value_at_quantile(0.9));
-        r.p99_us = us(h.value_at_quantile(0.99));
-        r.p999_us = us(h.value_at_quantile(0.999));
-        r.max_us = us(h.max());
-        r.histogram = Some(encode(h));
+        let s = LatencySummary::of(h);
+        r.count = s.count;
+        r.ops_per_s = s.count as f64 / window.as_secs_f64();
+        r.mean_us = s.mean_us;
+        r.p50_us = s.p50_us;
+        r.p90_us = s.p90_us;
+        r.p99_us = s.p99_us;
+        r.p999_us = s.p999_us;
+        r.max_us = s.max_us;
+        r.histogram = s.histogram;
     }
-    r.service = acc.service.as_ref().map(|h| ServiceTime {
-        mean_us: h.mean() / 1000.0,
-        p50_us: us(h.value_at_quantile(0.5)),
-        p99_us: us(h.value_at_quantile(0.99)),
-        max_us: us(h.max()),
-        histogram: encode(h),
+    r.service = acc.service.as_ref().map(|h| {
+        let s = LatencySummary::of(h);
+        ServiceTime {
+            mean_us: s.mean_us,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            max_us: s.max_us,
+            histogram: s.histogram.unwrap_or_default(),
+        }
     });
     r.intervals = acc
         .intervals
@@ -616,24 +520,6 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
         })
         .collect();
     r
-}
-
-/// Records `ns` in the per-second histogram `interval`, adding seconds as needed.
-fn record_at(intervals: &mut Vec<Histogram<u64>>, interval: usize, ns: u64) {
-    while intervals.len() <= interval {
-        intervals.push(histogram());
-    }
-    let _ = intervals[interval].record(ns);
-}
-
-/// Adds per-second histograms into `mine`, second by second.
-fn merge_intervals(mine: &mut Vec<Histogram<u64>>, theirs: Vec<Histogram<u64>>) {
-    for (i, h) in theirs.into_iter().enumerate() {
-        match mine.get_mut(i) {
-            Some(m) => m.add(&h).expect("auto-resizing histograms merge"),
-            None => mine.push(h),
-        }
-    }
 }
 
 /// Whether the engine still answers the first client's session (its null round trip,

@@ -5,12 +5,10 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
-/// Highest latency a histogram records: one hour, in nanoseconds.
-pub const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
-
-/// A new latency histogram.
+/// A new latency histogram: nanoseconds, 3 significant digits, growing as values need
+/// (a stall of any length is recorded, never clipped).
 pub fn new_latency_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("static bounds are valid")
+    Histogram::new(3).expect("3 significant digits is valid")
 }
 
 /// Serializes a histogram as base64 of its V2 encoding.

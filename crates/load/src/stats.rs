@@ -1,0 +1,206 @@
+//! What the runners keep of their calls: per-operation accumulators (latency and service
+//! time histograms, per-second samples, errors, round trips), sharded so clients record
+//! without contending, and one [`LatencySummary`] of a histogram for every output.
+
+use crate::catalog::Op;
+use hdrhistogram::Histogram;
+use metabench_report::histogram::{encode, new_latency_histogram};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Nanoseconds as microseconds.
+pub(crate) fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The figures every output shows of a latency histogram.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// Largest, µs.
+    pub max_us: f64,
+    /// The histogram (HdrHistogram V2, base64); `None` when it is empty.
+    pub histogram: Option<String>,
+}
+
+impl LatencySummary {
+    /// Summarises `h` (all zeros when it is empty).
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        Self {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            p50_us: us(h.value_at_quantile(0.50)),
+            p90_us: us(h.value_at_quantile(0.90)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            histogram: Some(encode(h)),
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct OpAcc {
+    /// Latency: from the call's start, or in an open loop from its intended start.
+    pub(crate) hist: Option<Histogram<u64>>,
+    /// Open loop only: service time, from the call's actual start.
+    pub(crate) service: Option<Histogram<u64>>,
+    /// Summed service time of every recorded call: how long the clients were busy.
+    pub(crate) busy: Duration,
+    pub(crate) intervals: Vec<Histogram<u64>>,
+    /// Open loop only: service time per second of the window.
+    pub(crate) service_intervals: Vec<Histogram<u64>>,
+    pub(crate) errors: BTreeMap<String, u64>,
+    pub(crate) retries: u64,
+    pub(crate) round_trips: u64,
+    pub(crate) calls: u64,
+    /// Calls that were still in flight at the window's end.
+    pub(crate) in_flight_at_end: u64,
+    /// When the last recorded call finished.
+    pub(crate) last_end: Option<Instant>,
+    /// The slowest failed call (a timeout's elapsed time, for one).
+    pub(crate) failed_max: Duration,
+}
+
+/// The one latency histogram constructor of the runners (nanoseconds, 3 significant
+/// digits, growing as needed: nothing is clipped).
+pub(crate) fn histogram() -> Histogram<u64> {
+    new_latency_histogram()
+}
+
+impl OpAcc {
+    pub(crate) fn record(&mut self, latency: Duration, service: Option<Duration>, interval: usize) {
+        let ns = latency.as_nanos() as u64;
+        // Auto-resizing histograms grow on `record`; `saturating_record` would clamp.
+        let _ = self.hist.get_or_insert_with(histogram).record(ns);
+        record_at(&mut self.intervals, interval, ns);
+        if let Some(service) = service {
+            let service = service.as_nanos() as u64;
+            let _ = self.service.get_or_insert_with(histogram).record(service);
+            record_at(&mut self.service_intervals, interval, service);
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: OpAcc) {
+        for (mine, theirs) in [
+            (&mut self.hist, other.hist),
+            (&mut self.service, other.service),
+        ] {
+            match (mine, theirs) {
+                (Some(mine), Some(h)) => mine.add(&h).expect("auto-resizing histograms merge"),
+                (mine @ None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
+            }
+        }
+        self.busy += other.busy;
+        merge_intervals(&mut self.intervals, other.intervals);
+        merge_intervals(&mut self.service_intervals, other.service_intervals);
+        for (k, n) in other.errors {
+            *self.errors.entry(k).or_default() += n;
+        }
+        self.retries += other.retries;
+        self.round_trips += other.round_trips;
+        self.calls += other.calls;
+        self.in_flight_at_end += other.in_flight_at_end;
+        self.last_end = self.last_end.max(other.last_end);
+        self.failed_max = self.failed_max.max(other.failed_max);
+    }
+}
+
+/// Shards of accumulators, so clients record without contending on one lock.
+pub(crate) struct Recorder {
+    shards: Vec<Mutex<BTreeMap<Op, OpAcc>>>,
+}
+
+impl Recorder {
+    pub(crate) fn new(shards: usize) -> Self {
+        Self {
+            shards: (0..shards).map(|_| Mutex::new(BTreeMap::new())).collect(),
+        }
+    }
+
+    pub(crate) fn with<R>(&self, client: usize, op: Op, f: impl FnOnce(&mut OpAcc) -> R) -> R {
+        let mut shard = self.shards[client % self.shards.len()]
+            .lock()
+            .expect("recorder lock");
+        f(shard.entry(op).or_default())
+    }
+
+    pub(crate) fn merged(self) -> BTreeMap<Op, OpAcc> {
+        let mut all: BTreeMap<Op, OpAcc> = BTreeMap::new();
+        for shard in self.shards {
+            for (op, acc) in shard.into_inner().expect("recorder lock") {
+                all.entry(op).or_default().merge(acc);
+            }
+        }
+        all
+    }
+}
+
+/// Records `ns` in the per-second histogram `interval`, adding seconds as needed.
+fn record_at(intervals: &mut Vec<Histogram<u64>>, interval: usize, ns: u64) {
+    while intervals.len() <= interval {
+        intervals.push(histogram());
+    }
+    let _ = intervals[interval].record(ns);
+}
+
+/// Adds per-second histograms into `mine`, second by second.
+fn merge_intervals(mine: &mut Vec<Histogram<u64>>, theirs: Vec<Histogram<u64>>) {
+    for (i, h) in theirs.into_iter().enumerate() {
+        match mine.get_mut(i) {
+            Some(m) => m.add(&h).expect("auto-resizing histograms merge"),
+            None => mine.push(h),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_of_any_length_is_kept_whole() {
+        let mut h = histogram();
+        let two_hours = Duration::from_secs(7200).as_nanos() as u64;
+        h.record(50_000).unwrap();
+        h.record(two_hours).unwrap();
+        let s = LatencySummary::of(&h);
+        assert_eq!(s.count, 2);
+        assert!(s.max_us >= 0.999 * two_hours as f64 / 1000.0, "{s:?}");
+        assert!(s.histogram.is_some());
+        assert_eq!(LatencySummary::of(&histogram()), LatencySummary::default());
+    }
+
+    #[test]
+    fn shards_merge_exactly() {
+        let recorder = Recorder::new(2);
+        for client in 0..4 {
+            recorder.with(client, Op::Getattr, |acc| {
+                acc.calls += 1;
+                acc.record(Duration::from_micros(10 * (client as u64 + 1)), None, 0);
+            });
+        }
+        let merged = recorder.merged();
+        let acc = &merged[&Op::Getattr];
+        assert_eq!(acc.calls, 4);
+        let h = acc.hist.as_ref().unwrap();
+        assert_eq!((h.len(), h.max() / 1000), (4, 40));
+        assert_eq!(acc.intervals[0].len(), 4);
+    }
+}
