@@ -414,3 +414,63 @@ fn foreign_data_on_servers_is_refused_and_unchanged() {
         );
     }
 }
+
+#[test]
+fn ops_keeps_the_measured_operations_when_the_engine_dies() {
+    let redis = metabench_testkit::RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("ops.json"), dir.path().join("stderr.txt"));
+    let child = metabench()
+        .args([
+            "ops",
+            "--meta",
+            &redis.url(1),
+            "--ops",
+            "getattr,setattr,create",
+        ])
+        .args(["--duration", "2s", "--op-timeout", "1s", "--json"])
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // getattr done (its line is on stderr), setattr running: kill the engine.
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("getattr ")
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "no getattr line");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Command::new("kill")
+        .args(["-KILL", &redis.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let run =
+        metabench_report::OpsResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        run.results
+            .iter()
+            .map(|r| r.op.as_str())
+            .collect::<Vec<_>>(),
+        ["getattr"]
+    );
+    assert!(run.results[0].count > 0);
+    let failure = run.failure.as_ref().expect("the failure is in the results");
+    assert_eq!(
+        (failure.engine.as_str(), failure.op.as_str()),
+        ("redis", "setattr")
+    );
+    assert!(text.contains("error: the redis engine failed"), "{text}");
+    assert!(
+        text.contains("left behind: the volume metabench-"),
+        "{text}"
+    );
+    assert!(!text.contains(metabench_testkit::PASSWORD), "{text}");
+}

@@ -5,7 +5,7 @@ use crate::args::{
 };
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, Target, TargetArgs};
-use crate::EXIT_INTERRUPTED;
+use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
 use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig, StopFlag};
@@ -123,7 +123,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                 if let Some(f) = &floor {
                     say!("{}", floor_line(f));
                 }
-                let results = run_ops(&mut meta, &*engine, ns.dir, &config, &stop, |r| {
+                let outcome = run_ops(&mut meta, &*engine, ns.dir, &config, &stop, |r| {
                     match &r.skipped {
                         Some(why) => say!("  {:<12} skipped: {why}", r.op),
                         None => say!(
@@ -134,8 +134,8 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                         ),
                     }
                 })
-                .await?;
-                Ok::<_, CliError>((results, floor))
+                .await;
+                Ok::<_, CliError>((outcome, floor))
             }
             .await;
             (namespace, outcome)
@@ -148,10 +148,15 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
             Err(CliError::Io(format!("the client thread failed: {e}"))),
         ),
     };
-    let cleanup = target.finish(namespace.as_ref()).await;
+    let failed = matches!(&outcome, Ok((o, _)) if o.failure.is_some());
+    let cleanup = target.finish_after(failed, namespace.as_ref()).await;
     watcher.abort();
-    let (results, floor) = outcome?;
-    cleanup?;
+    let (mut outcome, floor) = outcome?;
+    match (cleanup, &mut outcome.failure) {
+        // Reported with the failure; the results are still written below.
+        (Err(left), Some(failure)) => failure.left_behind = Some(left),
+        (cleanup, _) => cleanup.map_err(CliError::Io)?,
+    }
 
     let run = OpsResults {
         schema_version: SCHEMA_VERSION,
@@ -172,8 +177,9 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
             op_timeout_s: args.op_timeout.as_secs_f64(),
         },
         floor,
-        results,
+        results: outcome.results,
         interrupted: stop.is_stopped(),
+        failure: outcome.failure.map(Box::new),
     };
     out!("{}", ops_table(&run, baseline.as_ref()));
     for note in ops_notes(&run) {
@@ -183,6 +189,13 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         let text = serde_json::to_string_pretty(&run).expect("results serialize");
         write_file(path, &(text + "\n"))?;
         say!("results written to {}", path.display());
+    }
+    if let Some(failure) = &run.failure {
+        say!("error: {}", failure.line());
+        if let Some(left) = &failure.left_behind {
+            say!("left behind: {left}");
+        }
+        return Ok(EXIT_ENGINE_FAILED);
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
 }

@@ -7,7 +7,8 @@ use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use indicatif::{ProgressBar, ProgressStyle};
-use metabench_engine::namespace::{Namespace, NAMESPACE_DIR};
+
+use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
@@ -342,24 +343,14 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     ticker.abort();
     bar.finish_and_clear();
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
-    if failed {
-        // The engine failed mid-run: clean up once it answers again, within a bound.
-        wait_for_engine(&target, ENGINE_RECOVERY_WAIT).await;
-    }
-    // Said now: cleanup consumes the target.
-    let leftover = left_behind(&target, &engine.url, namespace.as_ref());
-    let cleanup = target.finish(namespace.as_ref()).await;
+    let cleanup = target.finish_after(failed, namespace.as_ref()).await;
     watcher.abort();
     let mut outcome = outcome?;
-    let cleanup = match (cleanup, &mut outcome.failure) {
-        (Err(e), Some(failure)) => {
-            // Reported with the failure; the results are still written below.
-            failure.left_behind = Some(format!("{leftover} (cleanup failed: {})", e.one_line()));
-            Ok(())
-        }
-        (cleanup, _) => cleanup,
-    };
-    cleanup?;
+    match (cleanup, &mut outcome.failure) {
+        // Reported with the failure; the results are still written below.
+        (Err(left), Some(failure)) => failure.left_behind = Some(left),
+        (cleanup, _) => cleanup.map_err(CliError::Io)?,
+    }
 
     let mut run = SweepResults {
         schema_version: SCHEMA_VERSION,
@@ -410,44 +401,4 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         return Ok(EXIT_ENGINE_FAILED);
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
-}
-
-/// How long a run whose engine failed waits for it to answer again before cleaning up.
-const ENGINE_RECOVERY_WAIT: Duration = Duration::from_secs(10);
-
-/// Waits, at most `limit`, until the engine opens a session and answers its null round
-/// trip again.
-async fn wait_for_engine(target: &Target, limit: Duration) {
-    let deadline = tokio::time::Instant::now() + limit;
-    let step = Duration::from_secs(1);
-    loop {
-        let answered = tokio::time::timeout(step, async {
-            let mut meta = target
-                .session(&SessionOptions::for_runs(false))
-                .await
-                .ok()?;
-            meta.null_round_trip().await.ok()
-        })
-        .await;
-        if matches!(answered, Ok(Some(_))) || tokio::time::Instant::now() + step > deadline {
-            return;
-        }
-        tokio::time::sleep(step).await;
-    }
-}
-
-/// What a failed cleanup would leave behind, and how to remove it once the engine is back.
-fn left_behind(target: &Target, url: &str, namespace: Option<&Namespace>) -> String {
-    match (target.formatted_uuid(), namespace) {
-        (Some(uuid), _) => format!(
-            "the volume {} that metabench formatted at {url}: remove it with `juicefs destroy {url} {uuid}` once the engine is back",
-            target.format.name
-        ),
-        (None, Some(ns)) => format!(
-            "the run's namespace /{}/{} in the volume at {url}: remove it with `juicefs rmr MOUNTPOINT/{0}/{1}` once the engine is back",
-            String::from_utf8_lossy(NAMESPACE_DIR),
-            ns.run_id
-        ),
-        (None, None) => "nothing".to_owned(),
-    }
 }

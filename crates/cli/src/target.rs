@@ -3,11 +3,15 @@
 //! volume (`--existing`). Whatever metabench created is removed by [`Target::finish`].
 
 use crate::error::{input, CliError};
-use metabench_engine::namespace::Namespace;
+use metabench_engine::namespace::{Namespace, NAMESPACE_DIR};
 use metabench_engine::{open, Engine, Meta, MetaUrl, SessionOptions, VolumeState};
 use metabench_report::EngineInfo;
 use metabench_schema::Format;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a run whose engine failed waits for it to answer again before cleaning up.
+pub const ENGINE_RECOVERY_WAIT: Duration = Duration::from_secs(10);
 
 /// Where to run, as given on the command line.
 #[derive(Debug, Clone, clap::Args)]
@@ -137,11 +141,6 @@ impl Target {
         self.formatted.is_some()
     }
 
-    /// The UUID of the volume metabench formatted for this run, if it did.
-    pub fn formatted_uuid(&self) -> Option<&str> {
-        self.formatted.as_deref()
-    }
-
     /// Opens a session (one JuiceFS client).
     pub async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>, CliError> {
         Ok(self.engine.session(opts).await?)
@@ -163,6 +162,59 @@ impl Target {
             version: info.version,
             durability: info.durability,
             formatted_by_metabench: self.formatted_here(),
+        }
+    }
+
+    /// Cleans up as [`Target::finish`] does; when the engine failed during the run
+    /// (`engine_failed`), first waits up to [`ENGINE_RECOVERY_WAIT`] for it to answer
+    /// again. On failure, says what was left behind and how to remove it (one line).
+    pub async fn finish_after(
+        self,
+        engine_failed: bool,
+        namespace: Option<&Namespace>,
+    ) -> Result<(), String> {
+        if engine_failed {
+            self.wait_for_engine(ENGINE_RECOVERY_WAIT).await;
+        }
+        // Said now: cleanup consumes the target.
+        let leftover = self.left_behind(namespace);
+        self.finish(namespace)
+            .await
+            .map_err(|e| format!("{leftover} (cleanup failed: {})", e.one_line()))
+    }
+
+    /// Waits, at most `limit`, until the engine opens a session and answers its null round
+    /// trip again.
+    async fn wait_for_engine(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        let step = Duration::from_secs(1);
+        loop {
+            let answered = tokio::time::timeout(step, async {
+                let mut meta = self.session(&SessionOptions::for_runs(false)).await.ok()?;
+                meta.null_round_trip().await.ok()
+            })
+            .await;
+            if matches!(answered, Ok(Some(_))) || tokio::time::Instant::now() + step > deadline {
+                return;
+            }
+            tokio::time::sleep(step).await;
+        }
+    }
+
+    /// What a failed cleanup leaves behind, and how to remove it once the engine is back.
+    fn left_behind(&self, namespace: Option<&Namespace>) -> String {
+        let url = self.engine.url().redacted();
+        match (&self.formatted, namespace) {
+            (Some(uuid), _) => format!(
+                "the volume {} that metabench formatted at {url}: remove it with `juicefs destroy {url} {uuid}` once the engine is back",
+                self.format.name
+            ),
+            (None, Some(ns)) => format!(
+                "the run's namespace /{}/{} in the volume at {url}: remove it with `juicefs rmr MOUNTPOINT/{0}/{1}` once the engine is back",
+                String::from_utf8_lossy(NAMESPACE_DIR),
+                ns.run_id
+            ),
+            (None, None) => "nothing".to_owned(),
         }
     }
 

@@ -17,7 +17,7 @@ pub mod workload;
 pub use catalog::Op;
 pub use exec::Exec;
 pub use floor::measure_floor;
-pub use ops::{run_ops, Budget, OpsConfig, StopFlag};
+pub use ops::{run_ops, Budget, OpsConfig, OpsOutcome, StopFlag};
 pub use spec::{ConcSpec, RateSpec};
 pub use sweep::{run_sweep, Arrivals, Live, OpenLoop, SweepConfig, SweepOutcome};
 pub use workload::{Phase, Workload};

@@ -6,7 +6,7 @@ use crate::exec::{reopen, timed_call, Timed};
 use crate::stats::{histogram, LatencySummary};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
-use metabench_report::OpResult;
+use metabench_report::{OpResult, RunFailure};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,11 +59,22 @@ impl StopFlag {
     }
 }
 
+/// What an `ops` run produced.
+#[derive(Debug, Default)]
+pub struct OpsOutcome {
+    /// The operations measured, in order.
+    pub results: Vec<OpResult>,
+    /// Set when the engine failed mid-run: the operation it failed in, whose result is
+    /// not in `results`.
+    pub failure: Option<RunFailure>,
+}
+
 /// Runs the operations one after the other in directory `base`, each in a directory of
 /// its own that is removed afterwards. `progress` hears about each finished operation.
 /// Returns the results gathered so far when `stop` is set. A call that leaves the session
 /// unusable (a timeout, a dropped connection) is counted and `meta` is replaced by a
-/// fresh session of `engine`.
+/// fresh session of `engine`; when none can be had (or the engine fails otherwise), the
+/// run ends with the operations measured so far and the failure.
 pub async fn run_ops(
     meta: &mut Box<dyn Meta>,
     engine: &dyn Engine,
@@ -71,17 +82,30 @@ pub async fn run_ops(
     config: &OpsConfig,
     stop: &StopFlag,
     mut progress: impl FnMut(&OpResult),
-) -> Result<Vec<OpResult>> {
-    let mut results = Vec::new();
+) -> OpsOutcome {
+    let mut outcome = OpsOutcome::default();
     for &op in &config.ops {
         if stop.is_stopped() {
             break;
         }
-        let result = run_one(meta, engine, base, op, config, stop).await?;
-        progress(&result);
-        results.push(result);
+        match run_one(meta, engine, base, op, config, stop).await {
+            Ok(result) => {
+                progress(&result);
+                outcome.results.push(result);
+            }
+            Err(e) => {
+                outcome.failure = Some(RunFailure::at(
+                    engine.kind().name(),
+                    1,
+                    op.name(),
+                    op.name(),
+                    &e,
+                ));
+                break;
+            }
+        }
     }
-    Ok(results)
+    outcome
 }
 
 async fn run_one(

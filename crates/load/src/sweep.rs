@@ -634,17 +634,8 @@ pub async fn run_sweep(
     let mut sessions: Vec<Box<dyn Meta>> = Vec::new();
     let mut totals: Vec<Point> = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let failure_at = |clients: u32, phase: &str, step: &str, e: &MetaError| RunFailure {
-        engine: engine.kind().name().to_owned(),
-        clients,
-        phase: phase.to_owned(),
-        op: step.to_owned(),
-        error: e
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
-        left_behind: None,
+    let failure_at = |clients: u32, phase: &str, step: &str, e: &MetaError| {
+        RunFailure::at(engine.kind().name(), clients, phase, step, e)
     };
     // A closed loop's levels are its concurrencies; an open loop's, its offered rates
     // with the one client pool.

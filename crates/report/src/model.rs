@@ -144,6 +144,9 @@ pub struct OpsResults {
     pub results: Vec<OpResult>,
     /// Whether the run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// Set when the engine failed mid-run: the operations before it are complete.
+    #[serde(default)]
+    pub failure: Option<Box<RunFailure>>,
 }
 
 impl OpsResults {
@@ -398,6 +401,29 @@ pub struct RunFailure {
 }
 
 impl RunFailure {
+    /// The failure of `engine` at the level of `clients` clients, in `phase`, during
+    /// `op` (an operation or a `setup` / `cleanup` step), with `error` on one line.
+    pub fn at(
+        engine: &str,
+        clients: u32,
+        phase: &str,
+        op: &str,
+        error: &impl std::fmt::Display,
+    ) -> Self {
+        Self {
+            engine: engine.to_owned(),
+            clients,
+            phase: phase.to_owned(),
+            op: op.to_owned(),
+            error: error
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            left_behind: None,
+        }
+    }
+
     /// One line naming the engine, level, phase and operation.
     pub fn line(&self) -> String {
         let phase = if self.phase == self.op {
