@@ -4,6 +4,17 @@ use crate::meta::{Ctx, SetAttr};
 use crate::MetaError;
 use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 
+/// What `ReadLink` answers when the engine found no target for `ino` (`base.go`,
+/// `baseMeta.ReadLink` after `doReadlink`): EINVAL for a node that is not a symlink, EIO
+/// for a symlink whose target is missing. `attr` is the node's, read after the miss.
+pub(crate) fn readlink_without_target(attr: &Attr) -> MetaError {
+    if attr.typ == FileType::Symlink {
+        MetaError::Io
+    } else {
+        MetaError::Invalid
+    }
+}
+
 /// The name of the trash directory under the root.
 pub(crate) const TRASH_NAME: &[u8] = b".trash";
 

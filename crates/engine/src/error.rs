@@ -33,6 +33,9 @@ pub enum MetaError {
     /// EINVAL.
     #[error("invalid argument")]
     Invalid,
+    /// EIO: a record JuiceFS expects is missing (a symlink without a target).
+    #[error("input/output error")]
+    Io,
     /// An optimistic transaction kept conflicting and was given up, as JuiceFS gives up.
     #[error("transaction conflict persisted after {0} tries")]
     Conflict(u32),
@@ -73,6 +76,7 @@ impl MetaError {
             Self::Perm => "EPERM",
             Self::NotSupported => "ENOTSUP",
             Self::Invalid => "EINVAL",
+            Self::Io => "EIO",
             Self::Conflict(_) => "conflict",
             Self::BadUrl(_) => "bad-url",
             Self::Connect { .. } => "connect",

@@ -32,7 +32,8 @@ enum On {
 /// A formatted volume: the engine, its database (kept alive) and one session.
 struct Vol {
     engine: Arc<dyn Engine>,
-    _db: Option<TestDb>,
+    url: String,
+    db: Option<TestDb>,
     uuid: String,
     s: Box<dyn Meta>,
     ctx: Ctx,
@@ -125,7 +126,8 @@ async fn volume(on: On) -> Option<Vol> {
     let s = engine.session(&SessionOptions::default()).await.unwrap();
     Some(Vol {
         engine,
-        _db: db,
+        url,
+        db,
         uuid,
         s,
         ctx: Ctx::root(),
@@ -177,6 +179,7 @@ conformance!(
     errnos,
     renames_replace_and_move,
     links_symlinks_xattrs,
+    readlink_without_a_target,
     write_then_read,
     setattr_and_access,
     racing_creates_in_one_directory,
@@ -387,6 +390,66 @@ async fn links_symlinks_xattrs(on: On) {
     assert_eq!(l, vec![b"user.a".to_vec(), b"user.b".to_vec()]);
     v.s.removexattr(x, b"user.a").await.unwrap();
     assert_eq!(v.s.listxattr(x).await.unwrap(), vec![b"user.b".to_vec()]);
+    v.finish().await;
+}
+
+/// Removes the target record of symlink `ino` behind the engine's back, as a damaged
+/// volume would lack it: the raw key or row of each family.
+async fn drop_symlink_target(v: &Vol, on: On, ino: Ino) {
+    use metabench_engine::tkv::kv::KvBackend;
+    use metabench_schema::tkv::TkvKeys;
+    let url = MetaUrl::parse(&v.url).unwrap();
+    let delete = |prefix: Vec<u8>| vec![(TkvKeys::new(prefix).symlink(ino), None)];
+    match on {
+        On::Memkv => metabench_engine::tkv::mem::MemKv::named(url.database())
+            .commit(&[], &delete(Vec::new()))
+            .await
+            .unwrap(),
+        On::Etcd | On::Etcd34 => {
+            let (kv, prefix) = metabench_engine::tkv::etcd::EtcdKv::connect(&url)
+                .await
+                .unwrap();
+            kv.commit(&[], &delete(prefix)).await.unwrap();
+        }
+        On::Tikv => {
+            let (kv, prefix) = metabench_engine::tkv::tikv::TikvKv::connect(&url)
+                .await
+                .unwrap();
+            kv.commit(&[], &delete(prefix)).await.unwrap();
+        }
+        On::Db(Kind::Redis) => {
+            let db = v.db.as_ref().unwrap();
+            let key = metabench_schema::redis_keys::RedisKeys::new("").symlink(ino);
+            let deleted = db.redis().unwrap().command(&[
+                "EVAL",
+                "redis.call('SELECT', ARGV[1]); return redis.call('DEL', KEYS[1])",
+                "1",
+                &key,
+                url.database(),
+            ]);
+            assert_eq!(deleted, metabench_testkit::Resp::Integer(1), "DEL {key}");
+        }
+        On::Db(_) => {
+            v.db.as_ref()
+                .unwrap()
+                .query(&format!("DELETE FROM jfs_symlink WHERE inode = {ino}"));
+        }
+    }
+}
+
+/// `base.go` `ReadLink`: a symlink whose target record is missing is EIO, on every family;
+/// a node that is not a symlink is EINVAL.
+async fn readlink_without_a_target(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (s, _) = v.s.symlink(&ctx, ROOT_INODE, b"s", b"/t").await.unwrap();
+    let (f, _) = v.s.create(&ctx, ROOT_INODE, b"f", 0o644, 0).await.unwrap();
+    assert_eq!(errno(v.s.readlink(f).await), "EINVAL");
+    drop_symlink_target(&v, on, s).await;
+    let mut fresh = v.session().await;
+    assert_eq!(errno(fresh.readlink(s).await), "EIO");
     v.finish().await;
 }
 

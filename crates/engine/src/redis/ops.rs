@@ -1145,10 +1145,7 @@ impl Meta for RedisSession {
             Some(t) if !t.is_empty() => t,
             _ => {
                 let attr = self.get_attr(ino).await?;
-                if attr.typ != FileType::Symlink {
-                    return Err(MetaError::Invalid);
-                }
-                return Err(MetaError::Corrupt(format!("symlink {ino} has no target")));
+                return Err(crate::common::readlink_without_target(&attr));
             }
         };
         self.cache.keep_symlink(ino, &target);

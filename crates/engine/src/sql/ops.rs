@@ -2455,10 +2455,7 @@ impl Meta for SqlSession {
         })?;
         if target.is_empty() {
             let a = self.getattr_inner(ino).await?;
-            if a.typ != FileType::Symlink {
-                return Err(MetaError::Invalid);
-            }
-            return Err(MetaError::Engine(format!("symlink {ino} has no target")));
+            return Err(crate::common::readlink_without_target(&a));
         }
         self.cache.keep_symlink(ino, &target);
         Ok(target)

@@ -1146,14 +1146,12 @@ impl Meta for TkvSession {
         let mut tx = self.simple();
         let t = tx.get(&self.keys.symlink(ino)).await.map_err(TxErr::from)?;
         let t = match t {
-            Some(t) => t,
-            None => {
-                // Not a symlink (or gone): JuiceFS reads the attribute to tell.
+            Some(t) if !t.is_empty() => t,
+            _ => {
+                // Not a symlink, or one without a target: JuiceFS reads the attribute to
+                // tell which.
                 let a = self.get_attr(ino).await?;
-                if a.typ != FileType::Symlink {
-                    return Err(MetaError::Invalid);
-                }
-                return Err(MetaError::NotFound);
+                return Err(crate::common::readlink_without_target(&a));
             }
         };
         self.cache.keep_symlink(ino, &t);
