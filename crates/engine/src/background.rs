@@ -38,6 +38,87 @@ impl IdRange {
     pub fn left(&self) -> u64 {
         self.end.saturating_sub(self.next)
     }
+
+    /// The `batch` ids before `end`: what a counter handed out when it answered `end`
+    /// (the counter then holds the next unused id, as `allocateInodes` reads it).
+    pub fn ending_at(end: u64, batch: u64) -> Self {
+        Self::new(end.saturating_sub(batch), end)
+    }
+}
+
+/// `inodeNeedPrefetch` (`base.go`): `utils.JitterIt(inodeBatch * 0.1)`, i.e. 102.4 ± up
+/// to 5 whole ids. JuiceFS draws it once per client process; each session here is one
+/// client, so each draws its own.
+pub fn inode_need_prefetch() -> u64 {
+    let d = INODE_BATCH as f64 * 0.1;
+    let j = (d / 20.0) as i64;
+    (d + rand::random_range(-j..=j) as f64) as u64
+}
+
+/// A session's inode ids as `baseMeta.nextInode` keeps them (`freeInodes` and
+/// `prefetchedInodes`): handed out from the current range; when exactly
+/// [`inode_need_prefetch`] are left, the caller starts fetching the next range in the
+/// background (`go m.prefetchInodes()`, uncounted); when the range is used up, the
+/// prefetched one is taken if it arrived, else the caller allocates inline.
+#[derive(Debug)]
+pub struct InodeIds {
+    current: IdRange,
+    prefetched: Option<tokio::task::JoinHandle<Option<IdRange>>>,
+    need_prefetch: u64,
+}
+
+impl Default for InodeIds {
+    fn default() -> Self {
+        Self {
+            current: IdRange::default(),
+            prefetched: None,
+            need_prefetch: inode_need_prefetch(),
+        }
+    }
+}
+
+impl InodeIds {
+    /// The next id of the current range, and whether the caller should now start the
+    /// background prefetch ([`InodeIds::prefetching`]); `None` when the range is used up.
+    pub fn take(&mut self) -> Option<(Ino, bool)> {
+        let id = self.current.take()?;
+        let prefetch = self.prefetched.is_none() && self.current.left() == self.need_prefetch;
+        Some((id, prefetch))
+    }
+
+    /// Keeps the background task fetching the next range.
+    pub fn prefetching(&mut self, task: tokio::task::JoinHandle<Option<IdRange>>) {
+        self.prefetched = Some(task);
+    }
+
+    /// With the current range used up: waits for a prefetch in flight (`prefetchMu`) and
+    /// takes its range. False when there was none or it failed: allocate inline, then
+    /// [`InodeIds::refill`].
+    pub async fn take_prefetched(&mut self) -> bool {
+        match self.prefetched.take() {
+            Some(task) => match task.await {
+                Ok(Some(range)) => {
+                    self.current = range;
+                    true
+                }
+                _ => false,
+            },
+            None => false,
+        }
+    }
+
+    /// Replaces the current range with one allocated inline.
+    pub fn refill(&mut self, range: IdRange) {
+        self.current = range;
+    }
+}
+
+impl Drop for InodeIds {
+    fn drop(&mut self) {
+        if let Some(task) = self.prefetched.take() {
+            task.abort();
+        }
+    }
 }
 
 /// Dir-stat deltas buffered per directory (`updateDirStat`), flushed by `Meta::flush`.
@@ -100,5 +181,38 @@ mod tests {
             )]
         );
         assert!(b.drain().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod inode_ids_tests {
+    use super::*;
+
+    #[test]
+    fn the_prefetch_threshold_is_jitter_it_of_a_tenth_of_a_batch() {
+        for _ in 0..200 {
+            assert!((97..=107).contains(&inode_need_prefetch()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_prefetch_is_asked_once_when_exactly_the_threshold_is_left() {
+        let mut ids = InodeIds::default();
+        let need = ids.need_prefetch;
+        ids.refill(IdRange::ending_at(INODE_BATCH, INODE_BATCH));
+        let mut asked = Vec::new();
+        while let Some((id, prefetch)) = ids.take() {
+            if prefetch {
+                asked.push(id);
+                ids.prefetching(tokio::spawn(async {
+                    Some(IdRange::ending_at(2 * INODE_BATCH, INODE_BATCH))
+                }));
+            }
+        }
+        // Ids 0 and 1 are skipped; the prefetch is asked for once, `need` ids before the end.
+        assert_eq!(asked, [INODE_BATCH - 1 - need]);
+        assert!(ids.take_prefetched().await);
+        assert_eq!(ids.take().map(|(id, _)| id), Some(INODE_BATCH));
+        assert!(!ids.take_prefetched().await, "nothing more in flight");
     }
 }

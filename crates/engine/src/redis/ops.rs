@@ -2,7 +2,7 @@
 //! them (reference §5.2), with the Go benchmark's configuration.
 
 use super::txn::{txn, Conn};
-use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::background::{DirStatBuffer, IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
 use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
@@ -22,7 +22,6 @@ use metabench_schema::{
 use redis::aio::MultiplexedConnection;
 use redis::cmd;
 use std::collections::HashMap;
-use tokio::task::JoinHandle;
 
 /// `MaxSymlink`.
 const MAX_SYMLINK: usize = 4096;
@@ -46,10 +45,7 @@ pub struct RedisSession {
     pub(super) keys: RedisKeys,
     pub(super) format: Format,
     pub(super) retries: u64,
-    inodes: IdRange,
-    prefetch: Option<JoinHandle<Option<IdRange>>>,
-    /// `inodeNeedPrefetch`: ids left when the next batch is fetched in the background.
-    prefetch_at: u64,
+    inodes: InodeIds,
     slice_next: u64,
     slice_end: u64,
     pub(super) dir_stats: DirStatBuffer,
@@ -66,8 +62,7 @@ pub struct RedisSession {
 
 /// An id range `[v+1-batch, v+1)` from Redis's `INCRBY` answer `v` (the last id taken).
 fn range_from_last(v: i64, batch: u64) -> IdRange {
-    let end = v as u64 + 1;
-    IdRange::new(end.saturating_sub(batch), end)
+    IdRange::ending_at(v as u64 + 1, batch)
 }
 
 impl RedisSession {
@@ -78,18 +73,13 @@ impl RedisSession {
         format: Format,
         opts: &SessionOptions,
     ) -> Self {
-        // utils.JitterIt(inodeBatch * 0.1): ±5 %.
-        let base = INODE_BATCH as f64 * 0.1;
-        let prefetch_at = (base + base * (rand::random::<f64>() * 0.1 - 0.05)) as u64;
         Self {
             conn,
             bg,
             keys,
             format,
             retries: 0,
-            inodes: IdRange::default(),
-            prefetch: None,
-            prefetch_at,
+            inodes: InodeIds::default(),
             slice_next: 0,
             slice_end: 0,
             dir_stats: DirStatBuffer::default(),
@@ -116,15 +106,15 @@ impl RedisSession {
         }
     }
 
-    /// `nextInode`: hands out the local range; fetches the next one in the background when
-    /// about 10 % is left (`prefetchInodes`, not counted), inline when it is exhausted.
+    /// `nextInode` ([`InodeIds`]): the background prefetch is an `INCRBY` on the shared
+    /// connection (not counted), the inline allocation one on the session's.
     async fn next_inode(&mut self) -> Result<Ino> {
         loop {
-            if let Some(id) = self.inodes.take() {
-                if self.prefetch.is_none() && self.inodes.left() <= self.prefetch_at {
+            if let Some((id, prefetch)) = self.inodes.take() {
+                if prefetch {
                     let mut bg = self.bg.clone();
                     let key = self.named(names::NEXT_INODE);
-                    self.prefetch = Some(tokio::spawn(async move {
+                    self.inodes.prefetching(tokio::spawn(async move {
                         let v: i64 = cmd("INCRBY")
                             .arg(key)
                             .arg(INODE_BATCH)
@@ -137,12 +127,8 @@ impl RedisSession {
                 }
                 return Ok(id);
             }
-            // Exhausted: wait for the prefetch (prefetchMu), else allocate inline.
-            if let Some(h) = self.prefetch.take() {
-                if let Ok(Some(r)) = h.await {
-                    self.inodes = r;
-                    continue;
-                }
+            if self.inodes.take_prefetched().await {
+                continue;
             }
             let v: i64 = self
                 .conn
@@ -152,8 +138,7 @@ impl RedisSession {
                         .arg(INODE_BATCH),
                 )
                 .await?;
-            self.inodes = range_from_last(v, INODE_BATCH);
-            // This range came inline: a new prefetch may be started from it.
+            self.inodes.refill(range_from_last(v, INODE_BATCH));
         }
     }
 

@@ -11,7 +11,7 @@
 use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use super::dialect::Stmts;
 use super::Target;
-use crate::background::{IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::background::{IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
 use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_rename, check_rmdir, check_unlink, child_mode_gid, is_trash,
@@ -29,7 +29,6 @@ use metabench_schema::{
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};
-use tokio::task::JoinHandle;
 
 const FLAG_IMMUTABLE: i64 = 1;
 const FLAG_APPEND: i64 = 2;
@@ -290,9 +289,7 @@ pub struct SqlSession {
     sub_trash: Option<(String, Ino)>,
     /// SQLite: JuiceFS serialises all write transactions of a client (one writer).
     sqlite_lock: Option<Arc<Mutex<()>>>,
-    inodes: IdRange,
-    prefetch: Option<JoinHandle<Option<IdRange>>>,
-    prefetch_at: u64,
+    inodes: InodeIds,
     slice_next: u64,
     slice_end: u64,
     dirstats: HashMap<Ino, DirStat>,
@@ -330,8 +327,6 @@ impl SqlSession {
             }
         };
         format.check_version().map_err(MetaError::Engine)?;
-        let jitter = INODE_BATCH / 10 / 20;
-        let prefetch_at = INODE_BATCH / 10 - jitter + rand::random_range(0..=2 * jitter);
         Ok(Self {
             sqlite_lock: (st.dialect == Dialect::Sqlite).then(|| Arc::new(Mutex::new(()))),
             st,
@@ -346,9 +341,7 @@ impl SqlSession {
                 format.trash_days
             },
             sub_trash: None,
-            inodes: IdRange::default(),
-            prefetch: None,
-            prefetch_at,
+            inodes: InodeIds::default(),
             slice_next: 0,
             slice_end: 0,
             dirstats: HashMap::new(),
@@ -625,31 +618,28 @@ impl SqlSession {
         })
     }
 
-    /// `nextInode`: from the local range; the next batch is prefetched in the
-    /// background when about 10% is left (`prefetchInodes`).
+    /// `nextInode` ([`InodeIds`]): the background prefetch runs on the engine's shared
+    /// connection (not counted), the inline allocation on the session's.
     async fn next_inode(&mut self) -> Result<Ino> {
         loop {
-            if let Some(id) = self.inodes.take() {
-                if self.inodes.left() == self.prefetch_at && self.prefetch.is_none() {
+            if let Some((id, prefetch)) = self.inodes.take() {
+                if prefetch {
                     self.spawn_prefetch();
                 }
                 return Ok(id);
             }
-            if let Some(h) = self.prefetch.take() {
-                if let Ok(Some(r)) = h.await {
-                    self.inodes = r;
-                    continue;
-                }
+            if self.inodes.take_prefetched().await {
+                continue;
             }
             let v = self.incr_counter("nextInode", INODE_BATCH).await?;
-            self.inodes = IdRange::new(v - INODE_BATCH, v);
+            self.inodes.refill(IdRange::ending_at(v, INODE_BATCH));
         }
     }
 
     fn spawn_prefetch(&mut self) {
         let (bg, target, st) = (self.bg.clone(), self.target.clone(), self.st.clone());
         let lock = self.sqlite_lock.clone();
-        self.prefetch = Some(tokio::spawn(async move {
+        self.inodes.prefetching(tokio::spawn(async move {
             let _g = match lock {
                 Some(l) => Some(l.lock_owned().await),
                 None => None,
@@ -666,7 +656,7 @@ impl SqlSession {
             }
             let conn = guard.as_mut().expect("connected above");
             match incr_counter_bg(conn, &st, "nextInode", INODE_BATCH).await {
-                Ok(v) => Some(IdRange::new(v - INODE_BATCH, v)),
+                Ok(v) => Some(IdRange::ending_at(v, INODE_BATCH)),
                 Err(e) => {
                     tracing::warn!("prefetch inodes: {}", e.msg);
                     if e.kind == ErrKind::Broken {
@@ -2486,14 +2476,6 @@ impl Meta for SqlSession {
 
     fn stats(&self) -> SessionStats {
         self.stats
-    }
-}
-
-impl Drop for SqlSession {
-    fn drop(&mut self) {
-        if let Some(h) = self.prefetch.take() {
-            h.abort();
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! as 0). Backends only move bytes.
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
-use crate::background::{DirStatBuffer, IdRange, INODE_BATCH, SLICE_BATCH};
+use crate::background::{DirStatBuffer, IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
 use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
@@ -22,7 +22,6 @@ use metabench_schema::{
 };
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::task::JoinHandle;
 
 const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per `gets` by readdir (`fillAttr` batch).
@@ -40,9 +39,7 @@ pub struct TkvSession {
     pub(super) keys: TkvKeys,
     format: Format,
     pub(super) retries: u64,
-    inodes: IdRange,
-    prefetch: Option<JoinHandle<Option<IdRange>>>,
-    prefetch_at: u64,
+    inodes: InodeIds,
     slices: IdRange,
     dir_stats: DirStatBuffer,
     /// Volume counters buffered until flush (`updateStats`).
@@ -74,17 +71,13 @@ impl TkvSession {
         format: Format,
         opts: &SessionOptions,
     ) -> Self {
-        let base = INODE_BATCH as f64 * 0.1;
-        let prefetch_at = (base + base * (rand::random::<f64>() * 0.1 - 0.05)) as u64;
         Self {
             kv,
             calls,
             keys,
             format,
             retries: 0,
-            inodes: IdRange::default(),
-            prefetch: None,
-            prefetch_at,
+            inodes: InodeIds::default(),
             slices: IdRange::default(),
             dir_stats: DirStatBuffer::default(),
             used_space: 0,
@@ -122,15 +115,16 @@ impl TkvSession {
         txn!(self, |tx| { Ok(tx.incr_by(&key, delta).await?) })
     }
 
-    /// `nextInode`: local range; the next batch is fetched in the background (uncounted)
-    /// when about 10 % is left, inline when exhausted. `nextInode` holds the next unused id.
+    /// `nextInode` ([`InodeIds`]): the background prefetch is its own transaction with
+    /// uncounted calls, the inline allocation one of the session's. `nextInode` holds the
+    /// next unused id.
     async fn next_inode(&mut self) -> Result<Ino> {
         loop {
-            if let Some(id) = self.inodes.take() {
-                if self.prefetch.is_none() && self.inodes.left() <= self.prefetch_at {
+            if let Some((id, prefetch)) = self.inodes.take() {
+                if prefetch {
                     let kv = self.kv.clone();
                     let key = self.keys.counter("nextInode");
-                    self.prefetch = Some(tokio::spawn(async move {
+                    self.inodes.prefetching(tokio::spawn(async move {
                         for i in 0..crate::retry::MAX_TRIES {
                             let mut tx = Txn::new(kv.clone(), CallCounter::default());
                             let r = match tx.incr_by(&key, INODE_BATCH as i64).await {
@@ -138,10 +132,7 @@ impl TkvSession {
                                 Err(e) => Err(e),
                             };
                             match r {
-                                Ok(v) => {
-                                    let end = v as u64;
-                                    return Some(IdRange::new(end - INODE_BATCH, end));
-                                }
+                                Ok(v) => return Some(IdRange::ending_at(v as u64, INODE_BATCH)),
                                 Err(super::kv::KvError::Conflict(_)) => {
                                     tokio::time::sleep(crate::retry::backoff_random_square(i)).await
                                 }
@@ -156,14 +147,11 @@ impl TkvSession {
                 }
                 return Ok(id);
             }
-            if let Some(h) = self.prefetch.take() {
-                if let Ok(Some(r)) = h.await {
-                    self.inodes = r;
-                    continue;
-                }
+            if self.inodes.take_prefetched().await {
+                continue;
             }
             let v = self.incr_counter("nextInode", INODE_BATCH as i64).await? as u64;
-            self.inodes = IdRange::new(v - INODE_BATCH, v);
+            self.inodes.refill(IdRange::ending_at(v, INODE_BATCH));
         }
     }
 
