@@ -22,6 +22,19 @@ pub(crate) const TRASH_NAME: &[u8] = b".trash";
 pub(crate) const FLAG_IMMUTABLE: u8 = 1;
 /// JuiceFS's `FlagAppend`: the node only grows.
 pub(crate) const FLAG_APPEND: u8 = 2;
+/// JuiceFS's `FlagSkipTrash`: the node's deletion skips the trash (inherited from the
+/// parent).
+pub(crate) const FLAG_SKIP_TRASH: u8 = 32;
+/// `MaxSymlink`: the longest symlink target.
+pub(crate) const MAX_SYMLINK: usize = 4096;
+/// `RenameNoReplace`.
+pub(crate) const RENAME_NOREPLACE: u32 = 1;
+/// `RenameExchange`.
+pub(crate) const RENAME_EXCHANGE: u32 = 2;
+/// `RenameWhiteout`.
+pub(crate) const RENAME_WHITEOUT: u32 = 4;
+/// `RenameRestore` (internal: a rename out of the trash).
+pub(crate) const RENAME_RESTORE: u32 = 1 << 5;
 /// Write and search permission: what changing a directory's entries needs.
 pub(crate) const MASK_WX: u16 = 2 | 1;
 
@@ -151,9 +164,6 @@ pub(crate) fn child_mode_gid(
     }
     (m, parent_gid)
 }
-
-/// JuiceFS's `FlagSkipTrash`: the one attribute flag a child takes from its parent.
-const FLAG_SKIP_TRASH: u8 = 1 << 5;
 
 /// The attribute of a new child as the Redis and TKV engines' `doMknod` builds it: mode
 /// and gid from [`child_mode_gid`], the caller's uid, all times `now`, nlink 2 and

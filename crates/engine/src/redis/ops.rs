@@ -8,7 +8,8 @@ use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
     check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
     merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, TRASH_NAME,
+    FLAG_IMMUTABLE, MASK_WX, MAX_SYMLINK, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    RENAME_WHITEOUT, TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -23,18 +24,8 @@ use redis::aio::MultiplexedConnection;
 use redis::cmd;
 use std::collections::HashMap;
 
-/// `MaxSymlink`.
-const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per MGET by readdir (`batchSize`).
 pub(super) const READDIR_BATCH: usize = 4096;
-/// `RenameNoReplace`.
-const RENAME_NOREPLACE: u32 = 1;
-/// `RenameExchange`.
-const RENAME_EXCHANGE: u32 = 2;
-/// `RenameWhiteout`.
-const RENAME_WHITEOUT: u32 = 4;
-/// `RenameRestore` (internal).
-const RENAME_RESTORE: u32 = 1 << 5;
 
 /// One JuiceFS client on a Redis volume: its own connection, inode and slice id ranges,
 /// buffered dir stats, pending deleted files and (optionally) client-side caches.

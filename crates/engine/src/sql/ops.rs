@@ -15,7 +15,8 @@ use crate::background::{IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
 use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_rename, check_rmdir, check_unlink, child_mode_gid, is_trash,
-    merge_owner_mode, TRASH_NAME,
+    merge_owner_mode, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH, MAX_SYMLINK, RENAME_EXCHANGE,
+    RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT, TRASH_NAME,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
@@ -30,17 +31,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-const FLAG_IMMUTABLE: i64 = 1;
-const FLAG_APPEND: i64 = 2;
-const FLAG_SKIP_TRASH: i64 = 32;
 const TYPE_FILE: i64 = 1;
 const TYPE_DIR: i64 = 2;
 const TYPE_SYMLINK: i64 = 3;
-const MAX_SYMLINK: usize = 4096;
-const RENAME_NOREPLACE: u32 = 1;
-const RENAME_EXCHANGE: u32 = 2;
-const RENAME_WHITEOUT: u32 = 4;
-const RENAME_RESTORE: u32 = 32;
 /// `doUpdateDirStat` updates at most this many directories per transaction.
 const DIRSTAT_BATCH: usize = 1000;
 
@@ -703,7 +696,7 @@ impl SqlSession {
                 return Err(MetaError::NotFound.into());
             }
             access(ctx, &pattr, 0o3)?;
-            if pn.flags & FLAG_IMMUTABLE != 0 {
+            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
                 return Err(MetaError::Perm.into());
             }
             if let Some(e) = self.get_edge(parent, name).await? {
@@ -732,8 +725,8 @@ impl SqlSession {
                 FileType::Directory => {}
                 _ => a.rdev = rdev,
             }
-            if pn.flags & FLAG_SKIP_TRASH != 0 {
-                a.flags |= FLAG_SKIP_TRASH as u8;
+            if pn.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
+                a.flags |= FLAG_SKIP_TRASH;
             }
             a.tier = pattr.tier;
             let mut update_parent = false;
@@ -796,7 +789,7 @@ impl SqlSession {
                 return Err(MetaError::NotFound.into());
             }
             access(ctx, &pn.to_attr()?, 0o3)?;
-            if pn.flags & FLAG_IMMUTABLE != 0 {
+            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
                 return Err(MetaError::Perm.into());
             }
             if self.get_edge(parent, name).await?.is_some() {
@@ -806,7 +799,7 @@ impl SqlSession {
             if n.typ == TYPE_DIR {
                 return Err(MetaError::Perm.into());
             }
-            if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+            if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                 return Err(MetaError::Perm.into());
             }
             let now = Timestamp::now();
@@ -887,7 +880,7 @@ impl SqlSession {
             if pattr.parent > TRASH_INODE {
                 return Err(MetaError::NotFound.into());
             }
-            if pn.flags & FLAG_IMMUTABLE != 0 {
+            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
                 return Err(MetaError::Perm.into());
             }
             if let Some(e) = self.get_edge(TRASH_INODE, name.as_bytes()).await? {
@@ -915,8 +908,8 @@ impl SqlSession {
                 a.atime = now;
                 a.mtime = now;
                 a.ctime = now;
-                if pn.flags & FLAG_SKIP_TRASH != 0 {
-                    a.flags |= FLAG_SKIP_TRASH as u8;
+                if pn.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
+                    a.flags |= FLAG_SKIP_TRASH;
                 }
                 a.tier = pattr.tier;
                 self.insert_edge(TRASH_INODE, name.as_bytes(), ino, TYPE_DIR)
@@ -955,7 +948,7 @@ impl SqlSession {
                 return Err(MetaError::NotDir.into());
             }
             access(ctx, &pn.to_attr()?, 0o3)?;
-            if pn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+            if pn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                 return Err(MetaError::Perm.into());
             }
             let e = self
@@ -976,10 +969,10 @@ impl SqlSession {
                     {
                         return Err(MetaError::Access.into());
                     }
-                    if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                         return Err(MetaError::Perm.into());
                     }
-                    if n.flags & FLAG_SKIP_TRASH != 0 {
+                    if n.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
                         trash = 0;
                     }
                     if trash > 0 && n.nlink > 1 {
@@ -1115,7 +1108,7 @@ impl SqlSession {
                 return Err(MetaError::NotDir.into());
             }
             access(ctx, &pn.to_attr()?, 0o3)?;
-            if pn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+            if pn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                 return Err(MetaError::Perm.into());
             }
             let e = self
@@ -1133,7 +1126,7 @@ impl SqlSession {
                 return Err(MetaError::NotEmpty.into());
             }
             if n.as_ref()
-                .map(|n| n.flags & FLAG_SKIP_TRASH != 0)
+                .map(|n| n.flags & i64::from(FLAG_SKIP_TRASH) != 0)
                 .unwrap_or(false)
             {
                 trash = 0;
@@ -1250,7 +1243,9 @@ impl SqlSession {
             if spn.typ != TYPE_DIR || dpn.typ != TYPE_DIR {
                 return Err(MetaError::NotDir.into());
             }
-            if spn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 || dpn.flags & FLAG_IMMUTABLE != 0 {
+            if spn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0
+                || dpn.flags & i64::from(FLAG_IMMUTABLE) != 0
+            {
                 return Err(MetaError::Perm.into());
             }
             let spattr = spn.to_attr()?;
@@ -1290,7 +1285,7 @@ impl SqlSession {
                 {
                     return Err(MetaError::Access.into());
                 }
-                if sn.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                if sn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                     return Err(MetaError::Perm.into());
                 }
                 let de = self.get_edge(pd, nd).await?;
@@ -1315,10 +1310,10 @@ impl SqlSession {
                             }
                         }
                     };
-                    if n.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                         return Err(MetaError::Perm.into());
                     }
-                    if n.flags & FLAG_SKIP_TRASH != 0 {
+                    if n.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
                         trash = 0;
                     }
                     set_ctime(&mut n, now);

@@ -10,6 +10,7 @@ use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
     check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
     new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
+    MAX_SYMLINK, RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -23,13 +24,10 @@ use metabench_schema::{
 use std::collections::HashMap;
 use std::sync::Arc;
 
-const MAX_SYMLINK: usize = 4096;
 /// Attributes fetched per `gets` by readdir (`fillAttr` batch).
 const READDIR_BATCH: usize = 4096;
 /// Directories per dir-stat flush transaction (`groupBatch(batch, 20)`).
 const DIR_STAT_GROUP: usize = 20;
-const RENAME_NOREPLACE: u32 = 1;
-const RENAME_EXCHANGE: u32 = 2;
 const SLICE_BYTES: usize = 24;
 
 /// One JuiceFS client on a TKV volume.
