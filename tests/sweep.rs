@@ -266,34 +266,44 @@ fn getattr_at(run: &SweepResults, clients: u32) -> &metabench_report::LevelOp {
     level.ops.iter().find(|o| o.op == "getattr").unwrap()
 }
 
-#[test]
-fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
-    let _serial = serial();
+/// Runs a sweep of getattr on a private Redis at `conc` levels with `extra` arguments,
+/// freezes Redis (SIGSTOP) for `freeze` once the level with `after` on its progress line
+/// is reported and `delay` has passed, and returns the results of the sweep (which must
+/// exit 0).
+fn sweep_through_a_freeze(
+    extra: &[&str],
+    after: &str,
+    delay: Duration,
+    freeze: Duration,
+) -> SweepResults {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let args = [
-        "--conc",
-        "1,2",
-        "--ops",
-        "getattr",
-        "--warmup",
-        "500ms",
-        "--duration",
-        "1s",
-    ];
+    let mut args = vec!["--ops", "getattr"];
+    args.extend_from_slice(extra);
     let child = spawn_sweep(&redis.url(1), &args, &json, &log);
-    // Into the 2-client level's 1 s window (after its 500 ms warm-up), then a 3 s freeze:
-    // the calls in flight outlast the window and must still be recorded.
-    wait_for_level(&log, " 1 clients ");
-    std::thread::sleep(Duration::from_millis(900));
+    wait_for_level(&log, after);
+    std::thread::sleep(delay);
     signal(redis.pid(), "-STOP");
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(freeze);
     signal(redis.pid(), "-CONT");
     let out = child.wait_with_output().unwrap();
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
+    let _serial = serial();
+    // Into the 2-client level's 1 s window (after its 500 ms warm-up), then a 3 s freeze:
+    // the calls in flight outlast the window and must still be recorded.
+    let run = sweep_through_a_freeze(
+        &["--conc", "1,2", "--warmup", "500ms", "--duration", "1s"],
+        " 1 clients ",
+        Duration::from_millis(900),
+        Duration::from_secs(3),
+    );
     let frozen = getattr_at(&run, 2);
     assert!(
         frozen.max_us >= 2.5e6,
@@ -314,31 +324,21 @@ fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
 #[test]
 fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
     let _serial = serial();
-    let redis = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let args = [
-        "--conc",
-        "1,2",
-        "--ops",
-        "getattr",
-        "--warmup",
-        "500ms",
-        "--duration",
-        "4s",
-        "--op-timeout",
-        "500ms",
-    ];
-    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
-    wait_for_level(&log, " 1 clients ");
-    std::thread::sleep(Duration::from_millis(1000));
-    signal(redis.pid(), "-STOP");
-    std::thread::sleep(Duration::from_secs(2));
-    signal(redis.pid(), "-CONT");
-    let out = child.wait_with_output().unwrap();
-    let stderr = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = sweep_through_a_freeze(
+        &[
+            "--conc",
+            "1,2",
+            "--warmup",
+            "500ms",
+            "--duration",
+            "4s",
+            "--op-timeout",
+            "500ms",
+        ],
+        " 1 clients ",
+        Duration::from_millis(1000),
+        Duration::from_secs(2),
+    );
     let frozen = getattr_at(&run, 2);
     let timeouts = frozen.errors.get("timeout").copied().unwrap_or(0);
     assert!(timeouts >= 2, "one timeout per client at least: {frozen:?}");
@@ -449,37 +449,27 @@ fn an_open_loop_on_memkv_achieves_the_offered_rate() {
 #[test]
 fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
     let _serial = serial();
-    let redis = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let args = [
-        "--conc",
-        "4",
-        "--rate",
-        "1000,2000",
-        "--ops",
-        "getattr",
-        "--warmup",
-        "300ms",
-        "--duration",
-        "2s",
-    ];
-    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
     // Into the 2000/s level's window, then a 300 ms freeze.
-    wait_for_level(&log, " clients at 1000/s ");
-    std::thread::sleep(Duration::from_millis(900));
-    signal(redis.pid(), "-STOP");
-    std::thread::sleep(Duration::from_millis(300));
-    signal(redis.pid(), "-CONT");
-    let out = child.wait_with_output().unwrap();
-    let stderr = std::fs::read_to_string(&log).unwrap();
-    assert!(out.status.success(), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = sweep_through_a_freeze(
+        &[
+            "--conc",
+            "4",
+            "--rate",
+            "1000,2000",
+            "--warmup",
+            "300ms",
+            "--duration",
+            "2s",
+        ],
+        " clients at 1000/s ",
+        Duration::from_millis(900),
+        Duration::from_millis(300),
+    );
     let level = run
         .levels
         .iter()
         .find(|l| l.offered_ops_per_s == Some(2000.0))
-        .unwrap_or_else(|| panic!("no 2000/s level: {stderr}"));
+        .expect("a 2000/s level");
     let getattr = &level.ops[0];
     let service = getattr.service.as_ref().unwrap();
     // About 600 calls were due during the freeze: they fill the tail measured from the
