@@ -474,3 +474,18 @@ fn ops_keeps_the_measured_operations_when_the_engine_dies() {
     );
     assert!(!text.contains(metabench_testkit::PASSWORD), "{text}");
 }
+
+#[test]
+fn completions_cover_every_command_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = String::from_utf8_lossy(&o.stdout);
+        for word in ["sweep", "parity", "gate", "op-timeout", "rate"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let o = run(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+}

@@ -99,6 +99,13 @@ enum Command {
     /// Mount the real JuiceFS client on the same engine, run mdtest-shaped work, fio and
     /// `juicefs bench` through it, run the same mdtest phases natively, and compare.
     Parity(cmd_parity::ParityArgs),
+    /// Print a shell completion script: `metabench completions bash > /etc/bash_completion.d/metabench`,
+    /// `metabench completions zsh > "${fpath[1]}/_metabench"`,
+    /// `metabench completions fish > ~/.config/fish/completions/metabench.fish`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Runs the command line and returns the process exit code.
@@ -130,6 +137,14 @@ pub fn main() -> i32 {
             return 2;
         }
     };
+    if let Command::Completions { shell } = cli.command {
+        use clap::CommandFactory as _;
+        let mut cmd = Cli::command();
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut cmd, "metabench", &mut out);
+        out_raw!("{}", String::from_utf8_lossy(&out));
+        return 0;
+    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -152,6 +167,7 @@ pub fn main() -> i32 {
             Command::Gate(args) => cmd_compare::run_gate(args),
             Command::Report(args) => cmd_report::run(args),
             Command::Matrix(args) => cmd_matrix::run(args),
+            Command::Completions { .. } => unreachable!("answered before the runtime starts"),
         }
     });
     match outcome {
