@@ -20,7 +20,7 @@
 
 use crate::histogram;
 use crate::model::{AnyResults, LevelOp, OpResult, OpsResults, SweepResults};
-use crate::stats::{welch, welch_samples, Summary, Welch};
+use crate::stats::{welch, welch_series, Summary, Welch};
 use crate::table::fmt_us;
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
 
@@ -329,7 +329,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
             o.intervals.iter().map(f).collect()
         };
         let test =
-            |f: fn(&crate::IntervalSample) -> f64| welch_samples(&series(oa, f), &series(ob, f));
+            |f: fn(&crate::IntervalSample) -> f64| welch_series(&series(oa, f), &series(ob, f));
         let mut changes = vec![
             Change::new(
                 "ops/s",

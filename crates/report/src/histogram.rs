@@ -25,9 +25,12 @@ pub fn decode(s: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s)
         .map_err(|e| format!("bad histogram base64: {e}"))?;
-    Deserializer::new()
+    let mut h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("bad histogram: {e:?}"))
+        .map_err(|e| format!("bad histogram: {e:?}"))?;
+    // Like the histograms the runs record: merging a larger one into it grows it.
+    h.auto(true);
+    Ok(h)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The statistics behind run comparisons: Welch's unequal-variance t-test on two samples
-//! (or on two summaries: mean, standard deviation, count) and the Student t distribution
-//! it needs, with no dependency beyond `f64`.
+//! (or on two summaries: mean, standard deviation, count), per-second series counted by
+//! their effective sample size, and Student's t distribution from `statrs`.
 
 /// Mean, sample standard deviation and size of a sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,21 +16,32 @@ pub struct Summary {
 impl Summary {
     /// Summarises a sample; `None` when it is empty.
     pub fn of(xs: &[f64]) -> Option<Summary> {
+        use statrs::statistics::Statistics;
         if xs.is_empty() {
             return None;
         }
-        let n = xs.len() as f64;
-        let mean = xs.iter().sum::<f64>() / n;
-        let var = if xs.len() > 1 {
-            xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        let sd = if xs.len() > 1 {
+            xs.iter().std_dev()
         } else {
             0.0
         };
         Some(Summary {
-            mean,
-            sd: var.sqrt(),
-            n,
+            mean: xs.iter().mean(),
+            sd,
+            n: xs.len() as f64,
         })
+    }
+
+    /// Summarises a time series with its effective sample size, as latte corrects its
+    /// per-second samples: `n · (1 − ρ) / (1 + ρ)` for a lag-1 autocorrelation ρ > 0
+    /// (never below 2 while there are 2 samples; ρ ≤ 0 leaves `n` alone).
+    pub fn of_series(xs: &[f64]) -> Option<Summary> {
+        let mut s = Self::of(xs)?;
+        let rho = lag1_autocorrelation(xs).clamp(0.0, 0.99);
+        if rho > 0.0 {
+            s.n = (s.n * (1.0 - rho) / (1.0 + rho)).max(s.n.min(2.0));
+        }
+        Some(s)
     }
 }
 
@@ -83,100 +94,38 @@ pub fn welch_samples(a: &[f64], b: &[f64]) -> Option<Welch> {
     welch(&Summary::of(a)?, &Summary::of(b)?)
 }
 
+/// Welch's t-test on two time series (per-second samples of a window), each counted by its
+/// effective sample size ([`Summary::of_series`]): neighbouring seconds of one run are not
+/// independent, and counting them as if they were would call noise significant.
+pub fn welch_series(a: &[f64], b: &[f64]) -> Option<Welch> {
+    welch(&Summary::of_series(a)?, &Summary::of_series(b)?)
+}
+
 /// Two-sided tail probability `P(|T| ≥ |t|)` of Student's t with `df` degrees of freedom.
 pub fn student_t_two_sided(t: f64, df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
     if !t.is_finite() {
         return 0.0;
     }
-    let x = df / (df + t * t);
-    incomplete_beta(df / 2.0, 0.5, x).clamp(0.0, 1.0)
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(dist) => (2.0 * dist.sf(t.abs())).clamp(0.0, 1.0),
+        Err(_) => 1.0,
+    }
 }
 
-/// Regularised incomplete beta function `I_x(a, b)` (continued fraction, Numerical
-/// Recipes §6.4).
-pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
+/// Lag-1 autocorrelation of a series (0 when it cannot be estimated).
+pub fn lag1_autocorrelation(xs: &[f64]) -> f64 {
+    use statrs::statistics::Statistics;
+    if xs.len() < 3 {
         return 0.0;
     }
-    if x >= 1.0 {
-        return 1.0;
+    let mean = xs.iter().mean();
+    let var: f64 = xs.iter().map(|x| (x - mean).powi(2)).sum();
+    if var == 0.0 || !var.is_finite() {
+        return 0.0;
     }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
-    let front = ln_front.exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_cf(a, b, x) / a
-    } else {
-        1.0 - front * beta_cf(b, a, 1.0 - x) / b
-    }
-}
-
-fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
-        h *= del;
-        if (del - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    h
-}
-
-/// `ln Γ(x)` for x > 0 (Lanczos approximation, g = 7).
-pub fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = G[0];
-    let t = x + 7.5;
-    for (i, g) in G.iter().enumerate().skip(1) {
-        a += g / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+    let cov: f64 = xs.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
+    cov / var
 }
 
 #[cfg(test)]
@@ -188,14 +137,7 @@ mod tests {
     }
 
     #[test]
-    fn gamma_and_t_distribution_match_tables() {
-        // Γ(5) = 24, Γ(0.5) = √π.
-        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-10));
-        assert!(close(
-            ln_gamma(0.5),
-            std::f64::consts::PI.sqrt().ln(),
-            1e-10
-        ));
+    fn t_distribution_matches_tables() {
         // Two-sided critical values of Student's t at 5 %: df 1 → 12.706, df 10 →
         // 2.228, df 30 → 2.042; large df approaches the normal 1.960.
         assert!(close(student_t_two_sided(12.706, 1.0), 0.05, 1e-4));
@@ -205,6 +147,21 @@ mod tests {
         assert!(close(student_t_two_sided(0.0, 5.0), 1.0, 1e-12));
         // At 1 %, df 5 → 4.032.
         assert!(close(student_t_two_sided(4.032, 5.0), 0.01, 1e-4));
+    }
+
+    #[test]
+    fn autocorrelated_series_count_fewer_samples() {
+        // A slow drift: each second close to the one before.
+        let drift: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+        assert!(lag1_autocorrelation(&drift) > 0.8);
+        let s = Summary::of_series(&drift).unwrap();
+        assert!(s.n < 3.0, "{s:?}");
+        // Alternating seconds: negatively correlated, counted as they are.
+        let alternating: Vec<f64> = (0..20).map(|i| 100.0 + (i % 2) as f64).collect();
+        assert_eq!(Summary::of_series(&alternating).unwrap().n, 20.0);
+        // The same shift is significant between independent samples, not between drifts.
+        let shifted: Vec<f64> = drift.iter().map(|x| x + 5.0).collect();
+        assert!(welch_series(&drift, &shifted).unwrap().p > 0.05);
     }
 
     #[test]
