@@ -325,6 +325,15 @@ pub trait Engine: Send + Sync {
     /// Server version and durability settings.
     async fn server_info(&self) -> Result<ServerInfo>;
 
+    /// Brings the engine to the same starting point before a measurement, untimed. SQLite
+    /// checkpoints its WAL into the database and truncates it, so that its automatic
+    /// checkpoints (every 1000 WAL pages, run by the commit that crosses the mark) fall on
+    /// the same calls whichever runner measures; without it, where they fall depends on
+    /// what ran before. Nothing for the other engines.
+    async fn settle(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The engine's own counters and gauges now, on its administration connection (Redis
     /// `INFO all`, `pg_stat_database`, `SHOW GLOBAL STATUS`, etcd `/metrics`); empty for
     /// engines that expose none (SQLite, memkv, TiKV). Runs read it at each window's

@@ -135,6 +135,7 @@ async fn run_one(
         }
     };
     meta.flush().await?;
+    engine.settle().await?;
 
     let mut hist = histogram();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();

@@ -749,6 +749,17 @@ pub async fn run_sweep(
                 ));
             }
             barrier.wait().await;
+            if let Err(e) = engine.settle().await {
+                // No window: the clients return at once with their sessions.
+                drop(start_tx);
+                for t in tasks {
+                    if let Ok((meta, _)) = t.await {
+                        sessions.push(meta);
+                    }
+                }
+                failure = Some(failure_at(clients, &phase.name, "setup", &e));
+                break;
+            }
             let now = Instant::now();
             let window = Window {
                 released: now,

@@ -629,6 +629,25 @@ impl Engine for SqlEngine {
         Ok(Box::new(self.sql_session(opts).await?))
     }
 
+    async fn settle(&self) -> Result<()> {
+        let How::Sqlite(path) = &self.target.how else {
+            return Ok(());
+        };
+        if !path.exists() {
+            return Ok(());
+        }
+        let mut g = self.admin_conn(false).await?;
+        let c = g.as_mut().expect("connected");
+        // Returns (busy, log pages, checkpointed pages); a busy WAL (a reader between
+        // calls) is checkpointed as far as it can be, which is all a settle can ask.
+        let r = c
+            .simple_fetch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .await
+            .map(drop)
+            .map_err(engine_err);
+        admin_done(&mut g, r)
+    }
+
     async fn telemetry(&self) -> Result<crate::Telemetry> {
         use crate::telemetry::{MYSQL_COUNTERS, MYSQL_GAUGES, POSTGRES_COUNTERS};
         if let How::Sqlite(_) = &self.target.how {
