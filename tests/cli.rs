@@ -75,6 +75,7 @@ fn malformed_urls_are_one_line_usage_errors() {
         "redis://h:99999/1",
         "ftp://x",
         "sqlite3://",
+        "memkv://x?stall_ms=soon",
     ] {
         let o = run(&["ops", "--meta", url, "--iterations", "1"]);
         let line = one_error_line(&o, 2);

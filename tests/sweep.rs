@@ -480,6 +480,34 @@ fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
 }
 
 #[test]
+fn an_open_loop_on_memkv_charges_a_synthetic_stall_to_intended_start_not_service_time() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stall.json");
+    // One call 1.5 s after the engine opens (inside the window) sleeps 300 ms.
+    let o = metabench()
+        .args([
+            "sweep",
+            "--meta",
+            "memkv://stall?stall_ms=300&stall_after_ms=1500",
+        ])
+        .args(["--conc", "4", "--rate", "2000", "--ops", "getattr"])
+        .args(["--warmup", "300ms", "--duration", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", metabench_testkit::output_text(&o));
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let getattr = &run.levels[0].ops[0];
+    let service = getattr.service.as_ref().unwrap();
+    // About 150 calls of the stalled client were due during the stall: they fill the tail
+    // from the intended start, while service time saw the stall once.
+    assert!(getattr.p99_us >= 50_000.0, "{getattr:?}");
+    assert!(service.p99_us < 50_000.0, "{service:?}");
+    assert!(service.max_us >= 290_000.0, "{service:?}");
+}
+
+#[test]
 fn an_open_loop_takes_one_pool_size() {
     let o = metabench()
         .args([

@@ -2,11 +2,17 @@
 //! semantics as the etcd client (versions per key, commit compares what was read), for
 //! tests and for measuring the generator's own ceiling with no network. Stores live for
 //! the process and are shared by name, so every session of a run sees one volume.
+//!
+//! For tests of how runs report a stall, `memkv://name?stall_ms=N&stall_after_ms=M`
+//! makes the first call at least M ms after the engine was opened wait N ms before it is
+//! answered (once; the other clients' calls go on).
 
 use super::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct Inner {
@@ -16,10 +22,18 @@ struct Inner {
     revision: Version,
 }
 
+/// A synthetic stall: the first call from `at` on waits `length`.
+struct StallOnce {
+    at: Instant,
+    length: Duration,
+    done: AtomicBool,
+}
+
 /// One named in-process store.
 #[derive(Default, Clone)]
 pub struct MemKv {
     inner: Arc<Mutex<Inner>>,
+    stall: Option<Arc<StallOnce>>,
 }
 
 impl MemKv {
@@ -31,6 +45,25 @@ impl MemKv {
             .lock()
             .expect("memkv registry");
         stores.entry(name.to_owned()).or_default().clone()
+    }
+
+    /// This handle, with one synthetic stall: the first call made `after` from now or later
+    /// waits `length` (asleep on the runtime, so only its caller stalls) before it runs.
+    pub fn with_stall_once(mut self, after: Duration, length: Duration) -> Self {
+        self.stall = Some(Arc::new(StallOnce {
+            at: Instant::now() + after,
+            length,
+            done: AtomicBool::new(false),
+        }));
+        self
+    }
+
+    async fn stall_once(&self) {
+        if let Some(stall) = &self.stall {
+            if Instant::now() >= stall.at && !stall.done.swap(true, Ordering::Relaxed) {
+                tokio::time::sleep(stall.length).await;
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -55,10 +88,12 @@ impl KvBackend for MemKv {
     }
 
     async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
+        self.stall_once().await;
         Ok(self.lock().data.get(key).cloned())
     }
 
     async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+        self.stall_once().await;
         let g = self.lock();
         Ok(keys.iter().map(|k| g.data.get(k).cloned()).collect())
     }
@@ -70,6 +105,7 @@ impl KvBackend for MemKv {
         limit: usize,
         keys_only: bool,
     ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        self.stall_once().await;
         let g = self.lock();
         let range = g
             .data
@@ -93,6 +129,7 @@ impl KvBackend for MemKv {
     }
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
+        self.stall_once().await;
         let g = self.lock();
         let found = g
             .data
@@ -106,6 +143,7 @@ impl KvBackend for MemKv {
     }
 
     async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
+        self.stall_once().await;
         let mut g = self.lock();
         for (k, ver) in observed {
             let now = g.data.get(k).map_or(0, |(_, v)| *v);
@@ -153,6 +191,23 @@ impl KvBackend for MemKv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_stall_once_delays_one_call() {
+        let kv = MemKv::default().with_stall_once(Duration::ZERO, Duration::from_millis(80));
+        let t = Instant::now();
+        kv.get(b"a").await.unwrap();
+        assert!(
+            t.elapsed() >= Duration::from_millis(80),
+            "{:?}",
+            t.elapsed()
+        );
+        let t = Instant::now();
+        for _ in 0..10 {
+            kv.get(b"a").await.unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_millis(80), "{:?}", t.elapsed());
+    }
 
     #[tokio::test]
     async fn conflicts_on_changed_reads() {

@@ -29,6 +29,7 @@ use kv::{CallCounter, KvBackend, KvError, TxErr, Txn};
 use metabench_schema::tkv::TkvKeys;
 use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where metabench's TKV sessions knowingly differ from a JuiceFS client.
 pub fn fidelity_notes() -> &'static [&'static str] {
@@ -91,12 +92,30 @@ impl TkvEngine {
     /// Connects to the store (memkv: finds or creates the named in-process store).
     pub async fn open(url: &MetaUrl) -> Result<Self> {
         match url.scheme() {
-            Scheme::Memkv => Ok(Self::with_backend(
-                url.clone(),
-                EngineKind::Memkv,
-                Arc::new(mem::MemKv::named(url.database())),
-                TkvKeys::default(),
-            )),
+            Scheme::Memkv => {
+                let mut store = mem::MemKv::named(url.database());
+                let ms = |key: &str| -> Result<Option<Duration>> {
+                    url.param(key)
+                        .map(|v| {
+                            v.parse().map(Duration::from_millis).map_err(|_| {
+                                MetaError::BadUrl(format!(
+                                    "memkv: {key} must be a whole number of milliseconds, not {v:?}"
+                                ))
+                            })
+                        })
+                        .transpose()
+                };
+                if let Some(length) = ms("stall_ms")? {
+                    let after = ms("stall_after_ms")?.unwrap_or_default();
+                    store = store.with_stall_once(after, length);
+                }
+                Ok(Self::with_backend(
+                    url.clone(),
+                    EngineKind::Memkv,
+                    Arc::new(store),
+                    TkvKeys::default(),
+                ))
+            }
             #[cfg(feature = "etcd")]
             Scheme::Etcd => {
                 let (kv, prefix) = etcd::EtcdKv::connect(url).await?;
