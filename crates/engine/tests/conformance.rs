@@ -180,6 +180,7 @@ conformance!(
     renames_replace_and_move,
     links_symlinks_xattrs,
     readlink_without_a_target,
+    the_sticky_bit_guards_removal,
     write_then_read,
     setattr_and_access,
     racing_creates_in_one_directory,
@@ -450,6 +451,49 @@ async fn readlink_without_a_target(on: On) {
     drop_symlink_target(&v, on, s).await;
     let mut fresh = v.session().await;
     assert_eq!(errno(fresh.readlink(s).await), "EIO");
+    v.finish().await;
+}
+
+/// In a directory with the sticky bit (`/tmp`), only root, the directory's owner and the
+/// entry's owner remove, rename or replace an entry (`base.go`, the engines' `doUnlink`,
+/// `doRmdir`, `doRename`).
+async fn the_sticky_bit_guards_removal(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let user = |uid: u32| Ctx {
+        uid,
+        gids: vec![uid],
+        pid: 1,
+    };
+    let (alice, bob) = (user(1000), user(2000));
+    let (tmp, attr) =
+        v.s.mkdir(&ctx, ROOT_INODE, b"tmp", 0o1777, 0)
+            .await
+            .unwrap();
+    assert_eq!(attr.mode, 0o1777);
+    v.s.create(&alice, tmp, b"a", 0o666, 0).await.unwrap();
+    v.s.create(&bob, tmp, b"b", 0o666, 0).await.unwrap();
+    v.s.mkdir(&alice, tmp, b"ad", 0o777, 0).await.unwrap();
+    assert_eq!(errno(v.s.unlink(&bob, tmp, b"a").await), "EACCES");
+    assert_eq!(errno(v.s.rmdir(&bob, tmp, b"ad").await), "EACCES");
+    assert_eq!(
+        errno(v.s.rename(&bob, tmp, b"a", tmp, b"c", 0).await),
+        "EACCES"
+    );
+    // Replacing alice's entry with bob's own file is removing hers.
+    assert_eq!(
+        errno(v.s.rename(&bob, tmp, b"b", tmp, b"a", 0).await),
+        "EACCES"
+    );
+    // The entry's owner, and root, may.
+    v.s.rename(&alice, tmp, b"a", tmp, b"c", 0).await.unwrap();
+    v.s.unlink(&alice, tmp, b"c").await.unwrap();
+    v.s.rmdir(&alice, tmp, b"ad").await.unwrap();
+    v.s.unlink(&ctx, tmp, b"b").await.unwrap();
+    let left = names(&v.s.readdir(&ctx, tmp, false).await.unwrap());
+    assert!(left.iter().all(|n| n == "." || n == ".."), "{left:?}");
     v.finish().await;
 }
 

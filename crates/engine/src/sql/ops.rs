@@ -14,9 +14,10 @@ use super::Target;
 use crate::background::{IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
 use crate::client_cache::ClientCache;
 use crate::common::{
-    access, check_new_entry, check_rename, check_rmdir, check_unlink, child_mode_gid, is_trash,
-    merge_owner_mode, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH, MAX_SYMLINK, RENAME_EXCHANGE,
-    RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT, TRASH_NAME,
+    access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
+    check_unlink, child_mode_gid, is_trash, merge_owner_mode, FLAG_APPEND, FLAG_IMMUTABLE,
+    FLAG_SKIP_TRASH, MAX_SYMLINK, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    RENAME_WHITEOUT, TRASH_NAME,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
@@ -944,13 +945,8 @@ impl SqlSession {
                 .get_node(parent, false)
                 .await?
                 .ok_or(MetaError::NotFound)?;
-            if pn.typ != TYPE_DIR {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &pn.to_attr()?, 0o3)?;
-            if pn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            let pattr = pn.to_attr()?;
+            check_parent_to_remove(ctx, &pattr)?;
             let e = self
                 .get_edge(parent, name)
                 .await?
@@ -962,13 +958,7 @@ impl SqlSession {
             let now = Timestamp::now();
             let mut n = match self.get_node(e.inode, true).await? {
                 Some(mut n) => {
-                    if ctx.uid != 0
-                        && pn.mode & 0o1000 != 0
-                        && ctx.uid as i64 != pn.uid
-                        && ctx.uid as i64 != n.uid
-                    {
-                        return Err(MetaError::Access.into());
-                    }
+                    check_sticky(ctx, &pattr, n.uid as u32)?;
                     if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
                         return Err(MetaError::Perm.into());
                     }
@@ -1104,13 +1094,8 @@ impl SqlSession {
                 .get_node(parent, false)
                 .await?
                 .ok_or(MetaError::NotFound)?;
-            if pn.typ != TYPE_DIR {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &pn.to_attr()?, 0o3)?;
-            if pn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            let pattr = pn.to_attr()?;
+            check_parent_to_remove(ctx, &pattr)?;
             let e = self
                 .get_edge(parent, name)
                 .await?
@@ -1134,13 +1119,7 @@ impl SqlSession {
             let now = Timestamp::now();
             match &mut n {
                 Some(n) => {
-                    if ctx.uid != 0
-                        && pn.mode & 0o1000 != 0
-                        && ctx.uid as i64 != pn.uid
-                        && ctx.uid as i64 != n.uid
-                    {
-                        return Err(MetaError::Access.into());
-                    }
+                    check_sticky(ctx, &pattr, n.uid as u32)?;
                     if trash > 0 {
                         set_ctime(n, now);
                         n.parent = Some(trash as i64);
@@ -1356,13 +1335,8 @@ impl SqlSession {
                     } else if n.parent.unwrap_or(0) > 0 {
                         n.parent = Some(trash as i64);
                     }
-                    if !same_inode
-                        && ctx.uid != 0
-                        && dpn.mode & 0o1000 != 0
-                        && ctx.uid as i64 != dpn.uid
-                        && ctx.uid as i64 != n.uid
-                    {
-                        return Err(MetaError::Access.into());
+                    if !same_inode {
+                        check_sticky(ctx, &dpattr, n.uid as u32)?;
                     }
                     dn = Some(n);
                 } else if exchange {
@@ -1379,13 +1353,7 @@ impl SqlSession {
                         trash: 0,
                     }
                 } else {
-                    if ctx.uid != 0
-                        && spn.mode & 0o1000 != 0
-                        && ctx.uid as i64 != spn.uid
-                        && ctx.uid as i64 != sn.uid
-                    {
-                        return Err(MetaError::Access.into());
-                    }
+                    check_sticky(ctx, &spattr, sattr.uid)?;
                     if ps != pd {
                         if se.typ == TYPE_DIR {
                             sn.parent = Some(pd as i64);
