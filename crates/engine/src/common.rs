@@ -324,13 +324,7 @@ pub(crate) fn check_sticky(ctx: &Ctx, pattr: &Attr, entry_uid: u32) -> Result<()
     }
 }
 
-/// What a mknod transaction found or made (the Redis and TKV engines).
-pub(crate) enum Made {
-    /// The new node's attribute.
-    New(Attr),
-    /// The name exists: its inode and attribute (read only for files and directories).
-    Existing(Ino, Option<Attr>),
-}
+pub(crate) use crate::meta::Made;
 
 /// The attribute an entry of `typ` in `parent` reports when its inode record is missing
 /// (mknod's EEXIST answer).

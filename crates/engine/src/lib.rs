@@ -21,7 +21,7 @@ pub mod url;
 
 pub use error::{MetaError, Result};
 pub use meta::{
-    Ctx, Engine, EngineKind, Entry, Meta, ServerInfo, SessionOptions, SetAttr, VolumeState,
+    Ctx, Engine, EngineKind, Entry, Made, Meta, ServerInfo, SessionOptions, SetAttr, VolumeState,
     XattrFlags,
 };
 pub use stats::SessionStats;

@@ -1,6 +1,6 @@
 //! The operations of a JuiceFS client, as one async trait per engine session.
 
-use crate::{MetaUrl, Result, SessionStats};
+use crate::{MetaError, MetaUrl, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::{Attr, FileType, Format, Ino, Slice, Timestamp};
 use std::collections::BTreeMap;
@@ -96,6 +96,33 @@ impl SessionOptions {
     }
 }
 
+/// What a session's mknod transaction ([`Meta::do_mknod`]) found or made, beside the
+/// inode it allocated.
+#[derive(Debug)]
+pub enum Made {
+    /// The new node's attribute.
+    New(Attr),
+    /// The name exists: its inode and attribute (read only for files and directories).
+    Existing(Ino, Option<Attr>),
+}
+
+/// What `Mkdir`, `Mknod` and `Symlink` answer: the new node, or EEXIST.
+fn created((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
+    match made {
+        Made::New(attr) => Ok((ino, attr)),
+        Made::Existing(..) => Err(MetaError::Exists),
+    }
+}
+
+/// What `Create` without `O_EXCL` answers: the new node, or the existing regular file.
+fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
+    match made {
+        Made::New(attr) => Ok((ino, attr)),
+        Made::Existing(ino, Some(attr)) if attr.typ == FileType::File => Ok((ino, attr)),
+        Made::Existing(..) => Err(MetaError::Exists),
+    }
+}
+
 /// One JuiceFS client's view of a volume: the operations of `pkg/meta/benchmarks_test.go`.
 ///
 /// A session is used by one task at a time and owns its connection (a Redis connection
@@ -103,6 +130,22 @@ impl SessionOptions {
 /// Each call sends exactly what the JuiceFS client sends for it (reference §5).
 #[async_trait]
 pub trait Meta: Send {
+    /// The family's one mknod transaction (`baseMeta.Mknod` with the engine's `doMknod`):
+    /// makes `name` in `parent` with a fresh inode, or says what is there. `mkdir`,
+    /// `mknod`, `create` and `symlink` are written once over it, as in `baseMeta`.
+    #[allow(clippy::too_many_arguments)]
+    async fn do_mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        target: &[u8],
+    ) -> Result<(Ino, Made)>;
+
     /// Creates a directory (`Mkdir`).
     async fn mkdir(
         &mut self,
@@ -111,9 +154,15 @@ pub trait Meta: Send {
         name: &[u8],
         mode: u16,
         umask: u16,
-    ) -> Result<(Ino, Attr)>;
+    ) -> Result<(Ino, Attr)> {
+        let made = self
+            .do_mknod(ctx, parent, name, FileType::Directory, mode, umask, 0, b"")
+            .await?;
+        created(made)
+    }
 
-    /// Creates a file, device, fifo or socket node (`Mknod`).
+    /// Creates a file, device, fifo or socket node (`Mknod`); a symlink needs a target,
+    /// so it is EINVAL here (use `symlink`).
     #[allow(clippy::too_many_arguments)]
     async fn mknod(
         &mut self,
@@ -124,10 +173,19 @@ pub trait Meta: Send {
         mode: u16,
         umask: u16,
         rdev: u32,
-    ) -> Result<(Ino, Attr)>;
+    ) -> Result<(Ino, Attr)> {
+        if typ == FileType::Symlink {
+            return Err(MetaError::Invalid);
+        }
+        let made = self
+            .do_mknod(ctx, parent, name, typ, mode, umask, rdev, b"")
+            .await?;
+        created(made)
+    }
 
     /// Creates and opens a regular file (`Create` = `Mknod` + open-file registration,
-    /// which costs no I/O).
+    /// which costs no I/O). With flags 0, as the Go benchmark calls it: an existing
+    /// regular file is no error (no `O_EXCL`), its inode and attributes are returned.
     async fn create(
         &mut self,
         ctx: &Ctx,
@@ -135,16 +193,30 @@ pub trait Meta: Send {
         name: &[u8],
         mode: u16,
         umask: u16,
-    ) -> Result<(Ino, Attr)>;
+    ) -> Result<(Ino, Attr)> {
+        let made = self
+            .do_mknod(ctx, parent, name, FileType::File, mode, umask, 0, b"")
+            .await?;
+        created_or_existing_file(made)
+    }
 
-    /// Creates a symbolic link (`Symlink`).
+    /// Creates a symbolic link (`Symlink`): EINVAL for an empty target, one longer than
+    /// 4096 bytes or one holding a NUL byte.
     async fn symlink(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
         target: &[u8],
-    ) -> Result<(Ino, Attr)>;
+    ) -> Result<(Ino, Attr)> {
+        if target.is_empty() || target.len() > crate::common::MAX_SYMLINK || target.contains(&0) {
+            return Err(MetaError::Invalid);
+        }
+        let made = self
+            .do_mknod(ctx, parent, name, FileType::Symlink, 0o777, 0, 0, target)
+            .await?;
+        created(made)
+    }
 
     /// Adds a hard link to `ino` (`Link`).
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr>;

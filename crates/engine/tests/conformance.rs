@@ -264,6 +264,23 @@ async fn errnos(on: On) {
         "EEXIST"
     );
     assert_eq!(errno(v.s.mkdir(&ctx, d, b"f", 0o755, 0).await), "EEXIST");
+    // The mknod family, written once over each engine's one transaction: a symlink only
+    // through symlink, with a target; create opens an existing file, not a directory.
+    assert_eq!(
+        errno(
+            v.s.mknod(&ctx, d, b"s", FileType::Symlink, 0o777, 0, 0)
+                .await
+        ),
+        "EINVAL"
+    );
+    assert_eq!(errno(v.s.symlink(&ctx, d, b"s", b"").await), "EINVAL");
+    assert_eq!(errno(v.s.symlink(&ctx, d, b"s", b"a\0b").await), "EINVAL");
+    assert_eq!(v.s.create(&ctx, d, b"f", 0o600, 0).await.unwrap().0, f);
+    assert_eq!(
+        errno(v.s.create(&ctx, ROOT_INODE, b"d", 0o644, 0).await),
+        "EEXIST"
+    );
+    assert_eq!(errno(v.s.symlink(&ctx, d, b"f", b"/t").await), "EEXIST");
     assert_eq!(errno(v.s.lookup(&ctx, d, b"nope").await), "ENOENT");
     assert_eq!(errno(v.s.unlink(&ctx, d, b"nope").await), "ENOENT");
     assert_eq!(errno(v.s.rmdir(&ctx, d, b"nope").await), "ENOENT");

@@ -8,8 +8,8 @@ use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
     check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
     merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, MAX_SYMLINK, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
-    RENAME_WHITEOUT, TRASH_NAME,
+    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
+    TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -273,24 +273,7 @@ impl Meta for RedisSession {
         Ok("PING")
     }
 
-    async fn mkdir(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        mode: u16,
-        umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        let (ino, made) = self
-            .mknod_inner(ctx, parent, name, FileType::Directory, mode, umask, 0, b"")
-            .await?;
-        match made {
-            Made::New(a) => Ok((ino, a)),
-            Made::Existing(..) => Err(MetaError::Exists),
-        }
-    }
-
-    async fn mknod(
+    async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
@@ -299,57 +282,10 @@ impl Meta for RedisSession {
         mode: u16,
         umask: u16,
         rdev: u32,
-    ) -> Result<(Ino, Attr)> {
-        if typ == FileType::Symlink {
-            // A symlink needs a target: use `symlink`.
-            return Err(MetaError::Invalid);
-        }
-        let (ino, made) = self
-            .mknod_inner(ctx, parent, name, typ, mode, umask, rdev, b"")
-            .await?;
-        match made {
-            Made::New(a) => Ok((ino, a)),
-            Made::Existing(..) => Err(MetaError::Exists),
-        }
-    }
-
-    /// `Create` with flags 0, as the Go benchmark calls it: an existing regular file is
-    /// not an error (no `O_EXCL`), its inode and attributes are returned.
-    async fn create(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        mode: u16,
-        umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        let (ino, made) = self
-            .mknod_inner(ctx, parent, name, FileType::File, mode, umask, 0, b"")
-            .await?;
-        match made {
-            Made::New(a) => Ok((ino, a)),
-            Made::Existing(ino, Some(a)) if a.typ == FileType::File => Ok((ino, a)),
-            Made::Existing(..) => Err(MetaError::Exists),
-        }
-    }
-
-    async fn symlink(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
         target: &[u8],
-    ) -> Result<(Ino, Attr)> {
-        if target.is_empty() || target.len() > MAX_SYMLINK || target.contains(&0) {
-            return Err(MetaError::Invalid);
-        }
-        let (ino, made) = self
-            .mknod_inner(ctx, parent, name, FileType::Symlink, 0o777, 0, 0, target)
-            .await?;
-        match made {
-            Made::New(a) => Ok((ino, a)),
-            Made::Existing(..) => Err(MetaError::Exists),
-        }
+    ) -> Result<(Ino, Made)> {
+        self.mknod_inner(ctx, parent, name, typ, mode, umask, rdev, target)
+            .await
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {

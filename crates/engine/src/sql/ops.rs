@@ -16,12 +16,12 @@ use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
     check_unlink, child_mode_gid, is_trash, merge_owner_mode, FLAG_APPEND, FLAG_IMMUTABLE,
-    FLAG_SKIP_TRASH, MAX_SYMLINK, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
-    RENAME_WHITEOUT, TRASH_NAME,
+    FLAG_SKIP_TRASH, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
+    TRASH_NAME,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
-use crate::{Ctx, Entry, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
+use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
 use async_trait::async_trait;
 use metabench_schema::sql::{Dialect, NodeRow};
 use metabench_schema::{
@@ -667,7 +667,7 @@ impl SqlSession {
     /// `baseMeta.Mknod` + `dbMeta.doMknod`. On EEXIST of a file or directory the
     /// existing entry is returned in the error slot `found` (for `Create`).
     #[allow(clippy::too_many_arguments)]
-    async fn do_mknod(
+    async fn mknod_txn(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
@@ -2196,30 +2196,7 @@ impl Meta for SqlSession {
         r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
     }
 
-    async fn mkdir(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        mode: u16,
-        umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        let mut found = None;
-        self.do_mknod(
-            ctx,
-            parent,
-            name,
-            FileType::Directory,
-            mode,
-            umask,
-            0,
-            b"",
-            &mut found,
-        )
-        .await
-    }
-
-    async fn mknod(
+    async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
@@ -2228,67 +2205,22 @@ impl Meta for SqlSession {
         mode: u16,
         umask: u16,
         rdev: u32,
-    ) -> Result<(Ino, Attr)> {
-        let mut found = None;
-        self.do_mknod(ctx, parent, name, typ, mode, umask, rdev, b"", &mut found)
-            .await
-    }
-
-    async fn create(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        mode: u16,
-        umask: u16,
-    ) -> Result<(Ino, Attr)> {
+        target: &[u8],
+    ) -> Result<(Ino, Made)> {
         let mut found = None;
         match self
-            .do_mknod(
-                ctx,
-                parent,
-                name,
-                FileType::File,
-                mode,
-                umask,
-                0,
-                b"",
-                &mut found,
+            .mknod_txn(
+                ctx, parent, name, typ, mode, umask, rdev, target, &mut found,
             )
             .await
         {
-            // Create without O_EXCL opens an existing file.
-            Err(MetaError::Exists) => match found {
-                Some((ino, attr)) if attr.typ == FileType::File => Ok((ino, attr)),
-                _ => Err(MetaError::Exists),
-            },
-            r => r,
+            Ok((ino, attr)) => Ok((ino, Made::New(attr))),
+            Err(MetaError::Exists) => Ok(match found {
+                Some((ino, attr)) => (ino, Made::Existing(ino, Some(attr))),
+                None => (0, Made::Existing(0, None)),
+            }),
+            Err(e) => Err(e),
         }
-    }
-
-    async fn symlink(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        target: &[u8],
-    ) -> Result<(Ino, Attr)> {
-        if target.is_empty() || target.len() > MAX_SYMLINK || target.contains(&0) {
-            return Err(MetaError::Invalid);
-        }
-        let mut found = None;
-        self.do_mknod(
-            ctx,
-            parent,
-            name,
-            FileType::Symlink,
-            0o777,
-            0,
-            0,
-            target,
-            &mut found,
-        )
-        .await
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {

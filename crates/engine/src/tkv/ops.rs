@@ -10,7 +10,7 @@ use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
     check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
     new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
-    MAX_SYMLINK, RENAME_EXCHANGE, RENAME_NOREPLACE,
+    RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -413,24 +413,7 @@ impl Meta for TkvSession {
         Ok("get of an absent key")
     }
 
-    async fn mkdir(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        mode: u16,
-        umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        match self
-            .mknod_inner(ctx, parent, name, FileType::Directory, mode, umask, 0, b"")
-            .await?
-        {
-            (ino, Made::New(a)) => Ok((ino, a)),
-            _ => Err(MetaError::Exists),
-        }
-    }
-
-    async fn mknod(
+    async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
@@ -439,54 +422,10 @@ impl Meta for TkvSession {
         mode: u16,
         umask: u16,
         rdev: u32,
-    ) -> Result<(Ino, Attr)> {
-        if typ == FileType::Symlink {
-            return Err(MetaError::Invalid);
-        }
-        match self
-            .mknod_inner(ctx, parent, name, typ, mode, umask, rdev, b"")
-            .await?
-        {
-            (ino, Made::New(a)) => Ok((ino, a)),
-            _ => Err(MetaError::Exists),
-        }
-    }
-
-    async fn create(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        mode: u16,
-        umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        match self
-            .mknod_inner(ctx, parent, name, FileType::File, mode, umask, 0, b"")
-            .await?
-        {
-            (ino, Made::New(a)) => Ok((ino, a)),
-            (_, Made::Existing(ino, Some(a))) if a.typ == FileType::File => Ok((ino, a)),
-            _ => Err(MetaError::Exists),
-        }
-    }
-
-    async fn symlink(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
         target: &[u8],
-    ) -> Result<(Ino, Attr)> {
-        if target.is_empty() || target.len() > MAX_SYMLINK || target.contains(&0) {
-            return Err(MetaError::Invalid);
-        }
-        match self
-            .mknod_inner(ctx, parent, name, FileType::Symlink, 0o777, 0, 0, target)
-            .await?
-        {
-            (ino, Made::New(a)) => Ok((ino, a)),
-            _ => Err(MetaError::Exists),
-        }
+    ) -> Result<(Ino, Made)> {
+        self.mknod_inner(ctx, parent, name, typ, mode, umask, rdev, target)
+            .await
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
