@@ -146,7 +146,7 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
         assert!(op["mean_us"].as_f64().unwrap() > 0.0);
         assert!(op["histogram"].as_str().unwrap().len() > 10);
     }
-    // mkdir on SQL is BEGIN + 6 statements + COMMIT (reference §5.5).
+    // mkdir on SQL is BEGIN + 6 statements + COMMIT (`pkg/meta/sql.go` `doMknod`).
     assert_eq!(results[0]["round_trips_per_op"], 8.0);
     let left: Vec<_> = std::fs::read_dir(&private_tmp).unwrap().collect();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");

@@ -127,7 +127,8 @@ fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
 ///
 /// A session is used by one task at a time and owns its connection (a Redis connection
 /// that can carry WATCH, an SQL connection or pool), so it takes `&mut self`.
-/// Each call sends exactly what the JuiceFS client sends for it (reference §5).
+/// Each call sends exactly what the JuiceFS client sends for it (`pkg/meta/base.go` and
+/// the engine's `redis.go`, `sql.go` or `tkv.go`).
 #[async_trait]
 pub trait Meta: Send {
     /// The family's one mknod transaction (`baseMeta.Mknod` with the engine's `doMknod`):

@@ -1,5 +1,5 @@
 //! The exact command sequence of each operation, in order and with its keys, as Redis's
-//! `MONITOR` shows it, against reference §5.2 (observed MONITOR traces of the Go client).
+//! `MONITOR` shows it, against MONITOR traces of the Go client (`pkg/meta/redis.go`).
 //! Binary values (attributes, dentries, slices) are matched by `*`.
 
 use metabench_engine::{namespace, Ctx, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags};

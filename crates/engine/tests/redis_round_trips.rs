@@ -1,7 +1,7 @@
 //! Round trips per timed call of every operation of JuiceFS's `pkg/meta/benchmarks_test.go`
-//! on Redis, with the benchmark's set-up (reference §5.0): the session's own count must be
-//! §5.5's Redis column, and the server's `INFO commandstats` delta must be exactly the
-//! command multiset of §5.2 (MULTI/EXEC counts once as a round trip, but every queued
+//! on Redis, with the benchmark's set-up: the session's own count must be the requests
+//! `pkg/meta/redis.go` sends, and the server's `INFO commandstats` delta must be exactly
+//! that command multiset (MULTI/EXEC counts once as a round trip, but every queued
 //! command is a call on the server).
 
 use metabench_engine::{

@@ -1,6 +1,6 @@
 //! Statements per operation on the SQL engines, with the set-up of JuiceFS's Go benchmark
-//! (`pkg/meta/benchmarks_test.go`, reference §5.0): the session's `round_trips` delta of
-//! every timed call must equal reference §5.5's "SQL stmts" column, and the server must
+//! (`pkg/meta/benchmarks_test.go`): the session's `round_trips` delta of every timed call
+//! must equal the statements `pkg/meta/sql.go` sends for it, and the server must
 //! have seen exactly that many statements from the session's connection — in
 //! PostgreSQL's statement log (one entry per statement, pgx-style cached prepared
 //! statements) and in MariaDB's general log (one `Query` or `Execute` per statement, each
@@ -61,13 +61,13 @@ impl Wire {
         self.marked = v.rtt();
     }
 
-    /// Asserts the session's count for the timed call (reference §5.5).
+    /// Asserts the session's count for the timed call (what `pkg/meta/sql.go` sends).
     fn check(&mut self, v: &Vol, op: &str, expected: u64) {
         let got = v.rtt() - self.marked;
         assert_eq!(
             got,
             expected,
-            "{op} on {}: {got} statements counted, reference §5.5 says {expected}",
+            "{op} on {}: {got} statements counted, pkg/meta/sql.go sends {expected}",
             self.kind.name()
         );
         self.plan

@@ -1,5 +1,5 @@
-//! KV calls per operation on the TKV engines, against reference §5.4 (the call sequence)
-//! and §5.5 (the TKV column: sequential reads plus a commit when something was written;
+//! KV calls per operation on the TKV engines, against `pkg/meta/tkv.go` (the call sequence)
+//! and its counts (sequential reads plus a commit when something was written;
 //! etcd `gets` split per 128 keys; TiKV: a PD timestamp per transaction). A wrapper around
 //! the KV trait (and around TiKV's native transactions) records every call the backend
 //! receives, so the sequences are what reaches the store, and the session's own

@@ -67,7 +67,7 @@ impl Slice {
 mod tests {
     use super::*;
 
-    /// The record JuiceFS wrote for a 1000-byte write with slice id 1 (reference §1.3).
+    /// The record JuiceFS wrote for a 1000-byte write with slice id 1 (`marshalSlice`).
     #[test]
     fn golden_write_record() {
         let s = Slice {

@@ -152,7 +152,8 @@ pub fn parse_counter(v: Option<&[u8]>) -> i64 {
 mod tests {
     use super::*;
 
-    /// The root attribute key juicefs 1.4 wrote to etcd for `etcd://h:2379/jfs` (reference §4).
+    /// The root attribute key juicefs 1.4 wrote to etcd for `etcd://h:2379/jfs`
+    /// (`pkg/meta/tkv.go` `inodeKey`, under the client's prefix).
     #[test]
     fn golden_etcd_root_key() {
         let k = TkvKeys::for_volume(b"/jfs");

@@ -1,5 +1,5 @@
 //! The [`Meta`] operations on Redis, command for command as `redis.go` and `base.go` send
-//! them (reference §5.2), with the Go benchmark's configuration.
+//! them (`pkg/meta/redis.go`), with the Go benchmark's configuration.
 
 use super::txn::{txn, Conn};
 use crate::background::{DirStatBuffer, IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};

@@ -1,5 +1,5 @@
 //! [`SqlSession`]: one JuiceFS client on an SQL engine, sending exactly the statements of
-//! `pkg/meta/sql.go` (reference §5.3) in the same transactions.
+//! `pkg/meta/sql.go` in the same transactions.
 //!
 //! Transactions follow `dbMeta.txn` (write: BEGIN … COMMIT, ROLLBACK on error, up to 50
 //! attempts with an i² ms sleep on retryable errors), `dbMeta.roTxn` (a read-only,

@@ -8,7 +8,7 @@
 //! `etcdTxn` does on top: buffers writes, serves reads of buffered keys locally, records
 //! what it observed, turns `incrBy` into get + set, splits batch reads into the backend's
 //! batch size, commits early when the backend caps buffered writes, skips the commit of a
-//! read-only transaction, and counts every call it sends (reference §5.5, TKV column).
+//! read-only transaction, and counts every call it sends.
 
 use crate::MetaError;
 use async_trait::async_trait;

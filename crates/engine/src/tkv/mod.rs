@@ -3,11 +3,12 @@
 //! ([`TkvSession`]) and backends that only move bytes: `memkv://` (in-process),
 //! `etcd://`, `tikv://` and `fdb://`.
 //!
-//! Keys carry the driver's volume prefix (reference §4): etcd uses the URL path with its
-//! leading `/`, then `0xFD`; TiKV the path without it, then `0xFD`; memkv none. Every
-//! transaction runs as `kvMeta.txn` does — reads, buffered writes, one commit, retried on
-//! conflict up to 50 times — and each KV call is counted (TiKV: the PD timestamp too), so
-//! [`SessionStats::round_trips`](crate::SessionStats) is the TKV column of reference §5.5.
+//! Keys carry the driver's volume prefix (`pkg/meta/tkv_etcd.go`, `tkv_tikv.go`): etcd
+//! uses the URL path with its leading `/`, then `0xFD`; TiKV the path without it, then
+//! `0xFD`; memkv none. Every transaction runs as `kvMeta.txn` does — reads, buffered
+//! writes, one commit, retried on conflict up to 50 times — and each KV call is counted
+//! (TiKV: the PD timestamp too), so [`SessionStats::round_trips`](crate::SessionStats)
+//! counts each read call and each commit that writes, as `pkg/meta/tkv.go` sends them.
 
 #[cfg(feature = "etcd")]
 pub mod etcd;

@@ -1,5 +1,5 @@
 //! The [`Meta`] operations of the TKV family, written once over [`Txn`]: the same
-//! `kvtxn` calls in the same order as `pkg/meta/tkv.go` (reference §5.4), with the Go
+//! `kvtxn` calls in the same order as `pkg/meta/tkv.go`, with the Go
 //! benchmark's configuration (SkipDirMtime 0, SkipDirNlink 0, sid 0, TrashDays treated
 //! as 0). Backends only move bytes.
 
