@@ -135,10 +135,21 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("| mkdir") && out.contains("| read_1"), "{out}");
+    // The client profile and the documented differences are printed with the results.
+    assert!(out.contains("client profile: gobench"), "{out}");
+    assert!(
+        out.contains("  - ") && out.contains("database/sql"),
+        "{out}"
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["engine"]["kind"], "sqlite");
+    assert!(r["engine"]["client_profile"]
+        .as_str()
+        .unwrap()
+        .starts_with("gobench"));
+    assert!(r["engine"]["fidelity_notes"].as_array().unwrap().len() >= 5);
     let results = r["results"].as_array().unwrap();
     assert_eq!(results.len(), 4);
     for op in results {

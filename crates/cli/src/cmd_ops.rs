@@ -185,6 +185,9 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     for note in ops_notes(&run) {
         out!("* {note}");
     }
+    for line in run.engine.fidelity_lines() {
+        out!("{line}");
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&run).expect("results serialize");
         write_file(path, &(text + "\n"))?;

@@ -374,6 +374,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     if let Some(why) = &run.stopped_early {
         out!("stopped early: {why}");
     }
+    for line in run.engine.fidelity_lines() {
+        out!("{line}");
+    }
     if let Some(rss) = run.peak_rss_bytes {
         say!(
             "metabench peak memory: {:.1} MiB",

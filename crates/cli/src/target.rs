@@ -162,6 +162,13 @@ impl Target {
             version: info.version,
             durability: info.durability,
             formatted_by_metabench: self.formatted_here(),
+            client_profile: metabench_report::model::GOBENCH_PROFILE.to_owned(),
+            fidelity_notes: self
+                .engine
+                .fidelity_notes()
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect(),
         }
     }
 

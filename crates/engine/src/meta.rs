@@ -398,6 +398,12 @@ pub trait Engine: Send + Sync {
     /// Server version and durability settings.
     async fn server_info(&self) -> Result<ServerInfo>;
 
+    /// Where this family's sessions knowingly differ from the JuiceFS client they model
+    /// (the Go benchmark's `NewClient` defaults): one line each, printed with every result.
+    fn fidelity_notes(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Brings the engine to the same starting point before a measurement, untimed. SQLite
     /// checkpoints its WAL into the database and truncates it, so that its automatic
     /// checkpoints (every 1000 WAL pages, run by the commit that crosses the mark) fall on

@@ -20,6 +20,31 @@ pub struct EngineInfo {
     pub durability: BTreeMap<String, String>,
     /// Whether the run used a volume metabench formatted (`false`: `--existing`).
     pub formatted_by_metabench: bool,
+    /// Which JuiceFS client the numbers model.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub client_profile: String,
+    /// Where metabench's sessions knowingly differ from that client, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fidelity_notes: Vec<String>,
+}
+
+/// The client profile every run models today: JuiceFS's Go metadata benchmark.
+pub const GOBENCH_PROFILE: &str = "gobench: JuiceFS's Go benchmark client (pkg/meta/benchmarks_test.go: NewClient defaults, no session registered)";
+
+impl EngineInfo {
+    /// The lines to print under a run's results: the client profile and the documented
+    /// differences from it.
+    pub fn fidelity_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.client_profile.is_empty() {
+            lines.push(format!("client profile: {}", self.client_profile));
+        }
+        if !self.fidelity_notes.is_empty() {
+            lines.push("where metabench differs from that client:".to_owned());
+            lines.extend(self.fidelity_notes.iter().map(|n| format!("  - {n}")));
+        }
+        lines
+    }
 }
 
 /// The machine metabench ran on.

@@ -475,6 +475,10 @@ impl Engine for RedisEngine {
         Ok(crate::telemetry::from_redis_info(&info))
     }
 
+    fn fidelity_notes(&self) -> &'static [&'static str] {
+        fidelity_notes()
+    }
+
     async fn server_info(&self) -> Result<ServerInfo> {
         let info: String = self.admin_query(&redis::cmd("INFO")).await?;
         let field = |name: &str| {

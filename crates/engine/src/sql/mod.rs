@@ -334,6 +334,33 @@ fn short(msg: &str) -> String {
     }
 }
 
+/// Where metabench's SQL sessions knowingly differ from a JuiceFS client.
+pub fn fidelity_notes() -> &'static [&'static str] {
+    &[
+        "Operations follow the Go benchmark configuration (`NewClient` defaults): SkipDirMtime 0 \
+         and SkipDirNlink 0, so the parent row is updated on every create/delete (and row-locked \
+         until COMMIT); a `juicefs mount` skips that update within 100 ms.",
+        "The statements are JuiceFS's, byte for byte, but metabench sends them without Go's \
+         database/sql, xorm and (SQLite) cgo layers, which cost the Go client tens of µs per \
+         statement: metabench's µs/op on SQL engines is below the Go client's, and the \
+         difference is client CPU, not the engine.",
+        "No session is registered (sid 0): no `session2` row, no heartbeat; unlinked files are \
+         never kept open (no `sustained` rows).",
+        "Quotas are neither loaded nor enforced, and the ancestor walk of the quota check is not \
+         done (a cold JuiceFS session with DirStats reads uncached ancestors first). Capacity and \
+         inode limits are not enforced.",
+        "POSIX ACLs are not evaluated: access checks use the mode bits.",
+        "Compaction is never started.",
+        "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
+         only when `flush()` is called, not every second; it sends the same statements. \
+         metabench deletes no objects.",
+        "SQLite: before each measurement the WAL is checkpointed and truncated (untimed), so its \
+         automatic checkpoints fall on the same calls in every run.",
+        "With `client_cache`, read and readlink answer from the session's caches; without it every \
+         call reaches the database.",
+    ]
+}
+
 /// An SQL engine reached through a meta URL.
 pub struct SqlEngine {
     url: MetaUrl,
@@ -718,6 +745,10 @@ impl Engine for SqlEngine {
         }
         .await;
         admin_done(&mut g, r)
+    }
+
+    fn fidelity_notes(&self) -> &'static [&'static str] {
+        fidelity_notes()
     }
 
     async fn server_info(&self) -> Result<ServerInfo> {

@@ -324,6 +324,10 @@ impl Engine for TkvEngine {
         )))
     }
 
+    fn fidelity_notes(&self) -> &'static [&'static str] {
+        fidelity_notes()
+    }
+
     async fn server_info(&self) -> Result<ServerInfo> {
         self.kv.server_info().await.map_err(kv_err)
     }
