@@ -333,7 +333,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     };
     let cleanup = target.finish(namespace.as_ref()).await;
     watcher.abort();
-    drop(work);
+    remove_work_dir(work);
     report.interrupted = stop.is_stopped();
     if report.interrupted {
         if let Err(e) = unmounted.and(cleanup) {
@@ -357,4 +357,27 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         say!("report written to {}", path.display());
     }
     Ok(0)
+}
+
+/// Removes parity's work directory (the local bucket, the mount point). A juicefs daemon
+/// that is still exiting may write into the bucket while it is removed (a late upload or
+/// deletion), which fails the removal with a non-empty directory: try again for up to
+/// 10 s, then say what was left.
+fn remove_work_dir(work: tempfile::TempDir) {
+    let path = work.keep();
+    let t0 = std::time::Instant::now();
+    loop {
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) if t0.elapsed() >= std::time::Duration::from_secs(10) => {
+                say!(
+                    "metabench: could not remove the work directory {}: {e}",
+                    path.display()
+                );
+                return;
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
 }
