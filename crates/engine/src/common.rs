@@ -324,8 +324,6 @@ pub(crate) fn check_sticky(ctx: &Ctx, pattr: &Attr, entry_uid: u32) -> Result<()
     }
 }
 
-pub(crate) use crate::meta::Made;
-
 /// The attribute an entry of `typ` in `parent` reports when its inode record is missing
 /// (mknod's EEXIST answer).
 pub(crate) fn orphan_attr(typ: FileType, parent: Ino) -> Attr {

@@ -7,13 +7,13 @@ use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
     check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
-    merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND,
+    merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, FLAG_APPEND,
     FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
     TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Meta, MetaError, Result, SessionStats};
+use crate::{Made, Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
@@ -173,10 +173,18 @@ impl RedisSession {
             };
         }
     }
+}
 
-    /// `baseMeta.Mknod` + `redisMeta.doMknod`.
+#[async_trait]
+impl Meta for RedisSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.conn.query::<()>(&cmd("PING")).await?;
+        Ok("PING")
+    }
+
+    /// `redisMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
     #[allow(clippy::too_many_arguments)]
-    async fn mknod_inner(
+    async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
@@ -263,29 +271,6 @@ impl RedisSession {
         } else {
             Ok((0, made))
         }
-    }
-}
-
-#[async_trait]
-impl Meta for RedisSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
-        self.conn.query::<()>(&cmd("PING")).await?;
-        Ok("PING")
-    }
-
-    async fn do_mknod(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)> {
-        self.mknod_inner(ctx, parent, name, typ, mode, umask, rdev, target)
-            .await
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {

@@ -9,12 +9,12 @@ use crate::client_cache::ClientCache;
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
     check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
-    new_child_attr, orphan_attr, parent_gains, touch, Made, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
+    new_child_attr, orphan_attr, parent_gains, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
     RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Meta, MetaError, Result, SessionStats};
+use crate::{Made, Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
@@ -190,82 +190,6 @@ impl TkvSession {
         }
     }
 
-    /// `baseMeta.Mknod` + `kvMeta.doMknod`.
-    #[allow(clippy::too_many_arguments)]
-    async fn mknod_inner(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)> {
-        check_new_entry(parent, name)?;
-        self.quota_walk(parent).await;
-        let ino = self.next_inode().await?;
-        let keys = self.keys.clone();
-        let (ki, ke, kn) = (
-            keys.inode(parent),
-            keys.entry(parent, name),
-            keys.inode(ino),
-        );
-        let made = txn!(self, |tx| {
-            let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
-            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
-            check_parent_to_add(ctx, &pattr)?;
-            if let Some(buf) = &rs[1] {
-                let d = Dentry::decode(buf)?;
-                let mut existing = None;
-                if typ == FileType::File || typ == FileType::Directory {
-                    existing = Some(match tx.get(&keys.inode(d.inode)).await? {
-                        Some(b) => decode(&b)?,
-                        None => orphan_attr(d.typ, parent),
-                    });
-                }
-                return Ok(Made::Existing(d.inode, existing));
-            }
-            let now = Timestamp::now();
-            let attr = new_child_attr(
-                ctx,
-                &pattr,
-                parent,
-                typ,
-                mode,
-                umask,
-                rdev,
-                target.len() as u64,
-                now,
-            );
-            let update_parent = parent_gains(&mut pattr, typ, now);
-            tx.set(&ke, &Dentry { typ, inode: ino }.encode()).await?;
-            if update_parent {
-                tx.set(&ki, &pattr.encode()).await?;
-            }
-            tx.set(&kn, &attr.encode()).await?;
-            if typ == FileType::Symlink {
-                tx.set(&keys.symlink(ino), target).await?;
-            } else if typ == FileType::Directory {
-                tx.set(&keys.dir_stat(ino), &DirStat::default().encode())
-                    .await?;
-            }
-            Ok(Made::New(attr))
-        })?;
-        if let Made::New(attr) = &made {
-            self.update_stats(align4k(0), 1);
-            self.update_dir_stat(parent, 0, align4k(0), 1);
-            self.quota_walk(parent).await;
-            if attr.typ == FileType::Directory {
-                self.dir_parents.insert(ino, parent);
-            }
-            Ok((ino, made))
-        } else {
-            Ok((0, made))
-        }
-    }
-
     /// Background work: dir stats, volume counters, data of deleted files.
     async fn flush_background(&mut self) -> Result<()> {
         self.flush_dir_stats().await?;
@@ -413,6 +337,8 @@ impl Meta for TkvSession {
         Ok("get of an absent key")
     }
 
+    /// `kvMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
+    #[allow(clippy::too_many_arguments)]
     async fn do_mknod(
         &mut self,
         ctx: &Ctx,
@@ -424,8 +350,67 @@ impl Meta for TkvSession {
         rdev: u32,
         target: &[u8],
     ) -> Result<(Ino, Made)> {
-        self.mknod_inner(ctx, parent, name, typ, mode, umask, rdev, target)
-            .await
+        check_new_entry(parent, name)?;
+        self.quota_walk(parent).await;
+        let ino = self.next_inode().await?;
+        let keys = self.keys.clone();
+        let (ki, ke, kn) = (
+            keys.inode(parent),
+            keys.entry(parent, name),
+            keys.inode(ino),
+        );
+        let made = txn!(self, |tx| {
+            let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
+            let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
+            check_parent_to_add(ctx, &pattr)?;
+            if let Some(buf) = &rs[1] {
+                let d = Dentry::decode(buf)?;
+                let mut existing = None;
+                if typ == FileType::File || typ == FileType::Directory {
+                    existing = Some(match tx.get(&keys.inode(d.inode)).await? {
+                        Some(b) => decode(&b)?,
+                        None => orphan_attr(d.typ, parent),
+                    });
+                }
+                return Ok(Made::Existing(d.inode, existing));
+            }
+            let now = Timestamp::now();
+            let attr = new_child_attr(
+                ctx,
+                &pattr,
+                parent,
+                typ,
+                mode,
+                umask,
+                rdev,
+                target.len() as u64,
+                now,
+            );
+            let update_parent = parent_gains(&mut pattr, typ, now);
+            tx.set(&ke, &Dentry { typ, inode: ino }.encode()).await?;
+            if update_parent {
+                tx.set(&ki, &pattr.encode()).await?;
+            }
+            tx.set(&kn, &attr.encode()).await?;
+            if typ == FileType::Symlink {
+                tx.set(&keys.symlink(ino), target).await?;
+            } else if typ == FileType::Directory {
+                tx.set(&keys.dir_stat(ino), &DirStat::default().encode())
+                    .await?;
+            }
+            Ok(Made::New(attr))
+        })?;
+        if let Made::New(attr) = &made {
+            self.update_stats(align4k(0), 1);
+            self.update_dir_stat(parent, 0, align4k(0), 1);
+            self.quota_walk(parent).await;
+            if attr.typ == FileType::Directory {
+                self.dir_parents.insert(ino, parent);
+            }
+            Ok((ino, made))
+        } else {
+            Ok((0, made))
+        }
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
