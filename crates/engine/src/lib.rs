@@ -5,8 +5,7 @@
 //! same transaction shape, as one JuiceFS client. Every session counts what it sends
 //! ([`SessionStats`]) so callers can report and assert round trips per operation.
 
-pub mod background;
-mod client_cache;
+pub mod base;
 mod common;
 pub mod error;
 pub mod meta;
@@ -19,6 +18,7 @@ pub mod telemetry;
 pub mod tkv;
 pub mod url;
 
+pub use base::{ClientState, Storage};
 pub use error::{MetaError, Result};
 pub use meta::{
     Ctx, Engine, EngineKind, Entry, Made, Meta, ServerInfo, SessionOptions, SetAttr, VolumeState,

@@ -1,5 +1,6 @@
 //! The operations of a JuiceFS client, as one async trait per engine session.
 
+use crate::base::Storage;
 use crate::{MetaError, MetaUrl, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::{Attr, FileType, Format, Ino, Slice, Timestamp};
@@ -129,24 +130,11 @@ fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
 /// that can carry WATCH, an SQL connection or pool), so it takes `&mut self`.
 /// Each call sends exactly what the JuiceFS client sends for it (`pkg/meta/base.go` and
 /// the engine's `redis.go`, `sql.go` or `tkv.go`).
+///
+/// The client logic is written once: the provided methods here and in [`Storage`] are
+/// `baseMeta`'s, over the family's storage steps ([`Storage`]'s required methods).
 #[async_trait]
-pub trait Meta: Send {
-    /// The family's one mknod transaction (`baseMeta.Mknod` with the engine's `doMknod`):
-    /// makes `name` in `parent` with a fresh inode, or says what is there. `mkdir`,
-    /// `mknod`, `create` and `symlink` are written once over it, as in `baseMeta`.
-    #[allow(clippy::too_many_arguments)]
-    async fn do_mknod(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)>;
-
+pub trait Meta: Storage {
     /// Creates a directory (`Mkdir`).
     async fn mkdir(
         &mut self,
@@ -251,7 +239,9 @@ pub trait Meta: Send {
     }
 
     /// Reads attributes (`GetAttr`).
-    async fn getattr(&mut self, ino: Ino) -> Result<Attr>;
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.get_attr(ino).await
+    }
 
     /// Changes attributes (`SetAttr`).
     async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr>;
@@ -284,10 +274,14 @@ pub trait Meta: Send {
     async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>>;
 
     /// Reads a symlink target (`ReadLink`).
-    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        self.read_link(ino).await
+    }
 
     /// Allocates a slice id (`NewSlice`): one counter round trip per 4096 ids, as JuiceFS.
-    async fn new_slice(&mut self) -> Result<u64>;
+    async fn new_slice(&mut self) -> Result<u64> {
+        self.next_slice().await
+    }
 
     /// Appends a slice record to chunk `indx` of a file (`Write`).
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()>;
@@ -297,7 +291,9 @@ pub trait Meta: Send {
 
     /// Does what a JuiceFS client does in the background, untimed: flushes buffered dir
     /// stats and volume counters, and frees the data of deleted files.
-    async fn flush(&mut self) -> Result<()>;
+    async fn flush(&mut self) -> Result<()> {
+        self.flush_background().await
+    }
 
     /// The engine's null round trip on this session's connection: Redis `PING`, SQL
     /// `SELECT 1` (text protocol, one round trip), a KV get of a key that never exists.

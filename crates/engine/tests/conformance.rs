@@ -180,6 +180,7 @@ conformance!(
     renames_replace_and_move,
     links_symlinks_xattrs,
     readlink_without_a_target,
+    slice_ids_come_in_whole_batches,
     the_sticky_bit_guards_removal,
     write_then_read,
     setattr_and_access,
@@ -468,6 +469,23 @@ async fn readlink_without_a_target(on: On) {
     drop_symlink_target(&v, on, s).await;
     let mut fresh = v.session().await;
     assert_eq!(errno(fresh.readlink(s).await), "EIO");
+    v.finish().await;
+}
+
+/// `NewSlice` hands out every id of a `nextChunk` batch, from the first (`base.go`):
+/// on a fresh volume a client starts at 1, and the next client at 1 + 4096.
+async fn slice_ids_come_in_whole_batches(on: On) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let first: Vec<u64> = [
+        v.s.new_slice().await.unwrap(),
+        v.s.new_slice().await.unwrap(),
+    ]
+    .into();
+    assert_eq!(first, [1, 2]);
+    let mut other = v.session().await;
+    assert_eq!(other.new_slice().await.unwrap(), 1 + 4096);
     v.finish().await;
 }
 

@@ -1,7 +1,7 @@
-//! What a JuiceFS client does in the background, run on demand by [`Meta::flush`]:
-//! dir-stat flush (`doUpdateDirStat`, `doSyncDirStat`), the dir stats of hard-linked files
-//! after writes (`updateParentStat`'s goroutine) and freeing the data of deleted files
-//! (`doDeleteFileData`, `deleteChunk`, `doDeleteSlice`).
+//! Redis's storage steps of the background work that [`Meta::flush`] runs: the parents of
+//! a hard-linked file (`doGetParents`), the dir-stat flush (`doUpdateDirStat`,
+//! `doSyncDirStat`) and freeing the data of deleted files (`doDeleteFileData`,
+//! `deleteChunk`, `doDeleteSlice`).
 //!
 //! [`Meta::flush`]: crate::Meta::flush
 
@@ -19,47 +19,24 @@ const DIR_STAT_GROUP: usize = 1000;
 const LLEN_GROUP: usize = 1000;
 
 impl RedisSession {
-    /// Runs the pending background work in the order: parents of written hard links,
-    /// dir stats, deleted files' data.
-    pub(super) async fn flush_background(&mut self) -> Result<()> {
-        self.flush_link_writes().await?;
-        self.flush_dir_stats().await?;
-        self.free_deleted_files().await
+    /// `redisMeta.doGetParents`: `HGETALL p{ino}`, the parents with a positive count.
+    pub(super) async fn get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
+        let all: HashMap<String, String> = self
+            .conn
+            .query(cmd("HGETALL").arg(self.keys.parents(ino)))
+            .await?;
+        let mut parents: Vec<(Ino, i64)> = all
+            .into_iter()
+            .filter_map(|(p, n)| Some((p.parse().ok()?, n.parse().ok()?)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        parents.sort();
+        Ok(parents)
     }
 
-    /// `updateParentStat` for files with parent 0: `HGETALL p{ino}`, then the delta times
-    /// the link count for each parent.
-    async fn flush_link_writes(&mut self) -> Result<()> {
-        for (ino, length, space) in std::mem::take(&mut self.link_writes) {
-            let all: HashMap<String, String> = self
-                .conn
-                .query(cmd("HGETALL").arg(self.keys.parents(ino)))
-                .await?;
-            let mut parents: Vec<(Ino, i64)> = all
-                .into_iter()
-                .filter_map(|(p, n)| Some((p.parse().ok()?, n.parse().ok()?)))
-                .filter(|(_, n)| *n > 0)
-                .collect();
-            parents.sort();
-            for (p, n) in parents {
-                self.update_dir_stat(p, length * n, space * n, 0);
-                self.quota_walk(p).await;
-            }
-        }
-        Ok(())
-    }
-
-    /// `doFlushDirStat` → `doUpdateDirStat`: one pipeline of `HEXISTS dirUsedSpace {ino}`,
-    /// a `doSyncDirStat` for each directory without a record, then pipelines of `HINCRBY`
-    /// for the others.
-    async fn flush_dir_stats(&mut self) -> Result<()> {
-        if !self.format.dir_stats {
-            return Ok(());
-        }
-        let batch = self.dir_stats.drain();
-        if batch.is_empty() {
-            return Ok(());
-        }
+    /// `doUpdateDirStat`: one pipeline of `HEXISTS dirUsedSpace {ino}`, a `doSyncDirStat`
+    /// for each directory without a record, then pipelines of `HINCRBY` for the others.
+    pub(super) async fn update_dir_stats(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
         let (kl, ks, ki) = (
             self.keys.named(names::DIR_DATA_LENGTH),
             self.keys.named(names::DIR_USED_SPACE),
@@ -153,22 +130,9 @@ impl RedisSession {
         })
     }
 
-    /// `doDeleteFileData` for every file this session deleted.
-    async fn free_deleted_files(&mut self) -> Result<()> {
-        let pending = std::mem::take(&mut self.deleted);
-        for (i, (ino, length)) in pending.iter().enumerate() {
-            if let Err(e) = self.delete_file_data(*ino, *length).await {
-                // Keep what is left for the next flush (cleanupDeletedFiles would).
-                self.deleted.extend_from_slice(&pending[i..]);
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
     /// Pipelined `LLEN c{ino}_{indx}` per chunk below `length`, `deleteChunk` for each
     /// non-empty one, then `ZREM delfiles "{ino}:{length}"`.
-    async fn delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
+    pub(super) async fn delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
         let mut indx: u32 = 0;
         while (indx as u64) * CHUNK_SIZE < length {
             let mut p = redis::pipe();

@@ -2,14 +2,12 @@
 //! them (`pkg/meta/redis.go`), with the Go benchmark's configuration.
 
 use super::txn::{txn, Conn};
-use crate::background::{DirStatBuffer, IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
-use crate::client_cache::ClientCache;
+use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
-    check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
-    merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
-    TRASH_NAME,
+    check_rename, check_rmdir, check_sticky, check_unlink, is_trash, merge_owner_mode,
+    new_child_attr, orphan_attr, parent_gains, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
+    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT, TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -17,8 +15,8 @@ use crate::{Made, Meta, MetaError, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
-    align4k, Attr, Dentry, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE, ROOT_INODE,
-    TRASH_INODE,
+    align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
+    ROOT_INODE, TRASH_INODE,
 };
 use redis::aio::MultiplexedConnection;
 use redis::cmd;
@@ -36,24 +34,8 @@ pub struct RedisSession {
     pub(super) keys: RedisKeys,
     pub(super) format: Format,
     pub(super) retries: u64,
-    inodes: InodeIds,
-    slice_next: u64,
-    slice_end: u64,
-    pub(super) dir_stats: DirStatBuffer,
-    /// Files whose data is still to be freed: (inode, length).
-    pub(super) deleted: Vec<(Ino, u64)>,
-    /// Writes to hard-linked files whose parents' dir stats are still to be updated:
-    /// (inode, length delta, space delta).
-    pub(super) link_writes: Vec<(Ino, i64, i64)>,
-    /// `dirParents`: directory → parent, for the quota walk.
-    dir_parents: HashMap<Ino, Ino>,
-    /// Chunk and symlink caches (`--client-cache`).
-    cache: ClientCache,
-}
-
-/// An id range `[v+1-batch, v+1)` from Redis's `INCRBY` answer `v` (the last id taken).
-fn range_from_last(v: i64, batch: u64) -> IdRange {
-    IdRange::ending_at(v as u64 + 1, batch)
+    /// What the client keeps between calls (`baseMeta`'s fields).
+    pub(super) base: ClientState,
 }
 
 impl RedisSession {
@@ -65,19 +47,12 @@ impl RedisSession {
         opts: &SessionOptions,
     ) -> Self {
         Self {
+            base: ClientState::new(format.dir_stats, opts.client_cache),
             conn,
             bg,
             keys,
             format,
             retries: 0,
-            inodes: InodeIds::default(),
-            slice_next: 0,
-            slice_end: 0,
-            dir_stats: DirStatBuffer::default(),
-            deleted: Vec::new(),
-            link_writes: Vec::new(),
-            dir_parents: HashMap::new(),
-            cache: ClientCache::new(opts.client_cache),
         }
     }
 
@@ -85,101 +60,43 @@ impl RedisSession {
     pub fn format(&self) -> &Format {
         &self.format
     }
-
-    fn named(&self, name: &str) -> String {
-        self.keys.named(name)
-    }
-
-    /// `updateDirStat`: buffered until [`Meta::flush`], only when the volume keeps them.
-    pub(super) fn update_dir_stat(&mut self, ino: Ino, length: i64, space: i64, inodes: i64) {
-        if self.format.dir_stats {
-            self.dir_stats.update(ino, length, space, inodes);
-        }
-    }
-
-    /// `nextInode` ([`InodeIds`]): the background prefetch is an `INCRBY` on the shared
-    /// connection (not counted), the inline allocation one on the session's.
-    async fn next_inode(&mut self) -> Result<Ino> {
-        loop {
-            if let Some((id, prefetch)) = self.inodes.take() {
-                if prefetch {
-                    let mut bg = self.bg.clone();
-                    let key = self.named(names::NEXT_INODE);
-                    self.inodes.prefetching(tokio::spawn(async move {
-                        let v: i64 = cmd("INCRBY")
-                            .arg(key)
-                            .arg(INODE_BATCH)
-                            .query_async(&mut bg)
-                            .await
-                            .map_err(|e| tracing::warn!("prefetch inodes: {e}"))
-                            .ok()?;
-                        Some(range_from_last(v, INODE_BATCH))
-                    }));
-                }
-                return Ok(id);
-            }
-            if self.inodes.take_prefetched().await {
-                continue;
-            }
-            let v: i64 = self
-                .conn
-                .query(
-                    cmd("INCRBY")
-                        .arg(self.named(names::NEXT_INODE))
-                        .arg(INODE_BATCH),
-                )
-                .await?;
-            self.inodes.refill(range_from_last(v, INODE_BATCH));
-        }
-    }
-
-    /// `baseMeta.GetAttr` (plain `GET i{ino}`), caching a directory's parent.
-    async fn get_attr(&mut self, ino: Ino) -> Result<Attr> {
-        let buf: Option<Vec<u8>> = self
-            .conn
-            .query(cmd("GET").arg(self.keys.inode(ino)))
-            .await?;
-        let attr = match buf {
-            Some(b) => Attr::decode(&b)?,
-            // GetAttr answers for the root and the trash even without a record.
-            None => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
-        };
-        if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
-            self.dir_parents.insert(ino, attr.parent);
-        }
-        Ok(attr)
-    }
-
-    /// The walk up the directory tree that `checkDirQuota` / `updateDirQuota` /
-    /// `getQuotaParent` do when DirStats is on: each ancestor missing from `dirParents`
-    /// costs a GetAttr. With no quotas nothing else happens.
-    pub(super) async fn quota_walk(&mut self, mut ino: Ino) {
-        if !self.format.dir_stats {
-            return;
-        }
-        for _ in 0..4096 {
-            if ino <= ROOT_INODE {
-                return;
-            }
-            ino = match self.dir_parents.get(&ino) {
-                Some(p) => *p,
-                None => match self.get_attr(ino).await {
-                    Ok(a) => a.parent,
-                    Err(e) => {
-                        tracing::debug!("get directory parent of inode {ino}: {e}");
-                        return;
-                    }
-                },
-            };
-        }
-    }
 }
 
 #[async_trait]
-impl Meta for RedisSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
-        self.conn.query::<()>(&cmd("PING")).await?;
-        Ok("PING")
+impl Storage for RedisSession {
+    fn state(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
+    /// `redisMeta.incrCounter`: one `INCRBY`. The id counters hold the last id taken, so
+    /// the next unused one is the answer plus one.
+    async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64> {
+        let (key, last_taken) = match name {
+            "nextInode" => (names::NEXT_INODE, true),
+            "nextChunk" => (names::NEXT_CHUNK, true),
+            other => (other, false),
+        };
+        let v: i64 = self
+            .conn
+            .query(cmd("INCRBY").arg(self.keys.named(key)).arg(by))
+            .await?;
+        Ok(if last_taken { v + 1 } else { v })
+    }
+
+    /// The same `INCRBY nextinode` on the shared connection (not counted).
+    fn prefetch_inodes(&mut self) -> Background<Option<i64>> {
+        let mut bg = self.bg.clone();
+        let key = self.keys.named(names::NEXT_INODE);
+        Box::pin(async move {
+            let v: i64 = cmd("INCRBY")
+                .arg(key)
+                .arg(INODE_BATCH)
+                .query_async(&mut bg)
+                .await
+                .map_err(|e| tracing::warn!("prefetch inodes: {e}"))
+                .ok()?;
+            Some(v + 1)
+        })
     }
 
     /// `redisMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
@@ -262,15 +179,53 @@ impl Meta for RedisSession {
             Ok(Made::New(attr))
         })?;
         if let Made::New(_) = made {
-            self.update_dir_stat(parent, 0, align4k(0), 1);
+            self.base.update_dir_stat(parent, 0, align4k(0), 1);
             self.quota_walk(parent).await; // updateDirQuota
             if typ == FileType::Directory {
-                self.dir_parents.insert(ino, parent);
+                self.base.keep_dir_parent(ino, parent);
             }
             Ok((ino, made))
         } else {
             Ok((0, made))
         }
+    }
+
+    /// `redisMeta.doGetAttr`: a plain `GET i{ino}`.
+    async fn do_getattr(&mut self, ino: Ino) -> Result<Attr> {
+        let buf: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("GET").arg(self.keys.inode(ino)))
+            .await?;
+        Ok(Attr::decode(&buf.ok_or(MetaError::NotFound)?)?)
+    }
+
+    /// `redisMeta.doReadlink` with noatime: a plain `GET s{ino}`.
+    async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        let t: Option<Vec<u8>> = self
+            .conn
+            .query(cmd("GET").arg(self.keys.symlink(ino)))
+            .await?;
+        Ok(t.unwrap_or_default())
+    }
+
+    async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
+        self.get_parents(ino).await
+    }
+
+    async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
+        self.update_dir_stats(batch).await
+    }
+
+    async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
+        self.delete_file_data(ino, length).await
+    }
+}
+
+#[async_trait]
+impl Meta for RedisSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.conn.query::<()>(&cmd("PING")).await?;
+        Ok("PING")
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
@@ -331,7 +286,8 @@ impl Meta for RedisSession {
             c.exec(&p).await?;
             Ok(iattr)
         })?;
-        self.update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
+        self.base
+            .update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
         self.quota_walk(parent).await; // updateDirQuota
         Ok(iattr)
     }
@@ -422,15 +378,15 @@ impl Meta for RedisSession {
             .as_ref()
             .map_or((0, 0, None), |a| (a.nlink, a.length, Some(a.typ)));
         if typ == FileType::File && nlink == 0 {
-            self.deleted.push((ino, length));
-            self.cache.forget_file(ino);
+            self.base.file_deleted(ino, length);
         }
         let diff = if atyp == Some(FileType::File) {
             length
         } else {
             0
         };
-        self.update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
+        self.base
+            .update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
         if !is_trash(parent) {
             self.quota_walk(parent).await;
         }
@@ -492,9 +448,9 @@ impl Meta for RedisSession {
             Ok(d.inode)
         })?;
         if !is_trash(parent) {
-            self.dir_parents.remove(&ino);
+            self.base.forget_dir_parent(ino);
         }
-        self.update_dir_stat(parent, 0, -align4k(0), -1);
+        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
         if !is_trash(parent) {
             self.quota_walk(parent).await;
         }
@@ -800,39 +756,41 @@ impl Meta for RedisSession {
         }
         if let Some((dino, dtyp, tattr)) = &moved.target {
             if !exchange && *dtyp == FileType::File && tattr.nlink == 0 {
-                self.deleted.push((*dino, tattr.length));
-                self.cache.forget_file(*dino);
+                self.base.file_deleted(*dino, tattr.length);
             }
         }
         // baseMeta.Rename, after doRename.
         let mut diff = 0;
         if moved.attr.typ == FileType::Directory {
-            self.dir_parents.insert(moved.ino, pd);
+            self.base.keep_dir_parent(moved.ino, pd);
         } else if moved.attr.typ == FileType::File {
             diff = moved.attr.length;
         }
         if ps != pd {
-            self.update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
-            self.update_dir_stat(pd, diff as i64, align4k(diff), 1);
+            self.base
+                .update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
+            self.base.update_dir_stat(pd, diff as i64, align4k(diff), 1);
         }
         if let Some((dino, _, tattr)) = &moved.target {
             let mut tdiff = 0;
             if tattr.typ == FileType::Directory {
                 if exchange {
                     if ps != pd {
-                        self.dir_parents.insert(*dino, ps);
+                        self.base.keep_dir_parent(*dino, ps);
                     }
                 } else {
-                    self.dir_parents.remove(dino);
+                    self.base.forget_dir_parent(*dino);
                 }
             } else if tattr.typ == FileType::File {
                 tdiff = tattr.length;
             }
             if ps != pd || !exchange {
-                self.update_dir_stat(pd, -(tdiff as i64), -align4k(tdiff), -1);
+                self.base
+                    .update_dir_stat(pd, -(tdiff as i64), -align4k(tdiff), -1);
             }
             if ps != pd && exchange {
-                self.update_dir_stat(ps, tdiff as i64, align4k(tdiff), 1);
+                self.base
+                    .update_dir_stat(ps, tdiff as i64, align4k(tdiff), 1);
             }
         }
         let _ = moved.typ;
@@ -878,13 +836,9 @@ impl Meta for RedisSession {
             }
         };
         if attr.typ == FileType::Directory && !is_trash(parent) {
-            self.dir_parents.insert(d.inode, parent);
+            self.base.keep_dir_parent(d.inode, parent);
         }
         Ok((d.inode, attr))
-    }
-
-    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
-        self.get_attr(ino).await
     }
 
     async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
@@ -1029,44 +983,6 @@ impl Meta for RedisSession {
         Ok(names)
     }
 
-    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if let Some(t) = self.cache.symlink(ino) {
-            return Ok(t);
-        }
-        // noatime: a plain GET.
-        let t: Option<Vec<u8>> = self
-            .conn
-            .query(cmd("GET").arg(self.keys.symlink(ino)))
-            .await?;
-        let target = match t {
-            Some(t) if !t.is_empty() => t,
-            _ => {
-                let attr = self.get_attr(ino).await?;
-                return Err(crate::common::readlink_without_target(&attr));
-            }
-        };
-        self.cache.keep_symlink(ino, &target);
-        Ok(target)
-    }
-
-    async fn new_slice(&mut self) -> Result<u64> {
-        if self.slice_next >= self.slice_end {
-            let v: i64 = self
-                .conn
-                .query(
-                    cmd("INCRBY")
-                        .arg(self.named(names::NEXT_CHUNK))
-                        .arg(SLICE_BATCH),
-                )
-                .await?;
-            self.slice_end = v as u64 + 1;
-            self.slice_next = self.slice_end.saturating_sub(SLICE_BATCH);
-        }
-        let id = self.slice_next;
-        self.slice_next += 1;
-        Ok(id)
-    }
-
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
         let ki = self.keys.inode(ino);
         let kc = self.keys.chunk(ino, indx);
@@ -1115,21 +1031,13 @@ impl Meta for RedisSession {
             c.exec(&p).await?;
             Ok((attr.parent, dlen, dspace))
         })?;
-        self.cache.forget_chunk(ino, indx);
-        // updateParentStat
-        if dlen != 0 || dspace != 0 {
-            if parent > 0 {
-                self.update_dir_stat(parent, dlen, dspace, 0);
-                self.quota_walk(parent).await;
-            } else if self.format.dir_stats {
-                self.link_writes.push((ino, dlen, dspace));
-            }
-        }
+        self.base.cache.forget_chunk(ino, indx);
+        self.update_parent_stat(ino, parent, dlen, dspace).await;
         Ok(())
     }
 
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.cache.chunk(ino, indx) {
+        if let Some(s) = self.base.cache.chunk(ino, indx) {
             return Ok(s);
         }
         let vals: Vec<Vec<u8>> = self
@@ -1151,12 +1059,8 @@ impl Meta for RedisSession {
             .iter()
             .map(|v| Slice::decode(v))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        self.cache.keep_chunk(ino, indx, &slices);
+        self.base.cache.keep_chunk(ino, indx, &slices);
         Ok(slices)
-    }
-
-    async fn flush(&mut self) -> Result<()> {
-        self.flush_background().await
     }
 
     fn stats(&self) -> SessionStats {

@@ -11,8 +11,7 @@
 use super::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use super::dialect::Stmts;
 use super::Target;
-use crate::background::{IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
-use crate::client_cache::ClientCache;
+use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
     check_unlink, child_mode_gid, is_trash, merge_owner_mode, FLAG_APPEND, FLAG_IMMUTABLE,
@@ -28,7 +27,7 @@ use metabench_schema::{
     align4k, Attr, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE, ROOT_INODE,
     TRASH_INODE,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -276,23 +275,14 @@ pub struct SqlSession {
     bg: Arc<Mutex<Option<Conn>>>,
     conn: Option<Conn>,
     stats: SessionStats,
-    dir_stats_on: bool,
     /// `Format.TrashDays`: deleted entries move to the trash when > 0.
     trash_days: i64,
     /// The trash sub-directory of the current hour (`subTrash`).
     sub_trash: Option<(String, Ino)>,
     /// SQLite: JuiceFS serialises all write transactions of a client (one writer).
     sqlite_lock: Option<Arc<Mutex<()>>>,
-    inodes: InodeIds,
-    slice_next: u64,
-    slice_end: u64,
-    dirstats: HashMap<Ino, DirStat>,
-    new_space: i64,
-    new_inodes: i64,
-    deleted: Vec<(Ino, u64)>,
-    linked_writes: Vec<(Ino, i64, i64)>,
-    /// Chunk and symlink caches (`--client-cache`).
-    cache: ClientCache,
+    /// What the client keeps between calls (`baseMeta`'s fields).
+    base: ClientState,
 }
 
 impl SqlSession {
@@ -328,22 +318,13 @@ impl SqlSession {
             bg,
             conn: Some(conn),
             stats: SessionStats::default(),
-            dir_stats_on: format.dir_stats,
             trash_days: if opts.skip_trash {
                 0
             } else {
                 format.trash_days
             },
             sub_trash: None,
-            inodes: InodeIds::default(),
-            slice_next: 0,
-            slice_end: 0,
-            dirstats: HashMap::new(),
-            new_space: 0,
-            new_inodes: 0,
-            deleted: Vec::new(),
-            linked_writes: Vec::new(),
-            cache: ClientCache::new(opts.client_cache),
+            base: ClientState::new(format.dir_stats, opts.client_cache),
         })
     }
 
@@ -577,91 +558,6 @@ impl SqlSession {
         Ok(())
     }
 
-    fn update_dir_stat(&mut self, dir: Ino, length: i64, space: i64, inodes: i64) {
-        if !self.dir_stats_on {
-            return;
-        }
-        self.dirstats.entry(dir).or_default().add(DirStat {
-            length,
-            space,
-            inodes,
-        });
-    }
-
-    // ---- id allocation ------------------------------------------------------------------
-
-    /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
-    async fn incr_counter(&mut self, name: &str, batch: u64) -> Result<u64> {
-        let st = self.st.clone();
-        txn!(self, {
-            let rows = self
-                .fetch(&st.counter_get_for_update, &[Arg::Str(name)])
-                .await?;
-            let v = match rows.first() {
-                Some(r) => r.int(1)?,
-                None => 0,
-            } + batch as i64;
-            if rows.is_empty() {
-                self.exec(&st.counter_insert, &[Arg::Str(name), Arg::I64(v)])
-                    .await?;
-            } else {
-                self.exec(&st.counter_update, &[Arg::I64(v), Arg::Str(name)])
-                    .await?;
-            }
-            v as u64
-        })
-    }
-
-    /// `nextInode` ([`InodeIds`]): the background prefetch runs on the engine's shared
-    /// connection (not counted), the inline allocation on the session's.
-    async fn next_inode(&mut self) -> Result<Ino> {
-        loop {
-            if let Some((id, prefetch)) = self.inodes.take() {
-                if prefetch {
-                    self.spawn_prefetch();
-                }
-                return Ok(id);
-            }
-            if self.inodes.take_prefetched().await {
-                continue;
-            }
-            let v = self.incr_counter("nextInode", INODE_BATCH).await?;
-            self.inodes.refill(IdRange::ending_at(v, INODE_BATCH));
-        }
-    }
-
-    fn spawn_prefetch(&mut self) {
-        let (bg, target, st) = (self.bg.clone(), self.target.clone(), self.st.clone());
-        let lock = self.sqlite_lock.clone();
-        self.inodes.prefetching(tokio::spawn(async move {
-            let _g = match lock {
-                Some(l) => Some(l.lock_owned().await),
-                None => None,
-            };
-            let mut guard = bg.lock().await;
-            if guard.is_none() {
-                match target.connect().await {
-                    Ok(c) => *guard = Some(c),
-                    Err(e) => {
-                        tracing::warn!("prefetch inodes: {e}");
-                        return None;
-                    }
-                }
-            }
-            let conn = guard.as_mut().expect("connected above");
-            match incr_counter_bg(conn, &st, "nextInode", INODE_BATCH).await {
-                Ok(v) => Some(IdRange::ending_at(v, INODE_BATCH)),
-                Err(e) => {
-                    tracing::warn!("prefetch inodes: {}", e.msg);
-                    if e.kind == ErrKind::Broken {
-                        *guard = None;
-                    }
-                    None
-                }
-            }
-        }));
-    }
-
     // ---- operations ---------------------------------------------------------------------
 
     /// `baseMeta.Mknod` + `dbMeta.doMknod`. On EEXIST of a file or directory the
@@ -765,9 +661,8 @@ impl SqlSession {
             }
             a
         })?;
-        self.new_space += align4k(0);
-        self.new_inodes += 1;
-        self.update_dir_stat(parent, 0, align4k(0), 1);
+        self.base.update_stats(align4k(0), 1);
+        self.base.update_dir_stat(parent, 0, align4k(0), 1);
         Ok((ino, attr))
     }
 
@@ -829,7 +724,8 @@ impl SqlSession {
             }
             n.to_attr()?
         })?;
-        self.update_dir_stat(parent, attr.length as i64, align4k(attr.length), 1);
+        self.base
+            .update_dir_stat(parent, attr.length as i64, align4k(attr.length), 1);
         Ok(attr)
     }
 
@@ -926,8 +822,7 @@ impl SqlSession {
             }
         })?;
         if created.1 {
-            self.new_space += align4k(0);
-            self.new_inodes += 1;
+            self.base.update_stats(align4k(0), 1);
         }
         Ok(created.0)
     }
@@ -1069,17 +964,17 @@ impl SqlSession {
         };
         if trash == 0 {
             if n.typ == TYPE_FILE && n.nlink == 0 {
-                self.deleted.push((ino, n.length as u64));
+                self.base.file_deleted(ino, n.length as u64);
             }
-            self.new_space += space;
-            self.new_inodes += inodes;
+            self.base.update_stats(space, inodes);
         } else {
-            self.update_dir_stat(trash, len as i64, space, inodes);
+            self.base.update_dir_stat(trash, len as i64, space, inodes);
         }
-        self.update_dir_stat(parent, -(len as i64), -align4k(len), -1);
+        self.base
+            .update_dir_stat(parent, -(len as i64), -align4k(len), -1);
         if n.nlink == 0 {
-            self.cache.forget_file(ino);
-            self.cache.forget_symlink(ino);
+            self.base.cache.forget_file(ino);
+            self.base.cache.forget_symlink(ino);
         }
         Ok(())
     }
@@ -1174,12 +1069,11 @@ impl SqlSession {
             trash
         })?;
         if trashed == 0 {
-            self.new_space -= align4k(0);
-            self.new_inodes -= 1;
+            self.base.update_stats(-align4k(0), -1);
         } else {
-            self.update_dir_stat(trashed, 0, align4k(0), 1);
+            self.base.update_dir_stat(trashed, 0, align4k(0), 1);
         }
-        self.update_dir_stat(parent, 0, -align4k(0), -1);
+        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
         Ok(())
     }
 
@@ -1514,27 +1408,27 @@ impl SqlSession {
         let len = |typ: i64, l: i64| if typ == TYPE_FILE { l as u64 } else { 0 };
         let sl = len(out.attr.typ.as_u8() as i64, out.attr.length as i64);
         if ps != pd {
-            self.update_dir_stat(ps, -(sl as i64), -align4k(sl), -1);
-            self.update_dir_stat(pd, sl as i64, align4k(sl), 1);
+            self.base
+                .update_dir_stat(ps, -(sl as i64), -align4k(sl), -1);
+            self.base.update_dir_stat(pd, sl as i64, align4k(sl), 1);
         }
         if let Some(dn) = &out.target {
             let tl = len(out.ttyp, dn.length);
             if ps != pd || !exchange {
-                self.update_dir_stat(pd, -(tl as i64), -align4k(tl), -1);
+                self.base
+                    .update_dir_stat(pd, -(tl as i64), -align4k(tl), -1);
             }
             if ps != pd && exchange {
-                self.update_dir_stat(ps, tl as i64, align4k(tl), 1);
+                self.base.update_dir_stat(ps, tl as i64, align4k(tl), 1);
             }
             if !exchange && out.trash > 0 {
-                self.update_dir_stat(out.trash, tl as i64, out.space, out.inodes);
+                self.base
+                    .update_dir_stat(out.trash, tl as i64, out.space, out.inodes);
             } else if !exchange {
                 if out.ttyp == TYPE_FILE && dn.nlink == 0 {
-                    self.deleted.push((dn.inode as Ino, dn.length as u64));
-                    let dino = dn.inode as Ino;
-                    self.cache.forget_file(dino);
+                    self.base.file_deleted(dn.inode as Ino, dn.length as u64);
                 }
-                self.new_space += out.space;
-                self.new_inodes += out.inodes;
+                self.base.update_stats(out.space, out.inodes);
             }
         }
         Ok((out.ino, out.attr))
@@ -1798,20 +1692,14 @@ impl SqlSession {
             }
             (parent, dlen, dspace)
         })?;
-        self.cache.forget_chunk(ino, indx);
-        if dlen != 0 || dspace != 0 {
-            self.new_space += dspace;
-            if parent > 0 {
-                self.update_dir_stat(parent as Ino, dlen, dspace, 0);
-            } else if self.dir_stats_on {
-                self.linked_writes.push((ino, dlen, dspace));
-            }
-        }
+        self.base.cache.forget_chunk(ino, indx);
+        self.base
+            .update_parent_stat(ino, parent as Ino, dlen, dspace);
         Ok(())
     }
 
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.cache.chunk(ino, indx) {
+        if let Some(s) = self.base.cache.chunk(ino, indx) {
             return Ok(s);
         }
         let st = self.st.clone();
@@ -1835,7 +1723,7 @@ impl SqlSession {
             }
             return Ok(slices);
         }
-        self.cache.keep_chunk(ino, indx, &slices);
+        self.base.cache.keep_chunk(ino, indx, &slices);
         Ok(slices)
     }
 
@@ -1886,13 +1774,7 @@ impl SqlSession {
     }
 
     /// `doFlushDirStat` / `doUpdateDirStat`.
-    async fn flush_dir_stats(&mut self) -> Result<()> {
-        if !self.dir_stats_on || self.dirstats.is_empty() {
-            self.dirstats.clear();
-            return Ok(());
-        }
-        let mut batch: Vec<(Ino, DirStat)> = self.dirstats.drain().collect();
-        batch.sort_by_key(|(i, _)| *i);
+    async fn update_dir_stats(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
         let st = self.st.clone();
         let mut missing = Vec::new();
         for group in batch.chunks(DIRSTAT_BATCH) {
@@ -2025,62 +1907,35 @@ impl SqlSession {
                 .await?;
         })
     }
-
-    async fn do_flush(&mut self) -> Result<()> {
-        let mut first: Option<MetaError> = None;
-        // Parents of hard-linked files that were written (updateParentStat's goroutine).
+    /// `doGetParents`: the parents of a hard-linked file from its edges, with counts.
+    async fn get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         let st = self.st.clone();
-        for (ino, dlen, dspace) in std::mem::take(&mut self.linked_writes) {
-            let r = simple!(self, {
-                self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
-                    .await?
-            });
-            match r {
-                Ok(rows) => {
-                    let mut parents: BTreeMap<i64, i64> = BTreeMap::new();
-                    for r in &rows {
-                        if let Ok(p) = r.int(1) {
-                            *parents.entry(p).or_default() += 1;
-                        }
-                    }
-                    for (p, c) in parents {
-                        self.update_dir_stat(p as Ino, dlen * c, dspace * c, 0);
-                    }
-                }
-                Err(e) => {
-                    first.get_or_insert(e);
-                }
+        let rows = simple!(self, {
+            self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
+                .await?
+        })?;
+        let mut parents: BTreeMap<Ino, i64> = BTreeMap::new();
+        for r in &rows {
+            if let Ok(p) = r.int(1) {
+                *parents.entry(p as Ino).or_default() += 1;
             }
         }
-        if let Err(e) = self.flush_dir_stats().await {
-            first.get_or_insert(e);
+        Ok(parents.into_iter().collect())
+    }
+
+    /// `doFlushStats`: one transaction updating both counters.
+    async fn flush_stats(&mut self) -> Result<()> {
+        let (space, inodes) = self.base.pending_stats();
+        if space == 0 && inodes == 0 {
+            return Ok(());
         }
-        // doFlushStats
-        if self.new_space != 0 || self.new_inodes != 0 {
-            let (space, inodes) = (self.new_space, self.new_inodes);
-            let r = txn!(self, {
-                self.exec(&st.stats_inodes, &[Arg::I64(inodes)]).await?;
-                self.exec(&st.stats_space, &[Arg::I64(space)]).await?;
-            });
-            match r {
-                Ok(()) => {
-                    self.new_space -= space;
-                    self.new_inodes -= inodes;
-                }
-                Err(e) => {
-                    first.get_or_insert(e);
-                }
-            }
-        }
-        for (ino, _len) in std::mem::take(&mut self.deleted) {
-            if let Err(e) = self.delete_file_data(ino).await {
-                first.get_or_insert(e);
-            }
-        }
-        match first {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        let st = self.st.clone();
+        txn!(self, {
+            self.exec(&st.stats_inodes, &[Arg::I64(inodes)]).await?;
+            self.exec(&st.stats_space, &[Arg::I64(space)]).await?;
+        })?;
+        self.base.stats_flushed(space, inodes);
+        Ok(())
     }
 }
 
@@ -2186,14 +2041,65 @@ async fn incr_counter_bg(
 }
 
 #[async_trait]
-impl Meta for SqlSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
-        self.stats.round_trips += 1;
-        let r = match self.conn_or_reconnect().await {
-            Ok(conn) => conn.simple_fetch("SELECT 1").await.map(drop),
-            Err(e) => Err(e),
-        };
-        r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
+impl Storage for SqlSession {
+    fn state(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
+    /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
+    async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64> {
+        let st = self.st.clone();
+        txn!(self, {
+            let rows = self
+                .fetch(&st.counter_get_for_update, &[Arg::Str(name)])
+                .await?;
+            let v = match rows.first() {
+                Some(r) => r.int(1)?,
+                None => 0,
+            } + by;
+            if rows.is_empty() {
+                self.exec(&st.counter_insert, &[Arg::Str(name), Arg::I64(v)])
+                    .await?;
+            } else {
+                self.exec(&st.counter_update, &[Arg::I64(v), Arg::Str(name)])
+                    .await?;
+            }
+            v
+        })
+    }
+
+    /// The same transaction on the engine's shared connection (not counted), under the
+    /// SQLite writer lock.
+    fn prefetch_inodes(&mut self) -> Background<Option<i64>> {
+        let (bg, target, st) = (self.bg.clone(), self.target.clone(), self.st.clone());
+        let lock = self.sqlite_lock.clone();
+        Box::pin(async move {
+            let _g = match lock {
+                Some(l) => Some(l.lock_owned().await),
+                None => None,
+            };
+            let mut guard = bg.lock().await;
+            if guard.is_none() {
+                match target.connect().await {
+                    Ok(c) => *guard = Some(c),
+                    Err(e) => {
+                        tracing::warn!("prefetch inodes: {e}");
+                        return None;
+                    }
+                }
+            }
+            let conn = guard.as_mut().expect("connected above");
+            match incr_counter_bg(conn, &st, "nextInode", INODE_BATCH).await {
+                Ok(v) => Some(v as i64),
+                Err(e) => {
+                    tracing::warn!("prefetch inodes: {}", e.msg);
+                    if e.kind == ErrKind::Broken {
+                        *guard = None;
+                    }
+                    None
+                }
+            }
+        })
     }
 
     async fn do_mknod(
@@ -2223,6 +2129,49 @@ impl Meta for SqlSession {
         }
     }
 
+    async fn do_getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.getattr_inner(ino).await
+    }
+
+    /// `dbMeta.doReadlink` with noatime: one SELECT of the symlink row.
+    async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        let st = self.st.clone();
+        simple!(self, {
+            let rows = self.fetch(&st.symlink_get, &[Arg::I64(ino as i64)]).await?;
+            match rows.first() {
+                Some(r) => r.bytes(1)?.to_vec(),
+                None => Vec::new(),
+            }
+        })
+    }
+
+    async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
+        self.get_parents(ino).await
+    }
+
+    async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
+        self.update_dir_stats(batch).await
+    }
+
+    async fn do_flush_stats(&mut self) -> Result<()> {
+        self.flush_stats().await
+    }
+
+    async fn do_delete_file_data(&mut self, ino: Ino, _length: u64) -> Result<()> {
+        self.delete_file_data(ino).await
+    }
+}
+
+#[async_trait]
+impl Meta for SqlSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.stats.round_trips += 1;
+        let r = match self.conn_or_reconnect().await {
+            Ok(conn) => conn.simple_fetch("SELECT 1").await.map(drop),
+            Err(e) => Err(e),
+        };
+        r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
+    }
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
         self.do_link(ctx, ino, parent, name).await
     }
@@ -2250,10 +2199,6 @@ impl Meta for SqlSession {
 
     async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
         self.do_lookup(parent, name).await
-    }
-
-    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
-        self.getattr_inner(ino).await
     }
 
     async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
@@ -2326,47 +2271,12 @@ impl Meta for SqlSession {
         })
     }
 
-    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if let Some(t) = self.cache.symlink(ino) {
-            return Ok(t);
-        }
-        let st = self.st.clone();
-        let target = simple!(self, {
-            let rows = self.fetch(&st.symlink_get, &[Arg::I64(ino as i64)]).await?;
-            match rows.first() {
-                Some(r) => r.bytes(1)?.to_vec(),
-                None => Vec::new(),
-            }
-        })?;
-        if target.is_empty() {
-            let a = self.getattr_inner(ino).await?;
-            return Err(crate::common::readlink_without_target(&a));
-        }
-        self.cache.keep_symlink(ino, &target);
-        Ok(target)
-    }
-
-    async fn new_slice(&mut self) -> Result<u64> {
-        if self.slice_next >= self.slice_end {
-            let v = self.incr_counter("nextChunk", SLICE_BATCH).await?;
-            self.slice_next = v - SLICE_BATCH;
-            self.slice_end = v;
-        }
-        let id = self.slice_next;
-        self.slice_next += 1;
-        Ok(id)
-    }
-
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
         self.do_write(ino, indx, slice, mtime).await
     }
 
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         self.do_read(ino, indx).await
-    }
-
-    async fn flush(&mut self) -> Result<()> {
-        self.do_flush().await
     }
 
     fn stats(&self) -> SessionStats {

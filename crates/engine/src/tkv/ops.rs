@@ -4,13 +4,11 @@
 //! as 0). Backends only move bytes.
 
 use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
-use crate::background::{DirStatBuffer, IdRange, InodeIds, INODE_BATCH, SLICE_BATCH};
-use crate::client_cache::ClientCache;
+use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
-    check_rename, check_rmdir, check_sticky, check_unlink, implicit_dir_attr, is_trash,
-    new_child_attr, orphan_attr, parent_gains, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
-    RENAME_EXCHANGE, RENAME_NOREPLACE,
+    check_rename, check_rmdir, check_sticky, check_unlink, is_trash, new_child_attr, orphan_attr,
+    parent_gains, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -21,7 +19,6 @@ use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
     ROOT_INODE, TRASH_INODE,
 };
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Attributes fetched per `gets` by readdir (`fillAttr` batch).
@@ -37,17 +34,8 @@ pub struct TkvSession {
     pub(super) keys: TkvKeys,
     format: Format,
     pub(super) retries: u64,
-    inodes: InodeIds,
-    slices: IdRange,
-    dir_stats: DirStatBuffer,
-    /// Volume counters buffered until flush (`updateStats`).
-    used_space: i64,
-    total_inodes: i64,
-    /// Files whose data is still to be freed: (inode, length).
-    deleted: Vec<(Ino, u64)>,
-    dir_parents: HashMap<Ino, Ino>,
-    /// Chunk and symlink caches (`--client-cache`).
-    cache: ClientCache,
+    /// What the client keeps between calls (`baseMeta`'s fields).
+    base: ClientState,
 }
 
 /// `deleteKeys(prefix)`: a keys-only scan of the prefix, then a delete of each key.
@@ -70,19 +58,12 @@ impl TkvSession {
         opts: &SessionOptions,
     ) -> Self {
         Self {
+            base: ClientState::new(format.dir_stats, opts.client_cache),
             kv,
             calls,
             keys,
             format,
             retries: 0,
-            inodes: InodeIds::default(),
-            slices: IdRange::default(),
-            dir_stats: DirStatBuffer::default(),
-            used_space: 0,
-            total_inodes: 0,
-            deleted: Vec::new(),
-            dir_parents: HashMap::new(),
-            cache: ClientCache::new(opts.client_cache),
         }
     }
 
@@ -96,128 +77,23 @@ impl TkvSession {
         Txn::simple(self.kv.clone(), self.calls.clone())
     }
 
-    fn update_dir_stat(&mut self, ino: Ino, length: i64, space: i64, inodes: i64) {
-        if self.format.dir_stats {
-            self.dir_stats.update(ino, length, space, inodes);
-        }
-    }
-
-    fn update_stats(&mut self, space: i64, inodes: i64) {
-        self.used_space += space;
-        self.total_inodes += inodes;
-    }
-
-    /// `incrCounter` in its own transaction: `T{incrBy C<name> delta}`.
-    async fn incr_counter(&mut self, name: &str, delta: i64) -> Result<i64> {
-        let key = self.keys.counter(name);
-        txn!(self, |tx| { Ok(tx.incr_by(&key, delta).await?) })
-    }
-
-    /// `nextInode` ([`InodeIds`]): the background prefetch is its own transaction with
-    /// uncounted calls, the inline allocation one of the session's. `nextInode` holds the
-    /// next unused id.
-    async fn next_inode(&mut self) -> Result<Ino> {
-        loop {
-            if let Some((id, prefetch)) = self.inodes.take() {
-                if prefetch {
-                    let kv = self.kv.clone();
-                    let key = self.keys.counter("nextInode");
-                    self.inodes.prefetching(tokio::spawn(async move {
-                        for i in 0..crate::retry::MAX_TRIES {
-                            let mut tx = Txn::new(kv.clone(), CallCounter::default());
-                            let r = match tx.incr_by(&key, INODE_BATCH as i64).await {
-                                Ok(v) => tx.commit().await.map(|_| v),
-                                Err(e) => Err(e),
-                            };
-                            match r {
-                                Ok(v) => return Some(IdRange::ending_at(v as u64, INODE_BATCH)),
-                                Err(super::kv::KvError::Conflict(_)) => {
-                                    tokio::time::sleep(crate::retry::backoff_random_square(i)).await
-                                }
-                                Err(e) => {
-                                    tracing::warn!("prefetch inodes: {e}");
-                                    return None;
-                                }
-                            }
-                        }
-                        None
-                    }));
-                }
-                return Ok(id);
-            }
-            if self.inodes.take_prefetched().await {
-                continue;
-            }
-            let v = self.incr_counter("nextInode", INODE_BATCH as i64).await? as u64;
-            self.inodes.refill(IdRange::ending_at(v, INODE_BATCH));
-        }
-    }
-
-    /// `doGetAttr`: `S{get A<ino>I}`.
-    async fn get_attr(&mut self, ino: Ino) -> Result<Attr> {
-        let mut tx = self.simple();
-        let buf = tx.get(&self.keys.inode(ino)).await.map_err(TxErr::from)?;
-        let attr = match buf {
-            Some(b) => Attr::decode(&b)?,
-            // GetAttr answers for the root and the trash even without a record.
-            None => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
-        };
-        if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
-            self.dir_parents.insert(ino, attr.parent);
-        }
-        Ok(attr)
-    }
-
-    /// The parent walk of the quota check when DirStats is on (GetAttr per uncached ancestor).
-    async fn quota_walk(&mut self, mut ino: Ino) {
-        if !self.format.dir_stats {
-            return;
-        }
-        for _ in 0..4096 {
-            if ino <= ROOT_INODE {
-                return;
-            }
-            ino = match self.dir_parents.get(&ino) {
-                Some(p) => *p,
-                None => match self.get_attr(ino).await {
-                    Ok(a) => a.parent,
-                    Err(e) => {
-                        tracing::debug!("get directory parent of inode {ino}: {e}");
-                        return;
-                    }
-                },
-            };
-        }
-    }
-
-    /// Background work: dir stats, volume counters, data of deleted files.
-    async fn flush_background(&mut self) -> Result<()> {
-        self.flush_dir_stats().await?;
-        self.flush_stats().await?;
-        self.free_deleted_files().await
-    }
-
     /// `doFlushStats`: one `incrCounter` transaction per non-zero counter.
     async fn flush_stats(&mut self) -> Result<()> {
-        let (space, inodes) = (self.used_space, self.total_inodes);
+        let (space, inodes) = self.base.pending_stats();
         if space != 0 {
             self.incr_counter("usedSpace", space).await?;
-            self.used_space -= space;
+            self.base.stats_flushed(space, 0);
         }
         if inodes != 0 {
             self.incr_counter("totalInodes", inodes).await?;
-            self.total_inodes -= inodes;
+            self.base.stats_flushed(0, inodes);
         }
         Ok(())
     }
 
     /// `doUpdateDirStat`: per 20 directories `T{gets U…; set U…}`; missing or negative
     /// records are recomputed by `doSyncDirStat`.
-    async fn flush_dir_stats(&mut self) -> Result<()> {
-        if !self.format.dir_stats {
-            return Ok(());
-        }
-        let batch = self.dir_stats.drain();
+    async fn update_dir_stats(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
         let mut sync = Vec::new();
         for group in batch.chunks(DIR_STAT_GROUP) {
             let keys: Vec<Vec<u8>> = group.iter().map(|(i, _)| self.keys.dir_stat(*i)).collect();
@@ -291,8 +167,8 @@ impl TkvSession {
     /// `doDeleteFileData`: `T{scan A<ino>C keysOnly}`, per chunk
     /// `T{get C; delete C; incrBy K<id><size> -1 …}` (then `T{delete K}` for slices left
     /// with no reference, as after deleting their objects), finally `T{delete D<ino><len>}`.
-    async fn free_deleted_files(&mut self) -> Result<()> {
-        for (ino, length) in std::mem::take(&mut self.deleted) {
+    async fn delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
+        {
             let prefix = self.keys.chunk_prefix(ino);
             let end = TkvKeys::prefix_end(&prefix);
             let chunks = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, true).await?) })?;
@@ -329,12 +205,41 @@ impl TkvSession {
 }
 
 #[async_trait]
-impl Meta for TkvSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
-        // Inode 0 is never allocated: its attribute key is always absent.
-        let mut tx = self.simple();
-        tx.get(&self.keys.inode(0)).await.map_err(TxErr::from)?;
-        Ok("get of an absent key")
+impl Storage for TkvSession {
+    fn state(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
+    /// `incrCounter` in its own transaction: `T{incrBy C<name> delta}`.
+    async fn incr_counter(&mut self, name: &str, delta: i64) -> Result<i64> {
+        let key = self.keys.counter(name);
+        txn!(self, |tx| { Ok(tx.incr_by(&key, delta).await?) })
+    }
+
+    /// Its own transaction with uncounted calls, retried as `txn` retries conflicts.
+    fn prefetch_inodes(&mut self) -> Background<Option<i64>> {
+        let kv = self.kv.clone();
+        let key = self.keys.counter("nextInode");
+        Box::pin(async move {
+            for i in 0..crate::retry::MAX_TRIES {
+                let mut tx = Txn::new(kv.clone(), CallCounter::default());
+                let r = match tx.incr_by(&key, INODE_BATCH as i64).await {
+                    Ok(v) => tx.commit().await.map(|_| v),
+                    Err(e) => Err(e),
+                };
+                match r {
+                    Ok(v) => return Some(v),
+                    Err(super::kv::KvError::Conflict(_)) => {
+                        tokio::time::sleep(crate::retry::backoff_random_square(i)).await
+                    }
+                    Err(e) => {
+                        tracing::warn!("prefetch inodes: {e}");
+                        return None;
+                    }
+                }
+            }
+            None
+        })
     }
 
     /// `kvMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
@@ -401,16 +306,76 @@ impl Meta for TkvSession {
             Ok(Made::New(attr))
         })?;
         if let Made::New(attr) = &made {
-            self.update_stats(align4k(0), 1);
-            self.update_dir_stat(parent, 0, align4k(0), 1);
+            self.base.update_stats(align4k(0), 1);
+            self.base.update_dir_stat(parent, 0, align4k(0), 1);
             self.quota_walk(parent).await;
             if attr.typ == FileType::Directory {
-                self.dir_parents.insert(ino, parent);
+                self.base.keep_dir_parent(ino, parent);
             }
             Ok((ino, made))
         } else {
             Ok((0, made))
         }
+    }
+
+    /// `doGetAttr`: `S{get A<ino>I}`.
+    async fn do_getattr(&mut self, ino: Ino) -> Result<Attr> {
+        let mut tx = self.simple();
+        let buf = tx.get(&self.keys.inode(ino)).await.map_err(TxErr::from)?;
+        Ok(Attr::decode(&buf.ok_or(MetaError::NotFound)?)?)
+    }
+
+    /// `doReadlink` with noatime: `S{get A<ino>S}`.
+    async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        let mut tx = self.simple();
+        let t = tx.get(&self.keys.symlink(ino)).await.map_err(TxErr::from)?;
+        Ok(t.unwrap_or_default())
+    }
+
+    /// `doGetParents`: `S{scan A<ino>P}`, the parents with a positive count.
+    async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
+        let prefix = self.keys.parent_prefix(ino);
+        let mut tx = self.simple();
+        let rows = tx
+            .scan(&prefix, &TkvKeys::prefix_end(&prefix), 0, false)
+            .await
+            .map_err(TxErr::from)?;
+        Ok(parents_of(&prefix, rows))
+    }
+
+    async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
+        self.update_dir_stats(batch).await
+    }
+
+    async fn do_flush_stats(&mut self) -> Result<()> {
+        self.flush_stats().await
+    }
+
+    async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
+        self.delete_file_data(ino, length).await
+    }
+}
+
+/// The parents in a scan of `A<ino>P`: (parent, link count) for counts above zero.
+fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
+    let plen = prefix.len();
+    rows.into_iter()
+        .filter(|(k, _)| k.len() == plen + 8)
+        .map(|(k, v)| {
+            let p = u64::from_le_bytes(k[plen..].try_into().expect("8 bytes"));
+            (p, parse_counter(Some(&v)))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+#[async_trait]
+impl Meta for TkvSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        // Inode 0 is never allocated: its attribute key is always absent.
+        let mut tx = self.simple();
+        tx.get(&self.keys.inode(0)).await.map_err(TxErr::from)?;
+        Ok("get of an absent key")
     }
 
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
@@ -469,7 +434,8 @@ impl Meta for TkvSession {
             tx.incr_by(&keys.parent(ino, parent), 1).await?;
             Ok(iattr)
         })?;
-        self.update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
+        self.base
+            .update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
         self.quota_walk(parent).await;
         Ok(iattr)
     }
@@ -540,16 +506,16 @@ impl Meta for TkvSession {
             Ok((d.typ, d.inode, attr, space, inodes))
         })?;
         if typ == FileType::File && attr.nlink == 0 {
-            self.deleted.push((ino, attr.length));
-            self.cache.forget_file(ino);
+            self.base.file_deleted(ino, attr.length);
         }
-        self.update_stats(space, inodes);
+        self.base.update_stats(space, inodes);
         let diff = if attr.typ == FileType::File {
             attr.length
         } else {
             0
         };
-        self.update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
+        self.base
+            .update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
         if !is_trash(parent) {
             self.quota_walk(parent).await;
         }
@@ -595,11 +561,11 @@ impl Meta for TkvSession {
             Ok(d.inode)
         })?;
         if !is_trash(parent) {
-            self.dir_parents.remove(&ino);
+            self.base.forget_dir_parent(ino);
         }
-        self.dir_stats.forget(ino);
-        self.update_stats(-align4k(0), -1);
-        self.update_dir_stat(parent, 0, -align4k(0), -1);
+        self.base.forget_dir_stat(ino);
+        self.base.update_stats(-align4k(0), -1);
+        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
         if !is_trash(parent) {
             self.quota_walk(parent).await;
         }
@@ -808,28 +774,29 @@ impl Meta for TkvSession {
         })?;
         if let Some((tino, ttyp, tattr, space, inodes)) = &moved.target {
             if *ttyp == FileType::File && tattr.nlink == 0 {
-                self.deleted.push((*tino, tattr.length));
-                self.cache.forget_file(*tino);
+                self.base.file_deleted(*tino, tattr.length);
             }
             if *ttyp == FileType::Directory {
-                self.dir_parents.remove(tino);
-                self.dir_stats.forget(*tino);
+                self.base.forget_dir_parent(*tino);
+                self.base.forget_dir_stat(*tino);
             }
-            self.update_stats(*space, *inodes);
+            self.base.update_stats(*space, *inodes);
             let diff = if *ttyp == FileType::File {
                 tattr.length
             } else {
                 0
             };
-            self.update_dir_stat(pd, -(diff as i64), -align4k(diff), -1);
+            self.base
+                .update_dir_stat(pd, -(diff as i64), -align4k(diff), -1);
         }
         if ps != pd {
             let a = &moved.attr;
             let diff = if a.typ == FileType::File { a.length } else { 0 };
-            self.update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
-            self.update_dir_stat(pd, diff as i64, align4k(diff), 1);
+            self.base
+                .update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
+            self.base.update_dir_stat(pd, diff as i64, align4k(diff), 1);
             if a.typ == FileType::Directory {
-                self.dir_parents.insert(moved.ino, pd);
+                self.base.keep_dir_parent(moved.ino, pd);
             }
         }
         Ok((moved.ino, moved.attr))
@@ -868,13 +835,9 @@ impl Meta for TkvSession {
             None => return Err(MetaError::NotFound),
         };
         if attr.typ == FileType::Directory && !is_trash(parent) {
-            self.dir_parents.insert(d.inode, parent);
+            self.base.keep_dir_parent(d.inode, parent);
         }
         Ok((d.inode, attr))
-    }
-
-    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
-        self.get_attr(ino).await
     }
 
     /// `doSetAttr`: `T{get A<ino>I; set A<ino>I}`.
@@ -1049,42 +1012,12 @@ impl Meta for TkvSession {
         Ok(names)
     }
 
-    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if let Some(t) = self.cache.symlink(ino) {
-            return Ok(t);
-        }
-        let mut tx = self.simple();
-        let t = tx.get(&self.keys.symlink(ino)).await.map_err(TxErr::from)?;
-        let t = match t {
-            Some(t) if !t.is_empty() => t,
-            _ => {
-                // Not a symlink, or one without a target: JuiceFS reads the attribute to
-                // tell which.
-                let a = self.get_attr(ino).await?;
-                return Err(crate::common::readlink_without_target(&a));
-            }
-        };
-        self.cache.keep_symlink(ino, &t);
-        Ok(t)
-    }
-
-    /// `NewSlice`: `T{incrBy CnextChunk 4096}` once per 4096 ids.
-    async fn new_slice(&mut self) -> Result<u64> {
-        loop {
-            if let Some(id) = self.slices.take() {
-                return Ok(id);
-            }
-            let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await? as u64;
-            self.slices = IdRange::new(v - SLICE_BATCH, v);
-        }
-    }
-
     /// `doWrite`: `T{gets[A<ino>I, A<ino>C<indx>]; set A<ino>I; set A<ino>C<indx>}`;
     /// hard-linked files add a scan of their parents.
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
         let keys = self.keys.clone();
         let (kn, kc) = (keys.inode(ino), keys.chunk(ino, indx));
-        let (attr, dlen, dspace, parents) = txn!(self, |tx| {
+        let (attr, dlen, dspace) = txn!(self, |tx| {
             let rs = tx.gets(&[kn.clone(), kc.clone()]).await?;
             let mut attr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
             if attr.typ != FileType::File {
@@ -1106,24 +1039,19 @@ impl Meta for TkvSession {
                 attr.length = newlen;
             }
             // getParents for the quota check: hard-linked files scan A<ino>P.
-            let mut parents = Vec::new();
-            if attr.parent == 0 {
+            let parents = if attr.parent == 0 {
                 let prefix = keys.parent_prefix(ino);
-                let plen = prefix.len();
-                for (k, v) in tx
+                let rows = tx
                     .scan(&prefix, &TkvKeys::prefix_end(&prefix), 0, false)
-                    .await?
-                {
-                    if k.len() == plen + 8 {
-                        let p = u64::from_le_bytes(k[plen..].try_into().expect("8 bytes"));
-                        let n = parse_counter(Some(&v));
-                        if n > 0 {
-                            parents.push((p, n));
-                        }
-                    }
-                }
+                    .await?;
+                parents_of(&prefix, rows)
             } else {
-                parents.push((attr.parent, 1));
+                vec![(attr.parent, 1)]
+            };
+            if dspace > 0 {
+                for &(p, _) in &parents {
+                    self.quota_walk(p).await;
+                }
             }
             let now = Timestamp::now();
             attr.mtime = mtime;
@@ -1134,26 +1062,23 @@ impl Meta for TkvSession {
                     "write same slice for inode {ino} indx {indx} id {}",
                     slice.id
                 );
-                return Ok((attr, 0, 0, Vec::new()));
+                return Ok((attr, 0, 0));
             }
             let mut new = old;
             new.extend_from_slice(&val);
             tx.set(&kn, &attr.encode()).await?;
             tx.set(&kc, &new).await?;
-            Ok((attr, dlen, dspace, parents))
+            Ok((attr, dlen, dspace))
         })?;
-        let _ = attr;
-        self.cache.forget_chunk(ino, indx);
-        self.update_stats(dspace, 0);
-        for (p, n) in parents {
-            self.update_dir_stat(p, dlen * n, dspace * n, 0);
-        }
+        self.base.cache.forget_chunk(ino, indx);
+        self.update_parent_stat(ino, attr.parent, dlen, dspace)
+            .await;
         Ok(())
     }
 
     /// `doRead`: `S{get A<ino>C<indx>}` (answered from the chunk cache with `client_cache`).
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.cache.chunk(ino, indx) {
+        if let Some(s) = self.base.cache.chunk(ino, indx) {
             return Ok(s);
         }
         let mut tx = self.simple();
@@ -1169,12 +1094,8 @@ impl Meta for TkvSession {
                 Vec::new()
             }
         };
-        self.cache.keep_chunk(ino, indx, &slices);
+        self.base.cache.keep_chunk(ino, indx, &slices);
         Ok(slices)
-    }
-
-    async fn flush(&mut self) -> Result<()> {
-        self.flush_background().await
     }
 
     fn stats(&self) -> SessionStats {

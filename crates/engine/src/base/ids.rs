@@ -1,8 +1,7 @@
-//! Client-side state every backend keeps as a JuiceFS client does: id ranges handed out
-//! locally, and buffered dir-stat deltas flushed in the background.
+//! Ids handed out locally from batches fetched from a counter, as `baseMeta` does
+//! (`nextInode`, `NewSlice`).
 
-use metabench_schema::{DirStat, Ino};
-use std::collections::HashMap;
+use metabench_schema::Ino;
 
 /// Inode ids are fetched 1024 at a time (`inodeBatch`).
 pub const INODE_BATCH: u64 = 1024;
@@ -121,32 +120,27 @@ impl Drop for InodeIds {
     }
 }
 
-/// Dir-stat deltas buffered per directory (`updateDirStat`), flushed by `Meta::flush`.
-#[derive(Debug, Default)]
-pub struct DirStatBuffer {
-    pending: HashMap<Ino, DirStat>,
+/// A session's slice ids as `baseMeta.NewSlice` keeps them (`freeSlices`): `[next, maxid)`
+/// of the last `nextChunk` batch. Unlike inode ids, none is skipped.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SliceIds {
+    next: u64,
+    max: u64,
 }
 
-impl DirStatBuffer {
-    /// Records a change of `length`, `space` and `inodes` below directory `dir`.
-    pub fn update(&mut self, dir: Ino, length: i64, space: i64, inodes: i64) {
-        self.pending.entry(dir).or_default().add(DirStat {
-            length,
-            space,
-            inodes,
-        });
+impl SliceIds {
+    /// The next id of the current batch; `None` when it is used up.
+    pub fn take(&mut self) -> Option<u64> {
+        (self.next < self.max).then(|| {
+            self.next += 1;
+            self.next - 1
+        })
     }
 
-    /// Takes the non-zero deltas, sorted by inode.
-    pub fn drain(&mut self) -> Vec<(Ino, DirStat)> {
-        let mut v: Vec<_> = self.pending.drain().filter(|(_, s)| !s.is_zero()).collect();
-        v.sort_by_key(|(i, _)| *i);
-        v
-    }
-
-    /// Forgets a directory that was removed.
-    pub fn forget(&mut self, dir: Ino) {
-        self.pending.remove(&dir);
+    /// The batch that `incrCounter("nextChunk", sliceIdBatch)` answered `counter` for.
+    pub fn refill(&mut self, counter: u64) {
+        self.next = counter.saturating_sub(SLICE_BATCH);
+        self.max = counter;
     }
 }
 
@@ -155,32 +149,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn slice_batches_hand_out_every_id_below_the_counter() {
+        let mut s = SliceIds::default();
+        assert_eq!(s.take(), None);
+        s.refill(1 + SLICE_BATCH);
+        assert_eq!((s.take(), s.take()), (Some(1), Some(2)));
+        let last = std::iter::from_fn(|| s.take()).last();
+        assert_eq!(last, Some(SLICE_BATCH));
+    }
+
+    #[test]
     fn ranges_skip_root() {
         let mut r = IdRange::new(0, 4);
         assert_eq!((r.take(), r.take(), r.take()), (Some(2), Some(3), None));
         let mut r = IdRange::new(10, 12);
         assert_eq!(r.left(), 2);
         assert_eq!((r.take(), r.take(), r.take()), (Some(10), Some(11), None));
-    }
-
-    #[test]
-    fn buffer_merges_and_drops_zero() {
-        let mut b = DirStatBuffer::default();
-        b.update(5, 10, 4096, 1);
-        b.update(5, -10, -4096, -1);
-        b.update(3, 0, 4096, 1);
-        assert_eq!(
-            b.drain(),
-            vec![(
-                3,
-                DirStat {
-                    length: 0,
-                    space: 4096,
-                    inodes: 1
-                }
-            )]
-        );
-        assert!(b.drain().is_empty());
     }
 }
 

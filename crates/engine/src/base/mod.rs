@@ -1,0 +1,346 @@
+//! The client layer every engine family shares, written once as JuiceFS writes it in
+//! `baseMeta` (`pkg/meta/base.go`, `quota.go`), over each family's storage steps
+//! ([`Storage`], JuiceFS's `engine` interface).
+//!
+//! [`ClientState`] is what one JuiceFS client keeps between calls:
+//! - id batches: inodes (`nextInode`, with its background prefetch) and slices
+//!   (`NewSlice`);
+//! - the directory-parent cache (`dirParents`) that `GetAttr` fills and the quota walk
+//!   reads;
+//! - the dir-stat and volume-counter buffers (`updateDirStat`, `updateParentStat`,
+//!   `updateStats`);
+//! - the deleted-file queue, freed by the background work ([`crate::Meta::flush`]);
+//! - the chunk and symlink caches (`--client-cache`).
+//!
+//! The logic over it is here too: `nextInode`, `GetAttr`, the quota walk, `ReadLink`,
+//! `NewSlice` and the background flush. The argument and permission checks are in
+//! `common`; the mknod family (`Mkdir`, `Mknod`, `Create`, `Symlink`) is provided by
+//! [`crate::Meta`] over [`Storage::do_mknod`].
+
+mod client_cache;
+mod dir_stats;
+mod ids;
+
+pub(crate) use client_cache::ClientCache;
+pub use dir_stats::DirStatBuffer;
+pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
+
+use crate::common::{implicit_dir_attr, is_trash};
+use crate::{Ctx, Made, MetaError, Result};
+use async_trait::async_trait;
+use metabench_schema::{Attr, DirStat, FileType, Ino, ROOT_INODE};
+use std::collections::HashMap;
+
+/// Work a session hands to a background task (it must own what it uses).
+pub type Background<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// How far the quota walk climbs before it gives up (a loop in the tree).
+const MAX_WALK: usize = 4096;
+
+/// What one JuiceFS client keeps between calls (the fields of `baseMeta`).
+#[derive(Debug)]
+pub struct ClientState {
+    /// `Format.DirStats`: whether dir stats are kept (and the quota walk runs).
+    dir_stats_on: bool,
+    /// `freeInodes` and `prefetchedInodes`.
+    pub(crate) inodes: InodeIds,
+    /// `freeSlices`.
+    slices: SliceIds,
+    /// `dirStats`.
+    dir_stats: DirStatBuffer,
+    /// `newSpace` and `newInodes`: volume counters not yet written (`updateStats`).
+    new_space: i64,
+    new_inodes: i64,
+    /// Files whose data is still to be freed: (inode, length).
+    deleted: Vec<(Ino, u64)>,
+    /// Writes to hard-linked files (parent 0) whose parents' dir stats are still to be
+    /// updated (`updateParentStat`'s goroutine): (inode, length delta, space delta).
+    link_writes: Vec<(Ino, i64, i64)>,
+    /// `dirParents`: directory → parent.
+    dir_parents: HashMap<Ino, Ino>,
+    /// Chunk and symlink caches (`--client-cache`).
+    pub(crate) cache: ClientCache,
+}
+
+impl ClientState {
+    /// A fresh client on a volume that keeps dir stats when `dir_stats_on`, with its
+    /// caches on when `client_cache`.
+    pub fn new(dir_stats_on: bool, client_cache: bool) -> Self {
+        Self {
+            dir_stats_on,
+            inodes: InodeIds::default(),
+            slices: SliceIds::default(),
+            dir_stats: DirStatBuffer::default(),
+            new_space: 0,
+            new_inodes: 0,
+            deleted: Vec::new(),
+            link_writes: Vec::new(),
+            dir_parents: HashMap::new(),
+            cache: ClientCache::new(client_cache),
+        }
+    }
+
+    /// Whether the volume keeps dir stats.
+    pub fn dir_stats_on(&self) -> bool {
+        self.dir_stats_on
+    }
+
+    /// `updateDirStat`: buffers a change below `dir`, when the volume keeps dir stats.
+    pub fn update_dir_stat(&mut self, dir: Ino, length: i64, space: i64, inodes: i64) {
+        if self.dir_stats_on {
+            self.dir_stats.update(dir, length, space, inodes);
+        }
+    }
+
+    /// Drops the buffered stats of a directory that was removed.
+    pub fn forget_dir_stat(&mut self, dir: Ino) {
+        self.dir_stats.forget(dir);
+    }
+
+    /// Forgets the parent of a directory that was removed or moved (`dirParents`).
+    pub fn forget_dir_parent(&mut self, dir: Ino) {
+        self.dir_parents.remove(&dir);
+    }
+
+    /// Remembers a directory's parent (`dirParents`), as `GetAttr` and `Mkdir` do.
+    pub fn keep_dir_parent(&mut self, dir: Ino, parent: Ino) {
+        self.dir_parents.insert(dir, parent);
+    }
+
+    /// `updateStats`: buffers a change of the volume's used space and inode count.
+    pub fn update_stats(&mut self, space: i64, inodes: i64) {
+        self.new_space += space;
+        self.new_inodes += inodes;
+    }
+
+    /// The volume-counter changes not yet written: (space, inodes).
+    pub fn pending_stats(&self) -> (i64, i64) {
+        (self.new_space, self.new_inodes)
+    }
+
+    /// Marks counter changes as written.
+    pub fn stats_flushed(&mut self, space: i64, inodes: i64) {
+        self.new_space -= space;
+        self.new_inodes -= inodes;
+    }
+
+    /// `updateParentStat`: a file's length grew by `length` (`space` after rounding).
+    /// The parent's dir stat is buffered; for a hard-linked file (parent 0) its parents are
+    /// looked up by the background flush.
+    pub fn update_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
+        if length == 0 && space == 0 {
+            return;
+        }
+        self.update_stats(space, 0);
+        if !self.dir_stats_on {
+            return;
+        }
+        if parent > 0 {
+            self.dir_stats.update(parent, length, space, 0);
+        } else {
+            self.link_writes.push((ino, length, space));
+        }
+    }
+
+    /// Queues a deleted file's data to be freed (`tryDeleteFileData`).
+    pub fn file_deleted(&mut self, ino: Ino, length: u64) {
+        self.deleted.push((ino, length));
+        self.cache.forget_file(ino);
+    }
+}
+
+/// The storage steps of one engine family (JuiceFS's `engine` interface, `base.go`), and
+/// the client logic written once over them. A family implements only the steps; the
+/// provided methods are `baseMeta`'s.
+#[async_trait]
+pub trait Storage: Send {
+    /// The client's state.
+    fn state(&mut self) -> &mut ClientState;
+
+    /// `incrCounter`: adds `by` to a counter in one transaction and returns the counter's
+    /// new value; for `nextInode` and `nextChunk` that is the next unused id.
+    async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64>;
+
+    /// The background half of `nextInode` (`go m.prefetchInodes()`): the same
+    /// `incrCounter("nextInode", inodeBatch)` on the engine's shared connection, not
+    /// counted as the session's. `None` when it failed (then the session allocates inline).
+    fn prefetch_inodes(&mut self) -> Background<Option<i64>>;
+
+    /// The family's one mknod transaction (`doMknod`, with `baseMeta.Mknod`'s checks):
+    /// makes `name` in `parent` with a fresh inode, or says what is there.
+    #[allow(clippy::too_many_arguments)]
+    async fn do_mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        target: &[u8],
+    ) -> Result<(Ino, Made)>;
+
+    /// `doGetAttr`: the inode's attribute as stored; `NotFound` when there is none.
+    async fn do_getattr(&mut self, ino: Ino) -> Result<Attr>;
+
+    /// `doReadlink`: the stored target, empty when there is none.
+    async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
+
+    /// `doGetParents`: the parents of a hard-linked file with their link counts, sorted.
+    async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>>;
+
+    /// `doUpdateDirStat`: adds a batch of buffered deltas (sorted by inode) to the stored
+    /// dir stats, recomputing the records that are missing (`doSyncDirStat`).
+    async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()>;
+
+    /// `doFlushStats`: writes the buffered volume counters ([`ClientState::pending_stats`]),
+    /// marking what was written. Redis writes them inside each transaction and does nothing
+    /// here.
+    async fn do_flush_stats(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// `doDeleteFileData`: frees a deleted file's chunks and its delete-queue record.
+    async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()>;
+
+    /// `nextInode`: the next id of the current batch. When exactly `inodeNeedPrefetch` ids
+    /// are left, the next batch is fetched in the background; when the batch is used up,
+    /// the prefetched one is taken if it arrived, else one is allocated inline.
+    async fn next_inode(&mut self) -> Result<Ino> {
+        loop {
+            if let Some((id, prefetch)) = self.state().inodes.take() {
+                if prefetch {
+                    let fetch = self.prefetch_inodes();
+                    self.state().inodes.prefetching(tokio::spawn(async move {
+                        let v = fetch.await?;
+                        Some(IdRange::ending_at(v as u64, INODE_BATCH))
+                    }));
+                }
+                return Ok(id);
+            }
+            if self.state().inodes.take_prefetched().await {
+                continue;
+            }
+            let v = self.incr_counter("nextInode", INODE_BATCH as i64).await?;
+            self.state()
+                .inodes
+                .refill(IdRange::ending_at(v as u64, INODE_BATCH));
+        }
+    }
+
+    /// `baseMeta.GetAttr`: `doGetAttr`, with the root and the trash answering even without
+    /// a record, and a directory's parent kept for the quota walk.
+    async fn get_attr(&mut self, ino: Ino) -> Result<Attr> {
+        let attr = match self.do_getattr(ino).await {
+            Err(MetaError::NotFound) => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
+            r => r?,
+        };
+        if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
+            self.state().keep_dir_parent(ino, attr.parent);
+        }
+        Ok(attr)
+    }
+
+    /// The walk up the tree that `checkDirQuota`, `updateDirQuota` and `getQuotaParent`
+    /// do when dir stats are on: each ancestor missing from `dirParents` costs a
+    /// `GetAttr`. With no quotas set, nothing else happens.
+    async fn quota_walk(&mut self, mut ino: Ino) {
+        if !self.state().dir_stats_on {
+            return;
+        }
+        for _ in 0..MAX_WALK {
+            if ino <= ROOT_INODE {
+                return;
+            }
+            let cached = self.state().dir_parents.get(&ino).copied();
+            ino = match cached {
+                Some(p) => p,
+                None => match self.get_attr(ino).await {
+                    Ok(a) => a.parent,
+                    Err(e) => {
+                        tracing::debug!("get directory parent of inode {ino}: {e}");
+                        return;
+                    }
+                },
+            };
+        }
+    }
+
+    /// `updateParentStat` with `updateDirQuota`: buffers a file's growth for its parent
+    /// (or, for a hard-linked file, for the background flush to spread over its parents)
+    /// and walks up from the parent.
+    async fn update_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
+        self.state().update_parent_stat(ino, parent, length, space);
+        if parent > 0 && (length != 0 || space != 0) {
+            self.quota_walk(parent).await;
+        }
+    }
+
+    /// `NewSlice`: the next slice id, with one `incrCounter("nextChunk", sliceIdBatch)`
+    /// per batch.
+    async fn next_slice(&mut self) -> Result<u64> {
+        loop {
+            if let Some(id) = self.state().slices.take() {
+                return Ok(id);
+            }
+            let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await?;
+            self.state().slices.refill(v as u64);
+        }
+    }
+
+    /// `baseMeta.ReadLink` (noatime): the cached target, else `doReadlink`; a link
+    /// without a target is EIO, a node that is not a link EINVAL.
+    async fn read_link(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        if let Some(t) = self.state().cache.symlink(ino) {
+            return Ok(t);
+        }
+        let target = self.do_readlink(ino).await?;
+        if target.is_empty() {
+            let attr = self.get_attr(ino).await?;
+            return Err(crate::common::readlink_without_target(&attr));
+        }
+        self.state().cache.keep_symlink(ino, &target);
+        Ok(target)
+    }
+
+    /// What a JuiceFS client does in the background, in this order: the dir stats of
+    /// hard-linked files' parents (`updateParentStat`'s goroutine), the dir-stat flush
+    /// (`doFlushDirStat`), the counter flush (`doFlushStats`) and freeing deleted files'
+    /// data (`doDeleteFileData`). Every step runs; the first error is returned, and
+    /// files not yet freed stay queued.
+    async fn flush_background(&mut self) -> Result<()> {
+        let mut first: Option<MetaError> = None;
+        for (ino, length, space) in std::mem::take(&mut self.state().link_writes) {
+            match self.do_get_parents(ino).await {
+                Ok(parents) => {
+                    for (p, n) in parents {
+                        self.state().update_dir_stat(p, length * n, space * n, 0);
+                        self.quota_walk(p).await;
+                    }
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        let batch = self.state().dir_stats.drain();
+        if self.state().dir_stats_on && !batch.is_empty() {
+            if let Err(e) = self.do_update_dir_stat(batch).await {
+                first.get_or_insert(e);
+            }
+        }
+        if let Err(e) = self.do_flush_stats().await {
+            first.get_or_insert(e);
+        }
+        let pending = std::mem::take(&mut self.state().deleted);
+        for (i, &(ino, length)) in pending.iter().enumerate() {
+            if let Err(e) = self.do_delete_file_data(ino, length).await {
+                self.state().deleted.extend_from_slice(&pending[i..]);
+                first.get_or_insert(e);
+                break;
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
