@@ -97,7 +97,7 @@ impl SessionOptions {
     }
 }
 
-/// What a session's mknod transaction ([`Meta::do_mknod`]) found or made, beside the
+/// What a session's mknod transaction ([`crate::Storage::do_mknod`]) found or made, beside the
 /// inode it allocated.
 #[derive(Debug)]
 pub enum Made {

@@ -8,12 +8,13 @@
 //! configuration: SkipDirMtime 0, no Lua scripts, sid 0. See [`fidelity_notes`] for where
 //! it knowingly differs.
 
-mod flush;
-mod ops;
+mod background;
+mod rename;
+mod session;
 pub(crate) mod txn;
 mod wire;
 
-pub use ops::RedisSession;
+pub use session::RedisSession;
 
 use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};

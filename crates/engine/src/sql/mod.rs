@@ -1,9 +1,10 @@
 //! SQL engines (MySQL/MariaDB, PostgreSQL, SQLite) as `pkg/meta/sql.go` uses them.
 //!
-//! - [`conn`]: one connection of any dialect, with the drivers' wire behaviour
+//! - `conn`: one connection of any dialect, with the drivers' wire behaviour
 //!   (prepare/execute/close per MySQL statement, pgx's per-connection statement cache).
-//! - [`dialect`]: every statement text, rendered per dialect and table prefix.
-//! - [`ops`]: [`SqlSession`], the [`Meta`](crate::Meta) operations.
+//! - `dialect`: every statement text, rendered per dialect and table prefix.
+//! - `session`: [`SqlSession`], its storage steps and [`Meta`] operations,
+//!   split by concern (transactions, rows, namespace, attributes, chunks, background).
 //! - this module: [`SqlEngine`]: connecting from a meta URL, probe, format, destroy and
 //!   the server facts.
 //!
@@ -14,9 +15,9 @@
 
 mod conn;
 mod dialect;
-mod ops;
+mod session;
 
-pub use ops::SqlSession;
+pub use session::SqlSession;
 
 use crate::common::format_dir_attr;
 use crate::url::Address;
@@ -578,13 +579,13 @@ impl Engine for SqlEngine {
                         if found.is_empty() {
                             let row =
                                 NodeRow::from_attr(TRASH_INODE, &format_dir_attr(TRASH_INODE, now));
-                            c.exec(&st.node_insert, &ops::node_args(&row)).await?;
+                            c.exec(&st.node_insert, &session::node_args(&row)).await?;
                         }
                     }
                     c.exec(&st.setting_insert, &[Arg::Str("format"), Arg::Str(&json)])
                         .await?;
                     let row = NodeRow::from_attr(ROOT_INODE, &format_dir_attr(ROOT_INODE, now));
-                    c.exec(&st.node_insert, &ops::node_args(&row)).await?;
+                    c.exec(&st.node_insert, &session::node_args(&row)).await?;
                     c.exec(
                         &st.counters_init,
                         &[

@@ -16,11 +16,12 @@ pub mod etcd;
 pub mod fdb;
 pub mod kv;
 pub mod mem;
-mod ops;
+mod rename;
+mod session;
 #[cfg(feature = "tikv")]
 pub mod tikv;
 
-pub use ops::TkvSession;
+pub use session::TkvSession;
 
 use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};

@@ -5,7 +5,7 @@
 //!
 //! [`Meta::flush`]: crate::Meta::flush
 
-use super::ops::RedisSession;
+use super::session::RedisSession;
 use super::txn::txn;
 use crate::{Entry, MetaError, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};

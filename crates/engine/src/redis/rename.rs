@@ -1,0 +1,358 @@
+//! `redisMeta.doRename` with `baseMeta.Rename`'s checks: one WATCH transaction over both
+//! parents, both entries and the inodes involved, as `pkg/meta/redis.go` sends it.
+
+use super::session::RedisSession;
+use super::txn::txn;
+use crate::base::Storage;
+use crate::common::{
+    access, check_not_pinned, check_rename, check_sticky, is_trash, touch, FLAG_APPEND,
+    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
+};
+use crate::meta::Ctx;
+use crate::retry::decode_attr as decode;
+use crate::{MetaError, Result};
+use metabench_schema::redis_keys::{names, RedisKeys};
+use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp, TRASH_INODE};
+use redis::cmd;
+
+impl RedisSession {
+    pub(super) async fn do_rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        let (ps, pd) = (parent_src, parent_dst);
+        check_rename(ctx, ps, name_src, pd, name_dst)?;
+        match flags {
+            0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
+            f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
+            f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
+                return Err(MetaError::NotSupported)
+            }
+            _ => return Err(MetaError::Invalid),
+        }
+        let exchange = flags == RENAME_EXCHANGE;
+        // getQuotaParent of both parents.
+        if !is_trash(ps) {
+            self.quota_walk(ps).await;
+        }
+        if ps != pd {
+            self.quota_walk(pd).await;
+        }
+        let mut wkeys = vec![
+            self.keys.inode(ps),
+            self.keys.entries(ps),
+            self.keys.inode(pd),
+            self.keys.entries(pd),
+        ];
+        if is_trash(ps) {
+            wkeys.swap(0, 2);
+        }
+        let keys = self.keys.clone();
+        struct Moved {
+            ino: Ino,
+            typ: FileType,
+            attr: Attr,
+            /// Target inode, its entry type and attribute (a zero attribute if missing).
+            target: Option<(Ino, FileType, Attr)>,
+            same: bool,
+        }
+        let moved = txn!(self, wkeys.clone(), |c| {
+            let (kds, kdd) = (keys.entries(ps), keys.entries(pd));
+            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kds).arg(name_src)).await?;
+            let buf = buf.ok_or(MetaError::NotFound)?;
+            let d = Dentry::decode(&buf)?;
+            let (typ, ino) = (d.typ, d.inode);
+            if ps == pd && name_src == name_dst {
+                return Ok(Moved {
+                    ino,
+                    typ,
+                    attr: Attr::type_only(typ),
+                    target: None,
+                    same: true,
+                });
+            }
+            let mut watch = vec![keys.inode(ino)];
+            let dbuf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kdd).arg(name_dst)).await?;
+            let mut dentry = None;
+            if let Some(db) = &dbuf {
+                if flags & RENAME_NOREPLACE != 0 {
+                    return Err(MetaError::Exists.into());
+                }
+                let t = Dentry::decode(db)?;
+                watch.push(keys.inode(t.inode));
+                if t.typ == FileType::Directory {
+                    watch.push(keys.entries(t.inode));
+                }
+                dentry = Some(t);
+            }
+            c.watch(&watch).await?;
+            if let Some(t) = &dentry {
+                if t.inode == ino {
+                    return Ok(Moved {
+                        ino,
+                        typ,
+                        attr: Attr::type_only(typ),
+                        target: None,
+                        same: true,
+                    });
+                }
+                if exchange {
+                } else if typ == FileType::Directory && t.typ != FileType::Directory {
+                    return Err(MetaError::NotDir.into());
+                } else if typ != FileType::Directory && t.typ == FileType::Directory {
+                    return Err(MetaError::IsDir.into());
+                }
+            }
+            let mut mget = cmd("MGET");
+            mget.arg(keys.inode(ps))
+                .arg(keys.inode(pd))
+                .arg(keys.inode(ino));
+            if let Some(t) = &dentry {
+                mget.arg(keys.inode(t.inode));
+            }
+            let rs: Vec<Option<Vec<u8>>> = c.query(&mget).await?;
+            let (Some(sb), Some(db), Some(ib)) = (&rs[0], &rs[1], &rs[2]) else {
+                return Err(MetaError::NotFound.into());
+            };
+            let mut sattr = decode(sb)?;
+            if sattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &sattr, MASK_WX)?;
+            let mut dattr = decode(db)?;
+            if dattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if flags & RENAME_RESTORE == 0 && dattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &dattr, MASK_WX)?;
+            if ino == pd || ino == dattr.parent {
+                return Err(MetaError::Perm.into());
+            }
+            let mut iattr = decode(ib)?;
+            if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+                || dattr.flags & FLAG_IMMUTABLE != 0
+                || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+            {
+                return Err(MetaError::Perm.into());
+            }
+            if ps != pd
+                && sattr.mode & 0o1000 != 0
+                && ctx.uid != 0
+                && ctx.uid != iattr.uid
+                && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
+            {
+                return Err(MetaError::Access.into());
+            }
+            let (mut supdate, mut dupdate) = (false, false);
+            let now = Timestamp::now();
+            let mut target = None;
+            if let Some(t) = &dentry {
+                let mut tattr = match rs.get(3).and_then(|v| v.as_ref()) {
+                    Some(b) => decode(b)?,
+                    None => {
+                        tracing::warn!("no attribute for inode {} ({pd}, {:?})", t.inode, name_dst);
+                        Attr::type_only(t.typ)
+                    }
+                };
+                check_not_pinned(&tattr)?;
+                tattr.ctime = now;
+                if exchange {
+                    if ps != pd {
+                        if t.typ == FileType::Directory {
+                            tattr.parent = ps;
+                            dattr.nlink = dattr.nlink.saturating_sub(1);
+                            sattr.nlink += 1;
+                            supdate = true;
+                            dupdate = true;
+                        } else if tattr.parent > 0 {
+                            tattr.parent = ps;
+                        }
+                    }
+                } else if t.typ == FileType::Directory {
+                    let cnt: u64 = c.query(cmd("HLEN").arg(keys.entries(t.inode))).await?;
+                    if cnt != 0 {
+                        return Err(MetaError::NotEmpty.into());
+                    }
+                    dattr.nlink = dattr.nlink.saturating_sub(1);
+                    dupdate = true;
+                } else {
+                    tattr.nlink = tattr.nlink.saturating_sub(1);
+                }
+                check_sticky(ctx, &dattr, tattr.uid)?;
+                target = Some((t.inode, t.typ, tattr));
+            } else if exchange {
+                return Err(MetaError::NotFound.into());
+            }
+            check_sticky(ctx, &sattr, iattr.uid)?;
+            if ps != pd {
+                if typ == FileType::Directory {
+                    iattr.parent = pd;
+                    sattr.nlink = sattr.nlink.saturating_sub(1);
+                    dattr.nlink += 1;
+                    supdate = true;
+                    dupdate = true;
+                } else if iattr.parent > 0 {
+                    iattr.parent = pd;
+                }
+            }
+            if supdate || now >= sattr.mtime {
+                touch(&mut sattr, now);
+                supdate = true;
+            }
+            if dupdate || now >= dattr.mtime {
+                touch(&mut dattr, now);
+                dupdate = true;
+            }
+            iattr.ctime = now;
+
+            let mut p = redis::pipe();
+            p.atomic();
+            if exchange {
+                let (dino, _, tattr) = target.as_ref().expect("exchange has a target");
+                p.cmd("SET").arg(keys.inode(*dino)).arg(tattr.encode());
+                p.cmd("HSET")
+                    .arg(&kds)
+                    .arg(name_src)
+                    .arg(dbuf.as_deref().expect("exchange has a target"));
+                if ps != pd && tattr.parent == 0 {
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(*dino))
+                        .arg(ps.to_string())
+                        .arg(1);
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(*dino))
+                        .arg(pd.to_string())
+                        .arg(-1);
+                }
+            } else {
+                p.cmd("HDEL").arg(&kds).arg(name_src);
+                if let Some((dino, dtyp, tattr)) = &target {
+                    let (dino, dtyp) = (*dino, *dtyp);
+                    if dtyp != FileType::Directory && tattr.nlink > 0 {
+                        p.cmd("SET").arg(keys.inode(dino)).arg(tattr.encode());
+                        if tattr.parent == 0 {
+                            p.cmd("HINCRBY")
+                                .arg(keys.parents(dino))
+                                .arg(pd.to_string())
+                                .arg(-1);
+                        }
+                    } else {
+                        if dtyp == FileType::File {
+                            p.cmd("ZADD")
+                                .arg(keys.named(names::DEL_FILES))
+                                .arg(now.sec)
+                                .arg(RedisKeys::delfile_member(dino, tattr.length));
+                            p.cmd("DEL").arg(keys.inode(dino));
+                            p.cmd("INCRBY")
+                                .arg(keys.named(names::USED_SPACE))
+                                .arg(-align4k(tattr.length));
+                            p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+                        } else {
+                            if dtyp == FileType::Symlink {
+                                p.cmd("DEL").arg(keys.symlink(dino));
+                            }
+                            p.cmd("DEL").arg(keys.inode(dino));
+                            p.cmd("INCRBY")
+                                .arg(keys.named(names::USED_SPACE))
+                                .arg(-align4k(0));
+                            p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
+                        }
+                        p.cmd("DEL").arg(keys.xattr(dino));
+                        if tattr.parent == 0 {
+                            p.cmd("DEL").arg(keys.parents(dino));
+                        }
+                    }
+                    if dtyp == FileType::Directory {
+                        let field = dino.to_string();
+                        for h in [
+                            names::DIR_QUOTA,
+                            names::DIR_QUOTA_USED_SPACE,
+                            names::DIR_QUOTA_USED_INODES,
+                        ] {
+                            p.cmd("HDEL").arg(keys.named(h)).arg(&field);
+                        }
+                    }
+                }
+            }
+            if pd != ps {
+                if !is_trash(ps) && supdate {
+                    p.cmd("SET").arg(keys.inode(ps)).arg(sattr.encode());
+                }
+                if iattr.parent == 0 {
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(ino))
+                        .arg(pd.to_string())
+                        .arg(1);
+                    p.cmd("HINCRBY")
+                        .arg(keys.parents(ino))
+                        .arg(ps.to_string())
+                        .arg(-1);
+                }
+            }
+            p.cmd("SET").arg(keys.inode(ino)).arg(iattr.encode());
+            p.cmd("HSET").arg(&kdd).arg(name_dst).arg(&buf[..]);
+            if dupdate {
+                p.cmd("SET").arg(keys.inode(pd)).arg(dattr.encode());
+            }
+            c.exec(&p).await?;
+            Ok(Moved {
+                ino,
+                typ,
+                attr: iattr,
+                target,
+                same: false,
+            })
+        })?;
+        if moved.same {
+            return Ok((moved.ino, moved.attr));
+        }
+        if let Some((dino, dtyp, tattr)) = &moved.target {
+            if !exchange && *dtyp == FileType::File && tattr.nlink == 0 {
+                self.base.file_deleted(*dino, tattr.length);
+            }
+        }
+        // baseMeta.Rename, after doRename.
+        let mut diff = 0;
+        if moved.attr.typ == FileType::Directory {
+            self.base.keep_dir_parent(moved.ino, pd);
+        } else if moved.attr.typ == FileType::File {
+            diff = moved.attr.length;
+        }
+        if ps != pd {
+            self.base
+                .update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
+            self.base.update_dir_stat(pd, diff as i64, align4k(diff), 1);
+        }
+        if let Some((dino, _, tattr)) = &moved.target {
+            let mut tdiff = 0;
+            if tattr.typ == FileType::Directory {
+                if exchange {
+                    if ps != pd {
+                        self.base.keep_dir_parent(*dino, ps);
+                    }
+                } else {
+                    self.base.forget_dir_parent(*dino);
+                }
+            } else if tattr.typ == FileType::File {
+                tdiff = tattr.length;
+            }
+            if ps != pd || !exchange {
+                self.base
+                    .update_dir_stat(pd, -(tdiff as i64), -align4k(tdiff), -1);
+            }
+            if ps != pd && exchange {
+                self.base
+                    .update_dir_stat(ps, tdiff as i64, align4k(tdiff), 1);
+            }
+        }
+        let _ = moved.typ;
+        Ok((moved.ino, moved.attr))
+    }
+}

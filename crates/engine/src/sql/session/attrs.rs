@@ -1,0 +1,204 @@
+//! Attributes, directory listings and extended attributes on an SQL session
+//! (`doGetAttr`, `doLookup`, `doSetAttr`, `doReaddir`, `doSetXattr`).
+
+use super::rows::*;
+use super::txn::{final_error, simple, txn, TxErr};
+use super::SqlSession;
+use crate::common::{access, TRASH_NAME};
+use crate::retry::{backoff_square, MAX_TRIES};
+use crate::sql::conn::{Arg, ErrKind};
+use crate::XattrFlags;
+use crate::{Ctx, Entry, MetaError, Result, SetAttr};
+use metabench_schema::sql::{Dialect, NodeRow};
+use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
+
+impl SqlSession {
+    pub(super) async fn getattr_inner(&mut self, ino: Ino) -> Result<Attr> {
+        let st = self.st.clone();
+        let n = simple!(self, {
+            let rows = self.fetch(&st.node_get, &[Arg::I64(ino as i64)]).await?;
+            match rows.first() {
+                Some(r) => parse_node(r, 0)?,
+                None => return Err(MetaError::NotFound.into()),
+            }
+        })?;
+        Ok(n.to_attr()?)
+    }
+
+    pub(super) async fn do_lookup(&mut self, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        if name == b".." {
+            if parent != ROOT_INODE {
+                let a = self.getattr_inner(parent).await?;
+                if a.typ != FileType::Directory {
+                    return Err(MetaError::NotDir);
+                }
+                let p = a.parent;
+                return Ok((p, self.getattr_inner(p).await?));
+            }
+            return Ok((parent, self.getattr_inner(parent).await?));
+        }
+        if name == b"." {
+            return Ok((parent, self.getattr_inner(parent).await?));
+        }
+        if parent == ROOT_INODE && name == TRASH_NAME {
+            return Ok((TRASH_INODE, self.getattr_inner(TRASH_INODE).await?));
+        }
+        let st = self.st.clone();
+        let n = simple!(self, {
+            let rows = self
+                .fetch(&st.lookup, &[Arg::I64(parent as i64), Arg::Bytes(name)])
+                .await?;
+            match rows.first() {
+                Some(r) => parse_node(r, 0)?,
+                None => return Err(MetaError::NotFound.into()),
+            }
+        })?;
+        Ok((n.inode as Ino, n.to_attr()?))
+    }
+
+    pub(super) async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        let st = self.st.clone();
+        txn!(self, {
+            let cur = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            let cattr = cur.to_attr()?;
+            if cattr.parent > TRASH_INODE {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            match merge_attr(ctx, &cattr, set)? {
+                None => cattr,
+                Some(mut dirty) => {
+                    dirty.ctime = now;
+                    let n = NodeRow::from_attr(ino, &dirty);
+                    self.exec(
+                        &st.node_setattr,
+                        &[
+                            Arg::I32(n.flags as i32),
+                            Arg::I32(n.mode as i32),
+                            Arg::I32(n.uid as i32),
+                            Arg::I32(n.gid as i32),
+                            Arg::I64(n.atime),
+                            Arg::I64(n.mtime),
+                            Arg::I64(n.ctime),
+                            Arg::I32(n.atimensec as i32),
+                            Arg::I32(n.mtimensec as i32),
+                            Arg::I32(n.ctimensec as i32),
+                            Arg::I32(n.access_acl_id.unwrap_or(0) as i32),
+                            Arg::I32(n.default_acl_id.unwrap_or(0) as i32),
+                            Arg::I32(n.tier_id.unwrap_or(0) as i32),
+                            Arg::I64(ino as i64),
+                        ],
+                    )
+                    .await?;
+                    dirty
+                }
+            }
+        })
+    }
+
+    pub(super) async fn do_readdir(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        plus: bool,
+    ) -> Result<Vec<Entry>> {
+        let mut attr = self.getattr_inner(ino).await?;
+        access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
+        if ino == ROOT_INODE {
+            attr.parent = ROOT_INODE;
+        }
+        let mut out = vec![
+            Entry {
+                name: b".".to_vec(),
+                inode: ino,
+                attr: Attr::type_only(FileType::Directory),
+            },
+            Entry {
+                name: b"..".to_vec(),
+                inode: attr.parent,
+                attr: Attr::type_only(FileType::Directory),
+            },
+        ];
+        let st = self.st.clone();
+        let rows = simple!(self, {
+            let sql = if plus { &st.readdir_plus } else { &st.readdir };
+            self.fetch(sql, &[Arg::I64(ino as i64)]).await?
+        })?;
+        for r in &rows {
+            let e = parse_edge(r, 0).map_err(|e| MetaError::Engine(e.msg))?;
+            if e.name.is_empty() {
+                tracing::error!(
+                    "corrupt entry with empty name: inode {} parent {ino}",
+                    e.inode
+                );
+                continue;
+            }
+            let attr = if plus {
+                parse_node(r, 5)
+                    .map_err(|e| final_error(e, false))?
+                    .to_attr()?
+            } else {
+                Attr::type_only(file_type(e.typ)?)
+            };
+            out.push(Entry {
+                name: e.name,
+                inode: e.inode,
+                attr,
+            });
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn do_setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        txn!(self, {
+            let rows = self
+                .fetch(
+                    &st.xattr_get_for_update,
+                    &[Arg::I64(ino as i64), Arg::Str(name)],
+                )
+                .await?;
+            let existing = match rows.first() {
+                Some(r) => Some((r.int(0)?, r.bytes(3)?.to_vec())),
+                None => None,
+            };
+            let insert = [Arg::I64(ino as i64), Arg::Str(name), Arg::Bytes(value)];
+            let action = match (flags, &existing) {
+                (XattrFlags::Create, Some(_)) => return Err(MetaError::Exists.into()),
+                (XattrFlags::Replace, None) => return Err(MetaError::NoAttr.into()),
+                (XattrFlags::Create, None) | (XattrFlags::Any, None) => Some(None),
+                (XattrFlags::Replace, Some((id, _))) => Some(Some(*id)),
+                (XattrFlags::Any, Some((id, v))) => (v.as_slice() != value).then_some(Some(*id)),
+            };
+            match action {
+                None => {}
+                Some(None) => {
+                    if st.dialect == Dialect::Postgres {
+                        self.fetch(&st.xattr_insert, &insert).await?;
+                    } else {
+                        self.exec(&st.xattr_insert, &insert).await?;
+                    }
+                }
+                Some(Some(id)) => {
+                    self.exec(
+                        &st.xattr_update,
+                        &[
+                            Arg::Bytes(value),
+                            Arg::I64(id),
+                            Arg::I64(ino as i64),
+                            Arg::Str(name),
+                        ],
+                    )
+                    .await?;
+                }
+            }
+        })
+    }
+}

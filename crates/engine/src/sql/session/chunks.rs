@@ -1,0 +1,121 @@
+//! Chunks on an SQL session: `dbMeta.doWrite` and `doRead`.
+
+use super::rows::*;
+use super::txn::{final_error, simple, txn, TxErr};
+use super::SqlSession;
+use crate::retry::{backoff_square, MAX_TRIES};
+use crate::sql::conn::{Arg, ErrKind};
+use crate::{MetaError, Result};
+use metabench_schema::sql::Dialect;
+use metabench_schema::{align4k, FileType, Ino, Slice, Timestamp, CHUNK_SIZE};
+
+impl SqlSession {
+    pub(super) async fn do_write(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+        mtime: Timestamp,
+    ) -> Result<()> {
+        let st = self.st.clone();
+        let buf = slice.encode();
+        let (parent, dlen, dspace) = txn!(self, {
+            let mut n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            if n.typ != TYPE_FILE {
+                return Err(MetaError::Perm.into());
+            }
+            let newleng = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
+            let (mut dlen, mut dspace) = (0i64, 0i64);
+            if newleng > n.length as u64 {
+                dlen = newleng as i64 - n.length;
+                dspace = align4k(newleng) - align4k(n.length as u64);
+                n.length = newleng as i64;
+            }
+            let parent = n.parent.unwrap_or(0);
+            if parent == 0 {
+                // getParents inside the transaction, for the quota check
+                self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
+                    .await?;
+            }
+            let now = Timestamp::now();
+            set_mtime(&mut n, mtime);
+            set_ctime(&mut n, now);
+            let d = self
+                .exec(
+                    &st.chunk_upsert,
+                    &[
+                        Arg::I64(ino as i64),
+                        Arg::I32(indx as i32),
+                        Arg::Bytes(&buf),
+                        Arg::Bytes(&buf),
+                    ],
+                )
+                .await?;
+            let inserted = st.dialect == Dialect::Mysql && d.rows_affected == 1;
+            self.exec(
+                &st.chunkref_insert,
+                &[
+                    Arg::I64(slice.id as i64),
+                    Arg::I32(slice.size as i32),
+                    Arg::I32(1),
+                ],
+            )
+            .await?;
+            self.exec(
+                &st.node_update_write,
+                &[
+                    Arg::I64(n.mtime),
+                    Arg::I64(n.ctime),
+                    Arg::I32(n.mtimensec as i32),
+                    Arg::I32(n.ctimensec as i32),
+                    Arg::I64(n.length),
+                    Arg::I64(ino as i64),
+                ],
+            )
+            .await?;
+            if !inserted {
+                // counts the slices for the compaction trigger (errors ignored)
+                let _ = self
+                    .fetch(
+                        &st.chunk_get,
+                        &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
+                    )
+                    .await;
+            }
+            (parent, dlen, dspace)
+        })?;
+        self.base.cache.forget_chunk(ino, indx);
+        self.base
+            .update_parent_stat(ino, parent as Ino, dlen, dspace);
+        Ok(())
+    }
+
+    pub(super) async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        if let Some(s) = self.base.cache.chunk(ino, indx) {
+            return Ok(s);
+        }
+        let st = self.st.clone();
+        let buf = simple!(self, {
+            let rows = self
+                .fetch(
+                    &st.chunk_get,
+                    &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
+                )
+                .await?;
+            match rows.first() {
+                Some(r) => r.bytes(3)?.to_vec(),
+                None => Vec::new(),
+            }
+        })?;
+        let slices = Slice::decode_all(&buf)?;
+        if slices.is_empty() {
+            let a = self.getattr_inner(ino).await?;
+            if a.typ != FileType::File {
+                return Err(MetaError::Perm);
+            }
+            return Ok(slices);
+        }
+        self.base.cache.keep_chunk(ino, indx, &slices);
+        Ok(slices)
+    }
+}

@@ -1,0 +1,365 @@
+//! [`SqlSession`]: one JuiceFS client on an SQL engine, sending exactly the statements of
+//! `pkg/meta/sql.go` in the same transactions.
+//!
+//! Transactions follow `dbMeta.txn` (write: BEGIN … COMMIT, ROLLBACK on error, up to 50
+//! attempts with an i² ms sleep on retryable errors), `dbMeta.roTxn` (a read-only,
+//! repeatable-read transaction that always ends with ROLLBACK) and `dbMeta.simpleTxn`
+//! (one autocommit statement, retried the same way). What the Go client does in the
+//! background — dir-stat and volume-counter flushes, freeing deleted files' data — is
+//! buffered here and done by [`Meta::flush`].
+
+mod attrs;
+mod background;
+mod chunks;
+mod namespace;
+mod rows;
+mod txn;
+
+pub(crate) use rows::node_args;
+use rows::*;
+use txn::{final_error, incr_counter_bg, ro_txn, simple, txn, TxErr};
+
+use super::conn::{Arg, Conn, ErrKind};
+use super::dialect::Stmts;
+use super::Target;
+use crate::base::{Background, ClientState, Storage, INODE_BATCH};
+use crate::common::access;
+use crate::retry::{backoff_square, MAX_TRIES};
+use crate::XattrFlags;
+use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
+use async_trait::async_trait;
+use metabench_schema::sql::Dialect;
+use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice, Timestamp};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// One JuiceFS client on an SQL engine, with its own connection.
+pub struct SqlSession {
+    st: Arc<Stmts>,
+    target: Arc<Target>,
+    /// The engine's shared connection, used for the background inode prefetch.
+    bg: Arc<Mutex<Option<Conn>>>,
+    conn: Option<Conn>,
+    stats: SessionStats,
+    /// `Format.TrashDays`: deleted entries move to the trash when > 0.
+    trash_days: i64,
+    /// The trash sub-directory of the current hour (`subTrash`).
+    sub_trash: Option<(String, Ino)>,
+    /// SQLite: JuiceFS serialises all write transactions of a client (one writer).
+    sqlite_lock: Option<Arc<Mutex<()>>>,
+    /// What the client keeps between calls (`baseMeta`'s fields).
+    base: ClientState,
+}
+
+impl SqlSession {
+    pub(crate) async fn open(
+        target: Arc<Target>,
+        st: Arc<Stmts>,
+        bg: Arc<Mutex<Option<Conn>>>,
+        opts: SessionOptions,
+    ) -> Result<Self> {
+        let mut conn = target.connect().await?;
+        // NewClient loads the format first.
+        let rows = conn
+            .fetch(&st.setting_get, &[Arg::Str("format")])
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let format = match rows.first() {
+            Some(r) => Format::from_json(r.bytes(1).map_err(|e| MetaError::Engine(e.msg))?)
+                .map_err(MetaError::Corrupt)?,
+            None => {
+                conn.close().await;
+                return Err(MetaError::Engine(format!(
+                    "no JuiceFS volume with table prefix {} in {} (format it first)",
+                    st.prefix,
+                    target.url.redacted()
+                )));
+            }
+        };
+        format.check_version().map_err(MetaError::Engine)?;
+        Ok(Self {
+            sqlite_lock: (st.dialect == Dialect::Sqlite).then(|| Arc::new(Mutex::new(()))),
+            st,
+            target,
+            bg,
+            conn: Some(conn),
+            stats: SessionStats::default(),
+            trash_days: if opts.skip_trash {
+                0
+            } else {
+                format.trash_days
+            },
+            sub_trash: None,
+            base: ClientState::new(format.dir_stats, opts.client_cache),
+        })
+    }
+
+    /// The server's id of this session's connection: `CONNECTION_ID()` on MySQL (the
+    /// general log's thread id), `pg_backend_pid()` on PostgreSQL, 0 on SQLite. Not
+    /// counted in [`SessionStats`].
+    pub async fn connection_id(&mut self) -> Result<u64> {
+        let sql = match self.st.dialect {
+            Dialect::Mysql => "SELECT CONNECTION_ID()",
+            Dialect::Postgres => "SELECT pg_backend_pid()",
+            Dialect::Sqlite => return Ok(0),
+        };
+        let c = self
+            .conn_or_reconnect()
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let rows = c
+            .simple_fetch(sql)
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let id = rows
+            .first()
+            .ok_or_else(|| MetaError::Engine("no connection id".into()))?
+            .int(0)
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        Ok(id as u64)
+    }
+}
+
+#[async_trait]
+impl Storage for SqlSession {
+    fn state(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
+    /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
+    async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64> {
+        let st = self.st.clone();
+        txn!(self, {
+            let rows = self
+                .fetch(&st.counter_get_for_update, &[Arg::Str(name)])
+                .await?;
+            let v = match rows.first() {
+                Some(r) => r.int(1)?,
+                None => 0,
+            } + by;
+            if rows.is_empty() {
+                self.exec(&st.counter_insert, &[Arg::Str(name), Arg::I64(v)])
+                    .await?;
+            } else {
+                self.exec(&st.counter_update, &[Arg::I64(v), Arg::Str(name)])
+                    .await?;
+            }
+            v
+        })
+    }
+
+    /// The same transaction on the engine's shared connection (not counted), under the
+    /// SQLite writer lock.
+    fn prefetch_inodes(&mut self) -> Background<Option<i64>> {
+        let (bg, target, st) = (self.bg.clone(), self.target.clone(), self.st.clone());
+        let lock = self.sqlite_lock.clone();
+        Box::pin(async move {
+            let _g = match lock {
+                Some(l) => Some(l.lock_owned().await),
+                None => None,
+            };
+            let mut guard = bg.lock().await;
+            if guard.is_none() {
+                match target.connect().await {
+                    Ok(c) => *guard = Some(c),
+                    Err(e) => {
+                        tracing::warn!("prefetch inodes: {e}");
+                        return None;
+                    }
+                }
+            }
+            let conn = guard.as_mut().expect("connected above");
+            match incr_counter_bg(conn, &st, "nextInode", INODE_BATCH).await {
+                Ok(v) => Some(v as i64),
+                Err(e) => {
+                    tracing::warn!("prefetch inodes: {}", e.msg);
+                    if e.kind == ErrKind::Broken {
+                        *guard = None;
+                    }
+                    None
+                }
+            }
+        })
+    }
+
+    async fn do_mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        target: &[u8],
+    ) -> Result<(Ino, Made)> {
+        let mut found = None;
+        match self
+            .mknod_txn(
+                ctx, parent, name, typ, mode, umask, rdev, target, &mut found,
+            )
+            .await
+        {
+            Ok((ino, attr)) => Ok((ino, Made::New(attr))),
+            Err(MetaError::Exists) => Ok(match found {
+                Some((ino, attr)) => (ino, Made::Existing(ino, Some(attr))),
+                None => (0, Made::Existing(0, None)),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn do_getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.getattr_inner(ino).await
+    }
+
+    /// `dbMeta.doReadlink` with noatime: one SELECT of the symlink row.
+    async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        let st = self.st.clone();
+        simple!(self, {
+            let rows = self.fetch(&st.symlink_get, &[Arg::I64(ino as i64)]).await?;
+            match rows.first() {
+                Some(r) => r.bytes(1)?.to_vec(),
+                None => Vec::new(),
+            }
+        })
+    }
+
+    async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
+        self.get_parents(ino).await
+    }
+
+    async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()> {
+        self.update_dir_stats(batch).await
+    }
+
+    async fn do_flush_stats(&mut self) -> Result<()> {
+        self.flush_stats().await
+    }
+
+    async fn do_delete_file_data(&mut self, ino: Ino, _length: u64) -> Result<()> {
+        self.delete_file_data(ino).await
+    }
+}
+
+#[async_trait]
+impl Meta for SqlSession {
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.stats.round_trips += 1;
+        let r = match self.conn_or_reconnect().await {
+            Ok(conn) => conn.simple_fetch("SELECT 1").await.map(drop),
+            Err(e) => Err(e),
+        };
+        r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
+    }
+    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.do_link(ctx, ino, parent, name).await
+    }
+
+    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        self.do_unlink(ctx, parent, name).await
+    }
+
+    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        self.do_rmdir(ctx, parent, name).await
+    }
+
+    async fn rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        self.do_rename(ctx, parent_src, name_src, parent_dst, name_dst, flags)
+            .await
+    }
+
+    async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        self.do_lookup(parent, name).await
+    }
+
+    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        self.do_setattr(ctx, ino, set).await
+    }
+
+    /// `baseMeta.Access`: root is allowed without any I/O, anyone else costs a getattr.
+    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
+        if ctx.uid == 0 {
+            return Ok(());
+        }
+        let attr = self.getattr_inner(ino).await?;
+        access(ctx, &attr, mask)
+    }
+
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        self.do_readdir(ctx, ino, plus).await
+    }
+
+    async fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        self.do_setxattr(ino, name, value, flags).await
+    }
+
+    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        simple!(self, {
+            let rows = self
+                .fetch(&st.xattr_get, &[Arg::I64(ino as i64), Arg::Str(name)])
+                .await?;
+            match rows.first() {
+                Some(r) => r.bytes(3)?.to_vec(),
+                None => return Err(MetaError::NoAttr.into()),
+            }
+        })
+    }
+
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        txn!(self, {
+            let d = self
+                .exec(&st.xattr_remove, &[Arg::I64(ino as i64), Arg::Str(name)])
+                .await?;
+            if d.rows_affected == 0 {
+                return Err(MetaError::NoAttr.into());
+            }
+        })
+    }
+
+    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let st = self.st.clone();
+        let i = Arg::I64(ino as i64);
+        ro_txn!(self, {
+            let rows = self.fetch(&st.xattr_list, &[i, i]).await?;
+            let mut names = Vec::with_capacity(rows.len());
+            for r in &rows {
+                names.push(r.bytes(2)?.to_vec());
+            }
+            if self.get_node(ino, false).await?.is_none() {
+                return Err(MetaError::NotFound.into());
+            }
+            names
+        })
+    }
+
+    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+        self.do_write(ino, indx, slice, mtime).await
+    }
+
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        self.do_read(ino, indx).await
+    }
+
+    fn stats(&self) -> SessionStats {
+        self.stats
+    }
+}

@@ -1,0 +1,899 @@
+//! The namespace operations of an SQL session (`dbMeta.doMknod`, `doLink`, `doUnlink`,
+//! `doRmdir`, `doRename`) and the trash they move entries to.
+
+use super::rows::*;
+use super::txn::{final_error, simple, txn, TxErr};
+use super::SqlSession;
+use crate::base::Storage;
+use crate::common::{
+    access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
+    check_unlink, child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH,
+    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
+};
+use crate::retry::{backoff_square, MAX_TRIES};
+use crate::sql::conn::{Arg, DbError, ErrKind};
+use crate::{Ctx, MetaError, Result};
+use metabench_schema::sql::NodeRow;
+use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
+
+impl SqlSession {
+    /// `baseMeta.Mknod` + `dbMeta.doMknod`. On EEXIST of a file or directory the
+    /// existing entry is returned in the error slot `found` (for `Create`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn mknod_txn(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+        path: &[u8],
+        found: &mut Option<(Ino, Attr)>,
+    ) -> Result<(Ino, Attr)> {
+        check_new_entry(parent, name)?;
+        let ino = self.next_inode().await?;
+        let st = self.st.clone();
+        let t = typ.as_u8() as i64;
+        let attr = txn!(self, {
+            *found = None;
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            let pattr = pn.to_attr()?;
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pattr, 0o3)?;
+            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if let Some(e) = self.get_edge(parent, name).await? {
+                if matches!(typ, FileType::File | FileType::Directory) {
+                    let a = match self.get_node(e.inode, false).await? {
+                        Some(n) => n.to_attr()?,
+                        None => {
+                            let mut a = Attr::type_only(file_type(e.typ)?);
+                            a.parent = parent;
+                            a
+                        }
+                    };
+                    *found = Some((e.inode, a));
+                }
+                return Err(MetaError::Exists.into());
+            }
+            let now = Timestamp::now();
+            // inheritGid / inheritMode (Linux)
+            let (cmode, gid) = child_mode_gid(ctx, pn.mode as u16, pn.gid as u32, typ, mode, umask);
+            let mut a = Attr::new(typ, cmode, 0, ctx.uid, gid, parent);
+            a.atime = now;
+            a.mtime = now;
+            a.ctime = now;
+            match typ {
+                FileType::Symlink => a.length = path.len() as u64,
+                FileType::Directory => {}
+                _ => a.rdev = rdev,
+            }
+            if pn.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
+                a.flags |= FLAG_SKIP_TRASH;
+            }
+            a.tier = pattr.tier;
+            let mut update_parent = false;
+            let mut nlink_adjust = 0;
+            if typ == FileType::Directory {
+                pn.nlink += 1;
+                update_parent = true;
+                nlink_adjust = 1;
+            }
+            if update_parent || ns(now) - mtime_ns(&pn) >= 0 {
+                set_mtime(&mut pn, now);
+                set_ctime(&mut pn, now);
+                update_parent = true;
+            }
+            let row = NodeRow::from_attr(ino, &a);
+            self.insert_edge(parent, name, ino, t).await?;
+            self.exec(&st.node_insert, &node_args(&row)).await?;
+            if typ == FileType::Symlink {
+                self.exec(
+                    &st.symlink_insert,
+                    &[Arg::I64(ino as i64), Arg::Bytes(path)],
+                )
+                .await?;
+            }
+            if typ == FileType::Directory {
+                self.exec(
+                    &st.dirstat_insert,
+                    &[Arg::I64(ino as i64), Arg::I64(0), Arg::I64(0), Arg::I64(0)],
+                )
+                .await?;
+            }
+            if update_parent {
+                let sql = st.parent_update_nlink(nlink_adjust);
+                self.update_parent(&sql, &pn).await?;
+            }
+            a
+        })?;
+        self.base.update_stats(align4k(0), 1);
+        self.base.update_dir_stat(parent, 0, align4k(0), 1);
+        Ok((ino, attr))
+    }
+
+    pub(super) async fn do_link(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        parent: Ino,
+        name: &[u8],
+    ) -> Result<Attr> {
+        check_new_entry(parent, name)?;
+        let cur = self.getattr_inner(ino).await?;
+        if cur.typ == FileType::Directory {
+            return Err(MetaError::Perm);
+        }
+        let st = self.st.clone();
+        let attr = txn!(self, {
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            if pn.parent.unwrap_or(0) as u64 > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &pn.to_attr()?, 0o3)?;
+            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if self.get_edge(parent, name).await?.is_some() {
+                return Err(MetaError::Exists.into());
+            }
+            let mut n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            if n.typ == TYPE_DIR {
+                return Err(MetaError::Perm.into());
+            }
+            if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            let now = Timestamp::now();
+            let update_parent = ns(now) - mtime_ns(&pn) >= 0;
+            if update_parent {
+                set_mtime(&mut pn, now);
+                set_ctime(&mut pn, now);
+            }
+            n.parent = Some(0);
+            n.nlink += 1;
+            set_ctime(&mut n, now);
+            self.insert_edge(parent, name, ino, n.typ).await?;
+            self.exec(
+                &st.node_update_link,
+                &[
+                    Arg::I64(n.ctime),
+                    Arg::I32(n.ctimensec as i32),
+                    Arg::I32(n.nlink as i32),
+                    Arg::I64(0),
+                    Arg::I64(ino as i64),
+                ],
+            )
+            .await?;
+            if update_parent {
+                self.update_parent(&st.parent_update_mtime, &pn).await?;
+            }
+            n.to_attr()?
+        })?;
+        self.base
+            .update_dir_stat(parent, attr.length as i64, align4k(attr.length), 1);
+        Ok(attr)
+    }
+
+    /// `checkTrash`: the trash sub-directory of this hour (`YYYY-MM-DD-HH`, UTC) when the
+    /// volume keeps a trash and `parent` is not in it; 0 otherwise. Looked up (and made
+    /// if missing) once per hour per session, as each JuiceFS client does.
+    pub(super) async fn check_trash(&mut self, parent: Ino) -> Result<Ino> {
+        if self.trash_days == 0 || is_trash(parent) {
+            return Ok(0);
+        }
+        let name = trash_hour(Timestamp::now().sec);
+        if let Some((n, ino)) = &self.sub_trash {
+            if *n == name {
+                return Ok(*ino);
+            }
+        }
+        let st = self.st.clone();
+        let rows = simple!(self, {
+            self.fetch(
+                &st.edge_lookup_plain,
+                &[Arg::I64(TRASH_INODE as i64), Arg::Bytes(name.as_bytes())],
+            )
+            .await?
+        })?;
+        let ino = match rows.first() {
+            Some(r) => r.int(3).map_err(|e| MetaError::Engine(e.msg))? as Ino,
+            None => self.make_trash_dir(&name).await?,
+        };
+        if ino <= TRASH_INODE {
+            return Err(MetaError::Engine(format!("invalid trash inode {ino}")));
+        }
+        self.sub_trash = Some((name, ino));
+        Ok(ino)
+    }
+
+    /// `doMknod` of a trash sub-directory: inode `TrashInode + nextTrash`, mode 0555,
+    /// no parent update. An existing one (made by another client) is returned.
+    pub(super) async fn make_trash_dir(&mut self, name: &str) -> Result<Ino> {
+        let st = self.st.clone();
+        let created = txn!(self, {
+            let pn = self
+                .get_node(TRASH_INODE, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if pn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            let pattr = pn.to_attr()?;
+            if pattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
+                return Err(MetaError::Perm.into());
+            }
+            if let Some(e) = self.get_edge(TRASH_INODE, name.as_bytes()).await? {
+                // EEXIST for a directory reads the existing node too
+                self.get_node(e.inode, false).await?;
+                (e.inode, false)
+            } else {
+                let rows = self
+                    .fetch(&st.counter_get_for_update, &[Arg::Str("nextTrash")])
+                    .await?;
+                let next = match rows.first() {
+                    Some(r) => r.int(1)?,
+                    None => 0,
+                } + 1;
+                if rows.is_empty() {
+                    self.exec(&st.counter_insert, &[Arg::Str("nextTrash"), Arg::I64(next)])
+                        .await?;
+                } else {
+                    self.exec(&st.counter_update, &[Arg::I64(next), Arg::Str("nextTrash")])
+                        .await?;
+                }
+                let ino = TRASH_INODE + next as u64;
+                let now = Timestamp::now();
+                let mut a = Attr::new(FileType::Directory, 0o555, 0, 0, 0, TRASH_INODE);
+                a.atime = now;
+                a.mtime = now;
+                a.ctime = now;
+                if pn.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
+                    a.flags |= FLAG_SKIP_TRASH;
+                }
+                a.tier = pattr.tier;
+                self.insert_edge(TRASH_INODE, name.as_bytes(), ino, TYPE_DIR)
+                    .await?;
+                self.exec(&st.node_insert, &node_args(&NodeRow::from_attr(ino, &a)))
+                    .await?;
+                self.exec(
+                    &st.dirstat_insert,
+                    &[Arg::I64(ino as i64), Arg::I64(0), Arg::I64(0), Arg::I64(0)],
+                )
+                .await?;
+                (ino, true)
+            }
+        })?;
+        if created.1 {
+            self.base.update_stats(align4k(0), 1);
+        }
+        Ok(created.0)
+    }
+
+    pub(super) async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        check_unlink(ctx, parent, name)?;
+        let trash = self.check_trash(parent).await?;
+        let st = self.st.clone();
+        // (node after the change, freed space, freed inodes, trash it went to)
+        let mut outcome = (NodeRow::default(), 0i64, 0i64, 0);
+        txn!(self, {
+            let mut trash = trash;
+            outcome = (NodeRow::default(), 0, 0, 0);
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            let pattr = pn.to_attr()?;
+            check_parent_to_remove(ctx, &pattr)?;
+            let e = self
+                .get_edge(parent, name)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if e.typ == TYPE_DIR {
+                return Err(MetaError::Perm.into());
+            }
+            let entry = trash_entry(parent, e.inode, &e.name);
+            let now = Timestamp::now();
+            let mut n = match self.get_node(e.inode, true).await? {
+                Some(mut n) => {
+                    check_sticky(ctx, &pattr, n.uid as u32)?;
+                    if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                        return Err(MetaError::Perm.into());
+                    }
+                    if n.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
+                        trash = 0;
+                    }
+                    if trash > 0 && n.nlink > 1 {
+                        // another link of this file may already be in the trash
+                        let rows = self
+                            .fetch(
+                                &st.edge_get_full,
+                                &[
+                                    Arg::I64(trash as i64),
+                                    Arg::Bytes(&entry),
+                                    Arg::I64(e.inode as i64),
+                                    Arg::I32(e.typ as i32),
+                                ],
+                            )
+                            .await?;
+                        if !rows.is_empty() {
+                            trash = 0;
+                        }
+                    }
+                    set_ctime(&mut n, now);
+                    if trash == 0 {
+                        n.nlink -= 1;
+                    } else if n.parent.unwrap_or(0) > 0 {
+                        n.parent = Some(trash as i64);
+                    }
+                    n
+                }
+                None => {
+                    tracing::warn!("no attribute for inode {} ({parent})", e.inode);
+                    trash = 0;
+                    NodeRow {
+                        inode: e.inode as i64,
+                        ..NodeRow::default()
+                    }
+                }
+            };
+            let update_parent = !is_trash(parent) && ns(now) - mtime_ns(&pn) >= 0;
+            if update_parent {
+                set_mtime(&mut pn, now);
+                set_ctime(&mut pn, now);
+            }
+            self.delete_edge(parent, &e).await?;
+            let (mut space, mut inodes) = (0, 0);
+            if n.nlink > 0 {
+                self.exec(
+                    &st.node_update_link,
+                    &[
+                        Arg::I64(n.ctime),
+                        Arg::I32(n.ctimensec as i32),
+                        Arg::I32(n.nlink as i32),
+                        Arg::I64(n.parent.unwrap_or(0)),
+                        Arg::I64(e.inode as i64),
+                    ],
+                )
+                .await?;
+                if trash > 0 {
+                    inodes = 1;
+                    space = if n.typ == TYPE_FILE {
+                        align4k(n.length as u64)
+                    } else {
+                        align4k(0)
+                    };
+                    self.insert_edge(trash, &entry, e.inode, e.typ).await?;
+                }
+            } else {
+                let ino = Arg::I64(e.inode as i64);
+                match e.typ {
+                    TYPE_FILE => {
+                        // sid 0 (no registered session): never "opened", deleted at once
+                        self.exec(
+                            &st.delfile_insert,
+                            &[ino, Arg::I64(n.length), Arg::I64(unix_now())],
+                        )
+                        .await?;
+                        self.exec(&st.node_delete, &[ino]).await?;
+                        space = -align4k(n.length as u64);
+                        inodes = -1;
+                    }
+                    t => {
+                        if t == TYPE_SYMLINK {
+                            self.exec(&st.symlink_delete, &[ino]).await?;
+                        }
+                        self.exec(&st.node_delete, &[ino]).await?;
+                        space = -align4k(0);
+                        inodes = -1;
+                    }
+                }
+                self.exec(&st.xattr_delete_all, &[ino]).await?;
+            }
+            if update_parent {
+                self.update_parent(&st.parent_update_mtime, &pn).await?;
+            }
+            if n.typ == 0 {
+                n.typ = e.typ;
+            }
+            outcome = (n, space, inodes, trash);
+        })?;
+        let (n, space, inodes, trash) = outcome;
+        let ino = n.inode as Ino;
+        let len = if n.typ == TYPE_FILE {
+            n.length as u64
+        } else {
+            0
+        };
+        if trash == 0 {
+            if n.typ == TYPE_FILE && n.nlink == 0 {
+                self.base.file_deleted(ino, n.length as u64);
+            }
+            self.base.update_stats(space, inodes);
+        } else {
+            self.base.update_dir_stat(trash, len as i64, space, inodes);
+        }
+        self.base
+            .update_dir_stat(parent, -(len as i64), -align4k(len), -1);
+        if n.nlink == 0 {
+            self.base.cache.forget_file(ino);
+            self.base.cache.forget_symlink(ino);
+        }
+        Ok(())
+    }
+
+    pub(super) async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        check_rmdir(ctx, parent, name)?;
+        let trash = self.check_trash(parent).await?;
+        let st = self.st.clone();
+        let trashed = txn!(self, {
+            let mut trash = trash;
+            let mut pn = self
+                .get_node(parent, false)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            let pattr = pn.to_attr()?;
+            check_parent_to_remove(ctx, &pattr)?;
+            let e = self
+                .get_edge(parent, name)
+                .await?
+                .ok_or(MetaError::NotFound)?;
+            if e.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            let mut n = self.get_node(e.inode, true).await?;
+            let child = self
+                .fetch(&st.edge_first_child, &[Arg::I64(e.inode as i64)])
+                .await?;
+            if !child.is_empty() {
+                return Err(MetaError::NotEmpty.into());
+            }
+            if n.as_ref()
+                .map(|n| n.flags & i64::from(FLAG_SKIP_TRASH) != 0)
+                .unwrap_or(false)
+            {
+                trash = 0;
+            }
+            let now = Timestamp::now();
+            match &mut n {
+                Some(n) => {
+                    check_sticky(ctx, &pattr, n.uid as u32)?;
+                    if trash > 0 {
+                        set_ctime(n, now);
+                        n.parent = Some(trash as i64);
+                    }
+                }
+                None => {
+                    tracing::warn!("no attribute for inode {} ({parent})", e.inode);
+                    trash = 0;
+                }
+            }
+            pn.nlink -= 1;
+            set_mtime(&mut pn, now);
+            set_ctime(&mut pn, now);
+            let ino = Arg::I64(e.inode as i64);
+            self.delete_edge(parent, &e).await?;
+            self.exec(&st.dirstat_delete, &[ino]).await?;
+            self.exec(&st.dirquota_delete, &[ino]).await?;
+            match (&n, trash) {
+                (Some(n), t) if t > 0 => {
+                    self.exec(
+                        &st.node_update_ctime_parent,
+                        &[
+                            Arg::I64(n.ctime),
+                            Arg::I32(n.ctimensec as i32),
+                            Arg::I64(t as i64),
+                            ino,
+                        ],
+                    )
+                    .await?;
+                    let entry = trash_entry(parent, e.inode, &e.name);
+                    self.insert_edge(t, &entry, e.inode, TYPE_DIR).await?;
+                }
+                _ => {
+                    self.exec(&st.node_delete, &[ino]).await?;
+                    self.exec(&st.xattr_delete_all, &[ino]).await?;
+                }
+            }
+            if !is_trash(parent) {
+                // no check of the affected rows here in doRmdir
+                self.exec(
+                    &st.parent_update_rmdir,
+                    &[
+                        Arg::I64(pn.mtime),
+                        Arg::I64(pn.ctime),
+                        Arg::I32(pn.mtimensec as i32),
+                        Arg::I32(pn.ctimensec as i32),
+                        Arg::I64(pn.inode),
+                    ],
+                )
+                .await?;
+            }
+            trash
+        })?;
+        if trashed == 0 {
+            self.base.update_stats(-align4k(0), -1);
+        } else {
+            self.base.update_dir_stat(trashed, 0, align4k(0), 1);
+        }
+        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn do_rename(
+        &mut self,
+        ctx: &Ctx,
+        ps: Ino,
+        ns_: &[u8],
+        pd: Ino,
+        nd: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        check_rename(ctx, ps, ns_, pd, nd)?;
+        match flags {
+            0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
+            f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
+            f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
+                return Err(MetaError::NotSupported)
+            }
+            _ => return Err(MetaError::Invalid),
+        }
+        let exchange = flags == RENAME_EXCHANGE;
+        let trash0 = self.check_trash(pd).await?;
+        let st = self.st.clone();
+        // (source inode, its attr, target node if any, target's type, freed space, inodes)
+        struct Out {
+            ino: Ino,
+            attr: Attr,
+            target: Option<NodeRow>,
+            ttyp: i64,
+            space: i64,
+            inodes: i64,
+            trash: Ino,
+        }
+        let out = txn!(self, {
+            let mut trash = trash0;
+            let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
+            let mut dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;
+            if spn.typ != TYPE_DIR || dpn.typ != TYPE_DIR {
+                return Err(MetaError::NotDir.into());
+            }
+            if spn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0
+                || dpn.flags & i64::from(FLAG_IMMUTABLE) != 0
+            {
+                return Err(MetaError::Perm.into());
+            }
+            let spattr = spn.to_attr()?;
+            let dpattr = dpn.to_attr()?;
+            if flags & RENAME_RESTORE == 0 && dpattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &spattr, 0o3)?;
+            access(ctx, &dpattr, 0o3)?;
+            let se = self.get_edge(ps, ns_).await?.ok_or(MetaError::NotFound)?;
+            if ps == pd && se.name == nd {
+                let mut a = Attr::type_only(file_type(se.typ)?);
+                a.parent = ps;
+                Out {
+                    ino: se.inode,
+                    attr: a,
+                    target: None,
+                    ttyp: 0,
+                    space: 0,
+                    inodes: 0,
+                    trash: 0,
+                }
+            } else {
+                if se.inode == pd || se.inode == dpattr.parent {
+                    return Err(MetaError::Perm.into());
+                }
+                let mut sn = self
+                    .get_node(se.inode, false)
+                    .await?
+                    .ok_or(MetaError::NotFound)?;
+                let sattr = sn.to_attr()?;
+                if ps != pd
+                    && spattr.mode & 0o1000 != 0
+                    && ctx.uid != 0
+                    && ctx.uid != sattr.uid
+                    && (ctx.uid != spattr.uid || sattr.typ == FileType::Directory)
+                {
+                    return Err(MetaError::Access.into());
+                }
+                if sn.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                    return Err(MetaError::Perm.into());
+                }
+                let de = self.get_edge(pd, nd).await?;
+                let (mut supdate, mut dupdate) = (false, false);
+                let (mut srcnlink, mut dstnlink) = (0i32, 0i32);
+                let now = Timestamp::now();
+                let mut dn: Option<NodeRow> = None;
+                let mut same_inode = false;
+                if let Some(de) = &de {
+                    if flags & RENAME_NOREPLACE != 0 {
+                        return Err(MetaError::Exists.into());
+                    }
+                    let mut n = match self.get_node(de.inode, true).await? {
+                        Some(n) => n,
+                        None => {
+                            tracing::warn!("no attribute for inode {} ({pd})", de.inode);
+                            trash = 0;
+                            NodeRow {
+                                inode: de.inode as i64,
+                                typ: de.typ,
+                                ..NodeRow::default()
+                            }
+                        }
+                    };
+                    if n.flags & i64::from(FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
+                        return Err(MetaError::Perm.into());
+                    }
+                    if n.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
+                        trash = 0;
+                    }
+                    set_ctime(&mut n, now);
+                    if exchange {
+                        if ps != pd {
+                            if de.typ == TYPE_DIR {
+                                n.parent = Some(ps as i64);
+                                dpn.nlink -= 1;
+                                dstnlink -= 1;
+                                spn.nlink += 1;
+                                srcnlink += 1;
+                                supdate = true;
+                                dupdate = true;
+                            } else if n.parent.unwrap_or(0) > 0 {
+                                n.parent = Some(ps as i64);
+                            }
+                        }
+                    } else if de.inode == se.inode {
+                        same_inode = true;
+                    } else if se.typ == TYPE_DIR && de.typ != TYPE_DIR {
+                        return Err(MetaError::NotDir.into());
+                    } else if de.typ == TYPE_DIR {
+                        if se.typ != TYPE_DIR {
+                            return Err(MetaError::IsDir.into());
+                        }
+                        let child = self
+                            .fetch(&st.edge_first_child, &[Arg::I64(de.inode as i64)])
+                            .await?;
+                        if !child.is_empty() {
+                            return Err(MetaError::NotEmpty.into());
+                        }
+                        dpn.nlink -= 1;
+                        dstnlink -= 1;
+                        dupdate = true;
+                        if trash > 0 {
+                            n.parent = Some(trash as i64);
+                        }
+                    } else if trash == 0 {
+                        n.nlink -= 1;
+                    } else if n.parent.unwrap_or(0) > 0 {
+                        n.parent = Some(trash as i64);
+                    }
+                    if !same_inode {
+                        check_sticky(ctx, &dpattr, n.uid as u32)?;
+                    }
+                    dn = Some(n);
+                } else if exchange {
+                    return Err(MetaError::NotFound.into());
+                }
+                if same_inode {
+                    Out {
+                        ino: se.inode,
+                        attr: sattr,
+                        target: None,
+                        ttyp: 0,
+                        space: 0,
+                        inodes: 0,
+                        trash: 0,
+                    }
+                } else {
+                    check_sticky(ctx, &spattr, sattr.uid)?;
+                    if ps != pd {
+                        if se.typ == TYPE_DIR {
+                            sn.parent = Some(pd as i64);
+                            spn.nlink -= 1;
+                            srcnlink -= 1;
+                            dpn.nlink += 1;
+                            dstnlink += 1;
+                            supdate = true;
+                            dupdate = true;
+                        } else if sn.parent.unwrap_or(0) > 0 {
+                            sn.parent = Some(pd as i64);
+                        }
+                    }
+                    if supdate || ns(now) - mtime_ns(&spn) >= 0 {
+                        set_mtime(&mut spn, now);
+                        set_ctime(&mut spn, now);
+                        supdate = true;
+                    }
+                    if dupdate || ns(now) - mtime_ns(&dpn) >= 0 {
+                        set_mtime(&mut dpn, now);
+                        set_ctime(&mut dpn, now);
+                        dupdate = true;
+                    }
+                    set_ctime(&mut sn, now);
+                    let (mut space, mut inodes) = (0i64, 0i64);
+                    if exchange {
+                        let de = de.as_ref().expect("exchange needs a target");
+                        let dn = dn.as_ref().expect("exchange needs a target");
+                        self.exec(
+                            &st.edge_update_target,
+                            &[
+                                Arg::I64(de.inode as i64),
+                                Arg::I32(de.typ as i32),
+                                Arg::I64(ps as i64),
+                                Arg::Bytes(&se.name),
+                            ],
+                        )
+                        .await?;
+                        self.exec(
+                            &st.edge_update_target,
+                            &[
+                                Arg::I64(se.inode as i64),
+                                Arg::I32(se.typ as i32),
+                                Arg::I64(pd as i64),
+                                Arg::Bytes(&de.name),
+                            ],
+                        )
+                        .await?;
+                        self.exec(
+                            &st.node_update_ctime_parent,
+                            &[
+                                Arg::I64(dn.ctime),
+                                Arg::I32(dn.ctimensec as i32),
+                                Arg::I64(dn.parent.unwrap_or(0)),
+                                Arg::I64(dn.inode),
+                            ],
+                        )
+                        .await?;
+                    } else {
+                        if self.delete_edge(ps, &se).await? != 1 {
+                            return Err(TxErr::Db(DbError::decode("delete src failed".into())));
+                        }
+                        if let (Some(de), Some(dn)) = (&de, &dn) {
+                            let dino = Arg::I64(de.inode as i64);
+                            if trash > 0 {
+                                inodes = 1;
+                                space = if de.typ == TYPE_FILE {
+                                    align4k(dn.length as u64)
+                                } else {
+                                    align4k(0)
+                                };
+                                self.exec(
+                                    &st.node_update_ctime_parent,
+                                    &[
+                                        Arg::I64(dn.ctime),
+                                        Arg::I32(dn.ctimensec as i32),
+                                        Arg::I64(dn.parent.unwrap_or(0)),
+                                        dino,
+                                    ],
+                                )
+                                .await?;
+                                let entry = trash_entry(pd, de.inode, &de.name);
+                                self.insert_edge(trash, &entry, de.inode, de.typ).await?;
+                            } else if de.typ != TYPE_DIR && dn.nlink > 0 {
+                                self.exec(
+                                    &st.node_update_link,
+                                    &[
+                                        Arg::I64(dn.ctime),
+                                        Arg::I32(dn.ctimensec as i32),
+                                        Arg::I32(dn.nlink as i32),
+                                        Arg::I64(dn.parent.unwrap_or(0)),
+                                        dino,
+                                    ],
+                                )
+                                .await?;
+                            } else {
+                                if de.typ == TYPE_FILE {
+                                    self.exec(
+                                        &st.delfile_insert,
+                                        &[dino, Arg::I64(dn.length), Arg::I64(unix_now())],
+                                    )
+                                    .await?;
+                                    self.exec(&st.node_delete, &[dino]).await?;
+                                    space = -align4k(dn.length as u64);
+                                } else {
+                                    if de.typ == TYPE_SYMLINK {
+                                        self.exec(&st.symlink_delete, &[dino]).await?;
+                                    }
+                                    self.exec(&st.node_delete, &[dino]).await?;
+                                    space = -align4k(0);
+                                }
+                                inodes = -1;
+                                self.exec(&st.xattr_delete_all, &[dino]).await?;
+                            }
+                            self.delete_edge(pd, de).await?;
+                            if de.typ == TYPE_DIR {
+                                self.exec(&st.dirquota_delete, &[dino]).await?;
+                            }
+                        }
+                        self.insert_edge(pd, nd, se.inode, se.typ).await?;
+                    }
+                    self.exec(
+                        &st.node_update_ctime_parent,
+                        &[
+                            Arg::I64(sn.ctime),
+                            Arg::I32(sn.ctimensec as i32),
+                            Arg::I64(sn.parent.unwrap_or(0)),
+                            Arg::I64(sn.inode),
+                        ],
+                    )
+                    .await?;
+                    if pd != ps && !is_trash(ps) && supdate {
+                        if dupdate && dpn.inode < spn.inode {
+                            let sql = st.parent_update_nlink(dstnlink);
+                            self.update_parent(&sql, &dpn).await?;
+                            dupdate = false;
+                        }
+                        let sql = st.parent_update_nlink(srcnlink);
+                        self.update_parent(&sql, &spn).await?;
+                    }
+                    if dupdate {
+                        let sql = st.parent_update_nlink(dstnlink);
+                        self.update_parent(&sql, &dpn).await?;
+                    }
+                    Out {
+                        ino: se.inode,
+                        attr: sn.to_attr()?,
+                        ttyp: de.as_ref().map(|d| d.typ).unwrap_or(0),
+                        target: dn,
+                        space,
+                        inodes,
+                        trash,
+                    }
+                }
+            }
+        })?;
+        // baseMeta.Rename: dir stats of both parents and of a replaced target.
+        let len = |typ: i64, l: i64| if typ == TYPE_FILE { l as u64 } else { 0 };
+        let sl = len(out.attr.typ.as_u8() as i64, out.attr.length as i64);
+        if ps != pd {
+            self.base
+                .update_dir_stat(ps, -(sl as i64), -align4k(sl), -1);
+            self.base.update_dir_stat(pd, sl as i64, align4k(sl), 1);
+        }
+        if let Some(dn) = &out.target {
+            let tl = len(out.ttyp, dn.length);
+            if ps != pd || !exchange {
+                self.base
+                    .update_dir_stat(pd, -(tl as i64), -align4k(tl), -1);
+            }
+            if ps != pd && exchange {
+                self.base.update_dir_stat(ps, tl as i64, align4k(tl), 1);
+            }
+            if !exchange && out.trash > 0 {
+                self.base
+                    .update_dir_stat(out.trash, tl as i64, out.space, out.inodes);
+            } else if !exchange {
+                if out.ttyp == TYPE_FILE && dn.nlink == 0 {
+                    self.base.file_deleted(dn.inode as Ino, dn.length as u64);
+                }
+                self.base.update_stats(out.space, out.inodes);
+            }
+        }
+        Ok((out.ino, out.attr))
+    }
+}

@@ -1,0 +1,411 @@
+//! Transaction plumbing of an SQL session: `dbMeta.txn`, `roTxn` and `simpleTxn`, the
+//! statements every operation shares, and the uncounted counter transaction of the
+//! background inode prefetch.
+
+use super::rows::*;
+use super::SqlSession;
+use crate::retry::{backoff_square, MAX_TRIES};
+use crate::sql::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
+use crate::sql::dialect::Stmts;
+use crate::MetaError;
+use metabench_schema::sql::{Dialect, NodeRow};
+use metabench_schema::Ino;
+use tokio::sync::OwnedMutexGuard;
+
+/// Why a transaction attempt failed.
+pub(crate) enum TxErr {
+    /// An errno from the operation's logic: rolled back, not retried.
+    Meta(MetaError),
+    /// A parent update matched no row on MySQL (`syscall.EBUSY`): retried.
+    Busy,
+    /// A statement failed.
+    Db(DbError),
+    /// COMMIT failed.
+    Commit(DbError),
+}
+
+impl From<MetaError> for TxErr {
+    fn from(e: MetaError) -> Self {
+        TxErr::Meta(e)
+    }
+}
+
+impl From<DbError> for TxErr {
+    fn from(e: DbError) -> Self {
+        TxErr::Db(e)
+    }
+}
+
+impl From<metabench_schema::DecodeError> for TxErr {
+    fn from(e: metabench_schema::DecodeError) -> Self {
+        TxErr::Meta(e.into())
+    }
+}
+
+/// The error an operation returns after its last attempt.
+pub(super) fn final_error(e: TxErr, retryable: bool) -> MetaError {
+    match e {
+        TxErr::Meta(m) => m,
+        TxErr::Busy => MetaError::Conflict(MAX_TRIES),
+        TxErr::Db(d) | TxErr::Commit(d) if retryable => {
+            tracing::debug!("giving up after {MAX_TRIES} tries: {}", d.msg);
+            MetaError::Conflict(MAX_TRIES)
+        }
+        TxErr::Db(d) | TxErr::Commit(d) => MetaError::Engine(d.msg),
+    }
+}
+
+/// A write transaction (`dbMeta.txn`). The body is a block evaluated inside the
+/// transaction; `?` in it aborts the attempt.
+macro_rules! txn {
+    ($s:ident, $body:block) => {{
+        let _guard = $s.write_guard().await;
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, TxErr> = async {
+                $s.begin().await.map_err(TxErr::Db)?;
+                #[allow(clippy::redundant_closure_call)]
+                let v = $body;
+                $s.commit().await.map_err(TxErr::Commit)?;
+                Ok(v)
+            }
+            .await;
+            match res {
+                Ok(v) => break Ok(v),
+                Err(e) => {
+                    let retry = $s.abort(&e).await;
+                    if retry && attempt + 1 < MAX_TRIES {
+                        $s.stats.retries += 1;
+                        tokio::time::sleep(backoff_square(attempt)).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    break Err(final_error(e, retry));
+                }
+            }
+        }
+    }};
+}
+
+/// A read-only transaction (`dbMeta.roTxn`): always rolled back.
+macro_rules! ro_txn {
+    ($s:ident, $body:block) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, TxErr> = async {
+                $s.begin_ro().await.map_err(TxErr::Db)?;
+                Ok($body)
+            }
+            .await;
+            let retry = match &res {
+                Ok(_) => {
+                    let _ = $s.rollback().await;
+                    false
+                }
+                Err(e) => $s.abort(e).await,
+            };
+            match res {
+                Ok(v) => break Ok(v),
+                Err(e) if retry && attempt + 1 < MAX_TRIES => {
+                    drop(e);
+                    $s.stats.retries += 1;
+                    tokio::time::sleep(backoff_square(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => break Err(final_error(e, retry)),
+            }
+        }
+    }};
+}
+
+/// Autocommit reads (`dbMeta.simpleTxn`), retried on retryable errors.
+macro_rules! simple {
+    ($s:ident, $body:block) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, TxErr> = async { Ok($body) }.await;
+            match res {
+                Ok(v) => break Ok(v),
+                Err(e) => {
+                    let retry = matches!(&e, TxErr::Db(d) if d.kind != ErrKind::Fatal);
+                    if retry && attempt + 1 < MAX_TRIES {
+                        $s.stats.retries += 1;
+                        tokio::time::sleep(backoff_square(attempt)).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    break Err(final_error(e, retry));
+                }
+            }
+        }
+    }};
+}
+
+pub(super) use {ro_txn, simple, txn};
+
+impl SqlSession {
+    pub(super) async fn conn_or_reconnect(&mut self) -> std::result::Result<&mut Conn, DbError> {
+        if self.conn.is_none() {
+            match self.target.connect().await {
+                Ok(c) => self.conn = Some(c),
+                Err(e) => {
+                    return Err(DbError {
+                        kind: ErrKind::Broken,
+                        duplicate: false,
+                        msg: e.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    pub(super) fn note(&mut self, e: &DbError) {
+        if e.kind == ErrKind::Broken {
+            self.conn = None;
+        }
+    }
+
+    pub(super) async fn exec(
+        &mut self,
+        sql: &Sql,
+        args: &[Arg<'_>],
+    ) -> std::result::Result<Done, DbError> {
+        self.stats.round_trips += 1;
+        let r = self.conn_or_reconnect().await?.exec(sql, args).await;
+        if let Err(e) = &r {
+            self.note(e);
+        }
+        r
+    }
+
+    pub(super) async fn fetch(
+        &mut self,
+        sql: &Sql,
+        args: &[Arg<'_>],
+    ) -> std::result::Result<Vec<Row>, DbError> {
+        self.stats.round_trips += 1;
+        let r = self.conn_or_reconnect().await?.fetch(sql, args).await;
+        if let Err(e) = &r {
+            self.note(e);
+        }
+        r
+    }
+
+    pub(super) async fn simple_stmt(&mut self, sql: &str) -> std::result::Result<(), DbError> {
+        self.stats.round_trips += 1;
+        let r = self.conn_or_reconnect().await?.simple(sql).await;
+        if let Err(e) = &r {
+            self.note(e);
+        }
+        r
+    }
+
+    pub(super) async fn begin(&mut self) -> std::result::Result<(), DbError> {
+        let s = self.st.begin;
+        self.simple_stmt(s).await
+    }
+
+    pub(super) async fn begin_ro(&mut self) -> std::result::Result<(), DbError> {
+        for s in self.st.begin_ro {
+            self.simple_stmt(s).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn commit(&mut self) -> std::result::Result<(), DbError> {
+        let s = self.st.commit;
+        self.simple_stmt(s).await
+    }
+
+    pub(super) async fn rollback(&mut self) -> std::result::Result<(), DbError> {
+        if self.conn.is_none() {
+            return Ok(());
+        }
+        let s = self.st.rollback;
+        self.simple_stmt(s).await
+    }
+
+    /// Ends a failed attempt as database/sql and xorm do (ROLLBACK after a failed
+    /// statement or an errno; nothing after a failed COMMIT except on SQLite, whose
+    /// driver rolls back) and says whether JuiceFS would retry.
+    pub(super) async fn abort(&mut self, e: &TxErr) -> bool {
+        match e {
+            TxErr::Commit(d) => {
+                if self.st.dialect == Dialect::Sqlite && d.kind != ErrKind::Broken {
+                    let _ = self.rollback().await;
+                }
+                d.kind != ErrKind::Fatal
+            }
+            TxErr::Db(d) if d.kind == ErrKind::Broken => true,
+            TxErr::Db(d) => {
+                let _ = self.rollback().await;
+                d.kind == ErrKind::Retry
+            }
+            TxErr::Busy => {
+                let _ = self.rollback().await;
+                true
+            }
+            TxErr::Meta(_) => {
+                let _ = self.rollback().await;
+                false
+            }
+        }
+    }
+
+    pub(super) async fn write_guard(&self) -> Option<OwnedMutexGuard<()>> {
+        match &self.sqlite_lock {
+            Some(l) => Some(l.clone().lock_owned().await),
+            None => None,
+        }
+    }
+
+    pub(super) async fn get_node(
+        &mut self,
+        ino: Ino,
+        for_update: bool,
+    ) -> std::result::Result<Option<NodeRow>, TxErr> {
+        let st = self.st.clone();
+        let sql = if for_update {
+            &st.node_get_for_update
+        } else {
+            &st.node_get
+        };
+        let rows = self.fetch(sql, &[Arg::I64(ino as i64)]).await?;
+        rows.first().map(|r| parse_node(r, 0)).transpose()
+    }
+
+    pub(super) async fn get_edge(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+    ) -> std::result::Result<Option<EdgeRow>, DbError> {
+        let st = self.st.clone();
+        let rows = self
+            .fetch(&st.edge_get, &[Arg::I64(parent as i64), Arg::Bytes(name)])
+            .await?;
+        rows.first().map(|r| parse_edge(r, 0)).transpose()
+    }
+
+    pub(super) async fn insert_edge(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        ino: Ino,
+        typ: i64,
+    ) -> std::result::Result<(), DbError> {
+        let st = self.st.clone();
+        let args = [
+            Arg::I64(parent as i64),
+            Arg::Bytes(name),
+            Arg::I64(ino as i64),
+            Arg::I32(typ as i32),
+        ];
+        if st.dialect == Dialect::Postgres {
+            self.fetch(&st.edge_insert, &args).await.map(|_| ())
+        } else {
+            self.exec(&st.edge_insert, &args).await.map(|_| ())
+        }
+    }
+
+    pub(super) async fn delete_edge(
+        &mut self,
+        parent: Ino,
+        e: &EdgeRow,
+    ) -> std::result::Result<u64, DbError> {
+        let st = self.st.clone();
+        self.exec(
+            &st.edge_delete,
+            &[
+                Arg::I64(parent as i64),
+                Arg::Bytes(&e.name),
+                Arg::I64(e.inode as i64),
+                Arg::I32(e.typ as i32),
+                Arg::I64(e.id),
+            ],
+        )
+        .await
+        .map(|d| d.rows_affected)
+    }
+
+    /// A parent-directory update; matching no row is a conflict (EBUSY, retried) on
+    /// MySQL and ENOENT elsewhere.
+    pub(super) async fn update_parent(
+        &mut self,
+        sql: &Sql,
+        pn: &NodeRow,
+    ) -> std::result::Result<(), TxErr> {
+        let d = self
+            .exec(
+                sql,
+                &[
+                    Arg::I64(pn.mtime),
+                    Arg::I64(pn.ctime),
+                    Arg::I32(pn.mtimensec as i32),
+                    Arg::I32(pn.ctimensec as i32),
+                    Arg::I64(pn.inode),
+                ],
+            )
+            .await?;
+        if d.rows_affected == 0 {
+            return Err(if self.st.dialect == Dialect::Mysql {
+                TxErr::Busy
+            } else {
+                TxErr::Meta(MetaError::NotFound)
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `incrCounter` on the background connection (inode prefetch): not counted.
+pub(super) async fn incr_counter_bg(
+    c: &mut Conn,
+    st: &Stmts,
+    name: &str,
+    batch: u64,
+) -> std::result::Result<u64, DbError> {
+    let mut attempt = 0;
+    loop {
+        let r: std::result::Result<u64, (DbError, bool)> = async {
+            c.simple(st.begin).await.map_err(|e| (e, false))?;
+            let rows = c
+                .fetch(&st.counter_get_for_update, &[Arg::Str(name)])
+                .await
+                .map_err(|e| (e, false))?;
+            let v = match rows.first() {
+                Some(r) => r.int(1).map_err(|e| (e, false))?,
+                None => 0,
+            } + batch as i64;
+            if rows.is_empty() {
+                c.exec(&st.counter_insert, &[Arg::Str(name), Arg::I64(v)])
+                    .await
+                    .map_err(|e| (e, false))?;
+            } else {
+                c.exec(&st.counter_update, &[Arg::I64(v), Arg::Str(name)])
+                    .await
+                    .map_err(|e| (e, false))?;
+            }
+            c.simple(st.commit).await.map_err(|e| (e, true))?;
+            Ok(v as u64)
+        }
+        .await;
+        match r {
+            Ok(v) => return Ok(v),
+            Err((e, at_commit)) => {
+                if e.kind == ErrKind::Broken {
+                    return Err(e);
+                }
+                if !at_commit || st.dialect == Dialect::Sqlite {
+                    let _ = c.simple(st.rollback).await;
+                }
+                if e.kind == ErrKind::Retry && attempt + 1 < MAX_TRIES {
+                    tokio::time::sleep(backoff_square(attempt)).await;
+                    attempt += 1;
+                    continue;
+                }
+                return Err(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! `kvMeta.doRename` with `baseMeta.Rename`'s checks: one transaction over both parents,
+//! both entries and the inodes involved, as `pkg/meta/tkv.go` sends it.
+
+use super::kv::txn;
+use super::session::{delete_keys, tx_ref, TkvSession};
+use crate::base::Storage;
+use crate::common::{
+    access, check_not_pinned, check_rename, check_sticky, is_trash, touch, FLAG_APPEND,
+    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE,
+};
+use crate::meta::Ctx;
+use crate::retry::decode_attr as decode;
+use crate::{MetaError, Result};
+use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp, TRASH_INODE};
+
+impl TkvSession {
+    pub(super) async fn do_rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        let (ps, pd) = (parent_src, parent_dst);
+        check_rename(ctx, ps, name_src, pd, name_dst)?;
+        match flags {
+            0 | RENAME_NOREPLACE => {}
+            RENAME_EXCHANGE => return Err(MetaError::NotSupported),
+            _ => return Err(MetaError::Invalid),
+        }
+        if !is_trash(ps) {
+            self.quota_walk(ps).await;
+        }
+        if ps != pd {
+            self.quota_walk(pd).await;
+        }
+        let keys = self.keys.clone();
+        struct Moved {
+            ino: Ino,
+            attr: Attr,
+            /// Replaced target: inode, type, attribute after the change, freed (space, inodes).
+            target: Option<(Ino, FileType, Attr, i64, i64)>,
+        }
+        let moved = txn!(self, |tx| {
+            let kes = keys.entry(ps, name_src);
+            let ked = keys.entry(pd, name_dst);
+            let buf = tx.get(&kes).await?.ok_or(MetaError::NotFound)?;
+            let d = Dentry::decode(&buf)?;
+            let (typ, ino) = (d.typ, d.inode);
+            if ps == pd && name_src == name_dst {
+                return Ok(Moved {
+                    ino,
+                    attr: Attr::type_only(typ),
+                    target: None,
+                });
+            }
+            let rs = tx
+                .gets(&[keys.inode(ps), keys.inode(pd), keys.inode(ino), ked.clone()])
+                .await?;
+            let (Some(sb), Some(db), Some(ib)) = (&rs[0], &rs[1], &rs[2]) else {
+                return Err(MetaError::NotFound.into());
+            };
+            let mut sattr = decode(sb)?;
+            if sattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            access(ctx, &sattr, MASK_WX)?;
+            let mut dattr = if ps == pd { sattr.clone() } else { decode(db)? };
+            if dattr.typ != FileType::Directory {
+                return Err(MetaError::NotDir.into());
+            }
+            if dattr.parent > TRASH_INODE {
+                return Err(MetaError::NotFound.into());
+            }
+            access(ctx, &dattr, MASK_WX)?;
+            if ino == pd || ino == dattr.parent {
+                return Err(MetaError::Perm.into());
+            }
+            let mut iattr = decode(ib)?;
+            if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+                || dattr.flags & FLAG_IMMUTABLE != 0
+                || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+            {
+                return Err(MetaError::Perm.into());
+            }
+            if ps != pd
+                && sattr.mode & 0o1000 != 0
+                && ctx.uid != 0
+                && ctx.uid != iattr.uid
+                && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
+            {
+                return Err(MetaError::Access.into());
+            }
+            let now = Timestamp::now();
+            let mut target = None;
+            let (mut supdate, mut dupdate) = (false, false);
+            if let Some(tb) = &rs[3] {
+                if flags & RENAME_NOREPLACE != 0 {
+                    return Err(MetaError::Exists.into());
+                }
+                let t = Dentry::decode(tb)?;
+                if t.inode == ino {
+                    return Ok(Moved {
+                        ino,
+                        attr: iattr,
+                        target: None,
+                    });
+                }
+                if typ == FileType::Directory && t.typ != FileType::Directory {
+                    return Err(MetaError::NotDir.into());
+                }
+                if typ != FileType::Directory && t.typ == FileType::Directory {
+                    return Err(MetaError::IsDir.into());
+                }
+                let mut tattr = match tx.get(&keys.inode(t.inode)).await? {
+                    Some(b) => decode(&b)?,
+                    None => Attr::type_only(t.typ),
+                };
+                check_not_pinned(&tattr)?;
+                if t.typ == FileType::Directory {
+                    if tx.exist(&keys.entry_prefix(t.inode)).await? {
+                        return Err(MetaError::NotEmpty.into());
+                    }
+                    dattr.nlink = dattr.nlink.saturating_sub(1);
+                    dupdate = true;
+                    tattr.nlink = 0;
+                } else {
+                    tattr.nlink = tattr.nlink.saturating_sub(1);
+                }
+                tattr.ctime = now;
+                check_sticky(ctx, &dattr, tattr.uid)?;
+                let kt = keys.inode(t.inode);
+                let (mut space, mut inodes) = (0, 0);
+                if tattr.nlink > 0 {
+                    tx.set(&kt, &tattr.encode()).await?;
+                    if tattr.parent == 0 {
+                        tx.incr_by(&keys.parent(t.inode, pd), -1).await?;
+                    }
+                } else {
+                    match t.typ {
+                        FileType::File => {
+                            tx.set(&keys.delfile(t.inode, tattr.length), &now.sec.to_be_bytes())
+                                .await?;
+                            tx.delete(&kt);
+                            (space, inodes) = (-align4k(tattr.length), -1);
+                        }
+                        other => {
+                            if other == FileType::Symlink {
+                                tx.delete(&keys.symlink(t.inode));
+                            }
+                            tx.delete(&kt);
+                            (space, inodes) = (-align4k(0), -1);
+                        }
+                    }
+                    delete_keys(tx_ref(&mut tx), &keys.xattr(t.inode, b"")).await?;
+                    if tattr.parent == 0 {
+                        delete_keys(tx_ref(&mut tx), &keys.parent_prefix(t.inode)).await?;
+                    }
+                    if t.typ == FileType::Directory {
+                        tx.delete(&keys.dir_stat(t.inode));
+                        let kq = keys.dir_quota(t.inode);
+                        if tx.get(&kq).await?.is_some() {
+                            tx.delete(&kq);
+                        }
+                    }
+                }
+                target = Some((t.inode, t.typ, tattr, space, inodes));
+            }
+            check_sticky(ctx, &sattr, iattr.uid)?;
+            if ps != pd {
+                if typ == FileType::Directory {
+                    iattr.parent = pd;
+                    sattr.nlink = sattr.nlink.saturating_sub(1);
+                    dattr.nlink += 1;
+                    supdate = true;
+                    dupdate = true;
+                } else if iattr.parent > 0 {
+                    iattr.parent = pd;
+                }
+            }
+            if supdate || now >= sattr.mtime {
+                touch(&mut sattr, now);
+                supdate = true;
+            }
+            if dupdate || now >= dattr.mtime {
+                touch(&mut dattr, now);
+                dupdate = true;
+            }
+            if ps == pd {
+                // One directory: the destination copy carries every change.
+                dattr.mtime = sattr.mtime;
+                dattr.ctime = sattr.ctime;
+                supdate = false;
+            }
+            iattr.ctime = now;
+            tx.delete(&kes);
+            if supdate && !is_trash(ps) {
+                tx.set(&keys.inode(ps), &sattr.encode()).await?;
+            }
+            if iattr.parent == 0 && ps != pd {
+                tx.incr_by(&keys.parent(ino, pd), 1).await?;
+                tx.incr_by(&keys.parent(ino, ps), -1).await?;
+            }
+            tx.set(&keys.inode(ino), &iattr.encode()).await?;
+            tx.set(&ked, &buf).await?;
+            if dupdate {
+                tx.set(&keys.inode(pd), &dattr.encode()).await?;
+            }
+            Ok(Moved {
+                ino,
+                attr: iattr,
+                target,
+            })
+        })?;
+        if let Some((tino, ttyp, tattr, space, inodes)) = &moved.target {
+            if *ttyp == FileType::File && tattr.nlink == 0 {
+                self.base.file_deleted(*tino, tattr.length);
+            }
+            if *ttyp == FileType::Directory {
+                self.base.forget_dir_parent(*tino);
+                self.base.forget_dir_stat(*tino);
+            }
+            self.base.update_stats(*space, *inodes);
+            let diff = if *ttyp == FileType::File {
+                tattr.length
+            } else {
+                0
+            };
+            self.base
+                .update_dir_stat(pd, -(diff as i64), -align4k(diff), -1);
+        }
+        if ps != pd {
+            let a = &moved.attr;
+            let diff = if a.typ == FileType::File { a.length } else { 0 };
+            self.base
+                .update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
+            self.base.update_dir_stat(pd, diff as i64, align4k(diff), 1);
+            if a.typ == FileType::Directory {
+                self.base.keep_dir_parent(moved.ino, pd);
+            }
+        }
+        Ok((moved.ino, moved.attr))
+    }
+}
