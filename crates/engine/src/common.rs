@@ -90,15 +90,17 @@ pub(crate) fn check_rmdir(ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(), Met
     Ok(())
 }
 
-/// `baseMeta.Rename` on both ends (the flags are each engine's): `.trash` is neither
-/// moved nor replaced, nothing moves into the trash, only root moves out of it (EPERM),
-/// and the new name is valid.
+/// `baseMeta.Rename`'s checks: `.trash` is neither moved nor replaced, nothing moves into
+/// the trash, only root moves out of it (EPERM), the new name is valid, and the flags are
+/// 0, `RENAME_NOREPLACE`, `RENAME_EXCHANGE` or `RENAME_NOREPLACE | RENAME_RESTORE`
+/// (whiteouts are ENOTSUP, anything else EINVAL).
 pub(crate) fn check_rename(
     ctx: &Ctx,
     parent_src: Ino,
     name_src: &[u8],
     parent_dst: Ino,
     name_dst: &[u8],
+    flags: u32,
 ) -> Result<(), MetaError> {
     let (ps, pd) = (parent_src, parent_dst);
     if (ps == ROOT_INODE && name_src == TRASH_NAME) || (pd == ROOT_INODE && name_dst == TRASH_NAME)
@@ -108,7 +110,15 @@ pub(crate) fn check_rename(
     if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
         return Err(MetaError::Perm);
     }
-    check_name(name_dst)
+    check_name(name_dst)?;
+    match flags {
+        0 | RENAME_NOREPLACE | RENAME_EXCHANGE => Ok(()),
+        f if f == RENAME_NOREPLACE | RENAME_RESTORE => Ok(()),
+        f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
+            Err(MetaError::NotSupported)
+        }
+        _ => Err(MetaError::Invalid),
+    }
 }
 
 /// The root (mode 0777) or the trash (`TRASH_INODE`, 0555) directory as `juicefs format`
@@ -398,11 +408,19 @@ mod tests {
         err!(check_rmdir(&root, 5, b".."), NotEmpty);
         err!(check_rmdir(&root, TRASH_INODE, b"x"), Perm);
         assert!(check_rmdir(&root, TRASH_INODE + 1, b"x").is_ok());
-        err!(check_rename(&root, ROOT_INODE, TRASH_NAME, 5, b"t"), Perm);
-        err!(check_rename(&root, 5, b"a", TRASH_INODE, b"t"), Perm);
-        err!(check_rename(&user, TRASH_INODE + 1, b"a", 5, b"t"), Perm);
-        err!(check_rename(&root, 5, b"a", 5, b""), Invalid);
-        assert!(check_rename(&root, TRASH_INODE + 1, b"a", 5, b"t").is_ok());
+        err!(
+            check_rename(&root, ROOT_INODE, TRASH_NAME, 5, b"t", 0),
+            Perm
+        );
+        err!(check_rename(&root, 5, b"a", TRASH_INODE, b"t", 0), Perm);
+        err!(check_rename(&user, TRASH_INODE + 1, b"a", 5, b"t", 0), Perm);
+        err!(check_rename(&root, 5, b"a", 5, b"", 0), Invalid);
+        err!(
+            check_rename(&root, 5, b"a", 5, b"b", RENAME_WHITEOUT),
+            NotSupported
+        );
+        err!(check_rename(&root, 5, b"a", 5, b"b", 99), Invalid);
+        assert!(check_rename(&root, TRASH_INODE + 1, b"a", 5, b"t", RENAME_EXCHANGE).is_ok());
     }
 
     fn ctx(uid: u32, gids: &[u32]) -> Ctx {

@@ -287,7 +287,9 @@ pub trait Meta: Storage {
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()>;
 
     /// Reads the slice records of chunk `indx` (`Read`), as stored (no overlay).
-    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        self.read_chunk(ino, indx).await
+    }
 
     /// Does what a JuiceFS client does in the background, untimed: flushes buffered dir
     /// stats and volume counters, and frees the data of deleted files.

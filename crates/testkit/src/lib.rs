@@ -23,6 +23,8 @@
 //!   [`TestDb`]. A missing variable panics with a hint: tests never skip silently.
 //! - Server-side statement logs: [`pg_statements`] (from `METABENCH_PG_LOG`) and
 //!   [`mysql_general_log`] (MariaDB's general log as a table), to count round trips.
+//! - [`engine_matrix!`] and [`TestEngine`]: one test body run on each engine, one
+//!   `#[tokio::test]` per engine and body.
 //! - The real `juicefs` binary as an oracle: [`juicefs_format`], [`juicefs_dump`],
 //!   [`juicefs_fsck`], [`juicefs_mdtest`], [`juicefs_load`], and [`dump_tree`], which
 //!   flattens a dump into `path -> DumpNode` for comparisons.
@@ -34,6 +36,7 @@ mod db;
 mod dump;
 mod jfs;
 mod logs;
+mod matrix;
 mod redis;
 mod util;
 
@@ -48,6 +51,7 @@ pub use logs::{
     mysql_general_log, mysql_general_log_enable, pg_log_entries, pg_log_entries_since, pg_log_path,
     pg_log_position, pg_statements, pg_statements_since, PgLogEntry,
 };
+pub use matrix::TestEngine;
 pub use redis::{RedisServer, Resp};
 pub use util::{temp_dir, unique_name};
 

@@ -13,7 +13,7 @@
 //! - the chunk and symlink caches (`--client-cache`).
 //!
 //! The logic over it is here too: `nextInode`, `GetAttr`, the quota walk, `ReadLink`,
-//! `NewSlice` and the background flush. The argument and permission checks are in
+//! `Read`, `NewSlice` and the background flush. The argument and permission checks are in
 //! `common`; the mknod family (`Mkdir`, `Mknod`, `Create`, `Symlink`) is provided by
 //! [`crate::Meta`] over [`Storage::do_mknod`].
 
@@ -28,7 +28,7 @@ pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLI
 use crate::common::{implicit_dir_attr, is_trash};
 use crate::{Ctx, Made, MetaError, Result};
 use async_trait::async_trait;
-use metabench_schema::{Attr, DirStat, FileType, Ino, ROOT_INODE};
+use metabench_schema::{Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
 
 /// Work a session hands to a background task (it must own what it uses).
@@ -187,6 +187,9 @@ pub trait Storage: Send {
     /// `doReadlink`: the stored target, empty when there is none.
     async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
 
+    /// `doRead`: the slice records of chunk `indx` as stored, empty when there are none.
+    async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
+
     /// `doGetParents`: the parents of a hard-linked file with their link counts, sorted.
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>>;
 
@@ -302,6 +305,24 @@ pub trait Storage: Send {
         }
         self.state().cache.keep_symlink(ino, &target);
         Ok(target)
+    }
+
+    /// `baseMeta.Read`: the cached chunk, else `doRead`; an empty chunk is checked with
+    /// `doGetAttr` (ENOENT for a missing inode, EPERM for one that is not a file) and not
+    /// cached.
+    async fn read_chunk(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        if let Some(s) = self.state().cache.chunk(ino, indx) {
+            return Ok(s);
+        }
+        let slices = self.do_read(ino, indx).await?;
+        if slices.is_empty() {
+            if self.do_getattr(ino).await?.typ != FileType::File {
+                return Err(MetaError::Perm);
+            }
+            return Ok(slices);
+        }
+        self.state().cache.keep_chunk(ino, indx, &slices);
+        Ok(slices)
     }
 
     /// What a JuiceFS client does in the background, in this order: the dir stats of

@@ -6,7 +6,7 @@ use super::txn::txn;
 use crate::base::Storage;
 use crate::common::{
     access, check_not_pinned, check_rename, check_sticky, is_trash, touch, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
+    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
@@ -26,15 +26,7 @@ impl RedisSession {
         flags: u32,
     ) -> Result<(Ino, Attr)> {
         let (ps, pd) = (parent_src, parent_dst);
-        check_rename(ctx, ps, name_src, pd, name_dst)?;
-        match flags {
-            0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
-            f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
-            f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
-                return Err(MetaError::NotSupported)
-            }
-            _ => return Err(MetaError::Invalid),
-        }
+        check_rename(ctx, ps, name_src, pd, name_dst, flags)?;
         let exchange = flags == RENAME_EXCHANGE;
         // getQuotaParent of both parents.
         if !is_trash(ps) {

@@ -209,6 +209,18 @@ impl Storage for RedisSession {
         Ok(t.unwrap_or_default())
     }
 
+    /// `redisMeta.doRead`: `LRANGE c{ino}_{indx} 0 -1`.
+    async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        let vals: Vec<Vec<u8>> = self
+            .conn
+            .query(cmd("LRANGE").arg(self.keys.chunk(ino, indx)).arg(0).arg(-1))
+            .await?;
+        Ok(vals
+            .iter()
+            .map(|v| Slice::decode(v))
+            .collect::<std::result::Result<Vec<_>, _>>()?)
+    }
+
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         self.get_parents(ino).await
     }
@@ -708,33 +720,6 @@ impl Meta for RedisSession {
         self.base.cache.forget_chunk(ino, indx);
         self.update_parent_stat(ino, parent, dlen, dspace).await;
         Ok(())
-    }
-
-    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.base.cache.chunk(ino, indx) {
-            return Ok(s);
-        }
-        let vals: Vec<Vec<u8>> = self
-            .conn
-            .query(cmd("LRANGE").arg(self.keys.chunk(ino, indx)).arg(0).arg(-1))
-            .await?;
-        if vals.is_empty() {
-            let buf: Option<Vec<u8>> = self
-                .conn
-                .query(cmd("GET").arg(self.keys.inode(ino)))
-                .await?;
-            let attr = Attr::decode(&buf.ok_or(MetaError::NotFound)?)?;
-            if attr.typ != FileType::File {
-                return Err(MetaError::Perm);
-            }
-            return Ok(Vec::new());
-        }
-        let slices = vals
-            .iter()
-            .map(|v| Slice::decode(v))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        self.base.cache.keep_chunk(ino, indx, &slices);
-        Ok(slices)
     }
 
     fn stats(&self) -> SessionStats {

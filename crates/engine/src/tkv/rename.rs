@@ -6,7 +6,7 @@ use super::session::{delete_keys, tx_ref, TkvSession};
 use crate::base::Storage;
 use crate::common::{
     access, check_not_pinned, check_rename, check_sticky, is_trash, touch, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE,
+    FLAG_IMMUTABLE, MASK_WX, RENAME_NOREPLACE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
@@ -24,11 +24,10 @@ impl TkvSession {
         flags: u32,
     ) -> Result<(Ino, Attr)> {
         let (ps, pd) = (parent_src, parent_dst);
-        check_rename(ctx, ps, name_src, pd, name_dst)?;
-        match flags {
-            0 | RENAME_NOREPLACE => {}
-            RENAME_EXCHANGE => return Err(MetaError::NotSupported),
-            _ => return Err(MetaError::Invalid),
+        check_rename(ctx, ps, name_src, pd, name_dst, flags)?;
+        // metabench's TKV sessions do not exchange or restore entries.
+        if flags != 0 && flags != RENAME_NOREPLACE {
+            return Err(MetaError::NotSupported);
         }
         if !is_trash(ps) {
             self.quota_walk(ps).await;

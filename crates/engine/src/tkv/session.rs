@@ -333,6 +333,16 @@ impl Storage for TkvSession {
         Ok(t.unwrap_or_default())
     }
 
+    /// `doRead`: `S{get A<ino>C<indx>}`.
+    async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        let mut tx = self.simple();
+        let buf = tx
+            .get(&self.keys.chunk(ino, indx))
+            .await
+            .map_err(TxErr::from)?;
+        Ok(Slice::decode_all(&buf.unwrap_or_default())?)
+    }
+
     /// `doGetParents`: `S{scan A<ino>P}`, the parents with a positive count.
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         let prefix = self.keys.parent_prefix(ino);
@@ -859,29 +869,6 @@ impl Meta for TkvSession {
             .await;
         Ok(())
     }
-
-    /// `doRead`: `S{get A<ino>C<indx>}` (answered from the chunk cache with `client_cache`).
-    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.base.cache.chunk(ino, indx) {
-            return Ok(s);
-        }
-        let mut tx = self.simple();
-        let buf = tx
-            .get(&self.keys.chunk(ino, indx))
-            .await
-            .map_err(TxErr::from)?;
-        let slices = match buf {
-            Some(b) => Slice::decode_all(&b)?,
-            None => {
-                // An empty chunk: JuiceFS checks the inode exists.
-                self.get_attr(ino).await?;
-                Vec::new()
-            }
-        };
-        self.base.cache.keep_chunk(ino, indx, &slices);
-        Ok(slices)
-    }
-
     fn stats(&self) -> SessionStats {
         SessionStats {
             round_trips: self.calls.get(),

@@ -7,7 +7,7 @@ use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
 use crate::{MetaError, Result};
 use metabench_schema::sql::Dialect;
-use metabench_schema::{align4k, FileType, Ino, Slice, Timestamp, CHUNK_SIZE};
+use metabench_schema::{align4k, Ino, Slice, Timestamp, CHUNK_SIZE};
 
 impl SqlSession {
     pub(super) async fn do_write(
@@ -90,10 +90,8 @@ impl SqlSession {
         Ok(())
     }
 
-    pub(super) async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.base.cache.chunk(ino, indx) {
-            return Ok(s);
-        }
+    /// `dbMeta.doRead`: the chunk row's slices, none when there is no row.
+    pub(super) async fn read_slices(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         let st = self.st.clone();
         let buf = simple!(self, {
             let rows = self
@@ -107,15 +105,6 @@ impl SqlSession {
                 None => Vec::new(),
             }
         })?;
-        let slices = Slice::decode_all(&buf)?;
-        if slices.is_empty() {
-            let a = self.getattr_inner(ino).await?;
-            if a.typ != FileType::File {
-                return Err(MetaError::Perm);
-            }
-            return Ok(slices);
-        }
-        self.base.cache.keep_chunk(ino, indx, &slices);
-        Ok(slices)
+        Ok(Slice::decode_all(&buf)?)
     }
 }

@@ -225,6 +225,10 @@ impl Storage for SqlSession {
         })
     }
 
+    async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        self.read_slices(ino, indx).await
+    }
+
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         self.get_parents(ino).await
     }
@@ -353,10 +357,6 @@ impl Meta for SqlSession {
 
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
         self.do_write(ino, indx, slice, mtime).await
-    }
-
-    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        self.do_read(ino, indx).await
     }
 
     fn stats(&self) -> SessionStats {

@@ -8,7 +8,7 @@ use crate::base::Storage;
 use crate::common::{
     access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
     check_unlink, child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH,
-    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE, RENAME_WHITEOUT,
+    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
@@ -550,15 +550,7 @@ impl SqlSession {
         nd: &[u8],
         flags: u32,
     ) -> Result<(Ino, Attr)> {
-        check_rename(ctx, ps, ns_, pd, nd)?;
-        match flags {
-            0 | RENAME_NOREPLACE | RENAME_EXCHANGE => {}
-            f if f == RENAME_NOREPLACE | RENAME_RESTORE => {}
-            f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
-                return Err(MetaError::NotSupported)
-            }
-            _ => return Err(MetaError::Invalid),
-        }
+        check_rename(ctx, ps, ns_, pd, nd, flags)?;
         let exchange = flags == RENAME_EXCHANGE;
         let trash0 = self.check_trash(pd).await?;
         let st = self.st.clone();

@@ -1,5 +1,5 @@
 //! Shared set-up of the SQL engine tests: every test body is written once and run on
-//! MariaDB, PostgreSQL and SQLite (`sql_tests!`).
+//! MariaDB, PostgreSQL and SQLite (`engine_matrix!`).
 
 #![allow(dead_code)]
 
@@ -7,38 +7,6 @@ use metabench_engine::sql::{SqlEngine, SqlSession};
 use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions};
 use metabench_schema::{Format, Ino, ROOT_INODE};
 use metabench_testkit::{fresh_database, Kind, TestDb};
-
-/// Generates, for each listed async test body `fn(Kind)`, one `#[tokio::test]` per SQL
-/// dialect: `mysql::<name>`, `postgres::<name>` and `sqlite::<name>`.
-#[macro_export]
-macro_rules! sql_tests {
-    ($($name:ident),* $(,)?) => {
-        mod mysql {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(metabench_testkit::Kind::Mysql).await
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(metabench_testkit::Kind::Postgres).await
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(metabench_testkit::Kind::Sqlite).await
-                }
-            )*
-        }
-    };
-}
 
 /// A formatted volume with one session.
 pub struct Vol {

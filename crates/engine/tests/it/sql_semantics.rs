@@ -3,7 +3,7 @@
 //! stats, volume counters, freed data after a flush), conflicting transactions retried,
 //! and the background inode prefetch.
 
-mod sql_common;
+use crate::sql_common;
 
 use metabench_engine::{Ctx, Meta, MetaError, SessionOptions, SetAttr, XattrFlags};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
@@ -740,7 +740,7 @@ fn int_db(db: &metabench_testkit::TestDb, sql: &str) -> i64 {
     db.query(sql)[0][0].parse().unwrap()
 }
 
-sql_tests!(
+metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>
     tree_and_errors,
     flush_writes_stats_and_frees_data,
     inode_prefetch,

@@ -1,5 +1,5 @@
 //! One body of semantic tests run over every engine: memkv, etcd 3.5 and 3.4, the TiKV
-//! stand-in (PD + unistore), Redis, SQLite, MariaDB and PostgreSQL (`conformance!` generates one `#[tokio::test]` per engine and body).
+//! stand-in (PD + unistore), Redis, SQLite, MariaDB and PostgreSQL (`engine_matrix!` writes one `#[tokio::test]` per engine and body).
 //! Each test gets a freshly formatted volume (TrashDays 0, DirStats on) and sessions
 //! opened through `metabench_engine::open`, so it checks the engines through the same
 //! `Engine` / `Meta` traits the runner uses.
@@ -12,22 +12,9 @@ use metabench_engine::{
     Ctx, Engine, EngineKind, Meta, MetaError, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
-use metabench_testkit::{fresh_database, Kind, TestDb};
+use metabench_testkit::{fresh_database, Kind, TestDb, TestEngine};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// Which engine a test runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum On {
-    Memkv,
-    /// etcd 3.5 (`METABENCH_ETCD_URL`).
-    Etcd,
-    /// etcd 3.4 (`METABENCH_ETCD34_URL`, Debian's etcd-server).
-    Etcd34,
-    /// PD + the unistore stand-in (`METABENCH_TIKV_URL`).
-    Tikv,
-    Db(Kind),
-}
 
 /// A formatted volume: the engine, its database (kept alive) and one session.
 struct Vol {
@@ -84,13 +71,13 @@ fn rand_u32() -> u32 {
 }
 
 /// A fresh formatted volume on `on` (always `Some`; the option keeps the bodies' `let … else`).
-async fn volume(on: On) -> Option<Vol> {
+async fn volume(on: TestEngine) -> Option<Vol> {
     let (url, db) = match on {
-        On::Memkv => (format!("memkv://{}", unique("conf")), None),
-        On::Etcd | On::Etcd34 | On::Tikv => {
+        TestEngine::Memkv => (format!("memkv://{}", unique("conf")), None),
+        TestEngine::Etcd | TestEngine::Etcd34 | TestEngine::Tikv => {
             let var = match on {
-                On::Etcd => "METABENCH_ETCD_URL",
-                On::Etcd34 => "METABENCH_ETCD34_URL",
+                TestEngine::Etcd => "METABENCH_ETCD_URL",
+                TestEngine::Etcd34 => "METABENCH_ETCD34_URL",
                 _ => "METABENCH_TIKV_URL",
             };
             let base = match std::env::var(var) {
@@ -105,7 +92,7 @@ async fn volume(on: On) -> Option<Vol> {
                 None,
             )
         }
-        On::Db(kind) => {
+        TestEngine::Db(kind) => {
             let db = fresh_database(kind);
             (db.url().to_owned(), Some(db))
         }
@@ -134,49 +121,11 @@ async fn volume(on: On) -> Option<Vol> {
     })
 }
 
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod memkv { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Memkv).await }
-        )* }
-        #[cfg(feature = "etcd")]
-        mod etcd { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Etcd).await }
-        )* }
-        #[cfg(feature = "etcd")]
-        mod etcd34 { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Etcd34).await }
-        )* }
-        #[cfg(feature = "tikv")]
-        mod tikv { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Tikv).await }
-        )* }
-        mod redis { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Redis)).await }
-        )* }
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Sqlite)).await }
-        )* }
-        mod mysql { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Mysql)).await }
-        )* }
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(super::On::Db(metabench_testkit::Kind::Postgres)).await }
-        )* }
-    };
-}
-
-conformance!(
+metabench_testkit::engine_matrix!(
+    [memkv, etcd, etcd34, tikv, redis, sqlite, mysql, postgres] =>
     namespace_operations,
     errnos,
+    errnos_of_every_operation,
     renames_replace_and_move,
     links_symlinks_xattrs,
     readlink_without_a_target,
@@ -203,7 +152,7 @@ fn names(entries: &[metabench_engine::Entry]) -> Vec<String> {
     v
 }
 
-async fn namespace_operations(on: On) {
+async fn namespace_operations(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -253,7 +202,7 @@ async fn namespace_operations(on: On) {
     v.finish().await;
 }
 
-async fn errnos(on: On) {
+async fn errnos(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -309,7 +258,7 @@ async fn errnos(on: On) {
     v.finish().await;
 }
 
-async fn renames_replace_and_move(on: On) {
+async fn renames_replace_and_move(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -359,7 +308,7 @@ async fn renames_replace_and_move(on: On) {
     v.finish().await;
 }
 
-async fn links_symlinks_xattrs(on: On) {
+async fn links_symlinks_xattrs(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -414,29 +363,29 @@ async fn links_symlinks_xattrs(on: On) {
 
 /// Removes the target record of symlink `ino` behind the engine's back, as a damaged
 /// volume would lack it: the raw key or row of each family.
-async fn drop_symlink_target(v: &Vol, on: On, ino: Ino) {
+async fn drop_symlink_target(v: &Vol, on: TestEngine, ino: Ino) {
     use metabench_engine::tkv::kv::KvBackend;
     use metabench_schema::tkv::TkvKeys;
     let url = MetaUrl::parse(&v.url).unwrap();
     let delete = |prefix: Vec<u8>| vec![(TkvKeys::new(prefix).symlink(ino), None)];
     match on {
-        On::Memkv => metabench_engine::tkv::mem::MemKv::named(url.database())
+        TestEngine::Memkv => metabench_engine::tkv::mem::MemKv::named(url.database())
             .commit(&[], &delete(Vec::new()))
             .await
             .unwrap(),
-        On::Etcd | On::Etcd34 => {
+        TestEngine::Etcd | TestEngine::Etcd34 => {
             let (kv, prefix) = metabench_engine::tkv::etcd::EtcdKv::connect(&url)
                 .await
                 .unwrap();
             kv.commit(&[], &delete(prefix)).await.unwrap();
         }
-        On::Tikv => {
+        TestEngine::Tikv => {
             let (kv, prefix) = metabench_engine::tkv::tikv::TikvKv::connect(&url)
                 .await
                 .unwrap();
             kv.commit(&[], &delete(prefix)).await.unwrap();
         }
-        On::Db(Kind::Redis) => {
+        TestEngine::Db(Kind::Redis) => {
             let db = v.db.as_ref().unwrap();
             let key = metabench_schema::redis_keys::RedisKeys::new("").symlink(ino);
             let deleted = db.redis().unwrap().command(&[
@@ -448,7 +397,7 @@ async fn drop_symlink_target(v: &Vol, on: On, ino: Ino) {
             ]);
             assert_eq!(deleted, metabench_testkit::Resp::Integer(1), "DEL {key}");
         }
-        On::Db(_) => {
+        TestEngine::Db(_) => {
             v.db.as_ref()
                 .unwrap()
                 .query(&format!("DELETE FROM jfs_symlink WHERE inode = {ino}"));
@@ -458,7 +407,7 @@ async fn drop_symlink_target(v: &Vol, on: On, ino: Ino) {
 
 /// `base.go` `ReadLink`: a symlink whose target record is missing is EIO, on every family;
 /// a node that is not a symlink is EINVAL.
-async fn readlink_without_a_target(on: On) {
+async fn readlink_without_a_target(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -472,9 +421,124 @@ async fn readlink_without_a_target(on: On) {
     v.finish().await;
 }
 
+/// Every operation's errno for bad arguments, missing or wrong-typed nodes and an
+/// unprivileged caller, as JuiceFS answers (`base.go` and the engines' `do*`).
+async fn errnos_of_every_operation(on: TestEngine) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let c = v.ctx.clone();
+    let (d, _) = v.s.mkdir(&c, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let (f, _) = v.s.create(&c, d, b"f", 0o644, 0).await.unwrap();
+    v.s.mkdir(&c, d, b"sub", 0o755, 0).await.unwrap();
+
+    assert_eq!(errno(v.s.mkdir(&c, d, b"sub", 0o755, 0).await), "EEXIST");
+    assert_eq!(errno(v.s.mkdir(&c, d, b"f", 0o755, 0).await), "EEXIST");
+    assert_eq!(
+        errno(v.s.mknod(&c, d, b"f", FileType::File, 0o644, 0, 0).await),
+        "EEXIST"
+    );
+    assert_eq!(errno(v.s.symlink(&c, d, b"f", b"x").await), "EEXIST");
+    // Create without O_EXCL opens an existing file, as JuiceFS's Create(flags 0) does …
+    assert_eq!(v.s.create(&c, d, b"f", 0o644, 0).await.unwrap().0, f);
+    // … but not an existing directory.
+    assert_eq!(errno(v.s.create(&c, d, b"sub", 0o644, 0).await), "EEXIST");
+    assert_eq!(errno(v.s.mkdir(&c, d, b".", 0o755, 0).await), "EEXIST");
+    assert_eq!(errno(v.s.mkdir(&c, d, b"a/b", 0o755, 0).await), "EINVAL");
+    assert_eq!(errno(v.s.mkdir(&c, d, b"", 0o755, 0).await), "EINVAL");
+    assert_eq!(errno(v.s.mkdir(&c, f, b"x", 0o755, 0).await), "ENOTDIR");
+    assert_eq!(errno(v.s.create(&c, 4242, b"x", 0o644, 0).await), "ENOENT");
+    assert_eq!(
+        errno(v.s.mkdir(&c, ROOT_INODE, b".trash", 0o755, 0).await),
+        "EPERM"
+    );
+    assert_eq!(errno(v.s.symlink(&c, d, b"s", b"").await), "EINVAL");
+
+    assert_eq!(errno(v.s.lookup(&c, d, b"nope").await), "ENOENT");
+    assert_eq!(errno(v.s.lookup(&c, f, b"..").await), "ENOTDIR");
+    assert_eq!(errno(v.s.unlink(&c, d, b"nope").await), "ENOENT");
+    assert_eq!(errno(v.s.unlink(&c, d, b"sub").await), "EPERM");
+    assert_eq!(errno(v.s.rmdir(&c, d, b"f").await), "ENOTDIR");
+    assert_eq!(errno(v.s.rmdir(&c, d, b"nope").await), "ENOENT");
+    assert_eq!(errno(v.s.rmdir(&c, ROOT_INODE, b"d").await), "ENOTEMPTY");
+    assert_eq!(errno(v.s.rmdir(&c, d, b".").await), "EINVAL");
+    assert_eq!(errno(v.s.rmdir(&c, d, b"..").await), "ENOTEMPTY");
+    assert_eq!(errno(v.s.link(&c, d, ROOT_INODE, b"dl").await), "EPERM");
+    assert_eq!(errno(v.s.link(&c, f, d, b"sub").await), "EEXIST");
+    assert_eq!(errno(v.s.link(&c, 4242, d, b"x").await), "ENOENT");
+    assert_eq!(errno(v.s.readlink(f).await), "EINVAL");
+    assert_eq!(errno(v.s.getxattr(f, b"user.none").await), "ENOATTR");
+    assert_eq!(errno(v.s.removexattr(f, b"user.none").await), "ENOATTR");
+    assert_eq!(
+        errno(v.s.setxattr(f, b"", b"v", XattrFlags::Any).await),
+        "EINVAL"
+    );
+    assert_eq!(
+        errno(v.s.setxattr(f, b"user.k", b"v", XattrFlags::Replace).await),
+        "ENOATTR"
+    );
+    v.s.setxattr(f, b"user.k", b"v", XattrFlags::Create)
+        .await
+        .unwrap();
+    assert_eq!(
+        errno(v.s.setxattr(f, b"user.k", b"v", XattrFlags::Create).await),
+        "EEXIST"
+    );
+    assert_eq!(errno(v.s.read(d, 0).await), "EPERM");
+    let s = Slice {
+        pos: 0,
+        id: 1,
+        size: 10,
+        off: 0,
+        len: 10,
+    };
+    assert_eq!(errno(v.s.write(d, 0, s, Timestamp::now()).await), "EPERM");
+    assert_eq!(
+        errno(v.s.write(4242, 0, s, Timestamp::now()).await),
+        "ENOENT"
+    );
+    assert_eq!(errno(v.s.read(4242, 0).await), "ENOENT");
+    assert_eq!(
+        errno(v.s.setattr(&c, 4242, &SetAttr::default()).await),
+        "ENOENT"
+    );
+    assert_eq!(errno(v.s.resolve(&c, ROOT_INODE, b"d/f").await), "ENOTSUP");
+
+    // Permissions of an unprivileged user.
+    let user = Ctx {
+        uid: 1000,
+        gids: vec![1000],
+        pid: 1,
+    };
+    assert_eq!(errno(v.s.create(&user, d, b"u", 0o644, 0).await), "EACCES");
+    assert_eq!(errno(v.s.unlink(&user, d, b"f").await), "EACCES");
+    assert_eq!(errno(v.s.access(&user, f, 2).await), "EACCES");
+    v.s.access(&user, f, 4).await.unwrap();
+    let chmod = SetAttr {
+        mode: Some(0o777),
+        ..Default::default()
+    };
+    assert_eq!(errno(v.s.setattr(&user, f, &chmod).await), "EPERM");
+    let chown = SetAttr {
+        uid: Some(1000),
+        ..Default::default()
+    };
+    assert_eq!(errno(v.s.setattr(&user, f, &chown).await), "EPERM");
+
+    // Renames the flags or the tree refuse.
+    let (e, _) = v.s.mkdir(&c, d, b"e", 0o755, 0).await.unwrap();
+    assert_eq!(
+        errno(v.s.rename(&c, ROOT_INODE, b"d", e, b"loop", 0).await),
+        "EPERM"
+    );
+    assert_eq!(errno(v.s.rename(&c, d, b"f", d, b"w", 4).await), "ENOTSUP");
+    assert_eq!(errno(v.s.rename(&c, d, b"f", d, b"w", 99).await), "EINVAL");
+    v.finish().await;
+}
+
 /// `NewSlice` hands out every id of a `nextChunk` batch, from the first (`base.go`):
 /// on a fresh volume a client starts at 1, and the next client at 1 + 4096.
-async fn slice_ids_come_in_whole_batches(on: On) {
+async fn slice_ids_come_in_whole_batches(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -492,7 +556,7 @@ async fn slice_ids_come_in_whole_batches(on: On) {
 /// In a directory with the sticky bit (`/tmp`), only root, the directory's owner and the
 /// entry's owner remove, rename or replace an entry (`base.go`, the engines' `doUnlink`,
 /// `doRmdir`, `doRename`).
-async fn the_sticky_bit_guards_removal(on: On) {
+async fn the_sticky_bit_guards_removal(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -532,7 +596,7 @@ async fn the_sticky_bit_guards_removal(on: On) {
     v.finish().await;
 }
 
-async fn write_then_read(on: On) {
+async fn write_then_read(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -582,7 +646,7 @@ async fn write_then_read(on: On) {
     v.finish().await;
 }
 
-async fn setattr_and_access(on: On) {
+async fn setattr_and_access(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -620,7 +684,7 @@ async fn setattr_and_access(on: On) {
 
 /// Two sessions create entries in one directory at once: every entry is there, the
 /// directory's nlink is right, and optimistic engines count their retries.
-async fn racing_creates_in_one_directory(on: On) {
+async fn racing_creates_in_one_directory(on: TestEngine) {
     let Some(mut v) = volume(on).await else {
         return;
     };
@@ -664,7 +728,7 @@ async fn racing_creates_in_one_directory(on: On) {
         assert_eq!(ino, e.inode);
     }
     eprintln!("{on:?}: {retries} retries in {} creates", 2 * N);
-    if v.optimistic() && matches!(on, On::Etcd | On::Etcd34 | On::Tikv) {
+    if v.optimistic() && matches!(on, TestEngine::Etcd | TestEngine::Etcd34 | TestEngine::Tikv) {
         assert!(
             retries > 0,
             "two {on:?} clients racing on one directory conflict"

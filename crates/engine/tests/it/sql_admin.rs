@@ -3,7 +3,7 @@
 //! metabench creates are the ones `juicefs format` 1.4.2 creates (compared with the
 //! server's own description of them), and errors never show the password.
 
-mod sql_common;
+use crate::sql_common;
 
 use metabench_engine::sql::SqlEngine;
 use metabench_engine::{Engine, MetaError, MetaUrl, VolumeState};
@@ -52,9 +52,9 @@ fn server_schema(db: &TestDb) -> Vec<String> {
 
 fn golden_schema(kind: Kind) -> Vec<String> {
     let t = match kind {
-        Kind::Mysql => include_str!("../../schema/testdata/mysql_show_create_1.4.2.txt"),
-        Kind::Postgres => include_str!("../../schema/testdata/pg_catalog_1.4.2.txt"),
-        _ => include_str!("../../schema/testdata/sqlite_format_1.4.2.txt"),
+        Kind::Mysql => include_str!("../../../schema/testdata/mysql_show_create_1.4.2.txt"),
+        Kind::Postgres => include_str!("../../../schema/testdata/pg_catalog_1.4.2.txt"),
+        _ => include_str!("../../../schema/testdata/sqlite_format_1.4.2.txt"),
     };
     match kind {
         Kind::Mysql => t
@@ -198,7 +198,7 @@ async fn server_info(kind: Kind) {
     }
 }
 
-sql_tests!(
+metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>
     format_probe_destroy,
     format_with_trash,
     foreign_database_is_left_alone,

@@ -10,7 +10,7 @@
 //! - a volume `juicefs format` made and `juicefs mdtest` filled is what metabench's
 //!   lookup, readdir, getattr and read see.
 
-mod sql_common;
+use crate::sql_common;
 
 use metabench_engine::{Ctx, Meta};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
@@ -281,7 +281,7 @@ async fn juicefs_volume_reads_in_metabench(kind: Kind) {
     );
 }
 
-sql_tests!(
+metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>
     metabench_volume_reads_back_in_juicefs,
     juicefs_volume_reads_in_metabench
 );

@@ -6,7 +6,7 @@
 //! statements) and in MariaDB's general log (one `Query` or `Execute` per statement, each
 //! `Execute` between its `Prepare` and `Close stmt`: go-sql-driver's 2 round trips).
 
-mod sql_common;
+use crate::sql_common;
 
 use metabench_engine::{Ctx, Meta, SetAttr, XattrFlags};
 use metabench_schema::{FileType, Ino, Slice, Timestamp};
@@ -410,4 +410,4 @@ async fn client_cache(kind: Kind) {
     w.verify();
 }
 
-sql_tests!(benchmark_statements, client_cache);
+metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>benchmark_statements, client_cache);
