@@ -88,6 +88,7 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
 
 #[test]
 fn short_sweep_on_the_embedded_sqlite() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let run = short_sweep(None, dir.path());
@@ -99,6 +100,7 @@ fn short_sweep_on_the_embedded_sqlite() {
 /// clients burn and flag the level, rather than starve with them.
 #[test]
 fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("memkv.json");
@@ -125,6 +127,7 @@ fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
 
 #[test]
 fn short_sweep_on_redis_leaves_the_database_empty() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
@@ -151,6 +154,7 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
 
 #[test]
 fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("vol.db");
@@ -295,6 +299,7 @@ fn sweep_through_a_freeze(
 
 #[test]
 fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     // Into the 2-client level's 1 s window (after its 500 ms warm-up), then a 3 s freeze:
     // the calls in flight outlast the window and must still be recorded.
@@ -323,6 +328,7 @@ fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
 
 #[test]
 fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let run = sweep_through_a_freeze(
         &[
@@ -355,6 +361,7 @@ fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
 
 #[test]
 fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
@@ -410,6 +417,7 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
 
 #[test]
 fn an_open_loop_on_memkv_achieves_the_offered_rate() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("open.json");
@@ -448,6 +456,7 @@ fn an_open_loop_on_memkv_achieves_the_offered_rate() {
 
 #[test]
 fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     // Into the 2000/s level's window, then a 300 ms freeze.
     let run = sweep_through_a_freeze(
@@ -481,6 +490,7 @@ fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
 
 #[test]
 fn an_open_loop_on_memkv_charges_a_synthetic_stall_to_intended_start_not_service_time() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stall.json");
@@ -509,6 +519,7 @@ fn an_open_loop_on_memkv_charges_a_synthetic_stall_to_intended_start_not_service
 
 #[test]
 fn an_open_loop_takes_one_pool_size() {
+    let _phase = crate::phase(module_path!());
     let o = metabench()
         .args([
             "sweep",
@@ -532,6 +543,7 @@ fn an_open_loop_takes_one_pool_size() {
 
 #[test]
 fn every_engine_with_counters_reports_them_per_level() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     use metabench_testkit::{fresh_database, Kind};
     let redis = fresh_database(Kind::Redis);
@@ -584,6 +596,7 @@ fn every_engine_with_counters_reports_them_per_level() {
 
 #[test]
 fn engines_without_counters_report_no_telemetry() {
+    let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");

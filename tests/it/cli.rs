@@ -70,6 +70,7 @@ fn tempdir() -> tempfile::TempDir {
 
 #[test]
 fn malformed_urls_are_one_line_usage_errors() {
+    let _phase = crate::phase(module_path!());
     for url in [
         "mysql://root@127.0.0.1:3306/db",
         "redis://h:99999/1",
@@ -85,6 +86,7 @@ fn malformed_urls_are_one_line_usage_errors() {
 
 #[test]
 fn nonsense_numbers_are_rejected() {
+    let _phase = crate::phase(module_path!());
     let line = one_error_line(&run(&["ops", "--iterations", "0"]), 2);
     assert!(line.contains("at least 1"), "{line}");
     let line = one_error_line(&run(&["ops", "--duration", "0s"]), 2);
@@ -97,6 +99,7 @@ fn nonsense_numbers_are_rejected() {
 
 #[test]
 fn unreachable_engine_is_one_line_and_hides_the_password() {
+    let _phase = crate::phase(module_path!());
     // Port 1 on loopback: nothing listens there.
     let o = run(&[
         "ops",
@@ -115,6 +118,7 @@ fn unreachable_engine_is_one_line_and_hides_the_password() {
 
 #[test]
 fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
+    let _phase = crate::phase(module_path!());
     let tmp = tempdir();
     let private_tmp = tmp.path().join("tmp");
     std::fs::create_dir(&private_tmp).unwrap();
@@ -167,6 +171,7 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
 /// cleans up: the volume is left as it was and the results file is still written.
 #[test]
 fn closed_output_pipes_still_clean_up_and_write_results() {
+    let _phase = crate::phase(module_path!());
     let tmp = tempdir();
     let db = tmp.path().join("vol.db");
     let url = format!("sqlite3://{}", db.display());
@@ -214,6 +219,7 @@ fn closed_output_pipes_still_clean_up_and_write_results() {
 
 #[test]
 fn foreign_sqlite_database_is_refused_and_unchanged() {
+    let _phase = crate::phase(module_path!());
     let tmp = tempdir();
     let db = tmp.path().join("app.db");
     sqlite_exec(&db, "create table users(id integer primary key, name text); insert into users(name) values ('a');");
@@ -242,6 +248,7 @@ fn juicefs_format_sqlite(db: &Path, bucket: &Path) {
 
 #[test]
 fn existing_volume_needs_the_flag_and_is_left_as_found() {
+    let _phase = crate::phase(module_path!());
     let tmp = tempdir();
     let db = tmp.path().join("vol.db");
     juicefs_format_sqlite(&db, &tmp.path().join("bucket"));
@@ -308,6 +315,7 @@ fn wait_for(path: &Path, what: &str, timeout: Duration) {
 
 #[test]
 fn ctrl_c_stops_cleans_up_and_exits_130() {
+    let _phase = crate::phase(module_path!());
     let tmp = tempdir();
     let db = tmp.path().join("vol.db");
     juicefs_format_sqlite(&db, &tmp.path().join("bucket"));
@@ -361,6 +369,7 @@ fn ctrl_c_stops_cleans_up_and_exits_130() {
 
 #[test]
 fn wrong_passwords_are_one_line_and_never_printed() {
+    let _phase = crate::phase(module_path!());
     use metabench_testkit::{fresh_database, Kind, RedisServer, PASSWORD};
     let redis = RedisServer::start();
     let bad = redis.url(1).replace(PASSWORD, "not-the-password");
@@ -392,6 +401,7 @@ fn wrong_passwords_are_one_line_and_never_printed() {
 
 #[test]
 fn foreign_data_on_servers_is_refused_and_unchanged() {
+    let _phase = crate::phase(module_path!());
     use metabench_testkit::{fresh_database, Kind, RedisServer, Resp};
     let redis = RedisServer::start();
     redis.command(&["SET", "app:user:1", "alice"]);
@@ -429,6 +439,7 @@ fn foreign_data_on_servers_is_refused_and_unchanged() {
 
 #[test]
 fn ops_keeps_the_measured_operations_when_the_engine_dies() {
+    let _phase = crate::phase(module_path!());
     let redis = metabench_testkit::RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("ops.json"), dir.path().join("stderr.txt"));
@@ -489,6 +500,7 @@ fn ops_keeps_the_measured_operations_when_the_engine_dies() {
 
 #[test]
 fn completions_cover_every_command_for_each_shell() {
+    let _phase = crate::phase(module_path!());
     for shell in ["bash", "zsh", "fish"] {
         let o = run(&["completions", shell]);
         assert!(o.status.success(), "{shell}: {}", stderr(&o));

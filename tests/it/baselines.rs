@@ -91,6 +91,7 @@ fn ops_run(engine: Gated, out: &Path) {
 
 #[test]
 fn round_trips_per_operation_match_the_committed_baselines() {
+    let _phase = crate::phase(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let write = std::env::var("METABENCH_WRITE_BASELINES").is_ok_and(|v| v == "1");
     let mut failed = Vec::new();
@@ -124,6 +125,7 @@ fn round_trips_per_operation_match_the_committed_baselines() {
 
 #[test]
 fn one_round_trip_more_than_the_baseline_fails_the_gate() {
+    let _phase = crate::phase(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let current = dir.path().join("current.json");
     ops_run(Gated::Db(Kind::Sqlite), &current);

@@ -25,6 +25,7 @@ fn p(path: &Path) -> &str {
 
 #[test]
 fn report_of_real_sqlite_runs() {
+    let _phase = crate::phase(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ops = d.join("sqlite-ops.json");

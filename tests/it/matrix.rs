@@ -17,6 +17,7 @@ fn config(dir: &Path, name: &str, meta: &str) -> String {
 
 #[test]
 fn matrix_runs_reachable_engines_and_lists_the_others() {
+    let _phase = crate::phase(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let redis = fresh_database(Kind::Redis);
@@ -98,6 +99,7 @@ fn matrix_runs_reachable_engines_and_lists_the_others() {
 
 #[test]
 fn shipped_engine_configs_parse() {
+    let _phase = crate::phase(module_path!());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/engines");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()

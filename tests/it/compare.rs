@@ -57,6 +57,7 @@ fn sweep_file(dir: &Path, name: &str, mkdir4_us: f64, noise: f64, rt: f64) -> Pa
 
 #[test]
 fn gate_fails_on_significant_slowdowns_and_round_trips_only() {
+    let _phase = crate::phase(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let base = sweep_file(dir.path(), "base.json", 1000.0, 0.02, 5.0);
     let slow = sweep_file(dir.path(), "slow.json", 1200.0, 0.02, 5.0);

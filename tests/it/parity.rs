@@ -155,6 +155,7 @@ fn check_report(r: &serde_json::Value) {
 
 #[test]
 fn parity_on_sqlite_mounts_runs_everything_and_cleans_up() {
+    let _phase = crate::phase(module_path!());
     let run = Run::new();
     let db = run.dir.path().join("meta.db");
     let meta = format!("sqlite3://{}", db.display());
@@ -174,6 +175,7 @@ fn parity_on_sqlite_mounts_runs_everything_and_cleans_up() {
 
 #[test]
 fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
+    let _phase = crate::phase(module_path!());
     let redis = RedisServer::start();
     let run = Run::new();
     let (report, seen) = run_to_end(&run, &redis.url(1));
@@ -187,6 +189,7 @@ fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
 
 #[test]
 fn sigint_while_mounted_unmounts_and_exits_130() {
+    let _phase = crate::phase(module_path!());
     let run = Run::new();
     let db = run.dir.path().join("meta.db");
     let meta = format!("sqlite3://{}", db.display());
@@ -220,6 +223,7 @@ fn sigint_while_mounted_unmounts_and_exits_130() {
 
 #[test]
 fn parity_inside_an_existing_volume_leaves_it_as_it_was() {
+    let _phase = crate::phase(module_path!());
     let run = Run::new();
     let db = run.dir.path().join("meta.db");
     let meta = format!("sqlite3://{}", db.display());
@@ -253,6 +257,7 @@ fn parity_inside_an_existing_volume_leaves_it_as_it_was() {
 
 #[test]
 fn sigint_during_the_native_phases_cleans_up_and_exits_130() {
+    let _phase = crate::phase(module_path!());
     let run = Run::new();
     let db = run.dir.path().join("meta.db");
     let meta = format!("sqlite3://{}", db.display());

@@ -1,0 +1,46 @@
+//! The `metabench` binary's integration tests, in one binary as ripgrep keeps its own.
+//!
+//! Each module was a test binary of its own, and cargo ran those one after another. The
+//! modules keep that: a test takes its module's [`phase`] first, so tests of one module
+//! run in parallel but never beside another module's. Sweeps and mounts spend real CPU,
+//! and some assertions (achieved rates, client-bound flags) must not share it with
+//! another module's runs.
+
+mod baselines;
+mod cli;
+mod compare;
+mod matrix;
+mod parity;
+mod report;
+mod sweep;
+
+use std::sync::{Condvar, Mutex};
+
+/// Which module runs now, and how many of its tests.
+static RUNNING: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
+static CHANGED: Condvar = Condvar::new();
+
+/// Held by a test while it runs: tests of other modules wait until every test of this
+/// one has dropped its guard.
+pub struct Phase;
+
+/// Waits until no other module's test runs, then counts this test in.
+pub fn phase(module: &'static str) -> Phase {
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    while running.0.is_some_and(|m| m != module) {
+        running = CHANGED.wait(running).unwrap_or_else(|e| e.into_inner());
+    }
+    *running = (Some(module), running.1 + 1);
+    Phase
+}
+
+impl Drop for Phase {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        running.1 -= 1;
+        if running.1 == 0 {
+            running.0 = None;
+            CHANGED.notify_all();
+        }
+    }
+}
