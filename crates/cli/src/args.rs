@@ -44,12 +44,16 @@ pub fn check_output_path(path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Sets `stop` on the first Ctrl-C (the run then finishes its current call, writes what
-/// it gathered and cleans up); abort the returned handle when the run is over.
-pub fn watch_ctrl_c(stop: metabench_load::StopFlag) -> tokio::task::JoinHandle<()> {
+/// Sets `stop` on the first Ctrl-C, saying what the command does next (e.g. "finishing
+/// the current window and cleaning up"); abort the returned handle when the run is over.
+/// Every command stops through this one flag.
+pub fn watch_ctrl_c(
+    stop: metabench_load::StopFlag,
+    then: &'static str,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            say!("metabench: interrupted; finishing the current window and cleaning up");
+            say!("metabench: interrupted; {then}");
             stop.stop();
         }
     })

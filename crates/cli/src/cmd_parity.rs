@@ -2,18 +2,19 @@
 //! shaped work, fio and `juicefs bench`; metabench runs the same mdtest phases natively;
 //! the report puts both side by side.
 
-use crate::args::{check_output_path, parse_count, write_file};
+use crate::args::{check_output_path, parse_count, watch_ctrl_c, write_file};
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::EXIT_INTERRUPTED;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::{Ctx, SessionOptions};
+use metabench_load::StopFlag;
 use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
 use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
 use metabench_mount::report::{ParityReport, TreeRun};
 use metabench_mount::tree::{run_tree, PhaseResult, TreeSpec};
-use metabench_mount::{bench, fio, mdtest, MountError, Stop};
+use metabench_mount::{bench, fio, mdtest, MountError};
 use std::path::{Path, PathBuf};
 
 /// Sizes of the run.
@@ -179,16 +180,8 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         target.format.name
     );
 
-    let stop = Stop::default();
-    let watcher = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                say!("metabench: interrupted; unmounting and cleaning up");
-                stop.stop();
-            }
-        })
-    };
+    let stop = StopFlag::default();
+    let watcher = watch_ctrl_c(stop.clone(), "unmounting and cleaning up");
 
     let mut report = ParityReport {
         schema_version: metabench_report::SCHEMA_VERSION,

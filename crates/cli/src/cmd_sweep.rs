@@ -238,7 +238,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
 
     // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
     let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(stop.clone());
+    let watcher = watch_ctrl_c(stop.clone(), "finishing the current window and cleaning up");
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // The client threads (one runtime per core), before anything is written.

@@ -1,7 +1,8 @@
 //! `juicefs bench MOUNT -p N`: run and parse its table.
 
 use crate::juicefs::run_tool;
-use crate::{MountError, Result, Stop};
+use crate::{MountError, Result};
+use metabench_load::StopFlag;
 use serde::Serialize;
 use std::path::Path;
 
@@ -86,7 +87,7 @@ pub async fn run_bench(
     dir: &Path,
     threads: u32,
     docs_scale: bool,
-    stop: &Stop,
+    stop: &StopFlag,
 ) -> Result<BenchResult> {
     let mut cmd = tokio::process::Command::new(juicefs);
     cmd.args(["--no-agent", "--no-color", "bench"])

@@ -2,7 +2,8 @@
 //! `--output-format=json`.
 
 use crate::juicefs::run_tool;
-use crate::{MountError, Result, Stop};
+use crate::{MountError, Result};
+use metabench_load::StopFlag;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -145,7 +146,7 @@ pub fn parse_fio_json(name: &str, text: &str) -> Result<FioResult> {
 }
 
 /// Runs `fio --name=JOB --directory=DIR --output-format=json ARGS…`.
-pub async fn run_fio(fio: &Path, dir: &Path, job: &FioJob, stop: &Stop) -> Result<FioResult> {
+pub async fn run_fio(fio: &Path, dir: &Path, job: &FioJob, stop: &StopFlag) -> Result<FioResult> {
     let mut cmd = tokio::process::Command::new(fio);
     cmd.arg(format!("--name={}", job.name))
         .arg(format!("--directory={}", dir.display()))

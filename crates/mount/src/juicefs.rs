@@ -1,6 +1,7 @@
 //! The `juicefs` binary: discovery, and a mount guard that always unmounts.
 
-use crate::{MountError, Result, Stop};
+use crate::{MountError, Result};
+use metabench_load::StopFlag;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -279,7 +280,11 @@ impl Drop for Mount {
 }
 
 /// Runs a program to completion, killing it when `stop` is set; returns its stdout.
-pub async fn run_tool(mut cmd: tokio::process::Command, what: &str, stop: &Stop) -> Result<String> {
+pub async fn run_tool(
+    mut cmd: tokio::process::Command,
+    what: &str,
+    stop: &StopFlag,
+) -> Result<String> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

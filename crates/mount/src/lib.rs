@@ -41,19 +41,3 @@ pub enum MountError {
 
 /// Result of this crate.
 pub type Result<T> = std::result::Result<T, MountError>;
-
-/// Set once to ask every running step to stop.
-#[derive(Debug, Clone, Default)]
-pub struct Stop(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
-
-impl Stop {
-    /// Whether a stop was asked for.
-    pub fn is_stopped(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Asks for a stop.
-    pub fn stop(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed)
-    }
-}

@@ -2,7 +2,8 @@
 
 use crate::juicefs::run_tool;
 use crate::tree::{Phase, TreeSpec};
-use crate::{MountError, Result, Stop};
+use crate::{MountError, Result};
+use metabench_load::StopFlag;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -95,7 +96,7 @@ pub async fn run_mdtest(
     mdtest: &Path,
     dir: &Path,
     spec: &TreeSpec,
-    stop: &Stop,
+    stop: &StopFlag,
 ) -> Result<Vec<SummaryRow>> {
     let mut cmd = if spec.tasks > 1 {
         let mpirun = crate::juicefs::which("mpirun").ok_or_else(|| {

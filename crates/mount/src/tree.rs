@@ -14,8 +14,9 @@
 //! its rate is the items of all tasks divided by the phase's wall time, as in mdtest's
 //! SUMMARY (for tree phases: the tree directories of all tasks).
 
-use crate::{MountError, Result, Stop};
+use crate::{MountError, Result};
 use async_trait::async_trait;
+use metabench_load::StopFlag;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -254,7 +255,7 @@ async fn task_phase<F: FsOps>(
     spec: &TreeSpec,
     base: &F::Dir,
     trees: &[Vec<F::Dir>],
-    stop: &Stop,
+    stop: &StopFlag,
 ) -> Result<(u64, Option<Vec<F::Dir>>)> {
     let b = u64::from(spec.branch.max(1));
     let n = spec.dirs_in_tree();
@@ -331,7 +332,7 @@ pub async fn run_tree<F: FsOps>(
     mut clients: Vec<F>,
     base: F::Dir,
     spec: &TreeSpec,
-    stop: &Stop,
+    stop: &StopFlag,
     mut on_phase: impl FnMut(&PhaseResult),
 ) -> Result<Vec<PhaseResult>> {
     assert_eq!(clients.len(), spec.tasks as usize, "one client per task");
@@ -474,9 +475,15 @@ mod tests {
         let world = Arc::new(Mutex::new(World::default()));
         world.lock().unwrap().dirs.insert("base".into());
         let clients = (0..spec.tasks).map(|_| MemFs(world.clone())).collect();
-        let results = run_tree(clients, "base".to_owned(), spec, &Stop::default(), |_| {})
-            .await
-            .unwrap();
+        let results = run_tree(
+            clients,
+            "base".to_owned(),
+            spec,
+            &StopFlag::default(),
+            |_| {},
+        )
+        .await
+        .unwrap();
         let w = std::mem::take(&mut *world.lock().unwrap());
         (w, results)
     }
@@ -561,7 +568,7 @@ mod tests {
     async fn stop_interrupts() {
         let world = Arc::new(Mutex::new(World::default()));
         world.lock().unwrap().dirs.insert("base".into());
-        let stop = Stop::default();
+        let stop = StopFlag::default();
         stop.stop();
         let spec = TreeSpec::docs_metadata(1);
         let err = run_tree(vec![MemFs(world)], "base".into(), &spec, &stop, |_| {})
