@@ -97,7 +97,36 @@ impl SessionOptions {
     }
 }
 
-/// What a session's mknod transaction ([`crate::Storage::do_mknod`]) found or made, beside the
+/// What `Mknod` makes (`baseMeta.Mknod`'s `_type`, `mode`, `cumask`, `rdev` and
+/// `path`): the same for every engine family.
+#[derive(Debug, Clone, Copy)]
+pub struct NewNode<'a> {
+    /// The node's type.
+    pub typ: FileType,
+    /// Permission bits asked for.
+    pub mode: u16,
+    /// The caller's umask.
+    pub umask: u16,
+    /// Device number (devices only).
+    pub rdev: u32,
+    /// A symlink's target (empty otherwise).
+    pub target: &'a [u8],
+}
+
+impl<'a> NewNode<'a> {
+    /// A node of `typ` with `mode` and `umask`, no device and no target.
+    pub fn new(typ: FileType, mode: u16, umask: u16) -> Self {
+        Self {
+            typ,
+            mode,
+            umask,
+            rdev: 0,
+            target: b"",
+        }
+    }
+}
+
+/// What a session's mknod transaction ([`crate::Storage::do_mknod`], [`crate::Storage::make_node`]) found or made, beside the
 /// inode it allocated.
 #[derive(Debug)]
 pub enum Made {
@@ -144,10 +173,8 @@ pub trait Meta: Storage {
         mode: u16,
         umask: u16,
     ) -> Result<(Ino, Attr)> {
-        let made = self
-            .do_mknod(ctx, parent, name, FileType::Directory, mode, umask, 0, b"")
-            .await?;
-        created(made)
+        let node = NewNode::new(FileType::Directory, mode, umask);
+        created(self.make_node(ctx, parent, name, &node).await?)
     }
 
     /// Creates a file, device, fifo or socket node (`Mknod`); a symlink needs a target,
@@ -166,10 +193,11 @@ pub trait Meta: Storage {
         if typ == FileType::Symlink {
             return Err(MetaError::Invalid);
         }
-        let made = self
-            .do_mknod(ctx, parent, name, typ, mode, umask, rdev, b"")
-            .await?;
-        created(made)
+        let node = NewNode {
+            rdev,
+            ..NewNode::new(typ, mode, umask)
+        };
+        created(self.make_node(ctx, parent, name, &node).await?)
     }
 
     /// Creates and opens a regular file (`Create` = `Mknod` + open-file registration,
@@ -183,10 +211,8 @@ pub trait Meta: Storage {
         mode: u16,
         umask: u16,
     ) -> Result<(Ino, Attr)> {
-        let made = self
-            .do_mknod(ctx, parent, name, FileType::File, mode, umask, 0, b"")
-            .await?;
-        created_or_existing_file(made)
+        let node = NewNode::new(FileType::File, mode, umask);
+        created_or_existing_file(self.make_node(ctx, parent, name, &node).await?)
     }
 
     /// Creates a symbolic link (`Symlink`): EINVAL for an empty target, one longer than
@@ -201,10 +227,11 @@ pub trait Meta: Storage {
         if target.is_empty() || target.len() > crate::common::MAX_SYMLINK || target.contains(&0) {
             return Err(MetaError::Invalid);
         }
-        let made = self
-            .do_mknod(ctx, parent, name, FileType::Symlink, 0o777, 0, 0, target)
-            .await?;
-        created(made)
+        let node = NewNode {
+            target,
+            ..NewNode::new(FileType::Symlink, 0o777, 0)
+        };
+        created(self.make_node(ctx, parent, name, &node).await?)
     }
 
     /// Adds a hard link to `ino` (`Link`).

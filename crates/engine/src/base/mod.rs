@@ -25,10 +25,11 @@ pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
-use crate::common::{implicit_dir_attr, is_trash};
+use crate::common::{check_new_entry, implicit_dir_attr, is_trash};
+use crate::meta::NewNode;
 use crate::{Ctx, Made, MetaError, Result};
 use async_trait::async_trait;
-use metabench_schema::{Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
+use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
 
 /// Work a session hands to a background task (it must own what it uses).
@@ -166,20 +167,16 @@ pub trait Storage: Send {
     /// counted as the session's. `None` when it failed (then the session allocates inline).
     fn prefetch_inodes(&mut self) -> Background<Option<i64>>;
 
-    /// The family's one mknod transaction (`doMknod`, with `baseMeta.Mknod`'s checks):
-    /// makes `name` in `parent` with a fresh inode, or says what is there.
-    #[allow(clippy::too_many_arguments)]
+    /// `doMknod`: the family's one mknod transaction, making `name` in `parent` as inode
+    /// `ino` (already allocated), or saying what is there.
     async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)>;
+        ino: Ino,
+        node: &NewNode<'_>,
+    ) -> Result<Made>;
 
     /// `doGetAttr`: the inode's attribute as stored; `NotFound` when there is none.
     async fn do_getattr(&mut self, ino: Ino) -> Result<Attr>;
@@ -230,6 +227,32 @@ pub trait Storage: Send {
                 .inodes
                 .refill(IdRange::ending_at(v as u64, INODE_BATCH));
         }
+    }
+
+    /// `baseMeta.Mknod`: the name's checks, the quota walk (`checkQuota`), a fresh inode
+    /// (`nextInode`), `doMknod`, then the counters, the parent's dir stat and its quota
+    /// walk (`updateDirQuota`). Returns the inode allocated and what `doMknod` found.
+    async fn make_node(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        node: &NewNode<'_>,
+    ) -> Result<(Ino, Made)> {
+        check_new_entry(parent, name)?;
+        self.quota_walk(parent).await;
+        let ino = self.next_inode().await?;
+        let made = self.do_mknod(ctx, parent, name, ino, node).await?;
+        if let Made::New(_) = made {
+            let state = self.state();
+            state.update_stats(align4k(0), 1);
+            state.update_dir_stat(parent, 0, align4k(0), 1);
+            if node.typ == FileType::Directory {
+                state.keep_dir_parent(ino, parent);
+            }
+            self.quota_walk(parent).await;
+        }
+        Ok((ino, made))
     }
 
     /// `baseMeta.GetAttr`: `doGetAttr`, with the root and the trash answering even without

@@ -12,7 +12,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Made, Meta, MetaError, Result, SessionStats};
+use crate::{Made, Meta, MetaError, NewNode, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
@@ -101,25 +101,25 @@ impl Storage for RedisSession {
     }
 
     /// `redisMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
-    #[allow(clippy::too_many_arguments)]
     async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)> {
-        check_new_entry(parent, name)?;
-        self.quota_walk(parent).await; // checkQuota → checkDirQuota(parent)
-        let ino = self.next_inode().await?;
+        ino: Ino,
+        node: &NewNode<'_>,
+    ) -> Result<Made> {
+        let NewNode {
+            typ,
+            mode,
+            umask,
+            rdev,
+            target,
+        } = *node;
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let kn = self.keys.inode(ino);
         let keys = self.keys.clone();
-        let made = txn!(self, vec![ki.clone(), kd.clone()], |c| {
+        txn!(self, vec![ki.clone(), kd.clone()], |c| {
             let pbuf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
             let mut pattr = decode(&pbuf.ok_or(MetaError::NotFound)?)?;
             check_parent_to_add(ctx, &pattr)?;
@@ -178,17 +178,7 @@ impl Storage for RedisSession {
             p.cmd("INCR").arg(keys.named(names::TOTAL_INODES));
             c.exec(&p).await?;
             Ok(Made::New(attr))
-        })?;
-        if let Made::New(_) = made {
-            self.base.update_dir_stat(parent, 0, align4k(0), 1);
-            self.quota_walk(parent).await; // updateDirQuota
-            if typ == FileType::Directory {
-                self.base.keep_dir_parent(ino, parent);
-            }
-            Ok((ino, made))
-        } else {
-            Ok((0, made))
-        }
+        })
     }
 
     /// `redisMeta.doGetAttr`: a plain `GET i{ino}`.

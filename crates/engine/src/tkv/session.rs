@@ -13,7 +13,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Made, Meta, MetaError, Result, SessionStats};
+use crate::{Made, Meta, MetaError, NewNode, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
@@ -244,28 +244,28 @@ impl Storage for TkvSession {
     }
 
     /// `kvMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
-    #[allow(clippy::too_many_arguments)]
     async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)> {
-        check_new_entry(parent, name)?;
-        self.quota_walk(parent).await;
-        let ino = self.next_inode().await?;
+        ino: Ino,
+        node: &NewNode<'_>,
+    ) -> Result<Made> {
+        let NewNode {
+            typ,
+            mode,
+            umask,
+            rdev,
+            target,
+        } = *node;
         let keys = self.keys.clone();
         let (ki, ke, kn) = (
             keys.inode(parent),
             keys.entry(parent, name),
             keys.inode(ino),
         );
-        let made = txn!(self, |tx| {
+        txn!(self, |tx| {
             let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
             check_parent_to_add(ctx, &pattr)?;
@@ -305,18 +305,7 @@ impl Storage for TkvSession {
                     .await?;
             }
             Ok(Made::New(attr))
-        })?;
-        if let Made::New(attr) = &made {
-            self.base.update_stats(align4k(0), 1);
-            self.base.update_dir_stat(parent, 0, align4k(0), 1);
-            self.quota_walk(parent).await;
-            if attr.typ == FileType::Directory {
-                self.base.keep_dir_parent(ino, parent);
-            }
-            Ok((ino, made))
-        } else {
-            Ok((0, made))
-        }
+        })
     }
 
     /// `doGetAttr`: `S{get A<ino>I}`.

@@ -26,10 +26,12 @@ use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::access;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
-use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionOptions, SessionStats, SetAttr};
+use crate::{
+    Ctx, Entry, Made, Meta, MetaError, NewNode, Result, SessionOptions, SessionStats, SetAttr,
+};
 use async_trait::async_trait;
 use metabench_schema::sql::Dialect;
-use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice, Timestamp};
+use metabench_schema::{Attr, DirStat, Format, Ino, Slice, Timestamp};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -181,29 +183,23 @@ impl Storage for SqlSession {
             }
         })
     }
-
     async fn do_mknod(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        target: &[u8],
-    ) -> Result<(Ino, Made)> {
+        ino: Ino,
+        node: &NewNode<'_>,
+    ) -> Result<Made> {
         let mut found = None;
         match self
-            .mknod_txn(
-                ctx, parent, name, typ, mode, umask, rdev, target, &mut found,
-            )
+            .mknod_txn(ctx, parent, name, ino, node, &mut found)
             .await
         {
-            Ok((ino, attr)) => Ok((ino, Made::New(attr))),
+            Ok(attr) => Ok(Made::New(attr)),
             Err(MetaError::Exists) => Ok(match found {
-                Some((ino, attr)) => (ino, Made::Existing(ino, Some(attr))),
-                None => (0, Made::Existing(0, None)),
+                Some((ino, attr)) => Made::Existing(ino, Some(attr)),
+                None => Made::Existing(0, None),
             }),
             Err(e) => Err(e),
         }

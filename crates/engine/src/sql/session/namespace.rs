@@ -4,7 +4,6 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
-use crate::base::Storage;
 use crate::common::{
     access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
     check_unlink, child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH,
@@ -12,7 +11,7 @@ use crate::common::{
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
-use crate::{Ctx, MetaError, Result};
+use crate::{Ctx, MetaError, NewNode, Result};
 use metabench_schema::sql::NodeRow;
 use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
 
@@ -25,15 +24,17 @@ impl SqlSession {
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-        typ: FileType,
-        mode: u16,
-        umask: u16,
-        rdev: u32,
-        path: &[u8],
+        ino: Ino,
+        node: &NewNode<'_>,
         found: &mut Option<(Ino, Attr)>,
-    ) -> Result<(Ino, Attr)> {
-        check_new_entry(parent, name)?;
-        let ino = self.next_inode().await?;
+    ) -> Result<Attr> {
+        let NewNode {
+            typ,
+            mode,
+            umask,
+            rdev,
+            target: path,
+        } = *node;
         let st = self.st.clone();
         let t = typ.as_u8() as i64;
         let attr = txn!(self, {
@@ -118,9 +119,7 @@ impl SqlSession {
             }
             a
         })?;
-        self.base.update_stats(align4k(0), 1);
-        self.base.update_dir_stat(parent, 0, align4k(0), 1);
-        Ok((ino, attr))
+        Ok(attr)
     }
 
     pub(super) async fn do_link(
