@@ -25,7 +25,7 @@ pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
-use crate::common::{check_new_entry, implicit_dir_attr, is_trash};
+use crate::common::{check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::NewNode;
 use crate::{Ctx, Made, MetaError, Result};
 use async_trait::async_trait;
@@ -253,6 +253,26 @@ pub trait Storage: Send {
             self.quota_walk(parent).await;
         }
         Ok((ino, made))
+    }
+
+    /// `baseMeta.Rename` before `doRename`: the checks of the names and flags
+    /// ([`check_rename`]) and the quota walks from both parents (`getQuotaParent`; none
+    /// from the trash).
+    async fn check_and_walk_rename(
+        &mut self,
+        ctx: &Ctx,
+        (parent_src, name_src): (Ino, &[u8]),
+        (parent_dst, name_dst): (Ino, &[u8]),
+        flags: u32,
+    ) -> Result<()> {
+        check_rename(ctx, parent_src, name_src, parent_dst, name_dst, flags)?;
+        if !is_trash(parent_src) {
+            self.quota_walk(parent_src).await;
+        }
+        if parent_src != parent_dst {
+            self.quota_walk(parent_dst).await;
+        }
+        Ok(())
     }
 
     /// `baseMeta.GetAttr`: `doGetAttr`, with the root and the trash answering even without

@@ -5,8 +5,8 @@ use super::session::RedisSession;
 use super::txn::txn;
 use crate::base::Storage;
 use crate::common::{
-    access, check_not_pinned, check_rename, check_sticky, is_trash, touch, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    access, check_not_pinned, check_sticky, is_trash, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
+    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
@@ -26,15 +26,9 @@ impl RedisSession {
         flags: u32,
     ) -> Result<(Ino, Attr)> {
         let (ps, pd) = (parent_src, parent_dst);
-        check_rename(ctx, ps, name_src, pd, name_dst, flags)?;
+        self.check_and_walk_rename(ctx, (ps, name_src), (pd, name_dst), flags)
+            .await?;
         let exchange = flags == RENAME_EXCHANGE;
-        // getQuotaParent of both parents.
-        if !is_trash(ps) {
-            self.quota_walk(ps).await;
-        }
-        if ps != pd {
-            self.quota_walk(pd).await;
-        }
         let mut wkeys = vec![
             self.keys.inode(ps),
             self.keys.entries(ps),

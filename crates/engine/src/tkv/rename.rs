@@ -5,8 +5,8 @@ use super::kv::txn;
 use super::session::{delete_keys, tx_ref, TkvSession};
 use crate::base::Storage;
 use crate::common::{
-    access, check_not_pinned, check_rename, check_sticky, is_trash, touch, FLAG_APPEND,
-    FLAG_IMMUTABLE, MASK_WX, RENAME_NOREPLACE,
+    access, check_not_pinned, check_sticky, is_trash, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
+    RENAME_NOREPLACE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
@@ -24,16 +24,11 @@ impl TkvSession {
         flags: u32,
     ) -> Result<(Ino, Attr)> {
         let (ps, pd) = (parent_src, parent_dst);
-        check_rename(ctx, ps, name_src, pd, name_dst, flags)?;
+        self.check_and_walk_rename(ctx, (ps, name_src), (pd, name_dst), flags)
+            .await?;
         // metabench's TKV sessions do not exchange or restore entries.
         if flags != 0 && flags != RENAME_NOREPLACE {
             return Err(MetaError::NotSupported);
-        }
-        if !is_trash(ps) {
-            self.quota_walk(ps).await;
-        }
-        if ps != pd {
-            self.quota_walk(pd).await;
         }
         let keys = self.keys.clone();
         struct Moved {

@@ -4,10 +4,11 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
+use crate::base::Storage;
 use crate::common::{
-    access, check_new_entry, check_parent_to_remove, check_rename, check_rmdir, check_sticky,
-    check_unlink, child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH,
-    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    access, check_new_entry, check_parent_to_remove, check_rmdir, check_sticky, check_unlink,
+    child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE,
+    RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
@@ -549,7 +550,8 @@ impl SqlSession {
         nd: &[u8],
         flags: u32,
     ) -> Result<(Ino, Attr)> {
-        check_rename(ctx, ps, ns_, pd, nd, flags)?;
+        self.check_and_walk_rename(ctx, (ps, ns_), (pd, nd), flags)
+            .await?;
         let exchange = flags == RENAME_EXCHANGE;
         let trash0 = self.check_trash(pd).await?;
         let st = self.st.clone();
