@@ -4,7 +4,7 @@
 //! `Txn(If ModRevision(k) == observed …).Then(puts, deletes)`; a false result is a
 //! conflict. Keys are prefixed with the URL path (leading `/` included) and `0xFD`.
 
-use super::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
+use super::kv::{KeyRange, KvBackend, KvError, KvResult, Version, Versioned, Write};
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use etcd_client::{
@@ -137,13 +137,13 @@ impl KvBackend for EtcdKv {
         Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
-    async fn scan(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+    async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        let KeyRange {
+            begin,
+            end,
+            limit,
+            keys_only,
+        } = range;
         let mut o = GetOptions::new().with_range(if end.is_empty() {
             vec![0]
         } else {

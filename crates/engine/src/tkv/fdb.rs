@@ -8,7 +8,9 @@
 //! retryable error is reported as a conflict, so the session's retry loop runs the
 //! transaction again (JuiceFS leaves that loop to `db.Transact`).
 
-use super::kv::{via_native, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
+use super::kv::{
+    via_native, KeyRange, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
+};
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use foundationdb::{Database, FdbError, RangeOption, Transaction};
@@ -64,13 +66,13 @@ struct FdbTxn {
     trx: Transaction,
 }
 
-async fn scan_trx(
-    trx: &Transaction,
-    begin: &[u8],
-    end: &[u8],
-    limit: usize,
-    keys_only: bool,
-) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+async fn scan_trx(trx: &Transaction, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let KeyRange {
+        begin,
+        end,
+        limit,
+        keys_only,
+    } = range;
     let end = if end.is_empty() {
         vec![0xFF]
     } else {
@@ -127,19 +129,14 @@ impl NativeTxn for FdbTxn {
         Ok(out)
     }
 
-    async fn scan(
-        &mut self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        scan_trx(&self.trx, begin, end, limit, keys_only).await
+    async fn scan(&mut self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        scan_trx(&self.trx, range).await
     }
 
     async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
         let end = metabench_schema::tkv::TkvKeys::prefix_end(prefix);
-        Ok(!scan_trx(&self.trx, prefix, &end, 1, true).await?.is_empty())
+        let range = KeyRange::new(prefix, &end).limit(1).keys_only();
+        Ok(!scan_trx(&self.trx, range).await?.is_empty())
     }
 
     async fn commit(self: Box<Self>, writes: &[Write]) -> KvResult<()> {
@@ -184,15 +181,9 @@ impl KvBackend for FdbKv {
         via_native::batch_get(Box::new(FdbTxn { trx: self.trx()? }), keys).await
     }
 
-    async fn scan(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+    async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
         let t = Box::new(FdbTxn { trx: self.trx()? });
-        via_native::scan(t, begin, end, limit, keys_only).await
+        via_native::scan(t, range).await
     }
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {

@@ -48,6 +48,45 @@ pub type KvResult<T> = std::result::Result<T, KvError>;
 /// One write of a commit: a put (`Some`) or a delete (`None`).
 pub type Write = (Vec<u8>, Option<Vec<u8>>);
 
+/// A range scan: the keys in `[begin, end)` in order (an empty `end` reads to the end of
+/// the keyspace), at most `limit` of them (0 = all), with empty values when `keys_only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRange<'a> {
+    /// The first key (inclusive).
+    pub begin: &'a [u8],
+    /// The key after the last (exclusive); empty for no bound.
+    pub end: &'a [u8],
+    /// How many keys at most; 0 for all.
+    pub limit: usize,
+    /// Whether to leave the values out.
+    pub keys_only: bool,
+}
+
+impl<'a> KeyRange<'a> {
+    /// Every key and value in `[begin, end)`.
+    pub fn new(begin: &'a [u8], end: &'a [u8]) -> Self {
+        Self {
+            begin,
+            end,
+            limit: 0,
+            keys_only: false,
+        }
+    }
+
+    /// At most `limit` keys.
+    pub fn limit(self, limit: usize) -> Self {
+        Self { limit, ..self }
+    }
+
+    /// Keys only, values left empty.
+    pub fn keys_only(self) -> Self {
+        Self {
+            keys_only: true,
+            ..self
+        }
+    }
+}
+
 /// A transaction a backend runs itself (FoundationDB): reads go through it, so it knows
 /// its read set and reports conflicts at commit; [`Txn`] still buffers the writes and
 /// hands them over at commit.
@@ -58,13 +97,7 @@ pub trait NativeTxn: Send {
     /// Reads several keys (issued together).
     async fn batch_get(&mut self, keys: &[Vec<u8>]) -> KvResult<Vec<Option<Vec<u8>>>>;
     /// Reads `[begin, end)` in order, at most `limit` (0 = all).
-    async fn scan(
-        &mut self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>>;
+    async fn scan(&mut self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>>;
     /// Whether any key starts with `prefix`.
     async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool>;
     /// Applies `writes` and commits; [`KvError::Conflict`] when the store says so.
@@ -75,7 +108,7 @@ pub trait NativeTxn: Send {
 /// for administration outside sessions: each is served by a fresh native transaction, and
 /// every value reads as version 1 (such backends detect conflicts themselves).
 pub mod via_native {
-    use super::{KvResult, NativeTxn, Version, Versioned};
+    use super::{KeyRange, KvResult, NativeTxn, Version, Versioned};
 
     /// Reads one key.
     pub async fn get(mut t: Box<dyn NativeTxn>, key: &[u8]) -> KvResult<Versioned> {
@@ -97,12 +130,9 @@ pub mod via_native {
     /// Reads `[begin, end)`.
     pub async fn scan(
         mut t: Box<dyn NativeTxn>,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
+        range: KeyRange<'_>,
     ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
-        Ok(t.scan(begin, end, limit, keys_only)
+        Ok(t.scan(range)
             .await?
             .into_iter()
             .map(|(k, v)| (k, v, 1))
@@ -149,13 +179,7 @@ pub trait KvBackend: Send + Sync {
 
     /// Reads the keys in `[begin, end)` in order, at most `limit` (0 = all); values are
     /// empty when `keys_only`.
-    async fn scan(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>>;
+    async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>>;
 
     /// Whether any key starts with `prefix` (count only).
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool>;
@@ -300,18 +324,12 @@ impl Txn {
     }
 
     /// `scan` of `[begin, end)`: one request; every returned key is observed.
-    pub async fn scan(
-        &mut self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub async fn scan(&mut self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
         self.calls.add(1);
         if let Some(n) = self.native()? {
-            return n.scan(begin, end, limit, keys_only).await;
+            return n.scan(range).await;
         }
-        let rs = self.kv.scan(begin, end, limit, keys_only).await?;
+        let rs = self.kv.scan(range).await?;
         Ok(rs
             .into_iter()
             .map(|(k, v, ver)| {

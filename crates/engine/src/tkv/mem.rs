@@ -7,7 +7,7 @@
 //! makes the first call at least M ms after the engine was opened wait N ms before it is
 //! answered (once; the other clients' calls go on).
 
-use super::kv::{KvBackend, KvError, KvResult, Version, Versioned, Write};
+use super::kv::{KeyRange, KvBackend, KvError, KvResult, Version, Versioned, Write};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,13 +98,13 @@ impl KvBackend for MemKv {
         Ok(keys.iter().map(|k| g.data.get(k).cloned()).collect())
     }
 
-    async fn scan(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+    async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        let KeyRange {
+            begin,
+            end,
+            limit,
+            keys_only,
+        } = range;
         self.stall_once().await;
         let g = self.lock();
         let range = g
@@ -240,9 +240,9 @@ mod tests {
             .is_err());
         assert!(kv.exist(b"c").await.unwrap());
         assert!(!kv.exist(b"d").await.unwrap());
-        let all = kv.scan(b"", b"", 0, true).await.unwrap();
+        let all = kv.scan(KeyRange::new(b"", b"").keys_only()).await.unwrap();
         assert_eq!(all.len(), 2);
-        assert_eq!(kv.scan(b"a", b"b", 0, false).await.unwrap()[0].1, b"2");
+        assert_eq!(kv.scan(KeyRange::new(b"a", b"b")).await.unwrap()[0].1, b"2");
     }
 
     #[test]

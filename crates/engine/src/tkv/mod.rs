@@ -27,7 +27,7 @@ use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
 use async_trait::async_trait;
-use kv::{CallCounter, KvBackend, KvError, TxErr, Txn};
+use kv::{CallCounter, KeyRange, KvBackend, KvError, TxErr, Txn};
 use metabench_schema::tkv::TkvKeys;
 use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use std::sync::Arc;
@@ -212,7 +212,11 @@ impl Engine for TkvEngine {
 
     async fn probe(&self) -> Result<VolumeState> {
         let (begin, end) = self.range();
-        let any = self.kv.scan(&begin, &end, 1, true).await.map_err(kv_err)?;
+        let any = self
+            .kv
+            .scan(KeyRange::new(&begin, &end).limit(1).keys_only())
+            .await
+            .map_err(kv_err)?;
         if any.is_empty() {
             return Ok(VolumeState::Empty);
         }

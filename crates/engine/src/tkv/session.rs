@@ -4,7 +4,7 @@
 //! SkipDirNlink 0, sid 0, TrashDays treated as 0); rename is in `rename.rs`, the client
 //! logic over them in [`crate::base`]. Backends only move bytes.
 
-use super::kv::{txn, CallCounter, KvBackend, TxErr, Txn};
+use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
@@ -42,7 +42,7 @@ pub struct TkvSession {
 /// `deleteKeys(prefix)`: a keys-only scan of the prefix, then a delete of each key.
 pub(super) async fn delete_keys(tx: &mut Txn, prefix: &[u8]) -> std::result::Result<(), TxErr> {
     for (k, _) in tx
-        .scan(prefix, &TkvKeys::prefix_end(prefix), 0, true)
+        .scan(KeyRange::new(prefix, &TkvKeys::prefix_end(prefix)).keys_only())
         .await?
     {
         tx.delete(&k);
@@ -172,7 +172,9 @@ impl TkvSession {
         {
             let prefix = self.keys.chunk_prefix(ino);
             let end = TkvKeys::prefix_end(&prefix);
-            let chunks = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, true).await?) })?;
+            let chunks = txn!(self, |tx| {
+                Ok(tx.scan(KeyRange::new(&prefix, &end).keys_only()).await?)
+            })?;
             for (ck, _) in chunks {
                 let zero = txn!(self, |tx| {
                     let mut zero = Vec::new();
@@ -337,7 +339,7 @@ impl Storage for TkvSession {
         let prefix = self.keys.parent_prefix(ino);
         let mut tx = self.simple();
         let rows = tx
-            .scan(&prefix, &TkvKeys::prefix_end(&prefix), 0, false)
+            .scan(KeyRange::new(&prefix, &TkvKeys::prefix_end(&prefix)))
             .await
             .map_err(TxErr::from)?;
         Ok(parents_of(&prefix, rows))
@@ -703,7 +705,9 @@ impl Meta for TkvSession {
         let prefix = self.keys.entry_prefix(ino);
         let end = TkvKeys::prefix_end(&prefix);
         let plen = prefix.len();
-        let rows = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, false).await?) })?;
+        let rows = txn!(self, |tx| {
+            Ok(tx.scan(KeyRange::new(&prefix, &end)).await?)
+        })?;
         for (k, v) in rows {
             let name = k[plen..].to_vec();
             if name.is_empty() {
@@ -786,7 +790,9 @@ impl Meta for TkvSession {
     async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
         let prefix = self.keys.xattr(ino, b"");
         let end = TkvKeys::prefix_end(&prefix);
-        let rows = txn!(self, |tx| { Ok(tx.scan(&prefix, &end, 0, true).await?) })?;
+        let rows = txn!(self, |tx| {
+            Ok(tx.scan(KeyRange::new(&prefix, &end).keys_only()).await?)
+        })?;
         let names = rows
             .into_iter()
             .map(|(k, _)| k[prefix.len()..].to_vec())
@@ -825,7 +831,7 @@ impl Meta for TkvSession {
             let parents = if attr.parent == 0 {
                 let prefix = keys.parent_prefix(ino);
                 let rows = tx
-                    .scan(&prefix, &TkvKeys::prefix_end(&prefix), 0, false)
+                    .scan(KeyRange::new(&prefix, &TkvKeys::prefix_end(&prefix)))
                     .await?;
                 parents_of(&prefix, rows)
             } else {

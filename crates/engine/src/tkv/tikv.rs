@@ -8,7 +8,9 @@
 //! `tikvClient.shouldRetry` does. Keys are prefixed with the URL path (leading `/`
 //! trimmed) and `0xFD`.
 
-use super::kv::{via_native, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write};
+use super::kv::{
+    via_native, KeyRange, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
+};
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use metabench_schema::tkv::TkvKeys;
@@ -300,13 +302,13 @@ impl NativeTxn for TikvTxn {
     }
 
     /// Scan requests of up to 10240 keys until the range or `limit` is exhausted.
-    async fn scan(
-        &mut self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    async fn scan(&mut self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let KeyRange {
+            begin,
+            end,
+            limit,
+            keys_only,
+        } = range;
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut from = begin.to_vec();
         loop {
@@ -381,14 +383,8 @@ impl KvBackend for TikvKv {
         via_native::batch_get(Box::new(self.reader(true)), keys).await
     }
 
-    async fn scan(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
-        via_native::scan(Box::new(self.reader(true)), begin, end, limit, keys_only).await
+    async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+        via_native::scan(Box::new(self.reader(true)), range).await
     }
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
@@ -406,7 +402,11 @@ impl KvBackend for TikvKv {
         let end = TkvKeys::prefix_end(prefix);
         loop {
             let mut t = self.reader(false);
-            let keys = NativeTxn::scan(&mut t, prefix, &end, DELETE_BATCH, true).await?;
+            let keys = NativeTxn::scan(
+                &mut t,
+                KeyRange::new(prefix, &end).limit(DELETE_BATCH).keys_only(),
+            )
+            .await?;
             if keys.is_empty() {
                 return Ok(());
             }

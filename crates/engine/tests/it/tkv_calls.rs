@@ -12,7 +12,7 @@
 
 use async_trait::async_trait;
 use metabench_engine::tkv::kv::{
-    KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
+    KeyRange, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
 };
 use metabench_engine::tkv::mem::MemKv;
 use metabench_engine::tkv::TkvEngine;
@@ -69,15 +69,9 @@ impl NativeTxn for RecordedTxn {
         self.log.push(format!("gets:{}", keys.len()));
         self.inner.batch_get(keys).await
     }
-    async fn scan(
-        &mut self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    async fn scan(&mut self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
         self.log.push("scan".into());
-        self.inner.scan(begin, end, limit, keys_only).await
+        self.inner.scan(range).await
     }
     async fn exist(&mut self, prefix: &[u8]) -> KvResult<bool> {
         self.log.push("exist".into());
@@ -124,15 +118,9 @@ impl KvBackend for Recorder {
         self.push(format!("gets:{}", keys.len()));
         self.inner.batch_get(keys).await
     }
-    async fn scan(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-        limit: usize,
-        keys_only: bool,
-    ) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+    async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
         self.push("scan".into());
-        self.inner.scan(begin, end, limit, keys_only).await
+        self.inner.scan(range).await
     }
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
         self.push("exist".into());

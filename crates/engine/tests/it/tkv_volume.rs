@@ -8,6 +8,7 @@
     allow(unused_imports, dead_code)
 )]
 
+use metabench_engine::tkv::kv::KeyRange;
 use metabench_engine::tkv::TkvEngine;
 use metabench_engine::{Engine, MetaUrl, VolumeState};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
@@ -50,7 +51,7 @@ async fn keys_of(e: &TkvEngine) -> BTreeMap<Vec<u8>, Vec<u8>> {
         TkvKeys::prefix_end(&p)
     };
     e.backend()
-        .scan(&p, &end, 0, false)
+        .scan(KeyRange::new(&p, &end))
         .await
         .unwrap()
         .into_iter()
