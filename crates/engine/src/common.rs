@@ -1,6 +1,6 @@
 //! Pure logic shared by the three engines (Redis, SQL, TKV): no I/O here.
 
-use crate::meta::{Ctx, SetAttr};
+use crate::meta::{Ctx, Rename, SetAttr};
 use crate::MetaError;
 use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 
@@ -94,24 +94,18 @@ pub(crate) fn check_rmdir(ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(), Met
 /// the trash, only root moves out of it (EPERM), the new name is valid, and the flags are
 /// 0, `RENAME_NOREPLACE`, `RENAME_EXCHANGE` or `RENAME_NOREPLACE | RENAME_RESTORE`
 /// (whiteouts are ENOTSUP, anything else EINVAL).
-pub(crate) fn check_rename(
-    ctx: &Ctx,
-    parent_src: Ino,
-    name_src: &[u8],
-    parent_dst: Ino,
-    name_dst: &[u8],
-    flags: u32,
-) -> Result<(), MetaError> {
-    let (ps, pd) = (parent_src, parent_dst);
-    if (ps == ROOT_INODE && name_src == TRASH_NAME) || (pd == ROOT_INODE && name_dst == TRASH_NAME)
+pub(crate) fn check_rename(ctx: &Ctx, r: &Rename<'_>) -> Result<(), MetaError> {
+    let (ps, pd) = (r.parent_src, r.parent_dst);
+    if (ps == ROOT_INODE && r.name_src == TRASH_NAME)
+        || (pd == ROOT_INODE && r.name_dst == TRASH_NAME)
     {
         return Err(MetaError::Perm);
     }
     if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
         return Err(MetaError::Perm);
     }
-    check_name(name_dst)?;
-    match flags {
+    check_name(r.name_dst)?;
+    match r.flags {
         0 | RENAME_NOREPLACE | RENAME_EXCHANGE => Ok(()),
         f if f == RENAME_NOREPLACE | RENAME_RESTORE => Ok(()),
         f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
@@ -387,6 +381,15 @@ mod tests {
 
     #[test]
     fn base_meta_checks() {
+        fn mv<'a>(ps: Ino, ns: &'a [u8], pd: Ino, nd: &'a [u8], flags: u32) -> Rename<'a> {
+            Rename {
+                parent_src: ps,
+                name_src: ns,
+                parent_dst: pd,
+                name_dst: nd,
+                flags,
+            }
+        }
         macro_rules! err {
             ($e:expr, $v:ident) => {
                 assert!(matches!($e, Err(MetaError::$v)), "{}", stringify!($e))
@@ -409,18 +412,24 @@ mod tests {
         err!(check_rmdir(&root, TRASH_INODE, b"x"), Perm);
         assert!(check_rmdir(&root, TRASH_INODE + 1, b"x").is_ok());
         err!(
-            check_rename(&root, ROOT_INODE, TRASH_NAME, 5, b"t", 0),
+            check_rename(&root, &mv(ROOT_INODE, TRASH_NAME, 5, b"t", 0)),
             Perm
         );
-        err!(check_rename(&root, 5, b"a", TRASH_INODE, b"t", 0), Perm);
-        err!(check_rename(&user, TRASH_INODE + 1, b"a", 5, b"t", 0), Perm);
-        err!(check_rename(&root, 5, b"a", 5, b"", 0), Invalid);
         err!(
-            check_rename(&root, 5, b"a", 5, b"b", RENAME_WHITEOUT),
+            check_rename(&root, &mv(5, b"a", TRASH_INODE, b"t", 0)),
+            Perm
+        );
+        err!(
+            check_rename(&user, &mv(TRASH_INODE + 1, b"a", 5, b"t", 0)),
+            Perm
+        );
+        err!(check_rename(&root, &mv(5, b"a", 5, b"", 0)), Invalid);
+        err!(
+            check_rename(&root, &mv(5, b"a", 5, b"b", RENAME_WHITEOUT)),
             NotSupported
         );
-        err!(check_rename(&root, 5, b"a", 5, b"b", 99), Invalid);
-        assert!(check_rename(&root, TRASH_INODE + 1, b"a", 5, b"t", RENAME_EXCHANGE).is_ok());
+        err!(check_rename(&root, &mv(5, b"a", 5, b"b", 99)), Invalid);
+        assert!(check_rename(&root, &mv(TRASH_INODE + 1, b"a", 5, b"t", RENAME_EXCHANGE)).is_ok());
     }
 
     fn ctx(uid: u32, gids: &[u32]) -> Ctx {

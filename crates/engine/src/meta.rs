@@ -97,10 +97,14 @@ impl SessionOptions {
     }
 }
 
-/// What `Mknod` makes (`baseMeta.Mknod`'s `_type`, `mode`, `cumask`, `rdev` and
-/// `path`): the same for every engine family.
+/// What `Mknod` makes and where (`baseMeta.Mknod`'s `parent`, `name`, `_type`, `mode`,
+/// `cumask`, `rdev` and `path`): the same for every engine family.
 #[derive(Debug, Clone, Copy)]
 pub struct NewNode<'a> {
+    /// The directory it is made in.
+    pub parent: Ino,
+    /// Its name there.
+    pub name: &'a [u8],
     /// The node's type.
     pub typ: FileType,
     /// Permission bits asked for.
@@ -114,9 +118,11 @@ pub struct NewNode<'a> {
 }
 
 impl<'a> NewNode<'a> {
-    /// A node of `typ` with `mode` and `umask`, no device and no target.
-    pub fn new(typ: FileType, mode: u16, umask: u16) -> Self {
+    /// `name` in `parent`, of `typ` with `mode` and `umask`, no device and no target.
+    pub fn new(parent: Ino, name: &'a [u8], typ: FileType, mode: u16, umask: u16) -> Self {
         Self {
+            parent,
+            name,
             typ,
             mode,
             umask,
@@ -124,6 +130,22 @@ impl<'a> NewNode<'a> {
             target: b"",
         }
     }
+}
+
+/// What `Rename` moves: `name_src` in `parent_src` to `name_dst` in `parent_dst`, with
+/// `flags` (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`, …).
+#[derive(Debug, Clone, Copy)]
+pub struct Rename<'a> {
+    /// The source directory.
+    pub parent_src: Ino,
+    /// The source name.
+    pub name_src: &'a [u8],
+    /// The destination directory.
+    pub parent_dst: Ino,
+    /// The destination name.
+    pub name_dst: &'a [u8],
+    /// The rename flags (0 = replace allowed).
+    pub flags: u32,
 }
 
 /// What a session's mknod transaction ([`crate::Storage::do_mknod`], [`crate::Storage::make_node`]) found or made, beside the
@@ -173,8 +195,8 @@ pub trait Meta: Storage {
         mode: u16,
         umask: u16,
     ) -> Result<(Ino, Attr)> {
-        let node = NewNode::new(FileType::Directory, mode, umask);
-        created(self.make_node(ctx, parent, name, &node).await?)
+        let node = NewNode::new(parent, name, FileType::Directory, mode, umask);
+        created(self.make_node(ctx, &node).await?)
     }
 
     /// Creates a file, device, fifo or socket node (`Mknod`); a symlink needs a target,
@@ -195,9 +217,9 @@ pub trait Meta: Storage {
         }
         let node = NewNode {
             rdev,
-            ..NewNode::new(typ, mode, umask)
+            ..NewNode::new(parent, name, typ, mode, umask)
         };
-        created(self.make_node(ctx, parent, name, &node).await?)
+        created(self.make_node(ctx, &node).await?)
     }
 
     /// Creates and opens a regular file (`Create` = `Mknod` + open-file registration,
@@ -211,8 +233,8 @@ pub trait Meta: Storage {
         mode: u16,
         umask: u16,
     ) -> Result<(Ino, Attr)> {
-        let node = NewNode::new(FileType::File, mode, umask);
-        created_or_existing_file(self.make_node(ctx, parent, name, &node).await?)
+        let node = NewNode::new(parent, name, FileType::File, mode, umask);
+        created_or_existing_file(self.make_node(ctx, &node).await?)
     }
 
     /// Creates a symbolic link (`Symlink`): EINVAL for an empty target, one longer than
@@ -229,9 +251,9 @@ pub trait Meta: Storage {
         }
         let node = NewNode {
             target,
-            ..NewNode::new(FileType::Symlink, 0o777, 0)
+            ..NewNode::new(parent, name, FileType::Symlink, 0o777, 0)
         };
-        created(self.make_node(ctx, parent, name, &node).await?)
+        created(self.make_node(ctx, &node).await?)
     }
 
     /// Adds a hard link to `ino` (`Link`).
@@ -244,7 +266,8 @@ pub trait Meta: Storage {
     /// Removes an empty directory (`Rmdir`).
     async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()>;
 
-    /// Moves an entry (`Rename`, flags 0 = replace allowed).
+    /// Moves an entry (`Rename`, flags 0 = replace allowed): `baseMeta.Rename`'s checks
+    /// and quota walks, then the family's `doRename`.
     #[allow(clippy::too_many_arguments)]
     async fn rename(
         &mut self,
@@ -254,7 +277,17 @@ pub trait Meta: Storage {
         parent_dst: Ino,
         name_dst: &[u8],
         flags: u32,
-    ) -> Result<(Ino, Attr)>;
+    ) -> Result<(Ino, Attr)> {
+        let r = Rename {
+            parent_src,
+            name_src,
+            parent_dst,
+            name_dst,
+            flags,
+        };
+        self.check_and_walk_rename(ctx, &r).await?;
+        self.do_rename(ctx, &r).await
+    }
 
     /// Finds a name in a directory (`Lookup`, no permission check).
     async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)>;

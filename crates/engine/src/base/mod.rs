@@ -26,7 +26,7 @@ pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
 use crate::common::{check_new_entry, check_rename, implicit_dir_attr, is_trash};
-use crate::meta::NewNode;
+use crate::meta::{NewNode, Rename};
 use crate::{Ctx, Made, MetaError, Result};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
@@ -167,16 +167,13 @@ pub trait Storage: Send {
     /// counted as the session's. `None` when it failed (then the session allocates inline).
     fn prefetch_inodes(&mut self) -> Background<Option<i64>>;
 
-    /// `doMknod`: the family's one mknod transaction, making `name` in `parent` as inode
-    /// `ino` (already allocated), or saying what is there.
-    async fn do_mknod(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        ino: Ino,
-        node: &NewNode<'_>,
-    ) -> Result<Made>;
+    /// `doMknod`: the family's one mknod transaction, making the node as inode `ino`
+    /// (already allocated), or saying what is there.
+    async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made>;
+
+    /// `doRename`: the family's one rename transaction, after [`Storage::check_and_walk_rename`].
+    /// Returns the moved inode and its attribute.
+    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)>;
 
     /// `doGetAttr`: the inode's attribute as stored; `NotFound` when there is none.
     async fn do_getattr(&mut self, ino: Ino) -> Result<Attr>;
@@ -232,17 +229,12 @@ pub trait Storage: Send {
     /// `baseMeta.Mknod`: the name's checks, the quota walk (`checkQuota`), a fresh inode
     /// (`nextInode`), `doMknod`, then the counters, the parent's dir stat and its quota
     /// walk (`updateDirQuota`). Returns the inode allocated and what `doMknod` found.
-    async fn make_node(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        node: &NewNode<'_>,
-    ) -> Result<(Ino, Made)> {
-        check_new_entry(parent, name)?;
+    async fn make_node(&mut self, ctx: &Ctx, node: &NewNode<'_>) -> Result<(Ino, Made)> {
+        let parent = node.parent;
+        check_new_entry(parent, node.name)?;
         self.quota_walk(parent).await;
         let ino = self.next_inode().await?;
-        let made = self.do_mknod(ctx, parent, name, ino, node).await?;
+        let made = self.do_mknod(ctx, ino, node).await?;
         if let Made::New(_) = made {
             let state = self.state();
             state.update_stats(align4k(0), 1);
@@ -258,19 +250,13 @@ pub trait Storage: Send {
     /// `baseMeta.Rename` before `doRename`: the checks of the names and flags
     /// ([`check_rename`]) and the quota walks from both parents (`getQuotaParent`; none
     /// from the trash).
-    async fn check_and_walk_rename(
-        &mut self,
-        ctx: &Ctx,
-        (parent_src, name_src): (Ino, &[u8]),
-        (parent_dst, name_dst): (Ino, &[u8]),
-        flags: u32,
-    ) -> Result<()> {
-        check_rename(ctx, parent_src, name_src, parent_dst, name_dst, flags)?;
-        if !is_trash(parent_src) {
-            self.quota_walk(parent_src).await;
+    async fn check_and_walk_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<()> {
+        check_rename(ctx, r)?;
+        if !is_trash(r.parent_src) {
+            self.quota_walk(r.parent_src).await;
         }
-        if parent_src != parent_dst {
-            self.quota_walk(parent_dst).await;
+        if r.parent_src != r.parent_dst {
+            self.quota_walk(r.parent_dst).await;
         }
         Ok(())
     }

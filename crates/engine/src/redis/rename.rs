@@ -3,31 +3,22 @@
 
 use super::session::RedisSession;
 use super::txn::txn;
-use crate::base::Storage;
 use crate::common::{
     access, check_not_pinned, check_sticky, is_trash, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
     RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
-use crate::{MetaError, Result};
+use crate::{MetaError, Rename, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp, TRASH_INODE};
 use redis::cmd;
 
 impl RedisSession {
-    pub(super) async fn do_rename(
-        &mut self,
-        ctx: &Ctx,
-        parent_src: Ino,
-        name_src: &[u8],
-        parent_dst: Ino,
-        name_dst: &[u8],
-        flags: u32,
-    ) -> Result<(Ino, Attr)> {
+    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+        let (parent_src, name_src, parent_dst, name_dst, flags) =
+            (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
         let (ps, pd) = (parent_src, parent_dst);
-        self.check_and_walk_rename(ctx, (ps, name_src), (pd, name_dst), flags)
-            .await?;
         let exchange = flags == RENAME_EXCHANGE;
         let mut wkeys = vec![
             self.keys.inode(ps),

@@ -12,7 +12,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Made, Meta, MetaError, NewNode, Result, SessionStats};
+use crate::{Made, Meta, MetaError, NewNode, Rename, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
@@ -101,21 +101,9 @@ impl Storage for RedisSession {
     }
 
     /// `redisMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
-    async fn do_mknod(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        ino: Ino,
-        node: &NewNode<'_>,
-    ) -> Result<Made> {
-        let NewNode {
-            typ,
-            mode,
-            umask,
-            rdev,
-            target,
-        } = *node;
+    async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
+        let (parent, name, typ) = (node.parent, node.name, node.typ);
+        let (mode, umask, rdev, target) = (node.mode, node.umask, node.rdev, node.target);
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let kn = self.keys.inode(ino);
         let keys = self.keys.clone();
@@ -179,6 +167,10 @@ impl Storage for RedisSession {
             c.exec(&p).await?;
             Ok(Made::New(attr))
         })
+    }
+
+    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+        self.rename_txn(ctx, r).await
     }
 
     /// `redisMeta.doGetAttr`: a plain `GET i{ino}`.
@@ -458,19 +450,6 @@ impl Meta for RedisSession {
             self.quota_walk(parent).await;
         }
         Ok(())
-    }
-
-    async fn rename(
-        &mut self,
-        ctx: &Ctx,
-        parent_src: Ino,
-        name_src: &[u8],
-        parent_dst: Ino,
-        name_dst: &[u8],
-        flags: u32,
-    ) -> Result<(Ino, Attr)> {
-        self.do_rename(ctx, parent_src, name_src, parent_dst, name_dst, flags)
-            .await
     }
 
     async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {

@@ -138,12 +138,8 @@ impl KvBackend for EtcdKv {
     }
 
     async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
-        let KeyRange {
-            begin,
-            end,
-            limit,
-            keys_only,
-        } = range;
+        let (begin, end) = (range.begin, range.end);
+        let (limit, keys_only) = (range.limit, range.keys_only);
         let mut o = GetOptions::new().with_range(if end.is_empty() {
             vec![0]
         } else {

@@ -67,12 +67,8 @@ struct FdbTxn {
 }
 
 async fn scan_trx(trx: &Transaction, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
-    let KeyRange {
-        begin,
-        end,
-        limit,
-        keys_only,
-    } = range;
+    let (begin, end) = (range.begin, range.end);
+    let (limit, keys_only) = (range.limit, range.keys_only);
     let end = if end.is_empty() {
         vec![0xFF]
     } else {

@@ -99,12 +99,8 @@ impl KvBackend for MemKv {
     }
 
     async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
-        let KeyRange {
-            begin,
-            end,
-            limit,
-            keys_only,
-        } = range;
+        let (begin, end) = (range.begin, range.end);
+        let (limit, keys_only) = (range.limit, range.keys_only);
         self.stall_once().await;
         let g = self.lock();
         let range = g

@@ -303,12 +303,8 @@ impl NativeTxn for TikvTxn {
 
     /// Scan requests of up to 10240 keys until the range or `limit` is exhausted.
     async fn scan(&mut self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        let KeyRange {
-            begin,
-            end,
-            limit,
-            keys_only,
-        } = range;
+        let (begin, end) = (range.begin, range.end);
+        let (limit, keys_only) = (range.limit, range.keys_only);
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut from = begin.to_vec();
         loop {

@@ -27,7 +27,8 @@ use crate::common::access;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{
-    Ctx, Entry, Made, Meta, MetaError, NewNode, Result, SessionOptions, SessionStats, SetAttr,
+    Ctx, Entry, Made, Meta, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats,
+    SetAttr,
 };
 use async_trait::async_trait;
 use metabench_schema::sql::Dialect;
@@ -183,19 +184,9 @@ impl Storage for SqlSession {
             }
         })
     }
-    async fn do_mknod(
-        &mut self,
-        ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
-        ino: Ino,
-        node: &NewNode<'_>,
-    ) -> Result<Made> {
+    async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
         let mut found = None;
-        match self
-            .mknod_txn(ctx, parent, name, ino, node, &mut found)
-            .await
-        {
+        match self.mknod_txn(ctx, ino, node, &mut found).await {
             Ok(attr) => Ok(Made::New(attr)),
             Err(MetaError::Exists) => Ok(match found {
                 Some((ino, attr)) => Made::Existing(ino, Some(attr)),
@@ -203,6 +194,10 @@ impl Storage for SqlSession {
             }),
             Err(e) => Err(e),
         }
+    }
+
+    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+        self.rename_txn(ctx, r).await
     }
 
     async fn do_getattr(&mut self, ino: Ino) -> Result<Attr> {
@@ -262,19 +257,6 @@ impl Meta for SqlSession {
 
     async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         self.do_rmdir(ctx, parent, name).await
-    }
-
-    async fn rename(
-        &mut self,
-        ctx: &Ctx,
-        parent_src: Ino,
-        name_src: &[u8],
-        parent_dst: Ino,
-        name_dst: &[u8],
-        flags: u32,
-    ) -> Result<(Ino, Attr)> {
-        self.do_rename(ctx, parent_src, name_src, parent_dst, name_dst, flags)
-            .await
     }
 
     async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {

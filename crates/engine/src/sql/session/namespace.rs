@@ -4,7 +4,6 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
-use crate::base::Storage;
 use crate::common::{
     access, check_new_entry, check_parent_to_remove, check_rmdir, check_sticky, check_unlink,
     child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE,
@@ -12,7 +11,7 @@ use crate::common::{
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
-use crate::{Ctx, MetaError, NewNode, Result};
+use crate::{Ctx, MetaError, NewNode, Rename, Result};
 use metabench_schema::sql::NodeRow;
 use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
 
@@ -23,19 +22,12 @@ impl SqlSession {
     pub(super) async fn mknod_txn(
         &mut self,
         ctx: &Ctx,
-        parent: Ino,
-        name: &[u8],
         ino: Ino,
         node: &NewNode<'_>,
         found: &mut Option<(Ino, Attr)>,
     ) -> Result<Attr> {
-        let NewNode {
-            typ,
-            mode,
-            umask,
-            rdev,
-            target: path,
-        } = *node;
+        let (parent, name, typ) = (node.parent, node.name, node.typ);
+        let (mode, umask, rdev, path) = (node.mode, node.umask, node.rdev, node.target);
         let st = self.st.clone();
         let t = typ.as_u8() as i64;
         let attr = txn!(self, {
@@ -541,17 +533,9 @@ impl SqlSession {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn do_rename(
-        &mut self,
-        ctx: &Ctx,
-        ps: Ino,
-        ns_: &[u8],
-        pd: Ino,
-        nd: &[u8],
-        flags: u32,
-    ) -> Result<(Ino, Attr)> {
-        self.check_and_walk_rename(ctx, (ps, ns_), (pd, nd), flags)
-            .await?;
+    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+        let (ps, ns_, pd, nd, flags) =
+            (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
         let exchange = flags == RENAME_EXCHANGE;
         let trash0 = self.check_trash(pd).await?;
         let st = self.st.clone();
