@@ -25,9 +25,9 @@ pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
-use crate::common::{check_new_entry, check_rename, implicit_dir_attr, is_trash};
+use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::{NewNode, Rename};
-use crate::{Ctx, Made, MetaError, Result};
+use crate::{Ctx, Entry, Made, MetaError, Result};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
@@ -180,6 +180,10 @@ pub trait Storage: Send {
 
     /// `doReadlink`: the stored target, empty when there is none.
     async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
+
+    /// `doReaddir`: appends the entries of directory `ino` to `entries` (which holds `.`
+    /// and `..`), with their attributes when `plus`.
+    async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()>;
 
     /// `doRead`: the slice records of chunk `indx` as stored, empty when there are none.
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
@@ -334,6 +338,27 @@ pub trait Storage: Send {
         }
         self.state().cache.keep_symlink(ino, &target);
         Ok(target)
+    }
+
+    /// `baseMeta.Readdir`: `GetAttr`, the read (and, with `plus`, search) permission, `.`
+    /// and `..` (the root is its own parent), then `doReaddir`. A file lists as `.` and
+    /// `..`: no type is checked.
+    async fn read_dir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        let attr = self.get_attr(ino).await?;
+        access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
+        let up = if ino == ROOT_INODE {
+            ROOT_INODE
+        } else {
+            attr.parent
+        };
+        let dir = |name: &[u8], inode| Entry {
+            name: name.to_vec(),
+            inode,
+            attr: Attr::type_only(FileType::Directory),
+        };
+        let mut entries = vec![dir(b".", ino), dir(b"..", up)];
+        self.do_readdir(ino, plus, &mut entries).await?;
+        Ok(entries)
     }
 
     /// `baseMeta.Read`: the cached chunk, else `doRead`; an empty chunk is checked with

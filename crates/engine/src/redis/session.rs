@@ -203,6 +203,10 @@ impl Storage for RedisSession {
             .collect::<std::result::Result<Vec<_>, _>>()?)
     }
 
+    async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()> {
+        self.read_entries(ino, plus, entries).await
+    }
+
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         self.get_parents(ino).await
     }
@@ -519,43 +523,6 @@ impl Meta for RedisSession {
         })
     }
 
-    /// `baseMeta.Access`: root is allowed without I/O; anyone else costs a GetAttr.
-    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
-        if ctx.uid == 0 {
-            return Ok(());
-        }
-        let attr = self.get_attr(ino).await?;
-        access(ctx, &attr, mask)
-    }
-
-    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
-        let attr = self.get_attr(ino).await?;
-        let mask = if plus { 4 | 1 } else { 4 };
-        access(ctx, &attr, mask)?;
-        let up = if ino == ROOT_INODE {
-            ROOT_INODE
-        } else {
-            attr.parent
-        };
-        let mut entries = vec![
-            Entry {
-                name: b".".to_vec(),
-                inode: ino,
-                attr: Attr::type_only(FileType::Directory),
-            },
-            Entry {
-                name: b"..".to_vec(),
-                inode: up,
-                attr: Attr::type_only(FileType::Directory),
-            },
-        ];
-        self.scan_entries(ino, &mut entries).await?;
-        if plus {
-            self.fill_attrs(&mut entries).await?;
-        }
-        Ok(entries)
-    }
-
     async fn setxattr(
         &mut self,
         ino: Ino,
@@ -850,5 +817,22 @@ impl std::fmt::Debug for RedisSession {
             .field("round_trips", &self.conn.round_trips())
             .field("retries", &self.retries)
             .finish()
+    }
+}
+
+impl RedisSession {
+    /// `redisMeta.doReaddir`: the entries of `ino` after `.` and `..` (HSCAN), with
+    /// their attributes when `plus` (MGET).
+    pub(super) async fn read_entries(
+        &mut self,
+        ino: Ino,
+        plus: bool,
+        entries: &mut Vec<Entry>,
+    ) -> Result<()> {
+        self.scan_entries(ino, entries).await?;
+        if plus {
+            self.fill_attrs(entries).await?;
+        }
+        Ok(())
     }
 }

@@ -619,23 +619,7 @@ impl Engine for SqlEngine {
     }
 
     async fn destroy(&self, uuid: &str) -> Result<()> {
-        match self.probe().await? {
-            VolumeState::Volume(f) if f.uuid == uuid => {}
-            VolumeState::Volume(f) => {
-                return Err(MetaError::Engine(format!(
-                    "refusing to destroy: the volume's UUID is {}, not {uuid}",
-                    f.uuid
-                )))
-            }
-            VolumeState::Empty => {
-                return Err(MetaError::Engine(
-                    "refusing to destroy: no JuiceFS volume here".into(),
-                ))
-            }
-            VolumeState::Foreign(why) => {
-                return Err(MetaError::Engine(format!("refusing to destroy: {why}")))
-            }
-        }
+        crate::meta::check_destroy(self, uuid).await?;
         let st = self.st.clone();
         let mut g = self.admin_conn(false).await?;
         let c = g.as_mut().expect("connected");

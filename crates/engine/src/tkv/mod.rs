@@ -278,21 +278,7 @@ impl Engine for TkvEngine {
 
     /// Deletes every key under the volume prefix (memkv: the whole named store).
     async fn destroy(&self, uuid: &str) -> Result<()> {
-        let body = self.load_setting().await?.ok_or_else(|| {
-            MetaError::Engine(format!(
-                "refusing to destroy {}: it holds no JuiceFS volume",
-                self.url.redacted()
-            ))
-        })?;
-        let f = Format::from_json(&body).map_err(MetaError::Engine)?;
-        if f.uuid != uuid {
-            return Err(MetaError::Engine(format!(
-                "refusing to destroy {}: it holds volume {} (UUID {}), not UUID {uuid}",
-                self.url.redacted(),
-                f.name,
-                f.uuid
-            )));
-        }
+        crate::meta::check_destroy(self, uuid).await?;
         self.kv
             .delete_prefix(self.keys.prefix())
             .await

@@ -7,9 +7,8 @@
 use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
-    access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
-    check_rmdir, check_sticky, check_unlink, is_trash, new_child_attr, orphan_attr, parent_gains,
-    touch,
+    check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove, check_rmdir,
+    check_sticky, check_unlink, is_trash, new_child_attr, orphan_attr, parent_gains, touch,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -324,6 +323,10 @@ impl Storage for TkvSession {
             .await
             .map_err(TxErr::from)?;
         Ok(Slice::decode_all(&buf.unwrap_or_default())?)
+    }
+
+    async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()> {
+        self.read_entries(ino, plus, entries).await
     }
 
     /// `doGetParents`: `S{scan A<ino>P}`, the parents with a positive count.
@@ -659,64 +662,6 @@ impl Meta for TkvSession {
         })
     }
 
-    /// `Readdir`: `S{get A<dir>I}`; `T{scan A<dir>D..A<dir>E}`; with `plus`,
-    /// `S{gets[A<dir>I, A<parent>I, child I…]}` per 4096.
-    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
-        // baseMeta.Readdir checks no type: a file lists as `.` and `..`.
-        let mut attr = self.get_attr(ino).await?;
-        let mask = if plus { 4 | 1 } else { 4 };
-        access(ctx, &attr, mask)?;
-        if ino == ROOT_INODE {
-            attr.parent = ROOT_INODE;
-        }
-        let mut out = vec![
-            Entry {
-                name: b".".to_vec(),
-                inode: ino,
-                attr: Attr::type_only(FileType::Directory),
-            },
-            Entry {
-                name: b"..".to_vec(),
-                inode: attr.parent,
-                attr: Attr::type_only(FileType::Directory),
-            },
-        ];
-        let prefix = self.keys.entry_prefix(ino);
-        let end = TkvKeys::prefix_end(&prefix);
-        let plen = prefix.len();
-        let rows = txn!(self, |tx| {
-            Ok(tx.scan(KeyRange::new(&prefix, &end)).await?)
-        })?;
-        for (k, v) in rows {
-            let name = k[plen..].to_vec();
-            if name.is_empty() {
-                continue;
-            }
-            let d = Dentry::decode(&v)?;
-            out.push(Entry {
-                name,
-                inode: d.inode,
-                attr: Attr::type_only(d.typ),
-            });
-        }
-        if plus && out.len() > 2 {
-            let keys: Vec<Vec<u8>> = out.iter().map(|e| self.keys.inode(e.inode)).collect();
-            for (batch, entries) in keys
-                .chunks(READDIR_BATCH)
-                .zip(out.chunks_mut(READDIR_BATCH))
-            {
-                let mut tx = self.simple();
-                let rs = tx.gets(batch).await.map_err(TxErr::from)?;
-                for (e, r) in entries.iter_mut().zip(rs) {
-                    if let Some(b) = r {
-                        e.attr = Attr::decode(&b)?;
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// `doSetXattr`: `T{get A<ino>X<name>; set (only if the value changed)}`.
     async fn setxattr(
         &mut self,
@@ -854,4 +799,45 @@ impl Meta for TkvSession {
 /// Reborrows a transaction for a helper (keeps the macro's binding usable afterwards).
 pub(super) fn tx_ref(tx: &mut Txn) -> &mut Txn {
     tx
+}
+
+impl TkvSession {
+    /// `doReaddir`: `T{scan A<dir>D..A<dir>E}`; with `plus`,
+    /// `S{gets[A<dir>I, A<parent>I, child I…]}` per 4096.
+    async fn read_entries(&mut self, ino: Ino, plus: bool, out: &mut Vec<Entry>) -> Result<()> {
+        let prefix = self.keys.entry_prefix(ino);
+        let end = TkvKeys::prefix_end(&prefix);
+        let plen = prefix.len();
+        let rows = txn!(self, |tx| {
+            Ok(tx.scan(KeyRange::new(&prefix, &end)).await?)
+        })?;
+        for (k, v) in rows {
+            let name = k[plen..].to_vec();
+            if name.is_empty() {
+                continue;
+            }
+            let d = Dentry::decode(&v)?;
+            out.push(Entry {
+                name,
+                inode: d.inode,
+                attr: Attr::type_only(d.typ),
+            });
+        }
+        if plus && out.len() > 2 {
+            let keys: Vec<Vec<u8>> = out.iter().map(|e| self.keys.inode(e.inode)).collect();
+            for (batch, entries) in keys
+                .chunks(READDIR_BATCH)
+                .zip(out.chunks_mut(READDIR_BATCH))
+            {
+                let mut tx = self.simple();
+                let rs = tx.gets(batch).await.map_err(TxErr::from)?;
+                for (e, r) in entries.iter_mut().zip(rs) {
+                    if let Some(b) = r {
+                        e.attr = Attr::decode(&b)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }

@@ -4,7 +4,7 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
-use crate::common::{access, TRASH_NAME};
+use crate::common::TRASH_NAME;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
 use crate::XattrFlags;
@@ -96,29 +96,12 @@ impl SqlSession {
         })
     }
 
-    pub(super) async fn do_readdir(
+    pub(super) async fn read_entries(
         &mut self,
-        ctx: &Ctx,
         ino: Ino,
         plus: bool,
-    ) -> Result<Vec<Entry>> {
-        let mut attr = self.getattr_inner(ino).await?;
-        access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
-        if ino == ROOT_INODE {
-            attr.parent = ROOT_INODE;
-        }
-        let mut out = vec![
-            Entry {
-                name: b".".to_vec(),
-                inode: ino,
-                attr: Attr::type_only(FileType::Directory),
-            },
-            Entry {
-                name: b"..".to_vec(),
-                inode: attr.parent,
-                attr: Attr::type_only(FileType::Directory),
-            },
-        ];
+        out: &mut Vec<Entry>,
+    ) -> Result<()> {
         let st = self.st.clone();
         let rows = simple!(self, {
             let sql = if plus { &st.readdir_plus } else { &st.readdir };
@@ -146,7 +129,7 @@ impl SqlSession {
                 attr,
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     pub(super) async fn do_setxattr(

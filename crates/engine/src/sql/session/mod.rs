@@ -23,7 +23,6 @@ use super::conn::{Arg, Conn, ErrKind};
 use super::dialect::Stmts;
 use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
-use crate::common::access;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{
@@ -220,6 +219,10 @@ impl Storage for SqlSession {
         self.read_slices(ino, indx).await
     }
 
+    async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()> {
+        self.read_entries(ino, plus, entries).await
+    }
+
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         self.get_parents(ino).await
     }
@@ -268,18 +271,6 @@ impl Meta for SqlSession {
     }
 
     /// `baseMeta.Access`: root is allowed without any I/O, anyone else costs a getattr.
-    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
-        if ctx.uid == 0 {
-            return Ok(());
-        }
-        let attr = self.getattr_inner(ino).await?;
-        access(ctx, &attr, mask)
-    }
-
-    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
-        self.do_readdir(ctx, ino, plus).await
-    }
-
     async fn setxattr(
         &mut self,
         ino: Ino,
