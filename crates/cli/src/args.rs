@@ -69,3 +69,33 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text)
         .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
 }
+
+/// `--meta URL` where a command needs one: the JuiceFS meta URL, also read from
+/// `METABENCH_META` (never printed).
+#[derive(Debug, clap::Args)]
+pub struct MetaArg {
+    /// JuiceFS meta URL (a password missing from it is read from META_PASSWORD, and
+    /// REDIS_PASSWORD for Redis, as JuiceFS does).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "METABENCH_META",
+        hide_env_values = true
+    )]
+    pub meta: String,
+}
+
+/// How each simulated client behaves, the same for `ops` and `sweep`.
+#[derive(Debug, clap::Args)]
+pub struct ClientArgs {
+    /// Reproduce the Go client's caches (chunk cache for read, symlink cache for
+    /// readlink) instead of asking the engine on every call.
+    #[arg(long)]
+    pub client_cache: bool,
+
+    /// How long one call may take. A call started in a window is recorded when it
+    /// finishes, after the window's end too; one without an answer by this time counts
+    /// as a `timeout` error, and its client goes on with a fresh session.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub op_timeout: std::time::Duration,
+}

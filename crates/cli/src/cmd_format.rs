@@ -1,5 +1,6 @@
 //! `metabench format`: a new volume the real `juicefs` client accepts.
 
+use crate::args::MetaArg;
 use crate::error::{input, CliError};
 use metabench_engine::{open, MetaUrl, VolumeState};
 use metabench_schema::Format;
@@ -7,14 +8,8 @@ use metabench_schema::Format;
 /// Arguments of `metabench format`.
 #[derive(Debug, clap::Args)]
 pub struct FormatArgs {
-    /// JuiceFS meta URL of an empty database.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "METABENCH_META",
-        hide_env_values = true
-    )]
-    meta: String,
+    #[command(flatten)]
+    meta: MetaArg,
 
     /// Volume name (3 to 63 letters, digits and '-', as JuiceFS requires).
     #[arg(long, default_value = "metabench")]
@@ -47,7 +42,7 @@ pub async fn run(args: FormatArgs) -> Result<i32, CliError> {
     if args.trash_days < 0 {
         return Err(input("--trash-days cannot be negative"));
     }
-    let url = MetaUrl::parse(&args.meta)?;
+    let url = MetaUrl::parse(&args.meta.meta)?;
     let engine = open(&url).await?;
     match engine.probe().await? {
         VolumeState::Empty => {}

@@ -1,24 +1,19 @@
 //! `metabench info`: what a meta URL holds, read-only.
 
+use crate::args::MetaArg;
 use crate::error::CliError;
 use metabench_engine::{open, MetaUrl, VolumeState};
 
 /// Arguments of `metabench info`.
 #[derive(Debug, clap::Args)]
 pub struct InfoArgs {
-    /// JuiceFS meta URL.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "METABENCH_META",
-        hide_env_values = true
-    )]
-    meta: String,
+    #[command(flatten)]
+    meta: MetaArg,
 }
 
 /// Runs `metabench info`.
 pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
-    let url = MetaUrl::parse(&args.meta)?;
+    let url = MetaUrl::parse(&args.meta.meta)?;
     let engine = open(&url).await?;
     let info = engine.server_info().await?;
     out!("url:      {url}");

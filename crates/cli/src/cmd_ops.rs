@@ -2,6 +2,7 @@
 
 use crate::args::{
     check_output_path, git_commit, parse_count, parse_duration, watch_ctrl_c, write_file,
+    ClientArgs,
 };
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, Target, TargetArgs};
@@ -33,15 +34,8 @@ pub struct OpsArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     duration: Option<Duration>,
 
-    /// Reproduce the Go client's caches (chunk cache for read, symlink cache for
-    /// readlink) instead of asking the engine on every call.
-    #[arg(long)]
-    client_cache: bool,
-
-    /// How long one call may take: one without an answer by then counts as a `timeout`
-    /// error, and the run goes on with a fresh session.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    op_timeout: Duration,
+    #[command(flatten)]
+    client: ClientArgs,
 
     /// Write the results (versioned JSON, with histograms) to this file.
     #[arg(long, value_name = "FILE")]
@@ -104,12 +98,12 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         }
     );
 
-    let opts = SessionOptions::for_runs(args.client_cache);
+    let opts = SessionOptions::for_runs(args.client.client_cache);
     let config = OpsConfig {
         ops: ops.clone(),
         budget,
-        client_cache: args.client_cache,
-        op_timeout: args.op_timeout,
+        client_cache: args.client.client_cache,
+        op_timeout: args.client.op_timeout,
     };
     let client = {
         let (engine, stop, run_id) = (target.engine.clone(), stop.clone(), run_id.clone());
@@ -173,8 +167,8 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                 Budget::Duration(d) => Some(d.as_secs_f64()),
                 Budget::Iterations(_) => None,
             },
-            client_cache: args.client_cache,
-            op_timeout_s: args.op_timeout.as_secs_f64(),
+            client_cache: args.client.client_cache,
+            op_timeout_s: args.client.op_timeout.as_secs_f64(),
         },
         floor,
         results: outcome.results,

@@ -1,6 +1,8 @@
 //! `metabench sweep`: concurrency sweeps to saturation with per-operation histograms.
 
-use crate::args::{check_output_path, git_commit, parse_duration, watch_ctrl_c, write_file};
+use crate::args::{
+    check_output_path, git_commit, parse_duration, watch_ctrl_c, write_file, ClientArgs,
+};
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
@@ -87,15 +89,8 @@ pub struct SweepArgs {
     #[arg(long)]
     until_plateau: bool,
 
-    /// Reproduce the Go client's caches (see `metabench ops --help`).
-    #[arg(long)]
-    client_cache: bool,
-
-    /// How long one call may take. A call started in a window is recorded when it
-    /// finishes, after the window's end too; one without an answer by this time counts
-    /// as a `timeout` error, and its client goes on with a fresh session.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    op_timeout: Duration,
+    #[command(flatten)]
+    client: ClientArgs,
 
     /// Write the results (versioned JSON with histograms) to this file.
     #[arg(long, value_name = "FILE")]
@@ -230,8 +225,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         shared_dir: args.shared_dir,
         p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
         until_plateau: args.until_plateau,
-        client_cache: args.client_cache,
-        op_timeout_s: args.op_timeout.as_secs_f64(),
+        client_cache: args.client.client_cache,
+        op_timeout_s: args.client.op_timeout.as_secs_f64(),
         rate: args.rate.as_ref().map(ToString::to_string),
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
@@ -301,8 +296,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         duration: args.duration,
         shared_dir: args.shared_dir,
         until_plateau: args.until_plateau,
-        session: SessionOptions::for_runs(args.client_cache),
-        op_timeout: args.op_timeout,
+        session: SessionOptions::for_runs(args.client.client_cache),
+        op_timeout: args.client.op_timeout,
         open_loop: args.rate.as_ref().map(|rate| OpenLoop {
             rates: rate.rates().to_vec(),
             arrivals: args.arrivals,
