@@ -270,7 +270,6 @@ impl Meta for SqlSession {
         self.do_setattr(ctx, ino, set).await
     }
 
-    /// `baseMeta.Access`: root is allowed without any I/O, anyone else costs a getattr.
     async fn setxattr(
         &mut self,
         ino: Ino,
