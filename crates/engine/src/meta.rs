@@ -148,8 +148,8 @@ pub struct Rename<'a> {
     pub flags: u32,
 }
 
-/// What a session's mknod transaction ([`crate::Storage::do_mknod`], [`crate::Storage::make_node`]) found or made, beside the
-/// inode it allocated.
+/// What a session's mknod transaction ([`crate::Storage::do_mknod`]) found or made; with
+/// the inode it allocated, what [`crate::Storage::make_node`] answers.
 #[derive(Debug)]
 pub enum Made {
     /// The new node's attribute.
@@ -286,7 +286,12 @@ pub trait Meta: Storage {
             flags,
         };
         self.check_and_walk_rename(ctx, &r).await?;
-        self.do_rename(ctx, &r).await
+        let (ino, attr) = self.do_rename(ctx, &r).await?;
+        // baseMeta.Rename after doRename: a moved directory's new parent.
+        if attr.typ == FileType::Directory {
+            self.state().keep_dir_parent(ino, parent_dst);
+        }
+        Ok((ino, attr))
     }
 
     /// Finds a name in a directory (`Lookup`, no permission check).

@@ -12,10 +12,11 @@
 //! - the deleted-file queue, freed by the background work ([`crate::Meta::flush`]);
 //! - the chunk and symlink caches (`--client-cache`).
 //!
-//! The logic over it is here too: `nextInode`, `GetAttr`, the quota walk, `ReadLink`,
-//! `Read`, `NewSlice` and the background flush. The argument and permission checks are in
-//! `common`; the mknod family (`Mkdir`, `Mknod`, `Create`, `Symlink`) is provided by
-//! [`crate::Meta`] over [`Storage::do_mknod`].
+//! The logic over it is here too: `nextInode`, `NewSlice`, `GetAttr`, `Access`, the quota
+//! walk, `Mknod` ([`Storage::make_node`]), `Rename`'s checks and walks, `Readdir`, `Read`,
+//! `ReadLink`, `updateParentStat` and the background flush. The pure argument and
+//! permission checks are in `common`; the mknod family (`Mkdir`, `Mknod`, `Create`,
+//! `Symlink`) and `Rename` are provided by [`crate::Meta`] over them.
 
 mod client_cache;
 mod dir_stats;
@@ -175,6 +176,12 @@ pub trait Storage: Send {
     /// Returns the moved inode and its attribute.
     async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)>;
 
+    /// Refuses rename flags JuiceFS accepts but this family does not implement (before
+    /// any I/O). Every flag `check_rename` lets through is supported by default.
+    fn check_rename_flags(&self, _flags: u32) -> Result<()> {
+        Ok(())
+    }
+
     /// `doGetAttr`: the inode's attribute as stored; `NotFound` when there is none.
     async fn do_getattr(&mut self, ino: Ino) -> Result<Attr>;
 
@@ -196,11 +203,8 @@ pub trait Storage: Send {
     async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()>;
 
     /// `doFlushStats`: writes the buffered volume counters ([`ClientState::pending_stats`]),
-    /// marking what was written. Redis writes them inside each transaction and does nothing
-    /// here.
-    async fn do_flush_stats(&mut self) -> Result<()> {
-        Ok(())
-    }
+    /// marking what was written.
+    async fn do_flush_stats(&mut self) -> Result<()>;
 
     /// `doDeleteFileData`: frees a deleted file's chunks and its delete-queue record.
     async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()>;
@@ -256,6 +260,7 @@ pub trait Storage: Send {
     /// from the trash).
     async fn check_and_walk_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<()> {
         check_rename(ctx, r)?;
+        self.check_rename_flags(r.flags)?;
         if !is_trash(r.parent_src) {
             self.quota_walk(r.parent_src).await;
         }
@@ -382,8 +387,8 @@ pub trait Storage: Send {
     /// What a JuiceFS client does in the background, in this order: the dir stats of
     /// hard-linked files' parents (`updateParentStat`'s goroutine), the dir-stat flush
     /// (`doFlushDirStat`), the counter flush (`doFlushStats`) and freeing deleted files'
-    /// data (`doDeleteFileData`). Every step runs; the first error is returned, and
-    /// files not yet freed stay queued.
+    /// data (`doDeleteFileData`). Every step runs and every file is tried; the first error
+    /// is returned, and files not freed stay queued.
     async fn flush_background(&mut self) -> Result<()> {
         let mut first: Option<MetaError> = None;
         for (ino, length, space) in std::mem::take(&mut self.state().link_writes) {
@@ -408,12 +413,12 @@ pub trait Storage: Send {
         if let Err(e) = self.do_flush_stats().await {
             first.get_or_insert(e);
         }
-        let pending = std::mem::take(&mut self.state().deleted);
-        for (i, &(ino, length)) in pending.iter().enumerate() {
+        for (ino, length) in std::mem::take(&mut self.state().deleted) {
             if let Err(e) = self.do_delete_file_data(ino, length).await {
-                self.state().deleted.extend_from_slice(&pending[i..]);
+                // Each file is freed on its own, as JuiceFS does; a failed one waits for
+                // the next flush.
+                self.state().deleted.push((ino, length));
                 first.get_or_insert(e);
-                break;
             }
         }
         first.map_or(Ok(()), Err)

@@ -1,5 +1,6 @@
-//! `redisMeta.doRename` with `baseMeta.Rename`'s checks: one WATCH transaction over both
-//! parents, both entries and the inodes involved, as `pkg/meta/redis.go` sends it.
+//! `redisMeta.doRename`, after `baseMeta.Rename`'s checks in the client layer: one WATCH
+//! transaction over both parents, both entries and the inodes involved, as
+//! `pkg/meta/redis.go` sends it.
 
 use super::session::RedisSession;
 use super::txn::txn;

@@ -100,7 +100,7 @@ impl Storage for RedisSession {
         })
     }
 
-    /// `redisMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
+    /// `redisMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s).
     async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
         let (parent, name, typ) = (node.parent, node.name, node.typ);
         let (mode, umask, rdev, target) = (node.mode, node.umask, node.rdev, node.target);
@@ -192,6 +192,14 @@ impl Storage for RedisSession {
     }
 
     /// `redisMeta.doRead`: `LRANGE c{ino}_{indx} 0 -1`.
+    /// Redis writes `usedSpace` and `totalInodes` inside each transaction
+    /// (`redisMeta.doFlushStats` is empty): what was buffered is already written.
+    async fn do_flush_stats(&mut self) -> Result<()> {
+        let (space, inodes) = self.base.pending_stats();
+        self.base.stats_flushed(space, inodes);
+        Ok(())
+    }
+
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         let vals: Vec<Vec<u8>> = self
             .conn

@@ -347,9 +347,9 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          difference is client CPU, not the engine.",
         "No session is registered (sid 0): no `session2` row, no heartbeat; unlinked files are \
          never kept open (no `sustained` rows).",
-        "Quotas are neither loaded nor enforced, and the ancestor walk of the quota check is not \
-         done (a cold JuiceFS session with DirStats reads uncached ancestors first). Capacity and \
-         inode limits are not enforced.",
+        "Quotas are neither loaded nor enforced (the ancestor walk of the quota check is done, \
+         as JuiceFS does with DirStats: a cold session reads uncached ancestors first). Capacity \
+         and inode limits are not enforced.",
         "POSIX ACLs are not evaluated: access checks use the mode bits.",
         "Compaction is never started.",
         "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \

@@ -1,5 +1,6 @@
-//! `kvMeta.doRename` with `baseMeta.Rename`'s checks: one transaction over both parents,
-//! both entries and the inodes involved, as `pkg/meta/tkv.go` sends it.
+//! `kvMeta.doRename`, after `baseMeta.Rename`'s checks in the client layer: one
+//! transaction over both parents, both entries and the inodes involved, as
+//! `pkg/meta/tkv.go` sends it.
 
 use super::kv::txn;
 use super::session::{delete_keys, tx_ref, TkvSession};
@@ -17,10 +18,6 @@ impl TkvSession {
         let (parent_src, name_src, parent_dst, name_dst, flags) =
             (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
         let (ps, pd) = (parent_src, parent_dst);
-        // metabench's TKV sessions do not exchange or restore entries.
-        if flags != 0 && flags != RENAME_NOREPLACE {
-            return Err(MetaError::NotSupported);
-        }
         let keys = self.keys.clone();
         struct Moved {
             ino: Ino,

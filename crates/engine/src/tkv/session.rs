@@ -9,6 +9,7 @@ use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove, check_rmdir,
     check_sticky, check_unlink, is_trash, new_child_attr, orphan_attr, parent_gains, touch,
+    RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -244,7 +245,7 @@ impl Storage for TkvSession {
         })
     }
 
-    /// `kvMeta.doMknod`, with `baseMeta.Mknod`'s checks before it.
+    /// `kvMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s).
     async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
         let (parent, name, typ) = (node.parent, node.name, node.typ);
         let (mode, umask, rdev, target) = (node.mode, node.umask, node.rdev, node.target);
@@ -295,6 +296,15 @@ impl Storage for TkvSession {
             }
             Ok(Made::New(attr))
         })
+    }
+
+    /// metabench's TKV sessions do not exchange or restore entries: ENOTSUP.
+    fn check_rename_flags(&self, flags: u32) -> Result<()> {
+        if flags == 0 || flags == RENAME_NOREPLACE {
+            Ok(())
+        } else {
+            Err(MetaError::NotSupported)
+        }
     }
 
     async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {

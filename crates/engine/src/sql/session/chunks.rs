@@ -3,6 +3,7 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
+use crate::base::Storage;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
 use crate::{MetaError, Result};
@@ -85,8 +86,8 @@ impl SqlSession {
             (parent, dlen, dspace)
         })?;
         self.base.cache.forget_chunk(ino, indx);
-        self.base
-            .update_parent_stat(ino, parent as Ino, dlen, dspace);
+        self.update_parent_stat(ino, parent as Ino, dlen, dspace)
+            .await;
         Ok(())
     }
 

@@ -23,6 +23,7 @@ use super::conn::{Arg, Conn, ErrKind};
 use super::dialect::Stmts;
 use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
+use crate::common::is_trash;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{
@@ -31,7 +32,7 @@ use crate::{
 };
 use async_trait::async_trait;
 use metabench_schema::sql::Dialect;
-use metabench_schema::{Attr, DirStat, Format, Ino, Slice, Timestamp};
+use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice, Timestamp};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -263,7 +264,12 @@ impl Meta for SqlSession {
     }
 
     async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        self.do_lookup(parent, name).await
+        let (ino, attr) = self.do_lookup(parent, name).await?;
+        // baseMeta.Lookup keeps a directory's parent.
+        if attr.typ == FileType::Directory && !is_trash(parent) {
+            self.base.keep_dir_parent(ino, parent);
+        }
+        Ok((ino, attr))
     }
 
     async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {

@@ -16,9 +16,9 @@ use metabench_schema::sql::NodeRow;
 use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
 
 impl SqlSession {
-    /// `baseMeta.Mknod` + `dbMeta.doMknod`. On EEXIST of a file or directory the
-    /// existing entry is returned in the error slot `found` (for `Create`).
-    #[allow(clippy::too_many_arguments)]
+    /// `dbMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s). On
+    /// EEXIST of a file or directory the existing entry is returned in `found` (for
+    /// `Create`).
     pub(super) async fn mknod_txn(
         &mut self,
         ctx: &Ctx,
@@ -532,7 +532,7 @@ impl SqlSession {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `dbMeta.doRename` (its checks and quota walks are `Storage::check_and_walk_rename`'s).
     pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
         let (ps, ns_, pd, nd, flags) =
             (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
