@@ -326,20 +326,30 @@ pub trait Meta: Storage {
         self.read_dir(ctx, ino, plus).await
     }
 
-    /// Sets an extended attribute (`SetXattr`).
+    /// Sets an extended attribute (`baseMeta.SetXattr`: an empty name is EINVAL).
     async fn setxattr(
         &mut self,
         ino: Ino,
         name: &[u8],
         value: &[u8],
         flags: XattrFlags,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        self.do_setxattr(ino, name, value, flags).await
+    }
 
     /// Reads an extended attribute (`GetXattr`).
     async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>>;
 
-    /// Removes an extended attribute (`RemoveXattr`).
-    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()>;
+    /// Removes an extended attribute (`baseMeta.RemoveXattr`: an empty name is EINVAL).
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        self.do_removexattr(ino, name).await
+    }
 
     /// Lists extended attribute names (`ListXattr`).
     async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>>;

@@ -28,7 +28,7 @@ pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLI
 
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::{NewNode, Rename};
-use crate::{Ctx, Entry, Made, MetaError, Result};
+use crate::{Ctx, Entry, Made, MetaError, Result, XattrFlags};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
@@ -191,6 +191,19 @@ pub trait Storage: Send {
     /// `doReaddir`: appends the entries of directory `ino` to `entries` (which holds `.`
     /// and `..`), with their attributes when `plus`.
     async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()>;
+
+    /// `doSetXattr`: sets an extended attribute (the name is not empty).
+    async fn do_setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()>;
+
+    /// `doRemoveXattr`: removes an extended attribute (the name is not empty); ENOATTR
+    /// when there is none.
+    async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()>;
 
     /// `doRead`: the slice records of chunk `indx` as stored, empty when there are none.
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;

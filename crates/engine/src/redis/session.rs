@@ -200,6 +200,54 @@ impl Storage for RedisSession {
         Ok(())
     }
 
+    async fn do_setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        let key = self.keys.xattr(ino);
+        txn!(self, vec![key.clone()], |c| {
+            match flags {
+                XattrFlags::Any => {}
+                XattrFlags::Create => {
+                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
+                    if ok {
+                        return Err(MetaError::Exists.into());
+                    }
+                }
+                XattrFlags::Replace => {
+                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
+                    if !ok {
+                        return Err(MetaError::NoAttr.into());
+                    }
+                }
+            }
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("HSET").arg(&key).arg(name).arg(value);
+            c.exec(&p).await?;
+            Ok(())
+        })
+    }
+
+    async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        let key = self.keys.xattr(ino);
+        // doRemoveXattr: the HDEL goes out as a plain pipeline, without MULTI.
+        let n: u64 = txn!(self, vec![key.clone()], |c| {
+            let mut p = redis::pipe();
+            p.cmd("HDEL").arg(&key).arg(name);
+            let (n,): (u64,) = c.pipeline(&p).await?;
+            Ok(n)
+        })?;
+        if n == 0 {
+            Err(MetaError::NoAttr)
+        } else {
+            Ok(())
+        }
+    }
+
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         let vals: Vec<Vec<u8>> = self
             .conn
@@ -531,66 +579,12 @@ impl Meta for RedisSession {
         })
     }
 
-    async fn setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
-        if name.is_empty() {
-            return Err(MetaError::Invalid);
-        }
-        let key = self.keys.xattr(ino);
-        txn!(self, vec![key.clone()], |c| {
-            match flags {
-                XattrFlags::Any => {}
-                XattrFlags::Create => {
-                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
-                    if ok {
-                        return Err(MetaError::Exists.into());
-                    }
-                }
-                XattrFlags::Replace => {
-                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
-                    if !ok {
-                        return Err(MetaError::NoAttr.into());
-                    }
-                }
-            }
-            let mut p = redis::pipe();
-            p.atomic();
-            p.cmd("HSET").arg(&key).arg(name).arg(value);
-            c.exec(&p).await?;
-            Ok(())
-        })
-    }
-
     async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let v: Option<Vec<u8>> = self
             .conn
             .query(cmd("HGET").arg(self.keys.xattr(ino)).arg(name))
             .await?;
         v.ok_or(MetaError::NoAttr)
-    }
-
-    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        if name.is_empty() {
-            return Err(MetaError::Invalid);
-        }
-        let key = self.keys.xattr(ino);
-        // doRemoveXattr: the HDEL goes out as a plain pipeline, without MULTI.
-        let n: u64 = txn!(self, vec![key.clone()], |c| {
-            let mut p = redis::pipe();
-            p.cmd("HDEL").arg(&key).arg(name);
-            let (n,): (u64,) = c.pipeline(&p).await?;
-            Ok(n)
-        })?;
-        if n == 0 {
-            Err(MetaError::NoAttr)
-        } else {
-            Ok(())
-        }
     }
 
     async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {

@@ -325,6 +325,40 @@ impl Storage for TkvSession {
         Ok(t.unwrap_or_default())
     }
 
+    /// `doSetXattr`: `T{get A<ino>X<name>; set (only if the value changed)}`.
+    async fn do_setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        let k = self.keys.xattr(ino, name);
+        txn!(self, |tx| {
+            let old = tx.get(&k).await?;
+            match (flags, &old) {
+                (XattrFlags::Create, Some(_)) => return Err(MetaError::Exists.into()),
+                (XattrFlags::Replace, None) => return Err(MetaError::NoAttr.into()),
+                _ => {}
+            }
+            if old.as_deref() != Some(value) {
+                tx.set(&k, value).await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        let k = self.keys.xattr(ino, name);
+        txn!(self, |tx| {
+            if tx.get(&k).await?.is_none() {
+                return Err(MetaError::NoAttr.into());
+            }
+            tx.delete(&k);
+            Ok(())
+        })
+    }
+
     /// `doRead`: `S{get A<ino>C<indx>}`.
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         let mut tx = self.simple();
@@ -672,52 +706,12 @@ impl Meta for TkvSession {
         })
     }
 
-    /// `doSetXattr`: `T{get A<ino>X<name>; set (only if the value changed)}`.
-    async fn setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
-        if name.is_empty() {
-            return Err(MetaError::Invalid);
-        }
-        let k = self.keys.xattr(ino, name);
-        txn!(self, |tx| {
-            let old = tx.get(&k).await?;
-            match (flags, &old) {
-                (XattrFlags::Create, Some(_)) => return Err(MetaError::Exists.into()),
-                (XattrFlags::Replace, None) => return Err(MetaError::NoAttr.into()),
-                _ => {}
-            }
-            if old.as_deref() != Some(value) {
-                tx.set(&k, value).await?;
-            }
-            Ok(())
-        })
-    }
-
     async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let mut tx = self.simple();
         tx.get(&self.keys.xattr(ino, name))
             .await
             .map_err(TxErr::from)?
             .ok_or(MetaError::NoAttr)
-    }
-
-    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        if name.is_empty() {
-            return Err(MetaError::Invalid);
-        }
-        let k = self.keys.xattr(ino, name);
-        txn!(self, |tx| {
-            if tx.get(&k).await?.is_none() {
-                return Err(MetaError::NoAttr.into());
-            }
-            tx.delete(&k);
-            Ok(())
-        })
     }
 
     /// `doListXattr`: `T{scan A<ino>X keysOnly}`, then `S{get A<ino>I}` (for ACL names).

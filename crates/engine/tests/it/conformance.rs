@@ -473,6 +473,7 @@ async fn errnos_of_every_operation(on: TestEngine) {
         errno(v.s.setxattr(f, b"", b"v", XattrFlags::Any).await),
         "EINVAL"
     );
+    assert_eq!(errno(v.s.removexattr(f, b"").await), "EINVAL");
     assert_eq!(
         errno(v.s.setxattr(f, b"user.k", b"v", XattrFlags::Replace).await),
         "ENOATTR"

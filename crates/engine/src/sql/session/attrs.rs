@@ -132,7 +132,7 @@ impl SqlSession {
         Ok(())
     }
 
-    pub(super) async fn do_setxattr(
+    pub(super) async fn setxattr_txn(
         &mut self,
         ino: Ino,
         name: &[u8],

@@ -216,6 +216,29 @@ impl Storage for SqlSession {
         })
     }
 
+    async fn do_setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        self.setxattr_txn(ino, name, value, flags).await
+    }
+
+    async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        let name = xattr_name(name)?;
+        let st = self.st.clone();
+        txn!(self, {
+            let d = self
+                .exec(&st.xattr_remove, &[Arg::I64(ino as i64), Arg::Str(name)])
+                .await?;
+            if d.rows_affected == 0 {
+                return Err(MetaError::NoAttr.into());
+            }
+        })
+    }
+
     async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         self.read_slices(ino, indx).await
     }
@@ -276,16 +299,6 @@ impl Meta for SqlSession {
         self.do_setattr(ctx, ino, set).await
     }
 
-    async fn setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
-        self.do_setxattr(ino, name, value, flags).await
-    }
-
     async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let name = xattr_name(name)?;
         let st = self.st.clone();
@@ -296,19 +309,6 @@ impl Meta for SqlSession {
             match rows.first() {
                 Some(r) => r.bytes(3)?.to_vec(),
                 None => return Err(MetaError::NoAttr.into()),
-            }
-        })
-    }
-
-    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        let name = xattr_name(name)?;
-        let st = self.st.clone();
-        txn!(self, {
-            let d = self
-                .exec(&st.xattr_remove, &[Arg::I64(ino as i64), Arg::Str(name)])
-                .await?;
-            if d.rows_affected == 0 {
-                return Err(MetaError::NoAttr.into());
             }
         })
     }

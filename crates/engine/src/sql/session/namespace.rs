@@ -438,7 +438,7 @@ impl SqlSession {
         check_rmdir(ctx, parent, name)?;
         let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
-        let trashed = txn!(self, {
+        let (trashed, removed) = txn!(self, {
             let mut trash = trash;
             let mut pn = self
                 .get_node(parent, false)
@@ -521,12 +521,15 @@ impl SqlSession {
                 )
                 .await?;
             }
-            trash
+            (trash, e.inode)
         })?;
         if trashed == 0 {
             self.base.update_stats(-align4k(0), -1);
         } else {
             self.base.update_dir_stat(trashed, 0, align4k(0), 1);
+        }
+        if !is_trash(parent) {
+            self.base.forget_dir_parent(removed);
         }
         self.base.update_dir_stat(parent, 0, -align4k(0), -1);
         Ok(())
