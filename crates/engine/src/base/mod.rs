@@ -82,11 +82,6 @@ impl ClientState {
         }
     }
 
-    /// Whether the volume keeps dir stats.
-    pub fn dir_stats_on(&self) -> bool {
-        self.dir_stats_on
-    }
-
     /// `updateDirStat`: buffers a change below `dir`, when the volume keeps dir stats.
     pub fn update_dir_stat(&mut self, dir: Ino, length: i64, space: i64, inodes: i64) {
         if self.dir_stats_on {
@@ -129,7 +124,7 @@ impl ClientState {
     /// `updateParentStat`: a file's length grew by `length` (`space` after rounding).
     /// The parent's dir stat is buffered; for a hard-linked file (parent 0) its parents are
     /// looked up by the background flush.
-    pub fn update_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
+    pub fn buffer_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
         if length == 0 && space == 0 {
             return;
         }
@@ -325,7 +320,7 @@ pub trait Storage: Send {
     /// (or, for a hard-linked file, for the background flush to spread over its parents)
     /// and walks up from the parent.
     async fn update_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
-        self.state().update_parent_stat(ino, parent, length, space);
+        self.state().buffer_parent_stat(ino, parent, length, space);
         if parent > 0 && (length != 0 || space != 0) {
             self.quota_walk(parent).await;
         }
