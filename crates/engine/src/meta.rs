@@ -1,6 +1,5 @@
 //! The operations of a JuiceFS client, as one async trait per engine session.
 
-use crate::base::Storage;
 use crate::{MetaError, MetaUrl, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::{Attr, FileType, Format, Ino, Slice, Timestamp};
@@ -158,23 +157,6 @@ pub enum Made {
     Existing(Ino, Option<Attr>),
 }
 
-/// What `Mkdir`, `Mknod` and `Symlink` answer: the new node, or EEXIST.
-fn created((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
-    match made {
-        Made::New(attr) => Ok((ino, attr)),
-        Made::Existing(..) => Err(MetaError::Exists),
-    }
-}
-
-/// What `Create` without `O_EXCL` answers: the new node, or the existing regular file.
-fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
-    match made {
-        Made::New(attr) => Ok((ino, attr)),
-        Made::Existing(ino, Some(attr)) if attr.typ == FileType::File => Ok((ino, attr)),
-        Made::Existing(..) => Err(MetaError::Exists),
-    }
-}
-
 /// One JuiceFS client's view of a volume: the operations of `pkg/meta/benchmarks_test.go`.
 ///
 /// A session is used by one task at a time and owns its connection (a Redis connection
@@ -182,10 +164,11 @@ fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
 /// Each call sends exactly what the JuiceFS client sends for it (`pkg/meta/base.go` and
 /// the engine's `redis.go`, `sql.go` or `tkv.go`).
 ///
-/// The client logic is written once: the provided methods here and in [`Storage`] are
-/// `baseMeta`'s, over the family's storage steps ([`Storage`]'s required methods).
+/// The client logic is written once, in `crate::base`: every family's session gets this
+/// trait from its [`crate::Storage`] steps, as JuiceFS's `baseMeta` implements `Meta` over each
+/// engine's `do*` methods.
 #[async_trait]
-pub trait Meta: Storage {
+pub trait Meta: Send {
     /// Creates a directory (`Mkdir`).
     async fn mkdir(
         &mut self,
@@ -194,10 +177,7 @@ pub trait Meta: Storage {
         name: &[u8],
         mode: u16,
         umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        let node = NewNode::new(parent, name, FileType::Directory, mode, umask);
-        created(self.make_node(ctx, &node).await?)
-    }
+    ) -> Result<(Ino, Attr)>;
 
     /// Creates a file, device, fifo or socket node (`Mknod`); a symlink needs a target,
     /// so it is EINVAL here (use `symlink`).
@@ -211,16 +191,7 @@ pub trait Meta: Storage {
         mode: u16,
         umask: u16,
         rdev: u32,
-    ) -> Result<(Ino, Attr)> {
-        if typ == FileType::Symlink {
-            return Err(MetaError::Invalid);
-        }
-        let node = NewNode {
-            rdev,
-            ..NewNode::new(parent, name, typ, mode, umask)
-        };
-        created(self.make_node(ctx, &node).await?)
-    }
+    ) -> Result<(Ino, Attr)>;
 
     /// Creates and opens a regular file (`Create` = `Mknod` + open-file registration,
     /// which costs no I/O). With flags 0, as the Go benchmark calls it: an existing
@@ -232,10 +203,7 @@ pub trait Meta: Storage {
         name: &[u8],
         mode: u16,
         umask: u16,
-    ) -> Result<(Ino, Attr)> {
-        let node = NewNode::new(parent, name, FileType::File, mode, umask);
-        created_or_existing_file(self.make_node(ctx, &node).await?)
-    }
+    ) -> Result<(Ino, Attr)>;
 
     /// Creates a symbolic link (`Symlink`): EINVAL for an empty target, one longer than
     /// 4096 bytes or one holding a NUL byte.
@@ -245,16 +213,7 @@ pub trait Meta: Storage {
         parent: Ino,
         name: &[u8],
         target: &[u8],
-    ) -> Result<(Ino, Attr)> {
-        if target.is_empty() || target.len() > crate::common::MAX_SYMLINK || target.contains(&0) {
-            return Err(MetaError::Invalid);
-        }
-        let node = NewNode {
-            target,
-            ..NewNode::new(parent, name, FileType::Symlink, 0o777, 0)
-        };
-        created(self.make_node(ctx, &node).await?)
-    }
+    ) -> Result<(Ino, Attr)>;
 
     /// Adds a hard link to `ino` (`Link`).
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr>;
@@ -277,54 +236,27 @@ pub trait Meta: Storage {
         parent_dst: Ino,
         name_dst: &[u8],
         flags: u32,
-    ) -> Result<(Ino, Attr)> {
-        let r = Rename {
-            parent_src,
-            name_src,
-            parent_dst,
-            name_dst,
-            flags,
-        };
-        self.check_and_walk_rename(ctx, &r).await?;
-        let (ino, attr) = self.do_rename(ctx, &r).await?;
-        // baseMeta.Rename after doRename: a moved directory's new parent.
-        if attr.typ == FileType::Directory {
-            self.state().keep_dir_parent(ino, parent_dst);
-        }
-        Ok((ino, attr))
-    }
+    ) -> Result<(Ino, Attr)>;
 
     /// Finds a name in a directory (`Lookup`, no permission check).
     async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)>;
 
     /// Resolves a relative path in one call (`Resolve`). JuiceFS answers ENOTSUP unless the
     /// Redis Lua scripts are loaded by a mounted session, so the default does too.
-    async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)> {
-        Err(crate::MetaError::NotSupported)
-    }
+    async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)>;
 
     /// Reads attributes (`GetAttr`).
-    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
-        self.get_attr(ino).await
-    }
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr>;
 
     /// Changes attributes (`SetAttr`).
     async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr>;
 
     /// Checks permission (`baseMeta.Access`): root is allowed without I/O; anyone else
     /// costs a `GetAttr` and a mode check.
-    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
-        if ctx.uid == 0 {
-            return Ok(());
-        }
-        let attr = self.getattr(ino).await?;
-        crate::common::access(ctx, &attr, mask)
-    }
+    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()>;
 
     /// Lists a directory (`Readdir`), with attributes when `plus`.
-    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
-        self.read_dir(ctx, ino, plus).await
-    }
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>>;
 
     /// Sets an extended attribute (`baseMeta.SetXattr`: an empty name is EINVAL).
     async fn setxattr(
@@ -333,50 +265,32 @@ pub trait Meta: Storage {
         name: &[u8],
         value: &[u8],
         flags: XattrFlags,
-    ) -> Result<()> {
-        if name.is_empty() {
-            return Err(MetaError::Invalid);
-        }
-        self.do_setxattr(ino, name, value, flags).await
-    }
+    ) -> Result<()>;
 
     /// Reads an extended attribute (`GetXattr`).
     async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>>;
 
     /// Removes an extended attribute (`baseMeta.RemoveXattr`: an empty name is EINVAL).
-    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        if name.is_empty() {
-            return Err(MetaError::Invalid);
-        }
-        self.do_removexattr(ino, name).await
-    }
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()>;
 
     /// Lists extended attribute names (`ListXattr`).
     async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>>;
 
     /// Reads a symlink target (`ReadLink`).
-    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        self.read_link(ino).await
-    }
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
 
     /// Allocates a slice id (`NewSlice`): one counter round trip per 4096 ids, as JuiceFS.
-    async fn new_slice(&mut self) -> Result<u64> {
-        self.next_slice().await
-    }
+    async fn new_slice(&mut self) -> Result<u64>;
 
     /// Appends a slice record to chunk `indx` of a file (`Write`).
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()>;
 
     /// Reads the slice records of chunk `indx` (`Read`), as stored (no overlay).
-    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        self.read_chunk(ino, indx).await
-    }
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
 
     /// Does what a JuiceFS client does in the background, untimed: flushes buffered dir
     /// stats and volume counters, and frees the data of deleted files.
-    async fn flush(&mut self) -> Result<()> {
-        self.flush_background().await
-    }
+    async fn flush(&mut self) -> Result<()>;
 
     /// The engine's null round trip on this session's connection: Redis `PING`, SQL
     /// `SELECT 1` (text protocol, one round trip), a KV get of a key that never exists.

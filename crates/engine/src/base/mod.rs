@@ -18,6 +18,7 @@
 //! permission checks are in `common`; the mknod family (`Mkdir`, `Mknod`, `Create`,
 //! `Symlink`) and `Rename` are provided by [`crate::Meta`] over them.
 
+mod client;
 mod client_cache;
 mod dir_stats;
 mod ids;
@@ -27,11 +28,11 @@ pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
-use crate::meta::{NewNode, Rename};
-use crate::{Ctx, Entry, Made, MetaError, Result, XattrFlags};
-use async_trait::async_trait;
-use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
+use crate::meta::{NewNode, Rename, SetAttr};
+use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats, XattrFlags};
+use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, Timestamp, ROOT_INODE};
 use std::collections::HashMap;
+use std::future::Future;
 
 /// Work a session hands to a background task (it must own what it uses).
 pub type Background<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -149,14 +150,13 @@ impl ClientState {
 /// The storage steps of one engine family (JuiceFS's `engine` interface, `base.go`), and
 /// the client logic written once over them. A family implements only the steps; the
 /// provided methods are `baseMeta`'s.
-#[async_trait]
 pub trait Storage: Send {
     /// The client's state.
     fn state(&mut self) -> &mut ClientState;
 
     /// `incrCounter`: adds `by` to a counter in one transaction and returns the counter's
     /// new value; for `nextInode` and `nextChunk` that is the next unused id.
-    async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64>;
+    fn incr_counter(&mut self, name: &str, by: i64) -> impl Future<Output = Result<i64>> + Send;
 
     /// The background half of `nextInode` (`go m.prefetchInodes()`): the same
     /// `incrCounter("nextInode", inodeBatch)` on the engine's shared connection, not
@@ -165,11 +165,20 @@ pub trait Storage: Send {
 
     /// `doMknod`: the family's one mknod transaction, making the node as inode `ino`
     /// (already allocated), or saying what is there.
-    async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made>;
+    fn do_mknod(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        node: &NewNode<'_>,
+    ) -> impl Future<Output = Result<Made>> + Send;
 
     /// `doRename`: the family's one rename transaction, after [`Storage::check_and_walk_rename`].
     /// Returns the moved inode and its attribute.
-    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)>;
+    fn do_rename(
+        &mut self,
+        ctx: &Ctx,
+        r: &Rename<'_>,
+    ) -> impl Future<Output = Result<(Ino, Attr)>> + Send;
 
     /// Refuses rename flags JuiceFS accepts but this family does not implement (before
     /// any I/O). Every flag `check_rename` lets through is supported by default.
@@ -177,219 +186,341 @@ pub trait Storage: Send {
         Ok(())
     }
 
+    /// `doLink`: the family's link transaction (`baseMeta.Link` checked the names).
+    fn do_link(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        parent: Ino,
+        name: &[u8],
+    ) -> impl Future<Output = Result<Attr>> + Send;
+
+    /// `doUnlink`: the family's unlink transaction, queueing a freed file's data.
+    fn do_unlink(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// `doRmdir`: the family's rmdir transaction.
+    fn do_rmdir(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// `doLookup`: the entry `name` in `parent` with its attribute (no permission check).
+    fn do_lookup(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+    ) -> impl Future<Output = Result<(Ino, Attr)>> + Send;
+
+    /// `doSetAttr`: the family's setattr transaction.
+    fn do_setattr(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        set: &SetAttr,
+    ) -> impl Future<Output = Result<Attr>> + Send;
+
+    /// `doGetXattr`: an extended attribute's value; ENOATTR when there is none.
+    fn do_getxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+    ) -> impl Future<Output = Result<Vec<u8>>> + Send;
+
+    /// `doListXattr`: the names of an inode's extended attributes.
+    fn do_listxattr(&mut self, ino: Ino) -> impl Future<Output = Result<Vec<Vec<u8>>>> + Send;
+
+    /// `doWrite`: appends a slice record to chunk `indx` and updates the file's length and
+    /// times.
+    fn do_write(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+        mtime: Timestamp,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The engine's null round trip on this session's connection ([`crate::Meta::null_round_trip`]).
+    fn do_null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> + Send;
+
+    /// What this session has sent so far ([`crate::Meta::stats`]).
+    fn session_stats(&self) -> SessionStats;
+
     /// `doGetAttr`: the inode's attribute as stored; `NotFound` when there is none.
-    async fn do_getattr(&mut self, ino: Ino) -> Result<Attr>;
+    fn do_getattr(&mut self, ino: Ino) -> impl Future<Output = Result<Attr>> + Send;
 
     /// `doReadlink`: the stored target, empty when there is none.
-    async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>>;
+    fn do_readlink(&mut self, ino: Ino) -> impl Future<Output = Result<Vec<u8>>> + Send;
 
     /// `doReaddir`: appends the entries of directory `ino` to `entries` (which holds `.`
     /// and `..`), with their attributes when `plus`.
-    async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()>;
+    fn do_readdir(
+        &mut self,
+        ino: Ino,
+        plus: bool,
+        entries: &mut Vec<Entry>,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// `doSetXattr`: sets an extended attribute (the name is not empty).
-    async fn do_setxattr(
+    fn do_setxattr(
         &mut self,
         ino: Ino,
         name: &[u8],
         value: &[u8],
         flags: XattrFlags,
-    ) -> Result<()>;
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// `doRemoveXattr`: removes an extended attribute (the name is not empty); ENOATTR
     /// when there is none.
-    async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()>;
+    fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> impl Future<Output = Result<()>> + Send;
 
     /// `doRead`: the slice records of chunk `indx` as stored, empty when there are none.
-    async fn do_read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
+    fn do_read(&mut self, ino: Ino, indx: u32) -> impl Future<Output = Result<Vec<Slice>>> + Send;
 
     /// `doGetParents`: the parents of a hard-linked file with their link counts, sorted.
-    async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>>;
+    fn do_get_parents(&mut self, ino: Ino) -> impl Future<Output = Result<Vec<(Ino, i64)>>> + Send;
 
     /// `doUpdateDirStat`: adds a batch of buffered deltas (sorted by inode) to the stored
     /// dir stats, recomputing the records that are missing (`doSyncDirStat`).
-    async fn do_update_dir_stat(&mut self, batch: Vec<(Ino, DirStat)>) -> Result<()>;
+    fn do_update_dir_stat(
+        &mut self,
+        batch: Vec<(Ino, DirStat)>,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// `doFlushStats`: writes the buffered volume counters ([`ClientState::pending_stats`]),
     /// marking what was written.
-    async fn do_flush_stats(&mut self) -> Result<()>;
+    fn do_flush_stats(&mut self) -> impl Future<Output = Result<()>> + Send;
 
     /// `doDeleteFileData`: frees a deleted file's chunks and its delete-queue record.
-    async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()>;
+    fn do_delete_file_data(
+        &mut self,
+        ino: Ino,
+        length: u64,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// `nextInode`: the next id of the current batch. When exactly `inodeNeedPrefetch` ids
     /// are left, the next batch is fetched in the background; when the batch is used up,
     /// the prefetched one is taken if it arrived, else one is allocated inline.
-    async fn next_inode(&mut self) -> Result<Ino> {
-        loop {
-            if let Some((id, prefetch)) = self.state().inodes.take() {
-                if prefetch {
-                    let fetch = self.prefetch_inodes();
-                    self.state().inodes.prefetching(tokio::spawn(async move {
-                        let v = fetch.await?;
-                        Some(IdRange::ending_at(v as u64, INODE_BATCH))
-                    }));
+    fn next_inode(&mut self) -> impl Future<Output = Result<Ino>> + Send {
+        async move {
+            loop {
+                if let Some((id, prefetch)) = self.state().inodes.take() {
+                    if prefetch {
+                        let fetch = self.prefetch_inodes();
+                        self.state().inodes.prefetching(tokio::spawn(async move {
+                            let v = fetch.await?;
+                            Some(IdRange::ending_at(v as u64, INODE_BATCH))
+                        }));
+                    }
+                    return Ok(id);
                 }
-                return Ok(id);
+                if self.state().inodes.take_prefetched().await {
+                    continue;
+                }
+                let v = self.incr_counter("nextInode", INODE_BATCH as i64).await?;
+                self.state()
+                    .inodes
+                    .refill(IdRange::ending_at(v as u64, INODE_BATCH));
             }
-            if self.state().inodes.take_prefetched().await {
-                continue;
-            }
-            let v = self.incr_counter("nextInode", INODE_BATCH as i64).await?;
-            self.state()
-                .inodes
-                .refill(IdRange::ending_at(v as u64, INODE_BATCH));
         }
     }
 
     /// `baseMeta.Mknod`: the name's checks, the quota walk (`checkQuota`), a fresh inode
     /// (`nextInode`), `doMknod`, then the counters, the parent's dir stat and its quota
     /// walk (`updateDirQuota`). Returns the inode allocated and what `doMknod` found.
-    async fn make_node(&mut self, ctx: &Ctx, node: &NewNode<'_>) -> Result<(Ino, Made)> {
-        let parent = node.parent;
-        check_new_entry(parent, node.name)?;
-        self.quota_walk(parent).await;
-        let ino = self.next_inode().await?;
-        let made = self.do_mknod(ctx, ino, node).await?;
-        if let Made::New(_) = made {
-            let state = self.state();
-            state.update_stats(align4k(0), 1);
-            state.update_dir_stat(parent, 0, align4k(0), 1);
-            if node.typ == FileType::Directory {
-                state.keep_dir_parent(ino, parent);
-            }
+    fn make_node(
+        &mut self,
+        ctx: &Ctx,
+        node: &NewNode<'_>,
+    ) -> impl Future<Output = Result<(Ino, Made)>> + Send {
+        async move {
+            let parent = node.parent;
+            check_new_entry(parent, node.name)?;
             self.quota_walk(parent).await;
+            let ino = self.next_inode().await?;
+            let made = self.do_mknod(ctx, ino, node).await?;
+            if let Made::New(_) = made {
+                let state = self.state();
+                state.update_stats(align4k(0), 1);
+                state.update_dir_stat(parent, 0, align4k(0), 1);
+                if node.typ == FileType::Directory {
+                    state.keep_dir_parent(ino, parent);
+                }
+                self.quota_walk(parent).await;
+            }
+            Ok((ino, made))
         }
-        Ok((ino, made))
     }
 
     /// `baseMeta.Rename` before `doRename`: the checks of the names and flags
     /// ([`check_rename`]) and the quota walks from both parents (`getQuotaParent`; none
     /// from the trash).
-    async fn check_and_walk_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<()> {
-        check_rename(ctx, r)?;
-        self.check_rename_flags(r.flags)?;
-        if !is_trash(r.parent_src) {
-            self.quota_walk(r.parent_src).await;
+    fn check_and_walk_rename(
+        &mut self,
+        ctx: &Ctx,
+        r: &Rename<'_>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            check_rename(ctx, r)?;
+            self.check_rename_flags(r.flags)?;
+            if !is_trash(r.parent_src) {
+                self.quota_walk(r.parent_src).await;
+            }
+            if r.parent_src != r.parent_dst {
+                self.quota_walk(r.parent_dst).await;
+            }
+            Ok(())
         }
-        if r.parent_src != r.parent_dst {
-            self.quota_walk(r.parent_dst).await;
-        }
-        Ok(())
     }
 
     /// `baseMeta.GetAttr`: `doGetAttr`, with the root and the trash answering even without
     /// a record, and a directory's parent kept for the quota walk.
-    async fn get_attr(&mut self, ino: Ino) -> Result<Attr> {
-        let attr = match self.do_getattr(ino).await {
-            Err(MetaError::NotFound) => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
-            r => r?,
-        };
-        if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
-            self.state().keep_dir_parent(ino, attr.parent);
+    fn get_attr(&mut self, ino: Ino) -> impl Future<Output = Result<Attr>> + Send {
+        async move {
+            let attr = match self.do_getattr(ino).await {
+                Err(MetaError::NotFound) => implicit_dir_attr(ino).ok_or(MetaError::NotFound)?,
+                r => r?,
+            };
+            if attr.typ == FileType::Directory && ino != ROOT_INODE && !is_trash(attr.parent) {
+                self.state().keep_dir_parent(ino, attr.parent);
+            }
+            Ok(attr)
         }
-        Ok(attr)
     }
 
     /// The walk up the tree that `checkDirQuota`, `updateDirQuota` and `getQuotaParent`
     /// do when dir stats are on: each ancestor missing from `dirParents` costs a
     /// `GetAttr`. With no quotas set, nothing else happens.
-    async fn quota_walk(&mut self, mut ino: Ino) {
-        if !self.state().dir_stats_on {
-            return;
-        }
-        for _ in 0..MAX_WALK {
-            if ino <= ROOT_INODE {
+    fn quota_walk(&mut self, mut ino: Ino) -> impl Future<Output = ()> + Send {
+        async move {
+            if !self.state().dir_stats_on {
                 return;
             }
-            let cached = self.state().dir_parents.get(&ino).copied();
-            ino = match cached {
-                Some(p) => p,
-                None => match self.get_attr(ino).await {
-                    Ok(a) => a.parent,
-                    Err(e) => {
-                        tracing::debug!("get directory parent of inode {ino}: {e}");
-                        return;
-                    }
-                },
-            };
+            for _ in 0..MAX_WALK {
+                if ino <= ROOT_INODE {
+                    return;
+                }
+                let cached = self.state().dir_parents.get(&ino).copied();
+                ino = match cached {
+                    Some(p) => p,
+                    None => match self.get_attr(ino).await {
+                        Ok(a) => a.parent,
+                        Err(e) => {
+                            tracing::debug!("get directory parent of inode {ino}: {e}");
+                            return;
+                        }
+                    },
+                };
+            }
         }
     }
 
     /// `updateParentStat` with `updateDirQuota`: buffers a file's growth for its parent
     /// (or, for a hard-linked file, for the background flush to spread over its parents)
     /// and walks up from the parent.
-    async fn update_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
-        self.state().buffer_parent_stat(ino, parent, length, space);
-        if parent > 0 && (length != 0 || space != 0) {
-            self.quota_walk(parent).await;
+    fn update_parent_stat(
+        &mut self,
+        ino: Ino,
+        parent: Ino,
+        length: i64,
+        space: i64,
+    ) -> impl Future<Output = ()> + Send {
+        async move {
+            self.state().buffer_parent_stat(ino, parent, length, space);
+            if parent > 0 && (length != 0 || space != 0) {
+                self.quota_walk(parent).await;
+            }
         }
     }
 
     /// `NewSlice`: the next slice id, with one `incrCounter("nextChunk", sliceIdBatch)`
     /// per batch.
-    async fn next_slice(&mut self) -> Result<u64> {
-        loop {
-            if let Some(id) = self.state().slices.take() {
-                return Ok(id);
+    fn next_slice(&mut self) -> impl Future<Output = Result<u64>> + Send {
+        async move {
+            loop {
+                if let Some(id) = self.state().slices.take() {
+                    return Ok(id);
+                }
+                let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await?;
+                self.state().slices.refill(v as u64);
             }
-            let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await?;
-            self.state().slices.refill(v as u64);
         }
     }
 
     /// `baseMeta.ReadLink` (noatime): the cached target, else `doReadlink`; a link
     /// without a target is EIO, a node that is not a link EINVAL.
-    async fn read_link(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        if let Some(t) = self.state().cache.symlink(ino) {
-            return Ok(t);
+    fn read_link(&mut self, ino: Ino) -> impl Future<Output = Result<Vec<u8>>> + Send {
+        async move {
+            if let Some(t) = self.state().cache.symlink(ino) {
+                return Ok(t);
+            }
+            let target = self.do_readlink(ino).await?;
+            if target.is_empty() {
+                let attr = self.get_attr(ino).await?;
+                return Err(crate::common::readlink_without_target(&attr));
+            }
+            self.state().cache.keep_symlink(ino, &target);
+            Ok(target)
         }
-        let target = self.do_readlink(ino).await?;
-        if target.is_empty() {
-            let attr = self.get_attr(ino).await?;
-            return Err(crate::common::readlink_without_target(&attr));
-        }
-        self.state().cache.keep_symlink(ino, &target);
-        Ok(target)
     }
 
     /// `baseMeta.Readdir`: `GetAttr`, the read (and, with `plus`, search) permission, `.`
     /// and `..` (the root is its own parent), then `doReaddir`. A file lists as `.` and
     /// `..`: no type is checked.
-    async fn read_dir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
-        let attr = self.get_attr(ino).await?;
-        access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
-        let up = if ino == ROOT_INODE {
-            ROOT_INODE
-        } else {
-            attr.parent
-        };
-        let dir = |name: &[u8], inode| Entry {
-            name: name.to_vec(),
-            inode,
-            attr: Attr::type_only(FileType::Directory),
-        };
-        let mut entries = vec![dir(b".", ino), dir(b"..", up)];
-        self.do_readdir(ino, plus, &mut entries).await?;
-        Ok(entries)
+    fn read_dir(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        plus: bool,
+    ) -> impl Future<Output = Result<Vec<Entry>>> + Send {
+        async move {
+            let attr = self.get_attr(ino).await?;
+            access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
+            let up = if ino == ROOT_INODE {
+                ROOT_INODE
+            } else {
+                attr.parent
+            };
+            let dir = |name: &[u8], inode| Entry {
+                name: name.to_vec(),
+                inode,
+                attr: Attr::type_only(FileType::Directory),
+            };
+            let mut entries = vec![dir(b".", ino), dir(b"..", up)];
+            self.do_readdir(ino, plus, &mut entries).await?;
+            Ok(entries)
+        }
     }
 
     /// `baseMeta.Read`: the cached chunk, else `doRead`; an empty chunk is checked with
     /// `doGetAttr` (ENOENT for a missing inode, EPERM for one that is not a file) and not
     /// cached.
-    async fn read_chunk(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        if let Some(s) = self.state().cache.chunk(ino, indx) {
-            return Ok(s);
-        }
-        let slices = self.do_read(ino, indx).await?;
-        if slices.is_empty() {
-            if self.do_getattr(ino).await?.typ != FileType::File {
-                return Err(MetaError::Perm);
+    fn read_chunk(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+    ) -> impl Future<Output = Result<Vec<Slice>>> + Send {
+        async move {
+            if let Some(s) = self.state().cache.chunk(ino, indx) {
+                return Ok(s);
             }
-            return Ok(slices);
+            let slices = self.do_read(ino, indx).await?;
+            if slices.is_empty() {
+                if self.do_getattr(ino).await?.typ != FileType::File {
+                    return Err(MetaError::Perm);
+                }
+                return Ok(slices);
+            }
+            self.state().cache.keep_chunk(ino, indx, &slices);
+            Ok(slices)
         }
-        self.state().cache.keep_chunk(ino, indx, &slices);
-        Ok(slices)
     }
 
     /// What a JuiceFS client does in the background, in this order: the dir stats of
@@ -397,38 +528,40 @@ pub trait Storage: Send {
     /// (`doFlushDirStat`), the counter flush (`doFlushStats`) and freeing deleted files'
     /// data (`doDeleteFileData`). Every step runs and every file is tried; the first error
     /// is returned, and files not freed stay queued.
-    async fn flush_background(&mut self) -> Result<()> {
-        let mut first: Option<MetaError> = None;
-        for (ino, length, space) in std::mem::take(&mut self.state().link_writes) {
-            match self.do_get_parents(ino).await {
-                Ok(parents) => {
-                    for (p, n) in parents {
-                        self.state().update_dir_stat(p, length * n, space * n, 0);
-                        self.quota_walk(p).await;
+    fn flush_background(&mut self) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            let mut first: Option<MetaError> = None;
+            for (ino, length, space) in std::mem::take(&mut self.state().link_writes) {
+                match self.do_get_parents(ino).await {
+                    Ok(parents) => {
+                        for (p, n) in parents {
+                            self.state().update_dir_stat(p, length * n, space * n, 0);
+                            self.quota_walk(p).await;
+                        }
+                    }
+                    Err(e) => {
+                        first.get_or_insert(e);
                     }
                 }
-                Err(e) => {
+            }
+            let batch = self.state().dir_stats.drain();
+            if self.state().dir_stats_on && !batch.is_empty() {
+                if let Err(e) = self.do_update_dir_stat(batch).await {
                     first.get_or_insert(e);
                 }
             }
-        }
-        let batch = self.state().dir_stats.drain();
-        if self.state().dir_stats_on && !batch.is_empty() {
-            if let Err(e) = self.do_update_dir_stat(batch).await {
+            if let Err(e) = self.do_flush_stats().await {
                 first.get_or_insert(e);
             }
-        }
-        if let Err(e) = self.do_flush_stats().await {
-            first.get_or_insert(e);
-        }
-        for (ino, length) in std::mem::take(&mut self.state().deleted) {
-            if let Err(e) = self.do_delete_file_data(ino, length).await {
-                // Each file is freed on its own, as JuiceFS does; a failed one waits for
-                // the next flush.
-                self.state().deleted.push((ino, length));
-                first.get_or_insert(e);
+            for (ino, length) in std::mem::take(&mut self.state().deleted) {
+                if let Err(e) = self.do_delete_file_data(ino, length).await {
+                    // Each file is freed on its own, as JuiceFS does; a failed one waits for
+                    // the next flush.
+                    self.state().deleted.push((ino, length));
+                    first.get_or_insert(e);
+                }
             }
+            first.map_or(Ok(()), Err)
         }
-        first.map_or(Ok(()), Err)
     }
 }

@@ -12,8 +12,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Made, Meta, MetaError, NewNode, Rename, Result, SessionStats};
-use async_trait::async_trait;
+use crate::{Made, MetaError, NewNode, Rename, Result, SessionStats};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -63,7 +62,6 @@ impl RedisSession {
     }
 }
 
-#[async_trait]
 impl Storage for RedisSession {
     fn state(&mut self) -> &mut ClientState {
         &mut self.base
@@ -274,16 +272,13 @@ impl Storage for RedisSession {
     async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
         self.delete_file_data(ino, length).await
     }
-}
 
-#[async_trait]
-impl Meta for RedisSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
+    async fn do_null_round_trip(&mut self) -> Result<&'static str> {
         self.conn.query::<()>(&cmd("PING")).await?;
         Ok("PING")
     }
 
-    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+    async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
         check_new_entry(parent, name)?;
         let attr = self.get_attr(ino).await?;
         if attr.typ == FileType::Directory {
@@ -347,7 +342,7 @@ impl Meta for RedisSession {
         Ok(iattr)
     }
 
-    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         check_unlink(ctx, parent, name)?;
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
@@ -448,7 +443,7 @@ impl Meta for RedisSession {
         Ok(())
     }
 
-    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         check_rmdir(ctx, parent, name)?;
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
@@ -512,7 +507,7 @@ impl Meta for RedisSession {
         Ok(())
     }
 
-    async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+    async fn do_lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
         let _ = ctx;
         let mut name = name;
         if name == b".." {
@@ -556,7 +551,7 @@ impl Meta for RedisSession {
         Ok((d.inode, attr))
     }
 
-    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+    async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let ki = self.keys.inode(ino);
         txn!(self, vec![ki.clone()], |c| {
             let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
@@ -579,7 +574,7 @@ impl Meta for RedisSession {
         })
     }
 
-    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+    async fn do_getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let v: Option<Vec<u8>> = self
             .conn
             .query(cmd("HGET").arg(self.keys.xattr(ino)).arg(name))
@@ -587,7 +582,7 @@ impl Meta for RedisSession {
         v.ok_or(MetaError::NoAttr)
     }
 
-    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+    async fn do_listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
         let mut names: Vec<Vec<u8>> = self
             .conn
             .query(cmd("HKEYS").arg(self.keys.xattr(ino)))
@@ -607,7 +602,13 @@ impl Meta for RedisSession {
         Ok(names)
     }
 
-    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+    async fn do_write(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+        mtime: Timestamp,
+    ) -> Result<()> {
         let ki = self.keys.inode(ino);
         let kc = self.keys.chunk(ino, indx);
         let kp = self.keys.parents(ino);
@@ -660,7 +661,7 @@ impl Meta for RedisSession {
         Ok(())
     }
 
-    fn stats(&self) -> SessionStats {
+    fn session_stats(&self) -> SessionStats {
         SessionStats {
             round_trips: self.conn.round_trips(),
             retries: self.retries,

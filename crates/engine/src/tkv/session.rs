@@ -14,7 +14,6 @@ use crate::common::{
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
 use crate::{Made, Meta, MetaError, NewNode, Rename, Result, SessionStats};
-use async_trait::async_trait;
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -207,7 +206,6 @@ impl TkvSession {
     }
 }
 
-#[async_trait]
 impl Storage for TkvSession {
     fn state(&mut self) -> &mut ClientState {
         &mut self.base
@@ -395,31 +393,15 @@ impl Storage for TkvSession {
     async fn do_delete_file_data(&mut self, ino: Ino, length: u64) -> Result<()> {
         self.delete_file_data(ino, length).await
     }
-}
 
-/// The parents in a scan of `A<ino>P`: (parent, link count) for counts above zero.
-fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
-    let plen = prefix.len();
-    rows.into_iter()
-        .filter(|(k, _)| k.len() == plen + 8)
-        .map(|(k, v)| {
-            let p = u64::from_le_bytes(k[plen..].try_into().expect("8 bytes"));
-            (p, parse_counter(Some(&v)))
-        })
-        .filter(|(_, n)| *n > 0)
-        .collect()
-}
-
-#[async_trait]
-impl Meta for TkvSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
+    async fn do_null_round_trip(&mut self) -> Result<&'static str> {
         // Inode 0 is never allocated: its attribute key is always absent.
         let mut tx = self.simple();
         tx.get(&self.keys.inode(0)).await.map_err(TxErr::from)?;
         Ok("get of an absent key")
     }
 
-    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+    async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
         check_new_entry(parent, name)?;
         let attr = self.get_attr(ino).await?;
         if attr.typ == FileType::Directory {
@@ -481,7 +463,7 @@ impl Meta for TkvSession {
         Ok(iattr)
     }
 
-    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         check_unlink(ctx, parent, name)?;
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
@@ -563,7 +545,7 @@ impl Meta for TkvSession {
         Ok(())
     }
 
-    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         check_rmdir(ctx, parent, name)?;
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
@@ -614,7 +596,7 @@ impl Meta for TkvSession {
     }
 
     /// `doLookup`: `S{get A<p>D<name>; get A<ino>I}`.
-    async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+    async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
         if name == b"." {
             return Ok((parent, self.get_attr(parent).await?));
         }
@@ -652,7 +634,7 @@ impl Meta for TkvSession {
     }
 
     /// `doSetAttr`: `T{get A<ino>I; set A<ino>I}`.
-    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+    async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let kn = self.keys.inode(ino);
         txn!(self, |tx| {
             let mut cur = decode(&tx.get(&kn).await?.ok_or(MetaError::NotFound)?)?;
@@ -706,7 +688,7 @@ impl Meta for TkvSession {
         })
     }
 
-    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+    async fn do_getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let mut tx = self.simple();
         tx.get(&self.keys.xattr(ino, name))
             .await
@@ -715,7 +697,7 @@ impl Meta for TkvSession {
     }
 
     /// `doListXattr`: `T{scan A<ino>X keysOnly}`, then `S{get A<ino>I}` (for ACL names).
-    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+    async fn do_listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
         let prefix = self.keys.xattr(ino, b"");
         let end = TkvKeys::prefix_end(&prefix);
         let rows = txn!(self, |tx| {
@@ -731,7 +713,13 @@ impl Meta for TkvSession {
 
     /// `doWrite`: `T{gets[A<ino>I, A<ino>C<indx>]; set A<ino>I; set A<ino>C<indx>}`;
     /// hard-linked files add a scan of their parents.
-    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+    async fn do_write(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+        mtime: Timestamp,
+    ) -> Result<()> {
         let keys = self.keys.clone();
         let (kn, kc) = (keys.inode(ino), keys.chunk(ino, indx));
         let (attr, dlen, dspace) = txn!(self, |tx| {
@@ -792,12 +780,25 @@ impl Meta for TkvSession {
             .await;
         Ok(())
     }
-    fn stats(&self) -> SessionStats {
+    fn session_stats(&self) -> SessionStats {
         SessionStats {
             round_trips: self.calls.get(),
             retries: self.retries,
         }
     }
+}
+
+/// The parents in a scan of `A<ino>P`: (parent, link count) for counts above zero.
+fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
+    let plen = prefix.len();
+    rows.into_iter()
+        .filter(|(k, _)| k.len() == plen + 8)
+        .map(|(k, v)| {
+            let p = u64::from_le_bytes(k[plen..].try_into().expect("8 bytes"));
+            (p, parse_counter(Some(&v)))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 /// Reborrows a transaction for a helper (keeps the macro's binding usable afterwards).

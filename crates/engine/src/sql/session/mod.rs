@@ -27,10 +27,8 @@ use crate::common::is_trash;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::XattrFlags;
 use crate::{
-    Ctx, Entry, Made, Meta, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats,
-    SetAttr,
+    Ctx, Entry, Made, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats, SetAttr,
 };
-use async_trait::async_trait;
 use metabench_schema::sql::Dialect;
 use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice, Timestamp};
 use std::sync::Arc;
@@ -123,7 +121,6 @@ impl SqlSession {
     }
 }
 
-#[async_trait]
 impl Storage for SqlSession {
     fn state(&mut self) -> &mut ClientState {
         &mut self.base
@@ -262,11 +259,8 @@ impl Storage for SqlSession {
     async fn do_delete_file_data(&mut self, ino: Ino, _length: u64) -> Result<()> {
         self.delete_file_data(ino).await
     }
-}
 
-#[async_trait]
-impl Meta for SqlSession {
-    async fn null_round_trip(&mut self) -> Result<&'static str> {
+    async fn do_null_round_trip(&mut self) -> Result<&'static str> {
         self.stats.round_trips += 1;
         let r = match self.conn_or_reconnect().await {
             Ok(conn) => conn.simple_fetch("SELECT 1").await.map(drop),
@@ -274,19 +268,19 @@ impl Meta for SqlSession {
         };
         r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
     }
-    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+    async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
         self.do_link(ctx, ino, parent, name).await
     }
 
-    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         self.do_unlink(ctx, parent, name).await
     }
 
-    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         self.do_rmdir(ctx, parent, name).await
     }
 
-    async fn lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+    async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
         let (ino, attr) = self.do_lookup(parent, name).await?;
         // baseMeta.Lookup keeps a directory's parent.
         if attr.typ == FileType::Directory && !is_trash(parent) {
@@ -295,11 +289,11 @@ impl Meta for SqlSession {
         Ok((ino, attr))
     }
 
-    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+    async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         self.do_setattr(ctx, ino, set).await
     }
 
-    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+    async fn do_getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let name = xattr_name(name)?;
         let st = self.st.clone();
         simple!(self, {
@@ -313,7 +307,7 @@ impl Meta for SqlSession {
         })
     }
 
-    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+    async fn do_listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
         let st = self.st.clone();
         let i = Arg::I64(ino as i64);
         ro_txn!(self, {
@@ -329,11 +323,17 @@ impl Meta for SqlSession {
         })
     }
 
-    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+    async fn do_write(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+        mtime: Timestamp,
+    ) -> Result<()> {
         self.do_write(ino, indx, slice, mtime).await
     }
 
-    fn stats(&self) -> SessionStats {
+    fn session_stats(&self) -> SessionStats {
         self.stats
     }
 }

@@ -1,0 +1,211 @@
+//! The one implementation of [`Meta`]: `baseMeta`'s methods (`pkg/meta/base.go`) over any
+//! family's [`Storage`] steps. A call costs one boxed future (the `dyn Meta` the runner
+//! holds); the steps and the helpers under it are plain `impl Future`s.
+
+use super::Storage;
+use crate::meta::{NewNode, Rename, SetAttr};
+use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
+use async_trait::async_trait;
+use metabench_schema::{Attr, FileType, Ino, Slice, Timestamp};
+
+/// What `Mkdir`, `Mknod` and `Symlink` answer: the new node, or EEXIST.
+fn created((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
+    match made {
+        Made::New(attr) => Ok((ino, attr)),
+        Made::Existing(..) => Err(MetaError::Exists),
+    }
+}
+
+/// What `Create` without `O_EXCL` answers: the new node, or the existing regular file.
+fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
+    match made {
+        Made::New(attr) => Ok((ino, attr)),
+        Made::Existing(ino, Some(attr)) if attr.typ == FileType::File => Ok((ino, attr)),
+        Made::Existing(..) => Err(MetaError::Exists),
+    }
+}
+
+#[async_trait]
+impl<S: Storage> Meta for S {
+    async fn mkdir(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        let node = NewNode::new(parent, name, FileType::Directory, mode, umask);
+        created(self.make_node(ctx, &node).await?)
+    }
+
+    async fn mknod(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        typ: FileType,
+        mode: u16,
+        umask: u16,
+        rdev: u32,
+    ) -> Result<(Ino, Attr)> {
+        if typ == FileType::Symlink {
+            return Err(MetaError::Invalid);
+        }
+        let node = NewNode {
+            rdev,
+            ..NewNode::new(parent, name, typ, mode, umask)
+        };
+        created(self.make_node(ctx, &node).await?)
+    }
+
+    async fn create(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        mode: u16,
+        umask: u16,
+    ) -> Result<(Ino, Attr)> {
+        let node = NewNode::new(parent, name, FileType::File, mode, umask);
+        created_or_existing_file(self.make_node(ctx, &node).await?)
+    }
+
+    async fn symlink(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+    ) -> Result<(Ino, Attr)> {
+        if target.is_empty() || target.len() > crate::common::MAX_SYMLINK || target.contains(&0) {
+            return Err(MetaError::Invalid);
+        }
+        let node = NewNode {
+            target,
+            ..NewNode::new(parent, name, FileType::Symlink, 0o777, 0)
+        };
+        created(self.make_node(ctx, &node).await?)
+    }
+
+    async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.do_link(ctx, ino, parent, name).await
+    }
+
+    async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        self.do_unlink(ctx, parent, name).await
+    }
+
+    async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
+        self.do_rmdir(ctx, parent, name).await
+    }
+
+    async fn rename(
+        &mut self,
+        ctx: &Ctx,
+        parent_src: Ino,
+        name_src: &[u8],
+        parent_dst: Ino,
+        name_dst: &[u8],
+        flags: u32,
+    ) -> Result<(Ino, Attr)> {
+        let r = Rename {
+            parent_src,
+            name_src,
+            parent_dst,
+            name_dst,
+            flags,
+        };
+        self.check_and_walk_rename(ctx, &r).await?;
+        let (ino, attr) = self.do_rename(ctx, &r).await?;
+        // baseMeta.Rename after doRename: a moved directory's new parent.
+        if attr.typ == FileType::Directory {
+            self.state().keep_dir_parent(ino, parent_dst);
+        }
+        Ok((ino, attr))
+    }
+
+    async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
+        self.do_lookup(ctx, parent, name).await
+    }
+
+    async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)> {
+        Err(crate::MetaError::NotSupported)
+    }
+
+    async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
+        self.get_attr(ino).await
+    }
+
+    async fn setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+        self.do_setattr(ctx, ino, set).await
+    }
+
+    async fn access(&mut self, ctx: &Ctx, ino: Ino, mask: u16) -> Result<()> {
+        if ctx.uid == 0 {
+            return Ok(());
+        }
+        let attr = self.get_attr(ino).await?;
+        crate::common::access(ctx, &attr, mask)
+    }
+
+    async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>> {
+        self.read_dir(ctx, ino, plus).await
+    }
+
+    async fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        self.do_setxattr(ino, name, value, flags).await
+    }
+
+    async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.do_getxattr(ino, name).await
+    }
+
+    async fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
+        if name.is_empty() {
+            return Err(MetaError::Invalid);
+        }
+        self.do_removexattr(ino, name).await
+    }
+
+    async fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.do_listxattr(ino).await
+    }
+
+    async fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        self.read_link(ino).await
+    }
+
+    async fn new_slice(&mut self) -> Result<u64> {
+        self.next_slice().await
+    }
+
+    async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
+        self.do_write(ino, indx, slice, mtime).await
+    }
+
+    async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        self.read_chunk(ino, indx).await
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        self.flush_background().await
+    }
+
+    async fn null_round_trip(&mut self) -> Result<&'static str> {
+        self.do_null_round_trip().await
+    }
+
+    fn stats(&self) -> SessionStats {
+        self.session_stats()
+    }
+}
