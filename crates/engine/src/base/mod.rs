@@ -12,11 +12,12 @@
 //! - the deleted-file queue, freed by the background work ([`crate::Meta::flush`]);
 //! - the chunk and symlink caches (`--client-cache`).
 //!
-//! The logic over it is here too: `nextInode`, `NewSlice`, `GetAttr`, `Access`, the quota
-//! walk, `Mknod` ([`Storage::make_node`]), `Rename`'s checks and walks, `Readdir`, `Read`,
+//! The logic over it is here too: `nextInode`, `NewSlice`, `GetAttr`, the quota walk,
+//! `Mknod` ([`Storage::make_node`]), `Rename`'s checks and walks, `Readdir`, `Read`,
 //! `ReadLink`, `updateParentStat` and the background flush. The pure argument and
-//! permission checks are in `common`; the mknod family (`Mkdir`, `Mknod`, `Create`,
-//! `Symlink`) and `Rename` are provided by [`crate::Meta`] over them.
+//! permission checks are in `common`. `client` implements [`crate::Meta`] once, for every
+//! [`Storage`]: the mknod family (`Mkdir`, `Mknod`, `Create`, `Symlink`), `Rename`,
+//! `Access`, `SetXattr`, `RemoveXattr`, and the other operations over their steps.
 
 mod client;
 mod client_cache;
