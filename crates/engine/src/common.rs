@@ -1,6 +1,6 @@
 //! Pure logic shared by the three engines (Redis, SQL, TKV): no I/O here.
 
-use crate::meta::{Ctx, Rename, SetAttr};
+use crate::meta::{Ctx, NewNode, Rename, SetAttr};
 use crate::MetaError;
 use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 
@@ -115,6 +115,85 @@ pub(crate) fn check_rename(ctx: &Ctx, r: &Rename<'_>) -> Result<(), MetaError> {
     }
 }
 
+/// The checks `doRename` makes in `redis.go` and `tkv.go` once it has read the source
+/// parent `sattr`, the destination parent `dattr` and the moved inode `ino` (`iattr`):
+/// both parents are directories the caller may write and search, the destination is not
+/// inside the trash (unless restoring), the moved inode is neither the destination nor
+/// its parent, nothing involved is append-only or immutable, and a sticky source lets
+/// only root, the file's owner or (for a non-directory) the directory's owner move it.
+pub(crate) fn check_rename_nodes(
+    ctx: &Ctx,
+    r: &Rename<'_>,
+    ino: Ino,
+    [sattr, dattr, iattr]: [&Attr; 3],
+) -> Result<(), MetaError> {
+    let (ps, pd) = (r.parent_src, r.parent_dst);
+    if sattr.typ != FileType::Directory {
+        return Err(MetaError::NotDir);
+    }
+    access(ctx, sattr, MASK_WX)?;
+    if dattr.typ != FileType::Directory {
+        return Err(MetaError::NotDir);
+    }
+    if r.flags & RENAME_RESTORE == 0 && dattr.parent > TRASH_INODE {
+        return Err(MetaError::NotFound);
+    }
+    access(ctx, dattr, MASK_WX)?;
+    if ino == pd || ino == dattr.parent {
+        return Err(MetaError::Perm);
+    }
+    if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+        || dattr.flags & FLAG_IMMUTABLE != 0
+        || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
+    {
+        return Err(MetaError::Perm);
+    }
+    if ps != pd
+        && sattr.mode & 0o1000 != 0
+        && ctx.uid != 0
+        && ctx.uid != iattr.uid
+        && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
+    {
+        return Err(MetaError::Access);
+    }
+    Ok(())
+}
+
+/// `doRename`'s bookkeeping in `redis.go` and `tkv.go` once the destination is dealt
+/// with: a directory (`typ`, as its entry says) moving to another parent takes one link
+/// from the source parent `sattr` to the destination parent `dattr`; a file records its
+/// new parent unless it is hard-linked (parent 0); each parent is touched when it changed
+/// or its mtime is not after `now`. Takes and returns whether each parent must be
+/// written.
+pub(crate) fn move_between_parents(
+    r: &Rename<'_>,
+    typ: FileType,
+    [sattr, dattr, iattr]: [&mut Attr; 3],
+    (mut supdate, mut dupdate): (bool, bool),
+    now: Timestamp,
+) -> (bool, bool) {
+    if r.parent_src != r.parent_dst {
+        if typ == FileType::Directory {
+            iattr.parent = r.parent_dst;
+            sattr.nlink = sattr.nlink.saturating_sub(1);
+            dattr.nlink += 1;
+            supdate = true;
+            dupdate = true;
+        } else if iattr.parent > 0 {
+            iattr.parent = r.parent_dst;
+        }
+    }
+    if supdate || now >= sattr.mtime {
+        touch(sattr, now);
+        supdate = true;
+    }
+    if dupdate || now >= dattr.mtime {
+        touch(dattr, now);
+        dupdate = true;
+    }
+    (supdate, dupdate)
+}
+
 /// The root (mode 0777) or the trash (`TRASH_INODE`, 0555) directory as `juicefs format`
 /// (`doInit`) writes it: owned by root, nlink 2, length 4096, parent 1, times `now`.
 pub(crate) fn format_dir_attr(ino: Ino, now: Timestamp) -> Attr {
@@ -174,18 +253,17 @@ pub(crate) fn child_mode_gid(
 /// length 4096 for a directory, nlink 1 and the target's length for a symlink, nlink 1
 /// and length 0 otherwise; `rdev` kept only for a node that is neither a directory nor a
 /// symlink; the skip-trash flag and the tier taken from the parent `pattr`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn new_child_attr(
-    ctx: &Ctx,
-    pattr: &Attr,
-    parent: Ino,
-    typ: FileType,
-    mode: u16,
-    umask: u16,
-    rdev: u32,
-    target_len: u64,
-    now: Timestamp,
-) -> Attr {
+pub(crate) fn new_child_attr(ctx: &Ctx, pattr: &Attr, node: &NewNode<'_>, now: Timestamp) -> Attr {
+    let NewNode {
+        parent,
+        typ,
+        mode,
+        umask,
+        rdev,
+        target,
+        ..
+    } = *node;
+    let target_len = target.len() as u64;
     let (nlink, length) = match typ {
         FileType::Directory => (2, 4096),
         FileType::Symlink => (1, target_len),
@@ -590,21 +668,57 @@ mod tests {
         p.tier = 3;
         let now = Timestamp::now();
         let c = ctx(5, &[7]);
-        let d = new_child_attr(&c, &p, 2, FileType::Directory, 0o777, 0o022, 8, 0, now);
+        let d = new_child_attr(
+            &c,
+            &p,
+            &NewNode {
+                rdev: 8,
+                target: b"",
+                ..NewNode::new(2, b"n", FileType::Directory, 0o777, 0o022)
+            },
+            now,
+        );
         assert_eq!((d.mode, d.uid, d.gid, d.rdev), (0o2755, 5, 9, 0));
         assert_eq!((d.nlink, d.length, d.parent), (2, 4096, 2));
         assert_eq!((d.flags, d.tier), (FLAG_SKIP_TRASH, 3));
         assert_eq!((d.atime, d.mtime, d.ctime), (now, now, now));
-        let s = new_child_attr(&c, &p, 2, FileType::Symlink, 0o777, 0, 8, 11, now);
+        let s = new_child_attr(
+            &c,
+            &p,
+            &NewNode {
+                rdev: 8,
+                target: b"eleven-char",
+                ..NewNode::new(2, b"n", FileType::Symlink, 0o777, 0)
+            },
+            now,
+        );
         assert_eq!((s.nlink, s.length, s.rdev), (1, 11, 0));
-        let f = new_child_attr(&c, &p, 2, FileType::File, 0o644, 0, 8, 11, now);
+        let f = new_child_attr(
+            &c,
+            &p,
+            &NewNode {
+                rdev: 8,
+                target: b"eleven-char",
+                ..NewNode::new(2, b"n", FileType::File, 0o644, 0)
+            },
+            now,
+        );
         assert_eq!(
             (f.nlink, f.length, f.rdev, f.typ),
             (1, 0, 8, FileType::File)
         );
         p.flags = 0;
         p.mode = 0o755;
-        let f = new_child_attr(&c, &p, 2, FileType::File, 0o644, 0, 0, 0, now);
+        let f = new_child_attr(
+            &c,
+            &p,
+            &NewNode {
+                rdev: 0,
+                target: b"",
+                ..NewNode::new(2, b"n", FileType::File, 0o644, 0)
+            },
+            now,
+        );
         assert_eq!((f.flags, f.gid), (0, 7));
     }
 

@@ -303,6 +303,26 @@ pub trait Meta: Send {
     fn stats(&self) -> SessionStats;
 }
 
+/// `NewClient` → `Load` for a family that keeps no change log of its own: the volume's
+/// setting as read from the engine (`None`: not formatted), checked as JuiceFS checks it,
+/// and refused when it asks for a change log metabench does not write.
+pub(crate) fn loaded_format(setting: Option<Vec<u8>>, url: &MetaUrl) -> Result<Format> {
+    let body = setting.ok_or_else(|| {
+        MetaError::Engine(format!(
+            "{} is not formatted: run `juicefs format` or `metabench format` first",
+            url.redacted()
+        ))
+    })?;
+    let format = Format::from_json(&body).map_err(MetaError::Engine)?;
+    format.check_version().map_err(MetaError::Engine)?;
+    if format.extra.get("ChangeLog") == Some(&serde_json::Value::Bool(true)) {
+        return Err(MetaError::Engine(
+            "volumes with ChangeLog enabled are not supported by metabench yet".into(),
+        ));
+    }
+    Ok(format)
+}
+
 /// `juicefs destroy`'s guard, the same for every engine: the URL must hold the volume
 /// with this UUID, or nothing is deleted.
 pub(crate) async fn check_destroy<E: Engine + ?Sized>(engine: &E, uuid: &str) -> Result<()> {

@@ -3,10 +3,11 @@
 //! holds); the steps and the helpers under it are plain `impl Future`s.
 
 use super::Storage;
+use crate::common::{check_new_entry, check_rmdir, check_unlink, is_trash};
 use crate::meta::{NewNode, Rename, SetAttr};
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
-use metabench_schema::{Attr, FileType, Ino, Slice, Timestamp};
+use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp};
 
 /// What `Mkdir`, `Mknod` and `Symlink` answer: the new node, or EEXIST.
 fn created((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
@@ -88,16 +89,53 @@ impl<S: Storage> Meta for S {
         created(self.make_node(ctx, &node).await?)
     }
 
+    /// `baseMeta.Link`: the name's checks, `GetAttr` (a directory is EPERM), the quota
+    /// walk (`checkDirQuota`), `doLink`, then the parent's dir stat and its quota walk
+    /// (`updateDirQuota`).
     async fn link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        self.do_link(ctx, ino, parent, name).await
+        check_new_entry(parent, name)?;
+        if self.get_attr(ino).await?.typ == FileType::Directory {
+            return Err(MetaError::Perm);
+        }
+        self.quota_walk(parent).await;
+        let attr = self.do_link(ctx, ino, parent, name).await?;
+        let length = attr.length;
+        self.state()
+            .update_dir_stat(parent, length as i64, align4k(length), 1);
+        self.quota_walk(parent).await;
+        Ok(attr)
     }
 
+    /// `baseMeta.Unlink`: its checks, `doUnlink`, then the parent's dir stat and, outside
+    /// the trash, its quota walk (`updateDirQuota`).
     async fn unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        self.do_unlink(ctx, parent, name).await
+        check_unlink(ctx, parent, name)?;
+        let attr = self.do_unlink(ctx, parent, name).await?;
+        let length = if attr.typ == FileType::File {
+            attr.length
+        } else {
+            0
+        };
+        self.state()
+            .update_dir_stat(parent, -(length as i64), -align4k(length), -1);
+        if !is_trash(parent) {
+            self.quota_walk(parent).await;
+        }
+        Ok(())
     }
 
+    /// `baseMeta.Rmdir`: its checks, `doRmdir`, then (outside the trash) forgetting the
+    /// directory's parent, the parent's dir stat and its quota walk (`updateDirQuota`).
     async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        self.do_rmdir(ctx, parent, name).await
+        check_rmdir(ctx, parent, name)?;
+        let ino = self.do_rmdir(ctx, parent, name).await?;
+        let state = self.state();
+        if !is_trash(parent) {
+            state.forget_dir_parent(ino);
+        }
+        state.update_dir_stat(parent, 0, -align4k(0), -1);
+        self.quota_walk(parent).await;
+        Ok(())
     }
 
     async fn rename(

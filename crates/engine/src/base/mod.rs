@@ -187,7 +187,8 @@ pub trait Storage: Send {
         Ok(())
     }
 
-    /// `doLink`: the family's link transaction (`baseMeta.Link` checked the names).
+    /// `doLink`: the family's link transaction (`baseMeta.Link` checked the names and read
+    /// the inode). Returns the inode's new attribute.
     fn do_link(
         &mut self,
         ctx: &Ctx,
@@ -196,21 +197,24 @@ pub trait Storage: Send {
         name: &[u8],
     ) -> impl Future<Output = Result<Attr>> + Send;
 
-    /// `doUnlink`: the family's unlink transaction, queueing a freed file's data.
+    /// `doUnlink`: the family's unlink transaction, with what JuiceFS does inside it (the
+    /// volume counters, queueing a freed file's data). Returns the removed entry's
+    /// attribute (its type and length at least).
     fn do_unlink(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<Attr>> + Send;
 
-    /// `doRmdir`: the family's rmdir transaction.
+    /// `doRmdir`: the family's rmdir transaction, with what JuiceFS does inside it (the
+    /// volume counters). Returns the removed directory.
     fn do_rmdir(
         &mut self,
         ctx: &Ctx,
         parent: Ino,
         name: &[u8],
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<Ino>> + Send;
 
     /// `doLookup`: the entry `name` in `parent` with its attribute (no permission check).
     fn do_lookup(

@@ -435,19 +435,7 @@ impl Engine for RedisEngine {
         let body: Option<Vec<u8>> = conn
             .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
             .await?;
-        let body = body.ok_or_else(|| {
-            MetaError::Engine(format!(
-                "{} is not formatted: run `juicefs format` or `metabench format` first",
-                self.url.redacted()
-            ))
-        })?;
-        let format = Format::from_json(&body).map_err(MetaError::Engine)?;
-        format.check_version().map_err(MetaError::Engine)?;
-        if format.extra.get("ChangeLog") == Some(&serde_json::Value::Bool(true)) {
-            return Err(MetaError::Engine(
-                "volumes with ChangeLog enabled are not supported by metabench yet".into(),
-            ));
-        }
+        let format = crate::meta::loaded_format(body, &self.url)?;
         Ok(Box::new(RedisSession::new(
             conn,
             self.admin.clone(),

@@ -5,14 +5,14 @@
 use super::session::RedisSession;
 use super::txn::txn;
 use crate::common::{
-    access, check_not_pinned, check_sticky, is_trash, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
-    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
+    RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
 use crate::{MetaError, Rename, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
-use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp, TRASH_INODE};
+use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp};
 use redis::cmd;
 
 impl RedisSession {
@@ -98,36 +98,9 @@ impl RedisSession {
                 return Err(MetaError::NotFound.into());
             };
             let mut sattr = decode(sb)?;
-            if sattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &sattr, MASK_WX)?;
             let mut dattr = decode(db)?;
-            if dattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            if flags & RENAME_RESTORE == 0 && dattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &dattr, MASK_WX)?;
-            if ino == pd || ino == dattr.parent {
-                return Err(MetaError::Perm.into());
-            }
             let mut iattr = decode(ib)?;
-            if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
-                || dattr.flags & FLAG_IMMUTABLE != 0
-                || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
-            {
-                return Err(MetaError::Perm.into());
-            }
-            if ps != pd
-                && sattr.mode & 0o1000 != 0
-                && ctx.uid != 0
-                && ctx.uid != iattr.uid
-                && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
-            {
-                return Err(MetaError::Access.into());
-            }
+            check_rename_nodes(ctx, r, ino, [&sattr, &dattr, &iattr])?;
             let (mut supdate, mut dupdate) = (false, false);
             let now = Timestamp::now();
             let mut target = None;
@@ -169,25 +142,13 @@ impl RedisSession {
                 return Err(MetaError::NotFound.into());
             }
             check_sticky(ctx, &sattr, iattr.uid)?;
-            if ps != pd {
-                if typ == FileType::Directory {
-                    iattr.parent = pd;
-                    sattr.nlink = sattr.nlink.saturating_sub(1);
-                    dattr.nlink += 1;
-                    supdate = true;
-                    dupdate = true;
-                } else if iattr.parent > 0 {
-                    iattr.parent = pd;
-                }
-            }
-            if supdate || now >= sattr.mtime {
-                touch(&mut sattr, now);
-                supdate = true;
-            }
-            if dupdate || now >= dattr.mtime {
-                touch(&mut dattr, now);
-                dupdate = true;
-            }
+            (supdate, dupdate) = move_between_parents(
+                r,
+                typ,
+                [&mut sattr, &mut dattr, &mut iattr],
+                (supdate, dupdate),
+                now,
+            );
             iattr.ctime = now;
 
             let mut p = redis::pipe();

@@ -6,9 +6,8 @@
 use super::txn::{txn, Conn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
-    access, check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove,
-    check_rmdir, check_sticky, check_unlink, is_trash, merge_owner_mode, new_child_attr,
-    orphan_attr, parent_gains, touch, TRASH_NAME,
+    access, check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
+    merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -100,8 +99,7 @@ impl Storage for RedisSession {
 
     /// `redisMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s).
     async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
-        let (parent, name, typ) = (node.parent, node.name, node.typ);
-        let (mode, umask, rdev, target) = (node.mode, node.umask, node.rdev, node.target);
+        let (parent, name, typ, target) = (node.parent, node.name, node.typ, node.target);
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let kn = self.keys.inode(ino);
         let keys = self.keys.clone();
@@ -123,17 +121,7 @@ impl Storage for RedisSession {
                 return Ok(Made::Existing(d.inode, existing));
             }
             let now = Timestamp::now();
-            let attr = new_child_attr(
-                ctx,
-                &pattr,
-                parent,
-                typ,
-                mode,
-                umask,
-                rdev,
-                target.len() as u64,
-                now,
-            );
+            let attr = new_child_attr(ctx, &pattr, node, now);
             let update_parent = parent_gains(&mut pattr, typ, now);
             let mut p = redis::pipe();
             p.atomic();
@@ -279,12 +267,6 @@ impl Storage for RedisSession {
     }
 
     async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        check_new_entry(parent, name)?;
-        let attr = self.get_attr(ino).await?;
-        if attr.typ == FileType::Directory {
-            return Err(MetaError::Perm);
-        }
-        self.quota_walk(parent).await; // checkDirQuota(parent)
         let (ki, kd, kn) = (
             self.keys.inode(parent),
             self.keys.entries(parent),
@@ -336,14 +318,10 @@ impl Storage for RedisSession {
             c.exec(&p).await?;
             Ok(iattr)
         })?;
-        self.base
-            .update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
-        self.quota_walk(parent).await; // updateDirQuota
         Ok(iattr)
     }
 
-    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        check_unlink(ctx, parent, name)?;
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Attr> {
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
         let (typ, ino, attr) = txn!(self, vec![ki.clone(), kd.clone()], |c| {
@@ -424,27 +402,14 @@ impl Storage for RedisSession {
             c.exec(&p).await?;
             Ok((d.typ, d.inode, attr))
         })?;
-        let (nlink, length, atyp) = attr
-            .as_ref()
-            .map_or((0, 0, None), |a| (a.nlink, a.length, Some(a.typ)));
+        let (nlink, length) = attr.as_ref().map_or((0, 0), |a| (a.nlink, a.length));
         if typ == FileType::File && nlink == 0 {
             self.base.file_deleted(ino, length);
         }
-        let diff = if atyp == Some(FileType::File) {
-            length
-        } else {
-            0
-        };
-        self.base
-            .update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
-        if !is_trash(parent) {
-            self.quota_walk(parent).await;
-        }
-        Ok(())
+        Ok(attr.unwrap_or(Attr::type_only(typ)))
     }
 
-    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        check_rmdir(ctx, parent, name)?;
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Ino> {
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
         let ino = txn!(self, vec![ki.clone(), kd.clone()], |c| {
@@ -497,14 +462,7 @@ impl Storage for RedisSession {
             c.exec(&p).await?;
             Ok(d.inode)
         })?;
-        if !is_trash(parent) {
-            self.base.forget_dir_parent(ino);
-        }
-        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
-        if !is_trash(parent) {
-            self.quota_walk(parent).await;
-        }
-        Ok(())
+        Ok(ino)
     }
 
     async fn do_lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {

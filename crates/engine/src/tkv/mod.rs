@@ -289,23 +289,8 @@ impl Engine for TkvEngine {
         let calls = CallCounter::default();
         // NewClient → Load: S{get setting}.
         let mut tx = Txn::simple(self.kv.clone(), calls.clone());
-        let body = tx
-            .get(&self.keys.setting())
-            .await
-            .map_err(kv_err)?
-            .ok_or_else(|| {
-                MetaError::Engine(format!(
-                    "{} is not formatted: run `juicefs format` or `metabench format` first",
-                    self.url.redacted()
-                ))
-            })?;
-        let format = Format::from_json(&body).map_err(MetaError::Engine)?;
-        format.check_version().map_err(MetaError::Engine)?;
-        if format.extra.get("ChangeLog") == Some(&serde_json::Value::Bool(true)) {
-            return Err(MetaError::Engine(
-                "volumes with ChangeLog enabled are not supported by metabench yet".into(),
-            ));
-        }
+        let setting = tx.get(&self.keys.setting()).await.map_err(kv_err)?;
+        let format = crate::meta::loaded_format(setting, &self.url)?;
         Ok(Box::new(TkvSession::new(
             self.kv.clone(),
             calls,

@@ -5,13 +5,13 @@
 use super::kv::txn;
 use super::session::{delete_keys, tx_ref, TkvSession};
 use crate::common::{
-    access, check_not_pinned, check_sticky, is_trash, touch, FLAG_APPEND, FLAG_IMMUTABLE, MASK_WX,
+    check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
     RENAME_NOREPLACE,
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
 use crate::{MetaError, Rename, Result};
-use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp, TRASH_INODE};
+use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp};
 
 impl TkvSession {
     pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
@@ -45,36 +45,9 @@ impl TkvSession {
                 return Err(MetaError::NotFound.into());
             };
             let mut sattr = decode(sb)?;
-            if sattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            access(ctx, &sattr, MASK_WX)?;
             let mut dattr = if ps == pd { sattr.clone() } else { decode(db)? };
-            if dattr.typ != FileType::Directory {
-                return Err(MetaError::NotDir.into());
-            }
-            if dattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &dattr, MASK_WX)?;
-            if ino == pd || ino == dattr.parent {
-                return Err(MetaError::Perm.into());
-            }
             let mut iattr = decode(ib)?;
-            if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
-                || dattr.flags & FLAG_IMMUTABLE != 0
-                || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
-            {
-                return Err(MetaError::Perm.into());
-            }
-            if ps != pd
-                && sattr.mode & 0o1000 != 0
-                && ctx.uid != 0
-                && ctx.uid != iattr.uid
-                && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
-            {
-                return Err(MetaError::Access.into());
-            }
+            check_rename_nodes(ctx, r, ino, [&sattr, &dattr, &iattr])?;
             let now = Timestamp::now();
             let mut target = None;
             let (mut supdate, mut dupdate) = (false, false);
@@ -151,25 +124,13 @@ impl TkvSession {
                 target = Some((t.inode, t.typ, tattr, space, inodes));
             }
             check_sticky(ctx, &sattr, iattr.uid)?;
-            if ps != pd {
-                if typ == FileType::Directory {
-                    iattr.parent = pd;
-                    sattr.nlink = sattr.nlink.saturating_sub(1);
-                    dattr.nlink += 1;
-                    supdate = true;
-                    dupdate = true;
-                } else if iattr.parent > 0 {
-                    iattr.parent = pd;
-                }
-            }
-            if supdate || now >= sattr.mtime {
-                touch(&mut sattr, now);
-                supdate = true;
-            }
-            if dupdate || now >= dattr.mtime {
-                touch(&mut dattr, now);
-                dupdate = true;
-            }
+            (supdate, dupdate) = move_between_parents(
+                r,
+                typ,
+                [&mut sattr, &mut dattr, &mut iattr],
+                (supdate, dupdate),
+                now,
+            );
             if ps == pd {
                 // One directory: the destination copy carries every change.
                 dattr.mtime = sattr.mtime;

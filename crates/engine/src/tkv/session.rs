@@ -7,9 +7,8 @@
 use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
-    check_new_entry, check_not_pinned, check_parent_to_add, check_parent_to_remove, check_rmdir,
-    check_sticky, check_unlink, is_trash, new_child_attr, orphan_attr, parent_gains, touch,
-    RENAME_NOREPLACE,
+    check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
+    new_child_attr, orphan_attr, parent_gains, touch, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -245,8 +244,7 @@ impl Storage for TkvSession {
 
     /// `kvMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s).
     async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
-        let (parent, name, typ) = (node.parent, node.name, node.typ);
-        let (mode, umask, rdev, target) = (node.mode, node.umask, node.rdev, node.target);
+        let (parent, name, typ, target) = (node.parent, node.name, node.typ, node.target);
         let keys = self.keys.clone();
         let (ki, ke, kn) = (
             keys.inode(parent),
@@ -269,17 +267,7 @@ impl Storage for TkvSession {
                 return Ok(Made::Existing(d.inode, existing));
             }
             let now = Timestamp::now();
-            let attr = new_child_attr(
-                ctx,
-                &pattr,
-                parent,
-                typ,
-                mode,
-                umask,
-                rdev,
-                target.len() as u64,
-                now,
-            );
+            let attr = new_child_attr(ctx, &pattr, node, now);
             let update_parent = parent_gains(&mut pattr, typ, now);
             tx.set(&ke, &Dentry { typ, inode: ino }.encode()).await?;
             if update_parent {
@@ -402,12 +390,6 @@ impl Storage for TkvSession {
     }
 
     async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        check_new_entry(parent, name)?;
-        let attr = self.get_attr(ino).await?;
-        if attr.typ == FileType::Directory {
-            return Err(MetaError::Perm);
-        }
-        self.quota_walk(parent).await;
         let keys = self.keys.clone();
         let (ki, kn, ke) = (
             keys.inode(parent),
@@ -457,14 +439,10 @@ impl Storage for TkvSession {
             tx.incr_by(&keys.parent(ino, parent), 1).await?;
             Ok(iattr)
         })?;
-        self.base
-            .update_dir_stat(parent, iattr.length as i64, align4k(iattr.length), 1);
-        self.quota_walk(parent).await;
         Ok(iattr)
     }
 
-    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        check_unlink(ctx, parent, name)?;
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Attr> {
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
         let (typ, ino, attr, space, inodes) = txn!(self, |tx| {
@@ -532,21 +510,10 @@ impl Storage for TkvSession {
             self.base.file_deleted(ino, attr.length);
         }
         self.base.update_stats(space, inodes);
-        let diff = if attr.typ == FileType::File {
-            attr.length
-        } else {
-            0
-        };
-        self.base
-            .update_dir_stat(parent, -(diff as i64), -align4k(diff), -1);
-        if !is_trash(parent) {
-            self.quota_walk(parent).await;
-        }
-        Ok(())
+        Ok(attr)
     }
 
-    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        check_rmdir(ctx, parent, name)?;
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Ino> {
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
         let ino = txn!(self, |tx| {
@@ -583,16 +550,9 @@ impl Storage for TkvSession {
             delete_keys(tx_ref(&mut tx), &keys.xattr(d.inode, b"")).await?;
             Ok(d.inode)
         })?;
-        if !is_trash(parent) {
-            self.base.forget_dir_parent(ino);
-        }
         self.base.forget_dir_stat(ino);
         self.base.update_stats(-align4k(0), -1);
-        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
-        if !is_trash(parent) {
-            self.quota_walk(parent).await;
-        }
-        Ok(())
+        Ok(ino)
     }
 
     /// `doLookup`: `S{get A<p>D<name>; get A<ino>I}`.

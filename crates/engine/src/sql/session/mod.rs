@@ -269,15 +269,15 @@ impl Storage for SqlSession {
         r.map(|()| "SELECT 1").map_err(|e| MetaError::Engine(e.msg))
     }
     async fn do_link(&mut self, ctx: &Ctx, ino: Ino, parent: Ino, name: &[u8]) -> Result<Attr> {
-        self.do_link(ctx, ino, parent, name).await
+        self.link_txn(ctx, ino, parent, name).await
     }
 
-    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        self.do_unlink(ctx, parent, name).await
+    async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Attr> {
+        self.unlink_txn(ctx, parent, name).await
     }
 
-    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        self.do_rmdir(ctx, parent, name).await
+    async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Ino> {
+        self.rmdir_txn(ctx, parent, name).await
     }
 
     async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {

@@ -5,9 +5,8 @@ use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
 use crate::common::{
-    access, check_new_entry, check_parent_to_remove, check_rmdir, check_sticky, check_unlink,
-    child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE,
-    RENAME_NOREPLACE, RENAME_RESTORE,
+    access, check_parent_to_remove, check_sticky, child_mode_gid, is_trash, FLAG_APPEND,
+    FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
@@ -115,18 +114,14 @@ impl SqlSession {
         Ok(attr)
     }
 
-    pub(super) async fn do_link(
+    /// `dbMeta.doLink` (its checks, `GetAttr` and quota walks are `Meta::link`'s).
+    pub(super) async fn link_txn(
         &mut self,
         ctx: &Ctx,
         ino: Ino,
         parent: Ino,
         name: &[u8],
     ) -> Result<Attr> {
-        check_new_entry(parent, name)?;
-        let cur = self.getattr_inner(ino).await?;
-        if cur.typ == FileType::Directory {
-            return Err(MetaError::Perm);
-        }
         let st = self.st.clone();
         let attr = txn!(self, {
             let mut pn = self
@@ -179,8 +174,6 @@ impl SqlSession {
             }
             n.to_attr()?
         })?;
-        self.base
-            .update_dir_stat(parent, attr.length as i64, align4k(attr.length), 1);
         Ok(attr)
     }
 
@@ -282,8 +275,9 @@ impl SqlSession {
         Ok(created.0)
     }
 
-    pub(super) async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        check_unlink(ctx, parent, name)?;
+    /// `dbMeta.doUnlink` (its checks, dir stat and quota walk are `Meta::unlink`'s).
+    /// Returns the removed entry's attribute.
+    pub(super) async fn unlink_txn(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Attr> {
         let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
         // (node after the change, freed space, freed inodes, trash it went to)
@@ -412,6 +406,7 @@ impl SqlSession {
         })?;
         let (n, space, inodes, trash) = outcome;
         let ino = n.inode as Ino;
+        let attr = n.to_attr()?;
         let len = if n.typ == TYPE_FILE {
             n.length as u64
         } else {
@@ -425,17 +420,16 @@ impl SqlSession {
         } else {
             self.base.update_dir_stat(trash, len as i64, space, inodes);
         }
-        self.base
-            .update_dir_stat(parent, -(len as i64), -align4k(len), -1);
         if n.nlink == 0 {
             self.base.cache.forget_file(ino);
             self.base.cache.forget_symlink(ino);
         }
-        Ok(())
+        Ok(attr)
     }
 
-    pub(super) async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
-        check_rmdir(ctx, parent, name)?;
+    /// `dbMeta.doRmdir` (its checks, dir stat, `dirParents` and quota walk are
+    /// `Meta::rmdir`'s). Returns the removed directory.
+    pub(super) async fn rmdir_txn(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Ino> {
         let trash = self.check_trash(parent).await?;
         let st = self.st.clone();
         let (trashed, removed) = txn!(self, {
@@ -528,11 +522,7 @@ impl SqlSession {
         } else {
             self.base.update_dir_stat(trashed, 0, align4k(0), 1);
         }
-        if !is_trash(parent) {
-            self.base.forget_dir_parent(removed);
-        }
-        self.base.update_dir_stat(parent, 0, -align4k(0), -1);
-        Ok(())
+        Ok(removed)
     }
 
     /// `dbMeta.doRename` (its checks and quota walks are `Storage::check_and_walk_rename`'s).
