@@ -294,6 +294,68 @@ pub(crate) fn new_child_attr(ctx: &Ctx, pattr: &Attr, node: &NewNode<'_>, now: T
     }
 }
 
+/// `baseMeta.mergeAttr` (Linux, no ACL), shared by every family's `doSetAttr`: the
+/// attribute to write, or `None` when nothing changes. A time with a negative second
+/// means "now" (`SetAttrAtimeNow`, `SetAttrMtimeNow`); permission bits above 0o7777 are
+/// dropped.
+pub(crate) fn merge_attr(
+    ctx: &Ctx,
+    cur: &Attr,
+    set: &SetAttr,
+    now: Timestamp,
+) -> Result<Option<Attr>, MetaError> {
+    let mut dirty = cur.clone();
+    let owner_change = set.uid.is_some() || set.gid.is_some();
+    let mut want_mode = set.mode;
+    if owner_change {
+        if let Some(m) = want_mode.as_mut() {
+            *m |= cur.mode & 0o6000;
+        }
+    }
+    let mut changed = false;
+    if cur.mode & 0o6000 != 0 && owner_change {
+        // clearSUGID (Linux)
+        if cur.typ != FileType::Directory {
+            let keep = if ctx.uid != 0 || (cur.mode >> 3) & 1 != 0 {
+                0o1777
+            } else {
+                0o3777
+            };
+            dirty.mode &= keep;
+            if let Some(m) = want_mode.as_mut() {
+                *m &= keep;
+            }
+        }
+        changed = true;
+    }
+    changed |= merge_owner_mode(ctx, cur, set, want_mode.map(|m| m & 0o7777), &mut dirty)?;
+    let may_write = access(ctx, cur, 2).is_ok() || ctx.uid == cur.uid;
+    for (want, field) in [(set.atime, 0), (set.mtime, 1)] {
+        let Some(t) = want else { continue };
+        let curt = if field == 0 { cur.atime } else { cur.mtime };
+        let newt = if t.sec < 0 {
+            now
+        } else if t != curt {
+            if cur.uid == 0 && ctx.uid != 0 {
+                return Err(MetaError::Perm);
+            }
+            t
+        } else {
+            continue;
+        };
+        if !may_write {
+            return Err(MetaError::Access);
+        }
+        if field == 0 {
+            dirty.atime = newt;
+        } else {
+            dirty.mtime = newt;
+        }
+        changed = true;
+    }
+    Ok(changed.then_some(dirty))
+}
+
 /// The owner and mode part of JuiceFS's `mergeAttr` (Linux, no ACL), shared by the Redis
 /// and SQL engines: checks and applies `set.gid`, then `set.uid`, then `mode` (the mode
 /// asked for, after any `clearSUGID` the caller did) from `cur` onto `dirty`.
@@ -797,5 +859,76 @@ mod tests {
         assert!(!parent_gains(&mut p, FileType::File, now));
         assert!(parent_gains(&mut p, FileType::Directory, now));
         assert_eq!((p.nlink, p.mtime), (3, now));
+    }
+
+    #[test]
+    fn merge_attr_changes_only_what_differs() {
+        let now = Timestamp::now();
+        let cur = Attr::new(FileType::File, 0o644, 0, 7, 7, 1);
+        assert_eq!(
+            merge_attr(&ctx(0, &[0]), &cur, &SetAttr::default(), now).unwrap(),
+            None
+        );
+        let same = SetAttr {
+            mode: Some(0o644),
+            ..Default::default()
+        };
+        assert_eq!(merge_attr(&ctx(0, &[0]), &cur, &same, now).unwrap(), None);
+        let flip = SetAttr {
+            mode: Some(0o645),
+            ..Default::default()
+        };
+        assert_eq!(
+            merge_attr(&ctx(0, &[0]), &cur, &flip, now)
+                .unwrap()
+                .unwrap()
+                .mode,
+            0o645
+        );
+        // only root may give a file away; others get EPERM
+        let chown = SetAttr {
+            uid: Some(9),
+            ..Default::default()
+        };
+        assert!(matches!(
+            merge_attr(&ctx(7, &[7]), &cur, &chown, now),
+            Err(MetaError::Perm)
+        ));
+        assert_eq!(
+            merge_attr(&ctx(0, &[0]), &cur, &chown, now)
+                .unwrap()
+                .unwrap()
+                .uid,
+            9
+        );
+        // chown clears setuid of a file
+        let mut suid = cur.clone();
+        suid.mode = 0o4755;
+        let a = merge_attr(&ctx(0, &[0]), &suid, &chown, now)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.mode, 0o755);
+        // a negative second is "now"; the same time again changes nothing; a stranger
+        // may not set the times of a file it cannot write
+        let touch_now = SetAttr {
+            atime: Some(Timestamp { sec: -1, nsec: 0 }),
+            ..Default::default()
+        };
+        let a = merge_attr(&ctx(7, &[7]), &cur, &touch_now, now)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.atime, now);
+        let same_time = SetAttr {
+            mtime: Some(cur.mtime),
+            ..Default::default()
+        };
+        assert_eq!(
+            merge_attr(&ctx(7, &[7]), &cur, &same_time, now).unwrap(),
+            None
+        );
+        assert!(matches!(
+            merge_attr(&ctx(8, &[8]), &cur, &touch_now, now),
+            Err(MetaError::Access)
+        ));
     }
 }

@@ -6,8 +6,8 @@
 use super::txn::{txn, Conn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
-    access, check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    merge_owner_mode, new_child_attr, orphan_attr, parent_gains, touch, TRASH_NAME,
+    check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
+    merge_attr, new_child_attr, orphan_attr, parent_gains, touch, TRASH_NAME,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -709,66 +709,6 @@ impl RedisSession {
         }
         Ok(())
     }
-}
-
-/// `baseMeta.mergeAttr` (Linux, no ACL): the attribute to write, or `None` when nothing
-/// changes.
-fn merge_attr(
-    ctx: &Ctx,
-    cur: &Attr,
-    set: &SetAttr,
-    now: Timestamp,
-) -> std::result::Result<Option<Attr>, MetaError> {
-    let mut dirty = cur.clone();
-    let owner_change = set.uid.is_some() || set.gid.is_some();
-    let mut want_mode = set.mode;
-    if owner_change {
-        if let Some(m) = want_mode.as_mut() {
-            *m |= cur.mode & 0o6000;
-        }
-    }
-    let mut changed = false;
-    if cur.mode & 0o6000 != 0 && owner_change {
-        // clearSUGID (Linux)
-        if cur.typ != FileType::Directory {
-            let keep = if ctx.uid != 0 || (cur.mode >> 3) & 1 != 0 {
-                0o1777
-            } else {
-                0o3777
-            };
-            dirty.mode &= keep;
-            if let Some(m) = want_mode.as_mut() {
-                *m &= keep;
-            }
-        }
-        changed = true;
-    }
-    changed |= merge_owner_mode(ctx, cur, set, want_mode, &mut dirty)?;
-    let may_write = access(ctx, cur, 2).is_ok() || ctx.uid == cur.uid;
-    for (want, field) in [(set.atime, 0), (set.mtime, 1)] {
-        let Some(t) = want else { continue };
-        let curt = if field == 0 { cur.atime } else { cur.mtime };
-        let newt = if t.sec < 0 {
-            now
-        } else if t != curt {
-            if cur.uid == 0 && ctx.uid != 0 {
-                return Err(MetaError::Perm);
-            }
-            t
-        } else {
-            continue;
-        };
-        if !may_write {
-            return Err(MetaError::Access);
-        }
-        if field == 0 {
-            dirty.atime = newt;
-        } else {
-            dirty.mtime = newt;
-        }
-        changed = true;
-    }
-    Ok(changed.then_some(dirty))
 }
 
 impl std::fmt::Debug for RedisSession {

@@ -8,7 +8,7 @@ use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    new_child_attr, orphan_attr, parent_gains, touch, RENAME_NOREPLACE,
+    merge_attr, new_child_attr, orphan_attr, parent_gains, touch, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -597,54 +597,17 @@ impl Storage for TkvSession {
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let kn = self.keys.inode(ino);
         txn!(self, |tx| {
-            let mut cur = decode(&tx.get(&kn).await?.ok_or(MetaError::NotFound)?)?;
+            let cur = decode(&tx.get(&kn).await?.ok_or(MetaError::NotFound)?)?;
             if cur.parent > TRASH_INODE {
                 return Err(MetaError::Perm.into());
             }
             let now = Timestamp::now();
-            let mut changed = false;
-            if set.uid.is_some() || set.gid.is_some() {
-                if ctx.uid != 0 && (set.uid.is_some_and(|u| u != cur.uid) || ctx.uid != cur.uid) {
-                    return Err(MetaError::Perm.into());
-                }
-                if let Some(u) = set.uid {
-                    changed |= cur.uid != u;
-                    cur.uid = u;
-                }
-                if let Some(g) = set.gid {
-                    changed |= cur.gid != g;
-                    cur.gid = g;
-                }
-            }
-            if let Some(m) = set.mode {
-                if ctx.uid != 0 && ctx.uid != cur.uid {
-                    return Err(MetaError::Perm.into());
-                }
-                if cur.mode != m & 0o7777 {
-                    cur.mode = m & 0o7777;
-                    changed = true;
-                }
-            }
-            if let Some(t) = set.atime {
-                if ctx.uid != 0 && ctx.uid != cur.uid {
-                    return Err(MetaError::Perm.into());
-                }
-                cur.atime = t;
-                changed = true;
-            }
-            if let Some(t) = set.mtime {
-                if ctx.uid != 0 && ctx.uid != cur.uid {
-                    return Err(MetaError::Perm.into());
-                }
-                cur.mtime = t;
-                changed = true;
-            }
-            if !changed {
+            let Some(mut dirty) = merge_attr(ctx, &cur, set, now)? else {
                 return Ok(cur);
-            }
-            cur.ctime = now;
-            tx.set(&kn, &cur.encode()).await?;
-            Ok(cur)
+            };
+            dirty.ctime = now;
+            tx.set(&kn, &dirty.encode()).await?;
+            Ok(dirty)
         })
     }
 

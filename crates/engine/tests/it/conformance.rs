@@ -680,6 +680,35 @@ async fn setattr_and_access(on: TestEngine) {
         pid: 1,
     };
     v.s.access(&owner, f, 4 | 2).await.unwrap();
+
+    // baseMeta.mergeAttr, one copy for every family: the same time again changes nothing
+    // (ctime stays), a negative second means now, a stranger may not touch the times of
+    // a file it cannot write (EACCES), and chown clears set-uid.
+    let before = v.s.getattr(f).await.unwrap();
+    let same = SetAttr {
+        mtime: Some(before.mtime),
+        ..Default::default()
+    };
+    let a = v.s.setattr(&owner, f, &same).await.unwrap();
+    assert_eq!(a.ctime, before.ctime, "{on:?}: an unchanged setattr is not written");
+    let now = SetAttr {
+        atime: Some(Timestamp { sec: -1, nsec: 0 }),
+        ..Default::default()
+    };
+    assert_eq!(errno(v.s.setattr(&other, f, &now).await), "EACCES");
+    let a = v.s.setattr(&owner, f, &now).await.unwrap();
+    assert!(a.atime.sec > 0, "{on:?}: atime set to now, got {:?}", a.atime);
+    let suid = SetAttr {
+        mode: Some(0o4755),
+        ..Default::default()
+    };
+    v.s.setattr(&ctx, f, &suid).await.unwrap();
+    let chown = SetAttr {
+        uid: Some(0),
+        ..Default::default()
+    };
+    let a = v.s.setattr(&ctx, f, &chown).await.unwrap();
+    assert_eq!((a.uid, a.mode), (0, 0o755), "{on:?}: chown clears set-uid");
     v.finish().await;
 }
 

@@ -4,7 +4,7 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
-use crate::common::TRASH_NAME;
+use crate::common::{merge_attr, TRASH_NAME};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
 use crate::XattrFlags;
@@ -65,7 +65,7 @@ impl SqlSession {
                 return Err(MetaError::Perm.into());
             }
             let now = Timestamp::now();
-            match merge_attr(ctx, &cattr, set)? {
+            match merge_attr(ctx, &cattr, set, now)? {
                 None => cattr,
                 Some(mut dirty) => {
                     dirty.ctime = now;

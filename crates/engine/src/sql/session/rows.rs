@@ -2,11 +2,10 @@
 //! columns, times, trash names and `mergeAttr`.
 
 use super::txn::TxErr;
-use crate::common::{access, merge_owner_mode};
 use crate::sql::conn::{Arg, DbError, Row};
-use crate::{Ctx, MetaError, Result, SetAttr};
+use crate::{MetaError, Result};
 use metabench_schema::sql::NodeRow;
-use metabench_schema::{Attr, FileType, Ino, Timestamp};
+use metabench_schema::{FileType, Ino, Timestamp};
 
 pub(super) const TYPE_FILE: i64 = 1;
 pub(super) const TYPE_DIR: i64 = 2;
@@ -113,107 +112,10 @@ pub(super) fn unix_now() -> i64 {
     Timestamp::now().sec
 }
 
-/// `mergeAttr` for the fields [`SetAttr`] can change (Linux behaviour, no ACLs):
-/// `None` when nothing changes.
-pub(super) fn merge_attr(
-    ctx: &Ctx,
-    cur: &Attr,
-    set: &SetAttr,
-) -> std::result::Result<Option<Attr>, MetaError> {
-    let mut dirty = cur.clone();
-    let mut want_mode = set.mode;
-    let owner = set.uid.is_some() || set.gid.is_some();
-    if owner {
-        want_mode = want_mode.map(|m| m | (cur.mode & 0o6000));
-    }
-    let mut changed = false;
-    if cur.mode & 0o6000 != 0 && owner {
-        // clearSUGID
-        if cur.typ != FileType::Directory {
-            let keep = if ctx.uid != 0 || (cur.mode >> 3) & 1 != 0 {
-                0o1777
-            } else {
-                0o3777
-            };
-            dirty.mode &= keep;
-            want_mode = want_mode.map(|m| m & keep);
-        }
-        changed = true;
-    }
-    changed |= merge_owner_mode(ctx, cur, set, want_mode.map(|m| m & 0o7777), &mut dirty)?;
-    for (want, which) in [(set.atime, 0), (set.mtime, 1)] {
-        let Some(t) = want else { continue };
-        let curt = if which == 0 { cur.atime } else { cur.mtime };
-        if curt != t {
-            if cur.uid == 0 && ctx.uid != 0 {
-                return Err(MetaError::Perm);
-            }
-            if ctx.uid != cur.uid && access(ctx, cur, 0o2).is_err() {
-                return Err(MetaError::Access);
-            }
-            if which == 0 {
-                dirty.atime = t;
-            } else {
-                dirty.mtime = t;
-            }
-            changed = true;
-        }
-    }
-    Ok(changed.then_some(dirty))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn root() -> Ctx {
-        Ctx::root()
-    }
-
-    fn user(uid: u32, gid: u32) -> Ctx {
-        Ctx {
-            uid,
-            gids: vec![gid],
-            pid: 1,
-        }
-    }
-
-    #[test]
-    fn merge_attr_changes_only_what_differs() {
-        let cur = Attr::new(FileType::File, 0o644, 0, 7, 7, 1);
-        assert_eq!(
-            merge_attr(&root(), &cur, &SetAttr::default()).unwrap(),
-            None
-        );
-        let same = SetAttr {
-            mode: Some(0o644),
-            ..Default::default()
-        };
-        assert_eq!(merge_attr(&root(), &cur, &same).unwrap(), None);
-        let flip = SetAttr {
-            mode: Some(0o645),
-            ..Default::default()
-        };
-        assert_eq!(
-            merge_attr(&root(), &cur, &flip).unwrap().unwrap().mode,
-            0o645
-        );
-        // only root may give a file away; others get EPERM
-        let chown = SetAttr {
-            uid: Some(9),
-            ..Default::default()
-        };
-        assert!(matches!(
-            merge_attr(&user(7, 7), &cur, &chown),
-            Err(MetaError::Perm)
-        ));
-        assert_eq!(merge_attr(&root(), &cur, &chown).unwrap().unwrap().uid, 9);
-        // chown clears setuid of a file
-        let mut suid = cur.clone();
-        suid.mode = 0o4755;
-        let a = merge_attr(&root(), &suid, &chown).unwrap().unwrap();
-        assert_eq!(a.mode, 0o755);
-    }
+    use metabench_schema::Attr;
 
     #[test]
     fn node_args_bind_int_columns_as_int4() {
