@@ -690,14 +690,21 @@ async fn setattr_and_access(on: TestEngine) {
         ..Default::default()
     };
     let a = v.s.setattr(&owner, f, &same).await.unwrap();
-    assert_eq!(a.ctime, before.ctime, "{on:?}: an unchanged setattr is not written");
+    assert_eq!(
+        a.ctime, before.ctime,
+        "{on:?}: an unchanged setattr is not written"
+    );
     let now = SetAttr {
         atime: Some(Timestamp { sec: -1, nsec: 0 }),
         ..Default::default()
     };
     assert_eq!(errno(v.s.setattr(&other, f, &now).await), "EACCES");
     let a = v.s.setattr(&owner, f, &now).await.unwrap();
-    assert!(a.atime.sec > 0, "{on:?}: atime set to now, got {:?}", a.atime);
+    assert!(
+        a.atime.sec > 0,
+        "{on:?}: atime set to now, got {:?}",
+        a.atime
+    );
     let suid = SetAttr {
         mode: Some(0o4755),
         ..Default::default()
