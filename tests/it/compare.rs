@@ -1,7 +1,7 @@
 //! `metabench compare` and `metabench gate` on synthetic results files: a significant
 //! slowdown fails the gate, noise does not, one more round trip always does.
 
-use metabench_report::{IntervalSample, Level, LevelOp, SweepResults, SCHEMA_VERSION};
+use metabench_report::{IntervalSample, Level, LevelOp, SweepResults};
 use metabench_testkit::{output_text, run_metabench};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -45,8 +45,7 @@ fn sweep_file(dir: &Path, name: &str, mkdir4_us: f64, noise: f64, rt: f64) -> Pa
         ..Default::default()
     };
     let run = SweepResults {
-        schema_version: SCHEMA_VERSION,
-        kind: "sweep".into(),
+        header: metabench_report::RunHeader::new("sweep", String::new(), Default::default(), None),
         levels: vec![level(1, 1000.0), level(4, mkdir4_us)],
         ..Default::default()
     };

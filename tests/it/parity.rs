@@ -103,7 +103,14 @@ fn run_to_end(run: &Run, meta: &str) -> (serde_json::Value, bool) {
 }
 
 fn check_report(r: &serde_json::Value) {
-    assert_eq!(r["kind"], "parity");
+    assert_eq!(
+        (&r["kind"], &r["schema_version"]),
+        (&"parity".into(), &1.into())
+    );
+    assert!(
+        r["host"]["cores"].as_u64().unwrap() >= 1,
+        "parity results carry the run header"
+    );
     assert_eq!(r["tasks"], 2);
     let trees = r["trees"].as_array().unwrap();
     assert_eq!(trees.len(), 2);
@@ -162,7 +169,7 @@ fn parity_on_sqlite_mounts_runs_everything_and_cleans_up() {
     let (report, seen) = run_to_end(&run, &meta);
     assert!(seen, "the mount never appeared in /proc/mounts");
     check_report(&report);
-    assert_eq!(report["engine"], "sqlite");
+    assert_eq!(report["engine"]["kind"], "sqlite");
     run.assert_clean();
     // The volume metabench formatted is gone again.
     let tables = Command::new("sqlite3")
@@ -181,7 +188,7 @@ fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
     let (report, seen) = run_to_end(&run, &redis.url(1));
     assert!(seen, "the mount never appeared in /proc/mounts");
     check_report(&report);
-    assert_eq!(report["engine"], "redis");
+    assert_eq!(report["engine"]["kind"], "redis");
     run.assert_clean();
     let keys = redis.command(&["DBSIZE"]);
     assert!(matches!(keys, Resp::Integer(0)), "keys left: {keys:?}");

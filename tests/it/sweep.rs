@@ -75,8 +75,8 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
         stdout.contains("floor (the engine's null round trip"),
         "{stdout}"
     );
-    assert!(!run.engine.url.contains(metabench_testkit::PASSWORD));
-    assert!(!run.host.os.is_empty() && run.host.cores > 0);
+    assert!(!run.header.engine.url.contains(metabench_testkit::PASSWORD));
+    assert!(!run.header.host.os.is_empty() && run.header.host.cores > 0);
     assert!(run.peak_rss_bytes.unwrap() > 1 << 20);
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 1 + 3 * 2);
@@ -92,7 +92,7 @@ fn short_sweep_on_the_embedded_sqlite() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let run = short_sweep(None, dir.path());
-    assert_eq!(run.engine.kind, "sqlite");
+    assert_eq!(run.header.engine.kind, "sqlite");
 }
 
 /// On memkv every level is client-bound by construction (no I/O: the calls never wait).
@@ -114,7 +114,7 @@ fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let level = &run.levels[0];
-    let window = 2.0 * run.host.cores as f64;
+    let window = 2.0 * run.header.host.cores as f64;
     assert!(
         level.client.cpu_s >= 0.5 * window,
         "CPU {} s of a {window} core-second window",
@@ -133,11 +133,11 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
     let redis = RedisServer::start();
     let url = redis.url(3);
     let run = short_sweep(Some(&url), dir.path());
-    assert_eq!(run.engine.kind, "redis");
+    assert_eq!(run.header.engine.kind, "redis");
     assert!(
-        run.engine.durability.contains_key("appendfsync"),
+        run.header.engine.durability.contains_key("appendfsync"),
         "{:?}",
-        run.engine.durability
+        run.header.engine.durability
     );
     // Create is WATCH, GET, HGET, MULTI/EXEC, UNWATCH on Redis.
     let create = run.levels[0].ops.iter().find(|o| o.op == "create").unwrap();

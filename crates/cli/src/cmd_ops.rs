@@ -1,17 +1,14 @@
 //! `metabench ops`: JuiceFS's metadata benchmark, one client, every operation in turn.
 
-use crate::args::{
-    check_output_path, git_commit, parse_count, parse_duration, watch_ctrl_c, write_file,
-    ClientArgs,
-};
+use crate::args::{check_output_path, parse_count, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::target::{new_run_id, Target, TargetArgs};
-use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
+use crate::lifecycle::{attach_cleanup, exit_code, Run};
+use crate::target::TargetArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
-use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig, StopFlag};
+use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig};
 use metabench_report::table::{floor_line, fmt_us, ops_notes, ops_table};
-use metabench_report::{HostInfo, OpsPlan, OpsResults, SCHEMA_VERSION};
+use metabench_report::{OpsPlan, OpsResults};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -74,29 +71,22 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         (None, None) => Budget::Duration(Duration::from_secs(1)),
     };
 
-    // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
-    let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(stop.clone(), "finishing the current window and cleaning up");
-    let run_id = new_run_id();
-    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // The client threads, set up exactly as `sweep` sets them up: the one client runs on
     // the first, its session opened there, so both commands time a call the same way.
     let exec =
         Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
-    let target = Target::open(&args.target, &run_id).await?;
-    let engine = target.engine_info().await;
-    say!(
-        "metabench ops on {} {} ({}), volume {}{}",
-        engine.kind,
-        engine.version,
-        engine.url,
-        target.format.name,
-        if target.formatted_here() {
-            ", fresh volume"
-        } else {
-            ", existing volume"
-        }
-    );
+    let run = Run::start(
+        &args.target,
+        None,
+        "finishing the current window and cleaning up",
+    )
+    .await?;
+    let fresh = if run.target.formatted_here() {
+        ", fresh volume"
+    } else {
+        ", existing volume"
+    };
+    run.say_start("ops", fresh);
 
     let opts = SessionOptions::for_runs(args.client.client_cache);
     let config = OpsConfig {
@@ -106,7 +96,11 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         op_timeout: args.client.op_timeout,
     };
     let client = {
-        let (engine, stop, run_id) = (target.engine.clone(), stop.clone(), run_id.clone());
+        let (engine, stop, run_id) = (
+            run.target.engine.clone(),
+            run.stop.clone(),
+            run.run_id.clone(),
+        );
         exec.spawn(0, async move {
             let mut namespace = None;
             let outcome = async {
@@ -143,23 +137,14 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ),
     };
     let failed = matches!(&outcome, Ok((o, _)) if o.failure.is_some());
-    let cleanup = target.finish_after(failed, namespace.as_ref()).await;
-    watcher.abort();
+    let (stop, header) = (run.stop.clone(), run.header("ops"));
+    let cleanup = run.finish(failed, namespace.as_ref()).await;
     let (mut outcome, floor) = outcome?;
-    match (cleanup, &mut outcome.failure) {
-        // Reported with the failure; the results are still written below.
-        (Err(left), Some(failure)) => failure.left_behind = Some(left),
-        (cleanup, _) => cleanup.map_err(CliError::Io)?,
-    }
+    attach_cleanup(cleanup, outcome.failure.as_mut())?;
+    let failure = outcome.failure.map(Box::new);
 
     let run = OpsResults {
-        schema_version: SCHEMA_VERSION,
-        kind: "ops".into(),
-        metabench_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: git_commit(),
-        started_at,
-        engine,
-        host: HostInfo::detect(),
+        header,
         plan: OpsPlan {
             ops: ops.iter().map(|o| o.name().to_owned()).collect(),
             iterations: args.iterations,
@@ -173,13 +158,13 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         floor,
         results: outcome.results,
         interrupted: stop.is_stopped(),
-        failure: outcome.failure.map(Box::new),
+        failure,
     };
     out!("{}", ops_table(&run, baseline.as_ref()));
     for note in ops_notes(&run) {
         out!("* {note}");
     }
-    for line in run.engine.fidelity_lines() {
+    for line in run.header.engine.fidelity_lines() {
         out!("{line}");
     }
     if let Some(path) = &args.json {
@@ -187,12 +172,5 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         write_file(path, &(text + "\n"))?;
         say!("results written to {}", path.display());
     }
-    if let Some(failure) = &run.failure {
-        say!("error: {}", failure.line());
-        if let Some(left) = &failure.left_behind {
-            say!("left behind: {left}");
-        }
-        return Ok(EXIT_ENGINE_FAILED);
-    }
-    Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
+    Ok(exit_code(run.failure.as_deref(), run.interrupted))
 }

@@ -2,13 +2,13 @@
 //! shaped work, fio and `juicefs bench`; metabench runs the same mdtest phases natively;
 //! the report puts both side by side.
 
-use crate::args::{check_output_path, parse_count, watch_ctrl_c, write_file};
+use crate::args::{check_output_path, parse_count, write_file};
 use crate::error::{input, CliError};
-use crate::target::{new_run_id, Target, TargetArgs};
+use crate::lifecycle::Run;
+use crate::target::TargetArgs;
 use crate::EXIT_INTERRUPTED;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::{Ctx, SessionOptions};
-use metabench_load::StopFlag;
 use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
 use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
@@ -167,29 +167,17 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         .clone()
         .unwrap_or_else(|| format!("{}/", work.path().join("bucket").display()));
 
-    let run_id = new_run_id();
-    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let target =
-        Target::open_with_bucket(&args.target, &run_id, Some((&args.storage, &bucket))).await?;
-    let engine = target.engine_info().await;
-    say!(
-        "metabench parity on {} {} ({}), volume {}, {tasks} tasks",
-        engine.kind,
-        engine.version,
-        engine.url,
-        target.format.name
-    );
-
-    let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(stop.clone(), "unmounting and cleaning up");
+    let run = Run::start(
+        &args.target,
+        Some((&args.storage, &bucket)),
+        "unmounting and cleaning up",
+    )
+    .await?;
+    run.say_start("parity", &format!(", {tasks} tasks"));
+    let (stop, run_id, target) = (run.stop.clone(), run.run_id.clone(), &run.target);
 
     let mut report = ParityReport {
-        schema_version: metabench_report::SCHEMA_VERSION,
-        kind: "parity".into(),
-        metabench_version: env!("CARGO_PKG_VERSION").into(),
-        started_at,
-        engine: engine.kind.clone(),
-        url: engine.url.clone(),
+        header: run.header("parity"),
         juicefs_version: juicefs_version(&juicefs),
         tasks,
         scale: format!("{:?}", args.scale).to_lowercase(),
@@ -324,8 +312,10 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             .and_then(|r| r.map_err(mount_err)),
         None => Ok(()),
     };
-    let cleanup = target.finish(namespace.as_ref()).await;
-    watcher.abort();
+    let cleanup = run
+        .finish(false, namespace.as_ref())
+        .await
+        .map_err(CliError::Io);
     remove_work_dir(work);
     report.interrupted = stop.is_stopped();
     if report.interrupted {

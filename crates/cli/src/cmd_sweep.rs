@@ -1,11 +1,9 @@
 //! `metabench sweep`: concurrency sweeps to saturation with per-operation histograms.
 
-use crate::args::{
-    check_output_path, git_commit, parse_duration, watch_ctrl_c, write_file, ClientArgs,
-};
+use crate::args::{check_output_path, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::target::{new_run_id, Target, TargetArgs};
-use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
+use crate::lifecycle::{attach_cleanup, exit_code, Run};
+use crate::target::TargetArgs;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,11 +12,10 @@ use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
-    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, StopFlag, SweepConfig,
-    Workload,
+    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
 };
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
-use metabench_report::{HostInfo, Level, SweepPlan, SweepResults, SCHEMA_VERSION};
+use metabench_report::{Level, SweepPlan, SweepResults};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -231,16 +228,15 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
 
-    // Ctrl-C from here on stops the run cleanly, even while the volume is formatted.
-    let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(stop.clone(), "finishing the current window and cleaning up");
-    let run_id = new_run_id();
-    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // The client threads (one runtime per core), before anything is written.
     let exec =
         Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
-    let target = Target::open(&args.target, &run_id).await?;
-    let engine = target.engine_info().await;
+    let run = Run::start(
+        &args.target,
+        None,
+        "finishing the current window and cleaning up",
+    )
+    .await?;
     let loop_kind = match &args.rate {
         None => format!("levels {levels:?}"),
         Some(rate) => format!(
@@ -250,13 +246,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             levels[0]
         ),
     };
-    say!(
-        "metabench sweep on {} {} ({}), volume {}: {loop_kind}, workload {}",
-        engine.kind,
-        engine.version,
-        engine.url,
-        target.format.name,
-        workload.name
+    run.say_start(
+        "sweep",
+        &format!(": {loop_kind}, workload {}", workload.name),
     );
 
     let live = Arc::new(Live::default());
@@ -308,8 +300,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let mut log_error = None;
     let outcome = async {
         let ns = {
-            let mut meta = target.session(&SessionOptions::for_runs(false)).await?;
-            Namespace::create(meta.as_mut(), &run_id).await?
+            let mut meta = run.target.session(&SessionOptions::for_runs(false)).await?;
+            Namespace::create(meta.as_mut(), &run.run_id).await?
         };
         namespace = Some(ns.clone());
         let on_level = |level: &Level, hists: &IntervalHistograms| {
@@ -324,10 +316,10 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         };
         let outcome = run_sweep(
             &exec,
-            target.engine.clone(),
+            run.target.engine.clone(),
             ns.dir,
             &config,
-            &stop,
+            &run.stop,
             live.clone(),
             on_level,
         )
@@ -338,23 +330,13 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     ticker.abort();
     bar.finish_and_clear();
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
-    let cleanup = target.finish_after(failed, namespace.as_ref()).await;
-    watcher.abort();
+    let (stop, header) = (run.stop.clone(), run.header("sweep"));
+    let cleanup = run.finish(failed, namespace.as_ref()).await;
     let mut outcome = outcome?;
-    match (cleanup, &mut outcome.failure) {
-        // Reported with the failure; the results are still written below.
-        (Err(left), Some(failure)) => failure.left_behind = Some(left),
-        (cleanup, _) => cleanup.map_err(CliError::Io)?,
-    }
+    attach_cleanup(cleanup, outcome.failure.as_mut())?;
 
     let mut run = SweepResults {
-        schema_version: SCHEMA_VERSION,
-        kind: "sweep".into(),
-        metabench_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: git_commit(),
-        started_at,
-        engine,
-        host: HostInfo::detect(),
+        header,
         plan,
         floor: outcome.floor,
         levels: outcome.levels,
@@ -369,7 +351,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     if let Some(why) = &run.stopped_early {
         out!("stopped early: {why}");
     }
-    for line in run.engine.fidelity_lines() {
+    for line in run.header.engine.fidelity_lines() {
         out!("{line}");
     }
     if let Some(rss) = run.peak_rss_bytes {
@@ -391,12 +373,5 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     if let Some(e) = log_error {
         return Err(e);
     }
-    if let Some(failure) = &run.failure {
-        say!("error: {}", failure.line());
-        if let Some(left) = &failure.left_behind {
-            say!("left behind: {left}");
-        }
-        return Ok(EXIT_ENGINE_FAILED);
-    }
-    Ok(if run.interrupted { EXIT_INTERRUPTED } else { 0 })
+    Ok(exit_code(run.failure.as_deref(), run.interrupted))
 }

@@ -38,6 +38,7 @@ mod cmd_parity;
 mod cmd_report;
 mod cmd_sweep;
 mod error;
+mod lifecycle;
 mod target;
 
 use clap::{Parser, Subcommand};

@@ -60,15 +60,10 @@ pub fn new_run_id() -> String {
 }
 
 impl Target {
-    /// Opens (and, for an empty database, formats) the volume. Bad input fails before
-    /// anything is written.
-    pub async fn open(args: &TargetArgs, run_id: &str) -> Result<Self, CliError> {
-        Self::open_with_bucket(args, run_id, None).await
-    }
-
-    /// [`Target::open`], formatting a fresh volume with this storage and bucket
-    /// (`--storage`, `--bucket`) instead of `file` in the temp directory.
-    pub async fn open_with_bucket(
+    /// Opens (and, for an empty database, formats) the volume; a fresh volume is formatted
+    /// with this storage and bucket (`--storage`, `--bucket`) when given, else with `file`
+    /// in the temp directory. Bad input fails before anything is written.
+    pub async fn open(
         args: &TargetArgs,
         run_id: &str,
         bucket: Option<(&str, &str)>,

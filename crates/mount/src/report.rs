@@ -5,6 +5,7 @@ use crate::bench::BenchResult;
 use crate::fio::FioResult;
 use crate::mdtest::SummaryRow;
 use crate::tree::{PhaseResult, TreeSpec};
+use metabench_report::RunHeader;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -79,18 +80,10 @@ impl TreeRun {
 /// The whole parity run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ParityReport {
-    /// Results schema version.
-    pub schema_version: u32,
-    /// Always `parity`.
-    pub kind: String,
-    /// metabench's version.
-    pub metabench_version: String,
-    /// Start time, RFC 3339.
-    pub started_at: String,
-    /// Engine kind.
-    pub engine: String,
-    /// Meta URL, password redacted.
-    pub url: String,
+    /// Kind `parity`, who wrote it, when, on what (the meta URL with its password
+    /// redacted is the engine's).
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// `juicefs version`.
     pub juicefs_version: String,
     /// Tasks (mdtest ranks, fio numjobs, bench -p).
@@ -120,7 +113,11 @@ impl ParityReport {
         let _ = writeln!(
             s,
             "parity on {} ({}), {} tasks, scale {}, {}",
-            self.engine, self.url, self.tasks, self.scale, self.juicefs_version
+            self.header.engine.kind,
+            self.header.engine.url,
+            self.tasks,
+            self.scale,
+            self.juicefs_version
         );
         for t in &self.trees {
             let _ = writeln!(

@@ -598,7 +598,10 @@ mod tests {
         let ops = intervals.iter().map(|s| s.count as f64).sum::<f64>() / n as f64;
         let p99 = intervals.iter().map(|s| s.p99_us).sum::<f64>() / n as f64;
         AnyResults::Sweep(SweepResults {
-            kind: "sweep".into(),
+            header: crate::RunHeader {
+                kind: "sweep".into(),
+                ..Default::default()
+            },
             levels: vec![Level {
                 clients: 4,
                 ops: vec![LevelOp {
@@ -717,7 +720,10 @@ mod tests {
             h.record((l * 1000.0) as u64).unwrap();
         }
         AnyResults::Ops(OpsResults {
-            kind: "ops".into(),
+            header: crate::RunHeader {
+                kind: "ops".into(),
+                ..Default::default()
+            },
             results: vec![
                 OpResult {
                     op: "mkdir".into(),

@@ -441,11 +441,14 @@ mod tests {
         LabeledRun {
             label: label.into(),
             run: AnyResults::Ops(OpsResults {
-                kind: "ops".into(),
-                engine: crate::EngineInfo {
-                    kind: label.into(),
-                    version: version.into(),
-                    durability: [("appendfsync".to_owned(), "always".to_owned())].into(),
+                header: crate::RunHeader {
+                    kind: "ops".into(),
+                    engine: crate::EngineInfo {
+                        kind: label.into(),
+                        version: version.into(),
+                        durability: [("appendfsync".to_owned(), "always".to_owned())].into(),
+                        ..Default::default()
+                    },
                     ..Default::default()
                 },
                 results: vec![

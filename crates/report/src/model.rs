@@ -144,22 +144,10 @@ pub struct OpResult {
 
 /// The results of `metabench ops`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct OpsResults {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Always `ops`.
-    pub kind: String,
-    /// metabench version.
-    pub metabench_version: String,
-    /// Git commit metabench was built from, if known.
-    pub git_commit: Option<String>,
-    /// Start time, RFC 3339 UTC.
-    pub started_at: String,
-    /// The engine measured.
-    pub engine: EngineInfo,
-    /// The machine.
-    pub host: HostInfo,
+    /// Kind `ops`, who wrote it, when, on what.
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// The plan.
     pub plan: OpsPlan,
     /// The engine's null round trip through the same client path, before the run.
@@ -177,27 +165,105 @@ pub struct OpsResults {
 impl OpsResults {
     /// Reads a results file, checking its kind and version.
     pub fn from_json(s: &str) -> Result<Self, String> {
-        let r: Self =
-            serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
-        if r.kind != "ops" {
-            return Err(format!(
-                "results file holds a '{}' run, not an 'ops' run",
-                r.kind
-            ));
-        }
-        if r.schema_version > SCHEMA_VERSION {
-            return Err(format!(
-                "results schema version {} is newer than this metabench understands ({SCHEMA_VERSION})",
-                r.schema_version
-            ));
-        }
-        Ok(r)
+        read_results(s, "ops")
     }
 
     /// The result of one operation.
     pub fn get(&self, op: &str) -> Option<&OpResult> {
         self.results.iter().find(|r| r.op == op)
     }
+}
+
+/// What every results file starts with, whatever its kind (`ops`, `sweep`, `parity`):
+/// the layout version and kind, who wrote it and when, the engine and the machine. Its
+/// fields sit at the top level of the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `ops`, `sweep` or `parity`.
+    pub kind: String,
+    /// metabench version.
+    pub metabench_version: String,
+    /// Git commit metabench was built from, if known.
+    pub git_commit: Option<String>,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// The engine measured.
+    pub engine: EngineInfo,
+    /// The machine.
+    pub host: HostInfo,
+}
+
+impl RunHeader {
+    /// The header of a `kind` run of this metabench (built from `git_commit`) that
+    /// started at `started_at`, on `engine` and this machine.
+    pub fn new(
+        kind: &str,
+        started_at: String,
+        engine: EngineInfo,
+        git_commit: Option<String>,
+    ) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            kind: kind.to_owned(),
+            metabench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_commit,
+            started_at,
+            engine,
+            host: HostInfo::detect(),
+        }
+    }
+}
+
+/// The two header fields every reader checks first.
+#[derive(Deserialize)]
+struct HeaderPeek {
+    kind: Option<String>,
+    schema_version: Option<u32>,
+}
+
+fn peek_header(s: &str) -> Result<HeaderPeek, String> {
+    serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))
+}
+
+/// Reads a results file of `kind`: the kind and the layout version are checked before
+/// anything else, and a top-level field this metabench does not know is refused (the
+/// nested records refuse theirs themselves).
+pub fn read_results<T: Serialize + serde::de::DeserializeOwned>(
+    s: &str,
+    kind: &str,
+) -> Result<T, String> {
+    let peek = peek_header(s)?;
+    let found = peek.kind.as_deref().unwrap_or("");
+    if found != kind {
+        let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        return Err(format!(
+            "results file holds a '{found}' run, not {article} '{kind}' run"
+        ));
+    }
+    if let Some(v) = peek.schema_version.filter(|&v| v > SCHEMA_VERSION) {
+        return Err(format!(
+            "results schema version {v} is newer than this metabench understands ({SCHEMA_VERSION})"
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
+    let r: T = serde_json::from_value(value.clone())
+        .map_err(|e| format!("not a metabench results file: {e}"))?;
+    let known = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+    if let (Some(given), Some(known)) = (value.as_object(), known.as_object()) {
+        if let Some(extra) = given.keys().find(|k| !known.contains_key(*k)) {
+            return Err(format!(
+                "not a metabench results file: unknown field `{extra}`"
+            ));
+        }
+    }
+    Ok(r)
 }
 
 /// What a sweep was asked to do.
@@ -465,22 +531,10 @@ impl RunFailure {
 
 /// The results of `metabench sweep`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SweepResults {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Always `sweep`.
-    pub kind: String,
-    /// metabench version.
-    pub metabench_version: String,
-    /// Git commit metabench was built from, if known.
-    pub git_commit: Option<String>,
-    /// Start time, RFC 3339 UTC.
-    pub started_at: String,
-    /// The engine measured.
-    pub engine: EngineInfo,
-    /// The machine.
-    pub host: HostInfo,
+    /// Kind `sweep`, who wrote it, when, on what.
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// The plan.
     pub plan: SweepPlan,
     /// The engine's null round trip through the same client path, before the run.
@@ -515,21 +569,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
 impl SweepResults {
     /// Reads a results file, checking its kind and version.
     pub fn from_json(s: &str) -> Result<Self, String> {
-        let r: Self =
-            serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
-        if r.kind != "sweep" {
-            return Err(format!(
-                "results file holds a '{}' run, not a 'sweep' run",
-                r.kind
-            ));
-        }
-        if r.schema_version > SCHEMA_VERSION {
-            return Err(format!(
-                "results schema version {} is newer than this metabench understands ({SCHEMA_VERSION})",
-                r.schema_version
-            ));
-        }
-        Ok(r)
+        read_results(s, "sweep")
     }
 
     /// The operations measured, in first-seen order.
@@ -598,13 +638,7 @@ pub enum AnyResults {
 impl AnyResults {
     /// Reads a results file of either kind.
     pub fn from_json(s: &str) -> Result<Self, String> {
-        #[derive(Deserialize)]
-        struct Kind {
-            kind: Option<String>,
-        }
-        let k: Kind =
-            serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
-        match k.kind.as_deref() {
+        match peek_header(s)?.kind.as_deref() {
             Some("ops") => OpsResults::from_json(s).map(AnyResults::Ops),
             Some("sweep") => SweepResults::from_json(s).map(AnyResults::Sweep),
             Some(other) => Err(format!(
@@ -622,28 +656,28 @@ impl AnyResults {
         }
     }
 
+    /// Who wrote the file, when, on which engine and machine.
+    pub fn header(&self) -> &RunHeader {
+        match self {
+            AnyResults::Ops(r) => &r.header,
+            AnyResults::Sweep(r) => &r.header,
+        }
+    }
+
     /// The engine measured.
     pub fn engine(&self) -> &EngineInfo {
-        match self {
-            AnyResults::Ops(r) => &r.engine,
-            AnyResults::Sweep(r) => &r.engine,
-        }
+        &self.header().engine
     }
 
     /// The machine.
     pub fn host(&self) -> &HostInfo {
-        match self {
-            AnyResults::Ops(r) => &r.host,
-            AnyResults::Sweep(r) => &r.host,
-        }
+        &self.header().host
     }
 
     /// Start time, metabench version and commit.
     pub fn provenance(&self) -> (&str, &str, Option<&str>) {
-        match self {
-            AnyResults::Ops(r) => (&r.started_at, &r.metabench_version, r.git_commit.as_deref()),
-            AnyResults::Sweep(r) => (&r.started_at, &r.metabench_version, r.git_commit.as_deref()),
-        }
+        let h = self.header();
+        (&h.started_at, &h.metabench_version, h.git_commit.as_deref())
     }
 
     /// The engine's null round trip measured before the run, if it was.
@@ -652,5 +686,59 @@ impl AnyResults {
             AnyResults::Ops(r) => r.floor.as_ref(),
             AnyResults::Sweep(r) => r.floor.as_ref(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops_json() -> serde_json::Value {
+        let run = OpsResults {
+            header: RunHeader::new(
+                "ops",
+                "2026-11-24T00:00:00Z".into(),
+                EngineInfo::default(),
+                None,
+            ),
+            ..Default::default()
+        };
+        serde_json::to_value(&run).unwrap()
+    }
+
+    #[test]
+    fn the_header_sits_at_the_top_level_and_reads_back() {
+        let v = ops_json();
+        assert_eq!(
+            (&v["kind"], &v["schema_version"]),
+            (&"ops".into(), &SCHEMA_VERSION.into())
+        );
+        assert!(v["host"]["cores"].as_u64().unwrap() >= 1);
+        let back = OpsResults::from_json(&v.to_string()).unwrap();
+        assert_eq!(back.header.started_at, "2026-11-24T00:00:00Z");
+        assert_eq!(AnyResults::from_json(&v.to_string()).unwrap().kind(), "ops");
+    }
+
+    #[test]
+    fn one_check_refuses_another_kind_a_newer_layout_and_unknown_fields() {
+        let v = ops_json();
+        let e = SweepResults::from_json(&v.to_string()).unwrap_err();
+        assert_eq!(e, "results file holds a 'ops' run, not a 'sweep' run");
+        let mut newer = v.clone();
+        newer["schema_version"] = (SCHEMA_VERSION + 1).into();
+        assert!(OpsResults::from_json(&newer.to_string())
+            .unwrap_err()
+            .contains("newer than this metabench understands"));
+        let mut extra = v.clone();
+        extra["surprise"] = 1.into();
+        assert_eq!(
+            OpsResults::from_json(&extra.to_string()).unwrap_err(),
+            "not a metabench results file: unknown field `surprise`"
+        );
+        let mut nested = v;
+        nested["host"]["surprise"] = 1.into();
+        assert!(OpsResults::from_json(&nested.to_string())
+            .unwrap_err()
+            .contains("unknown field `surprise`"));
     }
 }

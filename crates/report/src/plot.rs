@@ -498,7 +498,10 @@ mod tests {
 
     fn sweep(scale: f64, ops: &[&str]) -> AnyResults {
         AnyResults::Sweep(SweepResults {
-            kind: "sweep".into(),
+            header: crate::RunHeader {
+                kind: "sweep".into(),
+                ..Default::default()
+            },
             levels: [1u32, 2, 4, 8]
                 .iter()
                 .map(|&c| Level {
@@ -654,7 +657,10 @@ mod tests {
         let ops = |label: &str, k: f64| LabeledRun {
             label: label.into(),
             run: AnyResults::Ops(crate::OpsResults {
-                kind: "ops".into(),
+                header: crate::RunHeader {
+                    kind: "ops".into(),
+                    ..Default::default()
+                },
                 results: ["mkdir", "lookup", "rename"]
                     .iter()
                     .enumerate()

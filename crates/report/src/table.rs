@@ -293,7 +293,7 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
             let errors: u64 = r.errors.values().sum();
             s += &format!(
                 "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{}\n",
-                run.engine.kind,
+                run.header.engine.kind,
                 run.plan.workload.replace(',', ";"),
                 level.clients,
                 r.op,
@@ -353,7 +353,10 @@ mod tests {
 
     fn run(mean: f64) -> OpsResults {
         OpsResults {
-            kind: "ops".into(),
+            header: crate::RunHeader {
+                kind: "ops".into(),
+                ..Default::default()
+            },
             results: vec![
                 OpResult {
                     op: "mkdir".into(),

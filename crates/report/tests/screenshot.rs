@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 fn sweep(scale: f64) -> AnyResults {
     AnyResults::Sweep(SweepResults {
-        kind: "sweep".into(),
+        header: metabench_report::RunHeader {
+            kind: "sweep".into(),
+            ..Default::default()
+        },
         levels: [1u32, 2, 4, 8, 16]
             .iter()
             .map(|&c| Level {

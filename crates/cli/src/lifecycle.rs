@@ -1,0 +1,129 @@
+//! What every measuring command (`ops`, `sweep`, `parity`) does around its work, written
+//! once: Ctrl-C watched from the start, a run id and start time, the target opened (a
+//! fresh volume formatted, or an existing one entered) and its engine described, then
+//! the cleanup on every path (the run's namespace, and the volume if this run formatted
+//! it), and the exit code.
+
+use crate::args::{git_commit, watch_ctrl_c};
+use crate::error::CliError;
+use crate::target::{new_run_id, Target, TargetArgs};
+use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
+use metabench_engine::namespace::Namespace;
+use metabench_load::StopFlag;
+use metabench_report::{EngineInfo, RunFailure, RunHeader};
+
+/// One run of a measuring command, from the moment its input is checked to its cleanup.
+pub struct Run {
+    /// Set by Ctrl-C; the run stops at its next check.
+    pub stop: StopFlag,
+    /// Watches for Ctrl-C until [`Run::finish`].
+    watcher: tokio::task::JoinHandle<()>,
+    /// This run's id (its namespace is `/.metabench/<run-id>`).
+    pub run_id: String,
+    /// When the run started, RFC 3339 UTC.
+    started_at: String,
+    /// The volume the run works in.
+    pub target: Target,
+    /// The engine, as results files describe it.
+    pub engine: EngineInfo,
+}
+
+impl Run {
+    /// Starts a run on `args`' target: Ctrl-C from here on stops the run cleanly (saying
+    /// `on_ctrl_c`), even while the volume is being formatted. A fresh volume is formatted
+    /// with `bucket` (storage, bucket) when given.
+    pub async fn start(
+        args: &TargetArgs,
+        bucket: Option<(&str, &str)>,
+        on_ctrl_c: &'static str,
+    ) -> Result<Self, CliError> {
+        let stop = StopFlag::default();
+        let watcher = watch_ctrl_c(stop.clone(), on_ctrl_c);
+        let run_id = new_run_id();
+        let started_at =
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let target = match Target::open(args, &run_id, bucket).await {
+            Ok(t) => t,
+            Err(e) => {
+                watcher.abort();
+                return Err(e);
+            }
+        };
+        let engine = target.engine_info().await;
+        Ok(Self {
+            stop,
+            watcher,
+            run_id,
+            started_at,
+            target,
+            engine,
+        })
+    }
+
+    /// The first line a command says: what runs on which engine and volume, then `what`.
+    pub fn say_start(&self, command: &str, what: &str) {
+        say!(
+            "metabench {command} on {} {} ({}), volume {}{what}",
+            self.engine.kind,
+            self.engine.version,
+            self.engine.url,
+            self.target.format.name
+        );
+    }
+
+    /// The header of this run's `kind` results file.
+    pub fn header(&self, kind: &str) -> RunHeader {
+        RunHeader::new(
+            kind,
+            self.started_at.clone(),
+            self.engine.clone(),
+            git_commit(),
+        )
+    }
+
+    /// Cleans up after the work, whatever its outcome: removes the namespace (if it was
+    /// created) and the volume this run formatted, after waiting for an engine that
+    /// failed during the run (`engine_failed`) to answer again; then stops watching
+    /// Ctrl-C. On failure, says in one line what was left behind and how to remove it.
+    pub async fn finish(
+        self,
+        engine_failed: bool,
+        namespace: Option<&Namespace>,
+    ) -> Result<(), String> {
+        let cleanup = self.target.finish_after(engine_failed, namespace).await;
+        self.watcher.abort();
+        cleanup
+    }
+}
+
+/// Puts a failed cleanup where the user sees it: with the engine's failure when the run
+/// has one (its results are still written), else as the command's error.
+pub fn attach_cleanup(
+    cleanup: Result<(), String>,
+    failure: Option<&mut RunFailure>,
+) -> Result<(), CliError> {
+    match (cleanup, failure) {
+        (Err(left), Some(failure)) => {
+            failure.left_behind = Some(left);
+            Ok(())
+        }
+        (cleanup, _) => cleanup.map_err(CliError::Io),
+    }
+}
+
+/// The exit code of a run whose results are out: [`EXIT_ENGINE_FAILED`] after saying the
+/// engine's failure (and what it left behind), [`EXIT_INTERRUPTED`] after Ctrl-C, else 0.
+pub fn exit_code(failure: Option<&RunFailure>, interrupted: bool) -> i32 {
+    if let Some(failure) = failure {
+        say!("error: {}", failure.line());
+        if let Some(left) = &failure.left_behind {
+            say!("left behind: {left}");
+        }
+        return EXIT_ENGINE_FAILED;
+    }
+    if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        0
+    }
+}
