@@ -21,8 +21,8 @@ pub mod url;
 pub use base::{ClientState, Storage};
 pub use error::{MetaError, Result};
 pub use meta::{
-    Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename, ServerInfo, SessionOptions,
-    SetAttr, VolumeState, XattrFlags,
+    ChunkWrite, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename, ServerInfo,
+    SessionOptions, SetAttr, VolumeState, Xattr, XattrFlags,
 };
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;

@@ -70,6 +70,28 @@ pub enum XattrFlags {
     Replace,
 }
 
+/// What `SetXattr` sets: `name` (not empty) to `value`, as `flags` allow.
+#[derive(Debug, Clone, Copy)]
+pub struct Xattr<'a> {
+    /// The attribute's name.
+    pub name: &'a [u8],
+    /// Its value.
+    pub value: &'a [u8],
+    /// Create, replace or either.
+    pub flags: XattrFlags,
+}
+
+/// What `Write` records: `slice` at its place in chunk `indx`, and the file's new mtime.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkWrite {
+    /// The chunk's index in the file.
+    pub indx: u32,
+    /// The slice record written.
+    pub slice: Slice,
+    /// The file's modification time after the write.
+    pub mtime: Timestamp,
+}
+
 /// How a session behaves where the Go client answers from memory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionOptions {

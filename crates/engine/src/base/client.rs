@@ -4,7 +4,7 @@
 
 use super::Storage;
 use crate::common::{check_new_entry, check_rmdir, check_unlink, is_trash};
-use crate::meta::{NewNode, Rename, SetAttr};
+use crate::meta::{ChunkWrite, NewNode, Rename, SetAttr, Xattr};
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp};
@@ -201,7 +201,7 @@ impl<S: Storage> Meta for S {
         if name.is_empty() {
             return Err(MetaError::Invalid);
         }
-        self.do_setxattr(ino, name, value, flags).await
+        self.do_setxattr(ino, &Xattr { name, value, flags }).await
     }
 
     async fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
@@ -228,7 +228,7 @@ impl<S: Storage> Meta for S {
     }
 
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
-        self.do_write(ino, indx, slice, mtime).await
+        self.do_write(ino, ChunkWrite { indx, slice, mtime }).await
     }
 
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {

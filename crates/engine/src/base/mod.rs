@@ -29,9 +29,9 @@ pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
-use crate::meta::{NewNode, Rename, SetAttr};
-use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats, XattrFlags};
-use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, Timestamp, ROOT_INODE};
+use crate::meta::{ChunkWrite, NewNode, Rename, SetAttr, Xattr};
+use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
+use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
 use std::future::Future;
 
@@ -242,15 +242,9 @@ pub trait Storage: Send {
     /// `doListXattr`: the names of an inode's extended attributes.
     fn do_listxattr(&mut self, ino: Ino) -> impl Future<Output = Result<Vec<Vec<u8>>>> + Send;
 
-    /// `doWrite`: appends a slice record to chunk `indx` and updates the file's length and
+    /// `doWrite`: appends a slice record to a chunk and updates the file's length and
     /// times.
-    fn do_write(
-        &mut self,
-        ino: Ino,
-        indx: u32,
-        slice: Slice,
-        mtime: Timestamp,
-    ) -> impl Future<Output = Result<()>> + Send;
+    fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> impl Future<Output = Result<()>> + Send;
 
     /// The engine's null round trip on this session's connection ([`crate::Meta::null_round_trip`]).
     fn do_null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> + Send;
@@ -274,13 +268,7 @@ pub trait Storage: Send {
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// `doSetXattr`: sets an extended attribute (the name is not empty).
-    fn do_setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> impl Future<Output = Result<()>> + Send;
+    fn do_setxattr(&mut self, ino: Ino, x: &Xattr<'_>) -> impl Future<Output = Result<()>> + Send;
 
     /// `doRemoveXattr`: removes an extended attribute (the name is not empty); ENOATTR
     /// when there is none.

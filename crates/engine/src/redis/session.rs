@@ -11,7 +11,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Made, MetaError, NewNode, Rename, Result, SessionStats};
+use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -186,13 +186,8 @@ impl Storage for RedisSession {
         Ok(())
     }
 
-    async fn do_setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
+    async fn do_setxattr(&mut self, ino: Ino, x: &Xattr<'_>) -> Result<()> {
+        let Xattr { name, value, flags } = *x;
         let key = self.keys.xattr(ino);
         txn!(self, vec![key.clone()], |c| {
             match flags {
@@ -560,13 +555,8 @@ impl Storage for RedisSession {
         Ok(names)
     }
 
-    async fn do_write(
-        &mut self,
-        ino: Ino,
-        indx: u32,
-        slice: Slice,
-        mtime: Timestamp,
-    ) -> Result<()> {
+    async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
+        let ChunkWrite { indx, slice, mtime } = w;
         let ki = self.keys.inode(ino);
         let kc = self.keys.chunk(ino, indx);
         let kp = self.keys.parents(ino);

@@ -12,7 +12,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{Made, Meta, MetaError, NewNode, Rename, Result, SessionStats};
+use crate::{ChunkWrite, Made, Meta, MetaError, NewNode, Rename, Result, SessionStats, Xattr};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -312,13 +312,8 @@ impl Storage for TkvSession {
     }
 
     /// `doSetXattr`: `T{get A<ino>X<name>; set (only if the value changed)}`.
-    async fn do_setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
+    async fn do_setxattr(&mut self, ino: Ino, x: &Xattr<'_>) -> Result<()> {
+        let Xattr { name, value, flags } = *x;
         let k = self.keys.xattr(ino, name);
         txn!(self, |tx| {
             let old = tx.get(&k).await?;
@@ -636,13 +631,8 @@ impl Storage for TkvSession {
 
     /// `doWrite`: `T{gets[A<ino>I, A<ino>C<indx>]; set A<ino>I; set A<ino>C<indx>}`;
     /// hard-linked files add a scan of their parents.
-    async fn do_write(
-        &mut self,
-        ino: Ino,
-        indx: u32,
-        slice: Slice,
-        mtime: Timestamp,
-    ) -> Result<()> {
+    async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
+        let ChunkWrite { indx, slice, mtime } = w;
         let keys = self.keys.clone();
         let (kn, kc) = (keys.inode(ino), keys.chunk(ino, indx));
         let (attr, dlen, dspace) = txn!(self, |tx| {

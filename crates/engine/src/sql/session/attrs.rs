@@ -7,8 +7,7 @@ use super::SqlSession;
 use crate::common::{merge_attr, TRASH_NAME};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
-use crate::XattrFlags;
-use crate::{Ctx, Entry, MetaError, Result, SetAttr};
+use crate::{Ctx, Entry, MetaError, Result, SetAttr, Xattr, XattrFlags};
 use metabench_schema::sql::{Dialect, NodeRow};
 use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 
@@ -132,13 +131,8 @@ impl SqlSession {
         Ok(())
     }
 
-    pub(super) async fn setxattr_txn(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
+    pub(super) async fn setxattr_txn(&mut self, ino: Ino, x: &Xattr<'_>) -> Result<()> {
+        let Xattr { name, value, flags } = *x;
         let name = xattr_name(name)?;
         let st = self.st.clone();
         txn!(self, {

@@ -6,18 +6,13 @@ use super::SqlSession;
 use crate::base::Storage;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
-use crate::{MetaError, Result};
+use crate::{ChunkWrite, MetaError, Result};
 use metabench_schema::sql::Dialect;
 use metabench_schema::{align4k, Ino, Slice, Timestamp, CHUNK_SIZE};
 
 impl SqlSession {
-    pub(super) async fn do_write(
-        &mut self,
-        ino: Ino,
-        indx: u32,
-        slice: Slice,
-        mtime: Timestamp,
-    ) -> Result<()> {
+    pub(super) async fn write_txn(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
+        let ChunkWrite { indx, slice, mtime } = w;
         let st = self.st.clone();
         let buf = slice.encode();
         let (parent, dlen, dspace) = txn!(self, {

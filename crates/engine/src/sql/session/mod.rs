@@ -25,12 +25,12 @@ use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::is_trash;
 use crate::retry::{backoff_square, MAX_TRIES};
-use crate::XattrFlags;
 use crate::{
-    Ctx, Entry, Made, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats, SetAttr,
+    ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats,
+    SetAttr, Xattr,
 };
 use metabench_schema::sql::Dialect;
-use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice, Timestamp};
+use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -213,14 +213,8 @@ impl Storage for SqlSession {
         })
     }
 
-    async fn do_setxattr(
-        &mut self,
-        ino: Ino,
-        name: &[u8],
-        value: &[u8],
-        flags: XattrFlags,
-    ) -> Result<()> {
-        self.setxattr_txn(ino, name, value, flags).await
+    async fn do_setxattr(&mut self, ino: Ino, x: &Xattr<'_>) -> Result<()> {
+        self.setxattr_txn(ino, x).await
     }
 
     async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
@@ -323,14 +317,8 @@ impl Storage for SqlSession {
         })
     }
 
-    async fn do_write(
-        &mut self,
-        ino: Ino,
-        indx: u32,
-        slice: Slice,
-        mtime: Timestamp,
-    ) -> Result<()> {
-        self.do_write(ino, indx, slice, mtime).await
+    async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
+        self.write_txn(ino, w).await
     }
 
     fn session_stats(&self) -> SessionStats {
