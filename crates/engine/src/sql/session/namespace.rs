@@ -158,17 +158,7 @@ impl SqlSession {
             n.nlink += 1;
             set_ctime(&mut n, now);
             self.insert_edge(parent, name, ino, n.typ).await?;
-            self.exec(
-                &st.node_update_link,
-                &[
-                    Arg::I64(n.ctime),
-                    Arg::I32(n.ctimensec as i32),
-                    Arg::I32(n.nlink as i32),
-                    Arg::I64(0),
-                    Arg::I64(ino as i64),
-                ],
-            )
-            .await?;
+            self.update_link(&n).await?;
             if update_parent {
                 self.update_parent(&st.parent_update_mtime, &pn).await?;
             }
@@ -351,17 +341,7 @@ impl SqlSession {
             self.delete_edge(parent, &e).await?;
             let (mut space, mut inodes) = (0, 0);
             if n.nlink > 0 {
-                self.exec(
-                    &st.node_update_link,
-                    &[
-                        Arg::I64(n.ctime),
-                        Arg::I32(n.ctimensec as i32),
-                        Arg::I32(n.nlink as i32),
-                        Arg::I64(n.parent.unwrap_or(0)),
-                        Arg::I64(e.inode as i64),
-                    ],
-                )
-                .await?;
+                self.update_link(&n).await?;
                 if trash > 0 {
                     inodes = 1;
                     space = if n.typ == TYPE_FILE {
@@ -372,29 +352,8 @@ impl SqlSession {
                     self.insert_edge(trash, &entry, e.inode, e.typ).await?;
                 }
             } else {
-                let ino = Arg::I64(e.inode as i64);
-                match e.typ {
-                    TYPE_FILE => {
-                        // sid 0 (no registered session): never "opened", deleted at once
-                        self.exec(
-                            &st.delfile_insert,
-                            &[ino, Arg::I64(n.length), Arg::I64(unix_now())],
-                        )
-                        .await?;
-                        self.exec(&st.node_delete, &[ino]).await?;
-                        space = -align4k(n.length as u64);
-                        inodes = -1;
-                    }
-                    t => {
-                        if t == TYPE_SYMLINK {
-                            self.exec(&st.symlink_delete, &[ino]).await?;
-                        }
-                        self.exec(&st.node_delete, &[ino]).await?;
-                        space = -align4k(0);
-                        inodes = -1;
-                    }
-                }
-                self.exec(&st.xattr_delete_all, &[ino]).await?;
+                space = self.delete_node(e.inode as i64, e.typ, n.length).await?;
+                inodes = -1;
             }
             if update_parent {
                 self.update_parent(&st.parent_update_mtime, &pn).await?;
@@ -483,16 +442,7 @@ impl SqlSession {
             self.exec(&st.dirquota_delete, &[ino]).await?;
             match (&n, trash) {
                 (Some(n), t) if t > 0 => {
-                    self.exec(
-                        &st.node_update_ctime_parent,
-                        &[
-                            Arg::I64(n.ctime),
-                            Arg::I32(n.ctimensec as i32),
-                            Arg::I64(t as i64),
-                            ino,
-                        ],
-                    )
-                    .await?;
+                    self.update_ctime_parent(n, t as i64).await?;
                     let entry = trash_entry(parent, e.inode, &e.name);
                     self.insert_edge(t, &entry, e.inode, TYPE_DIR).await?;
                 }
@@ -709,36 +659,15 @@ impl SqlSession {
                     if exchange {
                         let de = de.as_ref().expect("exchange needs a target");
                         let dn = dn.as_ref().expect("exchange needs a target");
-                        self.exec(
-                            &st.edge_update_target,
-                            &[
-                                Arg::I64(de.inode as i64),
-                                Arg::I32(de.typ as i32),
-                                Arg::I64(ps as i64),
-                                Arg::Bytes(&se.name),
-                            ],
-                        )
-                        .await?;
-                        self.exec(
-                            &st.edge_update_target,
-                            &[
-                                Arg::I64(se.inode as i64),
-                                Arg::I32(se.typ as i32),
-                                Arg::I64(pd as i64),
-                                Arg::Bytes(&de.name),
-                            ],
-                        )
-                        .await?;
-                        self.exec(
-                            &st.node_update_ctime_parent,
-                            &[
-                                Arg::I64(dn.ctime),
-                                Arg::I32(dn.ctimensec as i32),
-                                Arg::I64(dn.parent.unwrap_or(0)),
-                                Arg::I64(dn.inode),
-                            ],
-                        )
-                        .await?;
+                        let edge_to =
+                            |e: &EdgeRow| [Arg::I64(e.inode as i64), Arg::I32(e.typ as i32)];
+                        let [di, dt] = edge_to(de);
+                        let args = [di, dt, Arg::I64(ps as i64), Arg::Bytes(&se.name)];
+                        self.exec(&st.edge_update_target, &args).await?;
+                        let [si, stp] = edge_to(&se);
+                        let args = [si, stp, Arg::I64(pd as i64), Arg::Bytes(&de.name)];
+                        self.exec(&st.edge_update_target, &args).await?;
+                        self.update_ctime_parent(dn, dn.parent.unwrap_or(0)).await?;
                     } else {
                         if self.delete_edge(ps, &se).await? != 1 {
                             return Err(TxErr::Db(DbError::decode("delete src failed".into())));
@@ -752,48 +681,15 @@ impl SqlSession {
                                 } else {
                                     align4k(0)
                                 };
-                                self.exec(
-                                    &st.node_update_ctime_parent,
-                                    &[
-                                        Arg::I64(dn.ctime),
-                                        Arg::I32(dn.ctimensec as i32),
-                                        Arg::I64(dn.parent.unwrap_or(0)),
-                                        dino,
-                                    ],
-                                )
-                                .await?;
+                                self.update_ctime_parent(dn, dn.parent.unwrap_or(0)).await?;
                                 let entry = trash_entry(pd, de.inode, &de.name);
                                 self.insert_edge(trash, &entry, de.inode, de.typ).await?;
                             } else if de.typ != TYPE_DIR && dn.nlink > 0 {
-                                self.exec(
-                                    &st.node_update_link,
-                                    &[
-                                        Arg::I64(dn.ctime),
-                                        Arg::I32(dn.ctimensec as i32),
-                                        Arg::I32(dn.nlink as i32),
-                                        Arg::I64(dn.parent.unwrap_or(0)),
-                                        dino,
-                                    ],
-                                )
-                                .await?;
+                                self.update_link(dn).await?;
                             } else {
-                                if de.typ == TYPE_FILE {
-                                    self.exec(
-                                        &st.delfile_insert,
-                                        &[dino, Arg::I64(dn.length), Arg::I64(unix_now())],
-                                    )
-                                    .await?;
-                                    self.exec(&st.node_delete, &[dino]).await?;
-                                    space = -align4k(dn.length as u64);
-                                } else {
-                                    if de.typ == TYPE_SYMLINK {
-                                        self.exec(&st.symlink_delete, &[dino]).await?;
-                                    }
-                                    self.exec(&st.node_delete, &[dino]).await?;
-                                    space = -align4k(0);
-                                }
+                                space =
+                                    self.delete_node(de.inode as i64, de.typ, dn.length).await?;
                                 inodes = -1;
-                                self.exec(&st.xattr_delete_all, &[dino]).await?;
                             }
                             self.delete_edge(pd, de).await?;
                             if de.typ == TYPE_DIR {
@@ -802,16 +698,8 @@ impl SqlSession {
                         }
                         self.insert_edge(pd, nd, se.inode, se.typ).await?;
                     }
-                    self.exec(
-                        &st.node_update_ctime_parent,
-                        &[
-                            Arg::I64(sn.ctime),
-                            Arg::I32(sn.ctimensec as i32),
-                            Arg::I64(sn.parent.unwrap_or(0)),
-                            Arg::I64(sn.inode),
-                        ],
-                    )
-                    .await?;
+                    self.update_ctime_parent(&sn, sn.parent.unwrap_or(0))
+                        .await?;
                     if pd != ps && !is_trash(ps) && supdate {
                         if dupdate && dpn.inode < spn.inode {
                             let sql = st.parent_update_nlink(dstnlink);

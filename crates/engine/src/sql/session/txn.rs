@@ -9,7 +9,7 @@ use crate::sql::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use crate::sql::dialect::Stmts;
 use crate::MetaError;
 use metabench_schema::sql::{Dialect, NodeRow};
-use metabench_schema::Ino;
+use metabench_schema::{align4k, Ino};
 use tokio::sync::OwnedMutexGuard;
 
 /// Why a transaction attempt failed.
@@ -326,6 +326,62 @@ impl SqlSession {
         )
         .await
         .map(|d| d.rows_affected)
+    }
+
+    /// Writes a node's link count, parent and ctime (`node_update_link`).
+    pub(super) async fn update_link(&mut self, n: &NodeRow) -> std::result::Result<(), DbError> {
+        let st = self.st.clone();
+        let args = [
+            Arg::I64(n.ctime),
+            Arg::I32(n.ctimensec as i32),
+            Arg::I32(n.nlink as i32),
+            Arg::I64(n.parent.unwrap_or(0)),
+            Arg::I64(n.inode),
+        ];
+        self.exec(&st.node_update_link, &args).await.map(drop)
+    }
+
+    /// Writes a node's ctime and its new parent (`node_update_ctime_parent`).
+    pub(super) async fn update_ctime_parent(
+        &mut self,
+        n: &NodeRow,
+        parent: i64,
+    ) -> std::result::Result<(), DbError> {
+        let st = self.st.clone();
+        let args = [
+            Arg::I64(n.ctime),
+            Arg::I32(n.ctimensec as i32),
+            Arg::I64(parent),
+            Arg::I64(n.inode),
+        ];
+        self.exec(&st.node_update_ctime_parent, &args)
+            .await
+            .map(drop)
+    }
+
+    /// Deletes the last link's node as `doUnlink` and `doRename` do: a file's data goes to
+    /// the delete queue (session 0: deleted at once), a symlink's target and the node's
+    /// xattrs go with it. Returns the space freed (negative).
+    pub(super) async fn delete_node(
+        &mut self,
+        ino: i64,
+        typ: i64,
+        length: i64,
+    ) -> std::result::Result<i64, DbError> {
+        let st = self.st.clone();
+        let space = if typ == TYPE_FILE {
+            let args = [Arg::I64(ino), Arg::I64(length), Arg::I64(unix_now())];
+            self.exec(&st.delfile_insert, &args).await?;
+            -align4k(length as u64)
+        } else {
+            if typ == TYPE_SYMLINK {
+                self.exec(&st.symlink_delete, &[Arg::I64(ino)]).await?;
+            }
+            -align4k(0)
+        };
+        self.exec(&st.node_delete, &[Arg::I64(ino)]).await?;
+        self.exec(&st.xattr_delete_all, &[Arg::I64(ino)]).await?;
+        Ok(space)
     }
 
     /// A parent-directory update; matching no row is a conflict (EBUSY, retried) on
