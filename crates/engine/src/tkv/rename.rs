@@ -3,7 +3,7 @@
 //! `pkg/meta/tkv.go` sends it.
 
 use super::kv::txn;
-use super::session::{delete_keys, tx_ref, TkvSession};
+use super::session::{drop_link, TkvSession};
 use crate::common::{
     check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
     RENAME_NOREPLACE,
@@ -86,39 +86,12 @@ impl TkvSession {
                 }
                 tattr.ctime = now;
                 check_sticky(ctx, &dattr, tattr.uid)?;
-                let kt = keys.inode(t.inode);
-                let (mut space, mut inodes) = (0, 0);
-                if tattr.nlink > 0 {
-                    tx.set(&kt, &tattr.encode()).await?;
-                    if tattr.parent == 0 {
-                        tx.incr_by(&keys.parent(t.inode, pd), -1).await?;
-                    }
-                } else {
-                    match t.typ {
-                        FileType::File => {
-                            tx.set(&keys.delfile(t.inode, tattr.length), &now.sec.to_be_bytes())
-                                .await?;
-                            tx.delete(&kt);
-                            (space, inodes) = (-align4k(tattr.length), -1);
-                        }
-                        other => {
-                            if other == FileType::Symlink {
-                                tx.delete(&keys.symlink(t.inode));
-                            }
-                            tx.delete(&kt);
-                            (space, inodes) = (-align4k(0), -1);
-                        }
-                    }
-                    delete_keys(tx_ref(&mut tx), &keys.xattr(t.inode, b"")).await?;
-                    if tattr.parent == 0 {
-                        delete_keys(tx_ref(&mut tx), &keys.parent_prefix(t.inode)).await?;
-                    }
-                    if t.typ == FileType::Directory {
-                        tx.delete(&keys.dir_stat(t.inode));
-                        let kq = keys.dir_quota(t.inode);
-                        if tx.get(&kq).await?.is_some() {
-                            tx.delete(&kq);
-                        }
+                let (space, inodes) = drop_link(&mut tx, &keys, (&t, pd), &tattr, now).await?;
+                if tattr.nlink == 0 && t.typ == FileType::Directory {
+                    tx.delete(&keys.dir_stat(t.inode));
+                    let kq = keys.dir_quota(t.inode);
+                    if tx.get(&kq).await?.is_some() {
+                        tx.delete(&kq);
                     }
                 }
                 target = Some((t.inode, t.typ, tattr, space, inodes));

@@ -471,33 +471,7 @@ impl Storage for TkvSession {
             if update_parent {
                 tx.set(&ki, &pattr.encode()).await?;
             }
-            let (mut space, mut inodes) = (0, 0);
-            if attr.nlink > 0 {
-                tx.set(&kn, &attr.encode()).await?;
-                if attr.parent == 0 {
-                    tx.incr_by(&keys.parent(d.inode, parent), -1).await?;
-                }
-            } else {
-                match d.typ {
-                    FileType::File => {
-                        tx.set(&keys.delfile(d.inode, attr.length), &now.sec.to_be_bytes())
-                            .await?;
-                        tx.delete(&kn);
-                        (space, inodes) = (-align4k(attr.length), -1);
-                    }
-                    other => {
-                        if other == FileType::Symlink {
-                            tx.delete(&keys.symlink(d.inode));
-                        }
-                        tx.delete(&kn);
-                        (space, inodes) = (-align4k(0), -1);
-                    }
-                }
-                delete_keys(tx_ref(&mut tx), &keys.xattr(d.inode, b"")).await?;
-                if attr.parent == 0 {
-                    delete_keys(tx_ref(&mut tx), &keys.parent_prefix(d.inode)).await?;
-                }
-            }
+            let (space, inodes) = drop_link(&mut tx, &keys, (&d, parent), &attr, now).await?;
             let _ = found;
             Ok((d.typ, d.inode, attr, space, inodes))
         })?;
@@ -715,6 +689,47 @@ fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
 }
 
 /// Reborrows a transaction for a helper (keeps the macro's binding usable afterwards).
+/// The last step of `doUnlink`, and of `doRename` for a replaced entry: the entry `d`
+/// is gone from `parent` and `attr` has already lost the link. A node that keeps links is
+/// written back (a hard-linked one also drops a link from `parent`'s count); the last
+/// link's node goes, with its data queued for deletion (a `D` key), a symlink's target,
+/// its xattrs and its parent counts. Returns the space and inodes freed.
+pub(super) async fn drop_link(
+    tx: &mut Txn,
+    keys: &TkvKeys,
+    (d, parent): (&Dentry, Ino),
+    attr: &Attr,
+    now: Timestamp,
+) -> std::result::Result<(i64, i64), TxErr> {
+    let kn = keys.inode(d.inode);
+    if attr.nlink > 0 {
+        tx.set(&kn, &attr.encode()).await?;
+        if attr.parent == 0 {
+            tx.incr_by(&keys.parent(d.inode, parent), -1).await?;
+        }
+        return Ok((0, 0));
+    }
+    let space = match d.typ {
+        FileType::File => {
+            tx.set(&keys.delfile(d.inode, attr.length), &now.sec.to_be_bytes())
+                .await?;
+            -align4k(attr.length)
+        }
+        other => {
+            if other == FileType::Symlink {
+                tx.delete(&keys.symlink(d.inode));
+            }
+            -align4k(0)
+        }
+    };
+    tx.delete(&kn);
+    delete_keys(tx, &keys.xattr(d.inode, b"")).await?;
+    if attr.parent == 0 {
+        delete_keys(tx, &keys.parent_prefix(d.inode)).await?;
+    }
+    Ok((space, -1))
+}
+
 pub(super) fn tx_ref(tx: &mut Txn) -> &mut Txn {
     tx
 }

@@ -574,18 +574,16 @@ impl SqlSession {
                     }
                     set_ctime(&mut n, now);
                     if exchange {
-                        if ps != pd {
-                            if de.typ == TYPE_DIR {
-                                n.parent = Some(ps as i64);
-                                dpn.nlink -= 1;
-                                dstnlink -= 1;
-                                spn.nlink += 1;
-                                srcnlink += 1;
-                                supdate = true;
-                                dupdate = true;
-                            } else if n.parent.unwrap_or(0) > 0 {
-                                n.parent = Some(ps as i64);
-                            }
+                        if ps != pd
+                            && move_to_parent(
+                                &mut n,
+                                de.typ,
+                                ps,
+                                [&mut dpn, &mut spn],
+                                [&mut dstnlink, &mut srcnlink],
+                            )
+                        {
+                            (supdate, dupdate) = (true, true);
                         }
                     } else if de.inode == se.inode {
                         same_inode = true;
@@ -631,18 +629,16 @@ impl SqlSession {
                     }
                 } else {
                     check_sticky(ctx, &spattr, sattr.uid)?;
-                    if ps != pd {
-                        if se.typ == TYPE_DIR {
-                            sn.parent = Some(pd as i64);
-                            spn.nlink -= 1;
-                            srcnlink -= 1;
-                            dpn.nlink += 1;
-                            dstnlink += 1;
-                            supdate = true;
-                            dupdate = true;
-                        } else if sn.parent.unwrap_or(0) > 0 {
-                            sn.parent = Some(pd as i64);
-                        }
+                    if ps != pd
+                        && move_to_parent(
+                            &mut sn,
+                            se.typ,
+                            pd,
+                            [&mut spn, &mut dpn],
+                            [&mut srcnlink, &mut dstnlink],
+                        )
+                    {
+                        (supdate, dupdate) = (true, true);
                     }
                     if supdate || ns(now) - mtime_ns(&spn) >= 0 {
                         set_mtime(&mut spn, now);
@@ -753,5 +749,31 @@ impl SqlSession {
             }
         }
         Ok((out.ino, out.attr))
+    }
+}
+
+/// A node of type `typ` moving to the directory `to` in `dbMeta.doRename`: a directory
+/// takes one link from the parent it leaves to the one it joins (both rows and both
+/// pending nlink changes, `[leaves, joins]`) and says so (both parents are written); a
+/// file records its new parent unless it is hard-linked (parent 0).
+fn move_to_parent(
+    n: &mut NodeRow,
+    typ: i64,
+    to: Ino,
+    [leaves, joins]: [&mut NodeRow; 2],
+    [leaves_nlink, joins_nlink]: [&mut i32; 2],
+) -> bool {
+    if typ == TYPE_DIR {
+        n.parent = Some(to as i64);
+        leaves.nlink -= 1;
+        *leaves_nlink -= 1;
+        joins.nlink += 1;
+        *joins_nlink += 1;
+        true
+    } else {
+        if n.parent.unwrap_or(0) > 0 {
+            n.parent = Some(to as i64);
+        }
+        false
     }
 }
