@@ -1,10 +1,10 @@
 //! `metabench matrix`: the same plan on every engine of a set of configs, then the
 //! cross-engine report of those that could be reached.
 
-use crate::cmd_report::{label_runs, write_report};
+use crate::cmd_report::{label_runs, ReportOutput};
 use crate::error::{input, CliError};
 use crate::EXIT_INTERRUPTED;
-use metabench_report::cross::{Format, Unreachable};
+use metabench_report::cross::Unreachable;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -29,17 +29,8 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "DIR", default_value = "matrix-results")]
     out: PathBuf,
 
-    /// Report format: table, markdown, csv or html.
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    format: Format,
-
-    /// Also write the SVG plots of sweeps into this directory.
-    #[arg(long, value_name = "DIR")]
-    plot: Option<PathBuf>,
-
-    /// Write the report to this file instead of standard output.
-    #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportOutput,
 
     /// The plan run on every engine: `ops …` or `sweep …` (after `--`).
     #[arg(last = true, value_name = "PLAN")]
@@ -142,9 +133,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         }
         configs.push(c);
     }
-    if let Some(p) = &args.output {
-        crate::args::check_output_path(p)?;
-    }
+    args.report.check()?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Io(format!("cannot create {}: {e}", args.out.display())))?;
     let exe = std::env::current_exe()
@@ -203,13 +192,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         return Ok(1);
     }
     let runs = label_runs(&files)?;
-    write_report(
-        &runs,
-        &unreachable,
-        args.format,
-        args.plot.as_deref(),
-        args.output.as_deref(),
-    )?;
+    args.report.write(&runs, &unreachable)?;
     Ok(0)
 }
 

@@ -2,11 +2,11 @@
 
 use crate::args::{check_output_path, parse_count, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::lifecycle::{attach_cleanup, exit_code, Run};
+use crate::lifecycle::{attach_cleanup, client_threads, exit_code, Run, ON_CTRL_C};
 use crate::target::TargetArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
-use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig};
+use metabench_load::{measure_floor, run_ops, Budget, Op, OpsConfig};
 use metabench_report::table::{floor_line, fmt_us, ops_notes, ops_table};
 use metabench_report::{OpsPlan, OpsResults};
 use std::path::PathBuf;
@@ -73,14 +73,8 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
 
     // The client threads, set up exactly as `sweep` sets them up: the one client runs on
     // the first, its session opened there, so both commands time a call the same way.
-    let exec =
-        Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
-    let run = Run::start(
-        &args.target,
-        None,
-        "finishing the current window and cleaning up",
-    )
-    .await?;
+    let exec = client_threads()?;
+    let run = Run::start(&args.target, None, ON_CTRL_C).await?;
     let fresh = if run.target.formatted_here() {
         ", fresh volume"
     } else {

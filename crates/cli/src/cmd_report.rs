@@ -16,19 +16,8 @@ pub struct ReportArgs {
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
 
-    /// Output format: table, markdown, csv or html (html embeds the plots and the run
-    /// context).
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    format: Format,
-
-    /// Also write the SVG plots (µs/op of ops runs, curves of sweeps) into this directory
-    /// (created if needed).
-    #[arg(long, value_name = "DIR")]
-    plot: Option<PathBuf>,
-
-    /// Write the report to this file instead of standard output.
-    #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    output: ReportOutput,
 }
 
 /// Names each file by its stem, adding `#2`, `#3` to repeated names.
@@ -51,8 +40,55 @@ pub fn label_runs(files: &[PathBuf]) -> Result<Vec<LabeledRun>, CliError> {
     Ok(runs)
 }
 
-/// Writes the report and plots of `runs`; shared with `metabench matrix`.
-pub fn write_report(
+/// Where and how `report` and `matrix` write the report and its plots.
+#[derive(Debug, clap::Args)]
+pub struct ReportOutput {
+    /// Output format: table, markdown, csv or html (html embeds the plots and the run
+    /// context).
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    format: Format,
+
+    /// Also write the SVG plots (µs/op of ops runs, curves of sweeps) into this directory
+    /// (created if needed).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+impl ReportOutput {
+    /// Refuses an output file or plot directory that cannot be written, before any work.
+    pub fn check(&self) -> Result<(), CliError> {
+        if let Some(p) = &self.output {
+            crate::args::check_output_path(p)?;
+        }
+        if let Some(d) = &self.plot {
+            if d.exists() && !d.is_dir() {
+                return Err(input(format!(
+                    "cannot write plots into {}: not a directory",
+                    d.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the report of `runs` (and the engines that could not be measured).
+    pub fn write(&self, runs: &[LabeledRun], unreachable: &[Unreachable]) -> Result<(), CliError> {
+        write_report(
+            runs,
+            unreachable,
+            self.format,
+            self.plot.as_deref(),
+            self.output.as_deref(),
+        )
+    }
+}
+
+/// Writes the report and plots of `runs`.
+fn write_report(
     runs: &[LabeledRun],
     unreachable: &[Unreachable],
     format: Format,
@@ -88,24 +124,8 @@ pub fn write_report(
 
 /// Runs `metabench report`.
 pub fn run(args: ReportArgs) -> Result<i32, CliError> {
-    if let Some(p) = &args.output {
-        crate::args::check_output_path(p)?;
-    }
-    if let Some(d) = &args.plot {
-        if d.exists() && !d.is_dir() {
-            return Err(input(format!(
-                "cannot write plots into {}: not a directory",
-                d.display()
-            )));
-        }
-    }
+    args.output.check()?;
     let runs = label_runs(&args.files)?;
-    write_report(
-        &runs,
-        &[],
-        args.format,
-        args.plot.as_deref(),
-        args.output.as_deref(),
-    )?;
+    args.output.write(&runs, &[])?;
     Ok(0)
 }

@@ -2,7 +2,7 @@
 
 use crate::args::{check_output_path, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::lifecycle::{attach_cleanup, exit_code, Run};
+use crate::lifecycle::{attach_cleanup, client_threads, exit_code, Run, ON_CTRL_C};
 use crate::target::TargetArgs;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -12,7 +12,7 @@ use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
-    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
+    run_sweep, Arrivals, ConcSpec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
 };
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
 use metabench_report::{Level, SweepPlan, SweepResults};
@@ -229,14 +229,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     };
 
     // The client threads (one runtime per core), before anything is written.
-    let exec =
-        Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
-    let run = Run::start(
-        &args.target,
-        None,
-        "finishing the current window and cleaning up",
-    )
-    .await?;
+    let exec = client_threads()?;
+    let run = Run::start(&args.target, None, ON_CTRL_C).await?;
     let loop_kind = match &args.rate {
         None => format!("levels {levels:?}"),
         Some(rate) => format!(

@@ -9,8 +9,17 @@ use crate::error::CliError;
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use metabench_engine::namespace::Namespace;
-use metabench_load::StopFlag;
+use metabench_load::{Exec, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
+
+/// What Ctrl-C says during `ops` and `sweep`.
+pub const ON_CTRL_C: &str = "finishing the current window and cleaning up";
+
+/// The client threads of `ops` and `sweep` (one runtime per core), started before
+/// anything is written, the same for both, so both time a call the same way.
+pub fn client_threads() -> Result<Exec, CliError> {
+    Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))
+}
 
 /// One run of a measuring command, from the moment its input is checked to its cleanup.
 pub struct Run {

@@ -406,15 +406,23 @@ fn parse_sqlite(rest: &str) -> Result<MetaUrl> {
     if path.is_empty() {
         return Err(bad("SQLite URLs look like sqlite3://path/to/file.db"));
     }
-    Ok(MetaUrl {
-        scheme: Scheme::Sqlite,
-        user: String::new(),
-        password: None,
-        address: Address::File(path.to_owned()),
-        database: path.to_owned(),
-        query,
-        more_hosts: Vec::new(),
-    })
+    Ok(MetaUrl::local(Scheme::Sqlite, path, query))
+}
+
+impl MetaUrl {
+    /// A URL of an engine with no server: `path` names its file (or in-process store),
+    /// and is its database too.
+    fn local(scheme: Scheme, path: &str, query: Vec<(String, String)>) -> Self {
+        MetaUrl {
+            scheme,
+            user: String::new(),
+            password: None,
+            address: Address::File(path.to_owned()),
+            database: path.to_owned(),
+            query,
+            more_hosts: Vec::new(),
+        }
+    }
 }
 
 /// `etcd://[user:pass@]h1[:2379][,h2[:2379]…][/name][?tls options]`; the database is the
@@ -475,30 +483,14 @@ fn parse_tikv(rest: &str) -> Result<MetaUrl> {
 /// names it (the name may be empty).
 fn parse_memkv(rest: &str) -> Result<MetaUrl> {
     let (name, query) = split_query(rest);
-    Ok(MetaUrl {
-        scheme: Scheme::Memkv,
-        user: String::new(),
-        password: None,
-        address: Address::File(name.to_owned()),
-        database: name.to_owned(),
-        query,
-        more_hosts: Vec::new(),
-    })
+    Ok(MetaUrl::local(Scheme::Memkv, name, query))
 }
 
 /// `fdb://path/to/fdb.cluster?prefix=NAME`: the database is the cluster file path (empty:
 /// FoundationDB's default cluster file).
 fn parse_fdb(rest: &str) -> Result<MetaUrl> {
     let (path, query) = split_query(rest);
-    Ok(MetaUrl {
-        scheme: Scheme::Fdb,
-        user: String::new(),
-        password: None,
-        address: Address::File(path.to_owned()),
-        database: path.to_owned(),
-        query,
-        more_hosts: Vec::new(),
-    })
+    Ok(MetaUrl::local(Scheme::Fdb, path, query))
 }
 
 #[cfg(test)]

@@ -165,10 +165,7 @@ pub fn find_fio() -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn data(name: &str) -> String {
-        std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR")))
-            .unwrap()
-    }
+    use crate::test_data as data;
 
     #[test]
     fn parses_fio_3_33_big_write() {

@@ -41,3 +41,9 @@ pub enum MountError {
 
 /// Result of this crate.
 pub type Result<T> = std::result::Result<T, MountError>;
+
+/// A file captured from a real tool run, from `tests/data`.
+#[cfg(test)]
+pub(crate) fn test_data(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}

@@ -121,10 +121,7 @@ pub async fn run_mdtest(
 mod tests {
     use super::*;
 
-    fn data(name: &str) -> String {
-        std::fs::read_to_string(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR")))
-            .unwrap()
-    }
+    use crate::test_data as data;
 
     #[test]
     fn parses_mdtest_3_3_summary() {
