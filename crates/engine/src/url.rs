@@ -323,19 +323,18 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
     if db.parse::<u32>().is_err() {
         return Err(bad(&format!("Redis database must be a number, got '{db}'")));
     }
-    Ok(MetaUrl {
-        scheme: if scheme == "rediss" {
+    Ok(MetaUrl::server(
+        if scheme == "rediss" {
             Scheme::Rediss
         } else {
             Scheme::Redis
         },
-        user,
-        password: password.filter(|p| !p.is_empty()),
-        address: Address::Tcp { host, port },
-        database: db.to_owned(),
+        (user, password),
+        Address::Tcp { host, port },
+        Vec::new(),
+        db,
         query,
-        more_hosts: Vec::new(),
-    })
+    ))
 }
 
 fn parse_mysql(rest: &str) -> Result<MetaUrl> {
@@ -369,15 +368,14 @@ fn parse_mysql(rest: &str) -> Result<MetaUrl> {
     if user.is_empty() {
         return Err(bad("MySQL URL has no user"));
     }
-    Ok(MetaUrl {
-        scheme: Scheme::Mysql,
-        user,
-        password: password.filter(|p| !p.is_empty()),
+    Ok(MetaUrl::server(
+        Scheme::Mysql,
+        (user, password),
         address,
-        database: db.to_owned(),
+        Vec::new(),
+        db,
         query,
-        more_hosts: Vec::new(),
-    })
+    ))
 }
 
 fn parse_postgres(rest: &str) -> Result<MetaUrl> {
@@ -390,15 +388,14 @@ fn parse_postgres(rest: &str) -> Result<MetaUrl> {
     }
     let (user, password, hp) = split_userinfo(authority);
     let (host, port) = parse_host_port(hp, 5432)?;
-    Ok(MetaUrl {
-        scheme: Scheme::Postgres,
-        user,
-        password: password.filter(|p| !p.is_empty()),
-        address: Address::Tcp { host, port },
-        database: db.to_owned(),
+    Ok(MetaUrl::server(
+        Scheme::Postgres,
+        (user, password),
+        Address::Tcp { host, port },
+        Vec::new(),
+        db,
         query,
-        more_hosts: Vec::new(),
-    })
+    ))
 }
 
 fn parse_sqlite(rest: &str) -> Result<MetaUrl> {
@@ -410,6 +407,27 @@ fn parse_sqlite(rest: &str) -> Result<MetaUrl> {
 }
 
 impl MetaUrl {
+    /// A URL of an engine reached over the network: at `address` (and `more_hosts`, for
+    /// a cluster), as `user` with `password` (an empty one counts as none), on `database`.
+    fn server(
+        scheme: Scheme,
+        (user, password): (String, Option<String>),
+        address: Address,
+        more_hosts: Vec<(String, u16)>,
+        database: &str,
+        query: Vec<(String, String)>,
+    ) -> Self {
+        MetaUrl {
+            scheme,
+            user,
+            password: password.filter(|p| !p.is_empty()),
+            address,
+            database: database.to_owned(),
+            query,
+            more_hosts,
+        }
+    }
+
     /// A URL of an engine with no server: `path` names its file (or in-process store),
     /// and is its database too.
     fn local(scheme: Scheme, path: &str, query: Vec<(String, String)>) -> Self {
@@ -439,15 +457,14 @@ fn parse_etcd(rest: &str) -> Result<MetaUrl> {
         hosts.push(parse_host_port(hp, 2379)?);
     }
     let (host, port) = hosts.remove(0);
-    Ok(MetaUrl {
-        scheme: Scheme::Etcd,
-        user,
-        password: password.filter(|p| !p.is_empty()),
-        address: Address::Tcp { host, port },
-        database: path.to_owned(),
+    Ok(MetaUrl::server(
+        Scheme::Etcd,
+        (user, password),
+        Address::Tcp { host, port },
+        hosts,
+        path,
         query,
-        more_hosts: hosts,
-    })
+    ))
 }
 
 /// `tikv://pd1[:2379][,pd2[:2379]…][/name][?tls options]`: PD endpoints; the database is
@@ -468,15 +485,14 @@ fn parse_tikv(rest: &str) -> Result<MetaUrl> {
         hosts.push(parse_host_port(hp, 2379)?);
     }
     let (host, port) = hosts.remove(0);
-    Ok(MetaUrl {
-        scheme: Scheme::Tikv,
-        user: String::new(),
-        password: None,
-        address: Address::Tcp { host, port },
-        database: path.to_owned(),
+    Ok(MetaUrl::server(
+        Scheme::Tikv,
+        (String::new(), None),
+        Address::Tcp { host, port },
+        hosts,
+        path,
         query,
-        more_hosts: hosts,
-    })
+    ))
 }
 
 /// `memkv://name`: an in-process store shared by every session of this process that
