@@ -39,6 +39,14 @@ impl RedisSession {
             target: Option<(Ino, FileType, Attr)>,
             same: bool,
         }
+        // Nothing moves: the source is the destination, or both name one inode.
+        let unmoved = |ino, typ| Moved {
+            ino,
+            typ,
+            attr: Attr::type_only(typ),
+            target: None,
+            same: true,
+        };
         let moved = txn!(self, wkeys.clone(), |c| {
             let (kds, kdd) = (keys.entries(ps), keys.entries(pd));
             let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kds).arg(name_src)).await?;
@@ -46,13 +54,7 @@ impl RedisSession {
             let d = Dentry::decode(&buf)?;
             let (typ, ino) = (d.typ, d.inode);
             if ps == pd && name_src == name_dst {
-                return Ok(Moved {
-                    ino,
-                    typ,
-                    attr: Attr::type_only(typ),
-                    target: None,
-                    same: true,
-                });
+                return Ok(unmoved(ino, typ));
             }
             let mut watch = vec![keys.inode(ino)];
             let dbuf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kdd).arg(name_dst)).await?;
@@ -71,13 +73,7 @@ impl RedisSession {
             c.watch(&watch).await?;
             if let Some(t) = &dentry {
                 if t.inode == ino {
-                    return Ok(Moved {
-                        ino,
-                        typ,
-                        attr: Attr::type_only(typ),
-                        target: None,
-                        same: true,
-                    });
+                    return Ok(unmoved(ino, typ));
                 }
                 if exchange {
                 } else if typ == FileType::Directory && t.typ != FileType::Directory {

@@ -5,8 +5,8 @@ use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
 use crate::common::{
-    access, check_parent_to_remove, check_sticky, child_mode_gid, is_trash, FLAG_APPEND,
-    FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    access, check_sticky, child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH,
+    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
@@ -275,16 +275,7 @@ impl SqlSession {
         txn!(self, {
             let mut trash = trash;
             outcome = (NodeRow::default(), 0, 0, 0);
-            let mut pn = self
-                .get_node(parent, false)
-                .await?
-                .ok_or(MetaError::NotFound)?;
-            let pattr = pn.to_attr()?;
-            check_parent_to_remove(ctx, &pattr)?;
-            let e = self
-                .get_edge(parent, name)
-                .await?
-                .ok_or(MetaError::NotFound)?;
+            let (mut pn, pattr, e) = self.parent_and_entry(ctx, parent, name).await?;
             if e.typ == TYPE_DIR {
                 return Err(MetaError::Perm.into());
             }
@@ -393,16 +384,7 @@ impl SqlSession {
         let st = self.st.clone();
         let (trashed, removed) = txn!(self, {
             let mut trash = trash;
-            let mut pn = self
-                .get_node(parent, false)
-                .await?
-                .ok_or(MetaError::NotFound)?;
-            let pattr = pn.to_attr()?;
-            check_parent_to_remove(ctx, &pattr)?;
-            let e = self
-                .get_edge(parent, name)
-                .await?
-                .ok_or(MetaError::NotFound)?;
+            let (mut pn, pattr, e) = self.parent_and_entry(ctx, parent, name).await?;
             if e.typ != TYPE_DIR {
                 return Err(MetaError::NotDir.into());
             }

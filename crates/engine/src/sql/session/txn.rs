@@ -4,12 +4,13 @@
 
 use super::rows::*;
 use super::SqlSession;
+use crate::common::check_parent_to_remove;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use crate::sql::dialect::Stmts;
-use crate::MetaError;
+use crate::{Ctx, MetaError};
 use metabench_schema::sql::{Dialect, NodeRow};
-use metabench_schema::{align4k, Ino};
+use metabench_schema::{align4k, Attr, Ino};
 use tokio::sync::OwnedMutexGuard;
 
 /// Why a transaction attempt failed.
@@ -285,6 +286,27 @@ impl SqlSession {
             .fetch(&st.edge_get, &[Arg::I64(parent as i64), Arg::Bytes(name)])
             .await?;
         rows.first().map(|r| parse_edge(r, 0)).transpose()
+    }
+
+    /// The first reads of `doUnlink` and `doRmdir`: the parent's row and attribute
+    /// (checked as a directory an entry may leave) and the entry.
+    pub(super) async fn parent_and_entry(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+        name: &[u8],
+    ) -> std::result::Result<(NodeRow, Attr, EdgeRow), TxErr> {
+        let pn = self
+            .get_node(parent, false)
+            .await?
+            .ok_or(MetaError::NotFound)?;
+        let pattr = pn.to_attr()?;
+        check_parent_to_remove(ctx, &pattr)?;
+        let e = self
+            .get_edge(parent, name)
+            .await?
+            .ok_or(MetaError::NotFound)?;
+        Ok((pn, pattr, e))
     }
 
     pub(super) async fn insert_edge(
