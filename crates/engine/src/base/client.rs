@@ -124,8 +124,9 @@ impl<S: Storage> Meta for S {
         Ok(())
     }
 
-    /// `baseMeta.Rmdir`: its checks, `doRmdir`, then (outside the trash) forgetting the
-    /// directory's parent, the parent's dir stat and its quota walk (`updateDirQuota`).
+    /// `baseMeta.Rmdir`: its checks, `doRmdir`, then forgetting the directory's parent
+    /// (outside the trash), the parent's dir stat and its quota walk (`updateDirQuota`,
+    /// from a trash directory too).
     async fn rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<()> {
         check_rmdir(ctx, parent, name)?;
         let ino = self.do_rmdir(ctx, parent, name).await?;
