@@ -3,11 +3,11 @@
 //! holds); the steps and the helpers under it are plain `impl Future`s.
 
 use super::Storage;
-use crate::common::{check_new_entry, check_rmdir, check_unlink, is_trash};
+use crate::common::{check_new_entry, check_rmdir, check_unlink, is_trash, TRASH_NAME};
 use crate::meta::{ChunkWrite, NewNode, Rename, SetAttr, Xattr};
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
-use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp};
+use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
 
 /// What `Mkdir`, `Mknod` and `Symlink` answer: the new node, or EEXIST.
 fn created((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
@@ -164,8 +164,33 @@ impl<S: Storage> Meta for S {
         Ok((ino, attr))
     }
 
+    /// `baseMeta.Lookup` (no permission check, as the Go benchmark calls it): `..` of the
+    /// root is the root, `.` and `..` are `GetAttr`s, `.trash` at the root is the trash;
+    /// anything else is `doLookup`, and a directory found keeps its parent.
     async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        self.do_lookup(ctx, parent, name).await
+        let name = if name == b".." && parent == ROOT_INODE {
+            b"."
+        } else {
+            name
+        };
+        if name == b".." {
+            let attr = self.get_attr(parent).await?;
+            if attr.typ != FileType::Directory {
+                return Err(MetaError::NotDir);
+            }
+            return Ok((attr.parent, self.get_attr(attr.parent).await?));
+        }
+        if name == b"." {
+            return Ok((parent, self.get_attr(parent).await?));
+        }
+        if parent == ROOT_INODE && name == TRASH_NAME {
+            return Ok((TRASH_INODE, self.get_attr(TRASH_INODE).await?));
+        }
+        let (ino, attr) = self.do_lookup(ctx, parent, name).await?;
+        if attr.typ == FileType::Directory && !is_trash(parent) {
+            self.state().keep_dir_parent(ino, parent);
+        }
+        Ok((ino, attr))
     }
 
     async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)> {

@@ -216,7 +216,8 @@ pub trait Storage: Send {
         name: &[u8],
     ) -> impl Future<Output = Result<Ino>> + Send;
 
-    /// `doLookup`: the entry `name` in `parent` with its attribute (no permission check).
+    /// `doLookup`: the entry `name` in `parent` with its attribute (no permission check);
+    /// `.`, `..` and the root's `.trash` never reach it ([`crate::Meta::lookup`] answers them).
     fn do_lookup(
         &mut self,
         ctx: &Ctx,

@@ -7,7 +7,7 @@ use super::txn::{txn, Conn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    merge_attr, new_child_attr, orphan_attr, parent_gains, touch, TRASH_NAME,
+    merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -15,7 +15,7 @@ use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Result, SessionStats, 
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
-    ROOT_INODE, TRASH_INODE,
+    TRASH_INODE,
 };
 use redis::aio::MultiplexedConnection;
 use redis::cmd;
@@ -460,28 +460,9 @@ impl Storage for RedisSession {
         Ok(ino)
     }
 
-    async fn do_lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        let _ = ctx;
-        let mut name = name;
-        if name == b".." {
-            if parent == ROOT_INODE {
-                name = b".";
-            } else {
-                let a = self.get_attr(parent).await?;
-                if a.typ != FileType::Directory {
-                    return Err(MetaError::NotDir);
-                }
-                let up = a.parent;
-                return Ok((up, self.get_attr(up).await?));
-            }
-        }
-        if name == b"." {
-            return Ok((parent, self.get_attr(parent).await?));
-        }
-        if parent == ROOT_INODE && name == TRASH_NAME {
-            return Ok((TRASH_INODE, self.get_attr(TRASH_INODE).await?));
-        }
-        // doLookup without the Lua script: HGET, then GET.
+    /// `redisMeta.doLookup` without the Lua script: HGET, then GET; an entry whose inode
+    /// record is missing answers with its type only.
+    async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
         let buf: Option<Vec<u8>> = self
             .conn
             .query(cmd("HGET").arg(self.keys.entries(parent)).arg(name))
@@ -498,9 +479,6 @@ impl Storage for RedisSession {
                 Attr::type_only(d.typ)
             }
         };
-        if attr.typ == FileType::Directory && !is_trash(parent) {
-            self.base.keep_dir_parent(d.inode, parent);
-        }
         Ok((d.inode, attr))
     }
 

@@ -16,7 +16,7 @@ use crate::{ChunkWrite, Made, Meta, MetaError, NewNode, Rename, Result, SessionS
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
-    ROOT_INODE, TRASH_INODE,
+    TRASH_INODE,
 };
 use std::sync::Arc;
 
@@ -525,22 +525,8 @@ impl Storage for TkvSession {
     }
 
     /// `doLookup`: `S{get A<p>D<name>; get A<ino>I}`.
+    /// An entry whose inode record is missing answers with its type only.
     async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        if name == b"." {
-            return Ok((parent, self.get_attr(parent).await?));
-        }
-        if name == b".." {
-            let a = self.get_attr(parent).await?;
-            if a.typ != FileType::Directory {
-                return Err(MetaError::NotDir);
-            }
-            let p = if parent == ROOT_INODE {
-                ROOT_INODE
-            } else {
-                a.parent
-            };
-            return Ok((p, self.get_attr(p).await?));
-        }
         let mut tx = self.simple();
         let buf = tx
             .get(&self.keys.entry(parent, name))
@@ -554,11 +540,11 @@ impl Storage for TkvSession {
             .map_err(TxErr::from)?
         {
             Some(b) => Attr::decode(&b)?,
-            None => return Err(MetaError::NotFound),
+            None => {
+                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
+                Attr::type_only(d.typ)
+            }
         };
-        if attr.typ == FileType::Directory && !is_trash(parent) {
-            self.base.keep_dir_parent(d.inode, parent);
-        }
         Ok((d.inode, attr))
     }
 

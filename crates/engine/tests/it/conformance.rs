@@ -11,7 +11,7 @@
 use metabench_engine::{
     Ctx, Engine, EngineKind, Meta, MetaError, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
-use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
+use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{fresh_database, Kind, TestDb, TestEngine};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -444,6 +444,15 @@ async fn errnos_of_every_operation(on: TestEngine) {
 
     assert_eq!(errno(v.s.lookup(&c, d, b"nope").await), "ENOENT");
     assert_eq!(errno(v.s.lookup(&c, f, b"..").await), "ENOTDIR");
+    // baseMeta.Lookup answers these itself, the same on every family.
+    assert_eq!(
+        v.s.lookup(&c, ROOT_INODE, b"..").await.unwrap().0,
+        ROOT_INODE
+    );
+    assert_eq!(v.s.lookup(&c, d, b"..").await.unwrap().0, ROOT_INODE);
+    assert_eq!(v.s.lookup(&c, d, b".").await.unwrap().0, d);
+    let (trash, attr) = v.s.lookup(&c, ROOT_INODE, b".trash").await.unwrap();
+    assert_eq!((trash, attr.typ), (TRASH_INODE, FileType::Directory));
     assert_eq!(errno(v.s.unlink(&c, d, b"nope").await), "ENOENT");
     assert_eq!(errno(v.s.unlink(&c, d, b"sub").await), "EPERM");
     assert_eq!(errno(v.s.rmdir(&c, d, b"f").await), "ENOTDIR");

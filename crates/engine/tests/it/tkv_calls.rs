@@ -328,6 +328,14 @@ async fn per_operation(store: Store) {
         ["S", "get", "get"]
     );
     expect!(fx, s, "getattr", s.getattr(f).await.unwrap(), ["S", "get"]);
+    // baseMeta.Lookup: `..` of the root is the root itself, one GetAttr.
+    expect!(
+        fx,
+        s,
+        "lookup .. of the root",
+        s.lookup(&ctx, ROOT_INODE, b"..").await.unwrap(),
+        ["S", "get"]
+    );
     let user = Ctx {
         uid: 1,
         gids: vec![1],

@@ -4,12 +4,12 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
-use crate::common::{merge_attr, TRASH_NAME};
+use crate::common::merge_attr;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, ErrKind};
 use crate::{Ctx, Entry, MetaError, Result, SetAttr, Xattr, XattrFlags};
 use metabench_schema::sql::{Dialect, NodeRow};
-use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_schema::{Attr, Ino, Timestamp, TRASH_INODE};
 
 impl SqlSession {
     pub(super) async fn getattr_inner(&mut self, ino: Ino) -> Result<Attr> {
@@ -24,24 +24,8 @@ impl SqlSession {
         Ok(n.to_attr()?)
     }
 
-    pub(super) async fn do_lookup(&mut self, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        if name == b".." {
-            if parent != ROOT_INODE {
-                let a = self.getattr_inner(parent).await?;
-                if a.typ != FileType::Directory {
-                    return Err(MetaError::NotDir);
-                }
-                let p = a.parent;
-                return Ok((p, self.getattr_inner(p).await?));
-            }
-            return Ok((parent, self.getattr_inner(parent).await?));
-        }
-        if name == b"." {
-            return Ok((parent, self.getattr_inner(parent).await?));
-        }
-        if parent == ROOT_INODE && name == TRASH_NAME {
-            return Ok((TRASH_INODE, self.getattr_inner(TRASH_INODE).await?));
-        }
+    /// `dbMeta.doLookup`: the entry joined with its node, one statement.
+    pub(super) async fn lookup_txn(&mut self, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
         let st = self.st.clone();
         let n = simple!(self, {
             let rows = self

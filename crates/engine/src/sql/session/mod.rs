@@ -23,14 +23,13 @@ use super::conn::{Arg, Conn, ErrKind};
 use super::dialect::Stmts;
 use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
-use crate::common::is_trash;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::{
     ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats,
     SetAttr, Xattr,
 };
 use metabench_schema::sql::Dialect;
-use metabench_schema::{Attr, DirStat, FileType, Format, Ino, Slice};
+use metabench_schema::{Attr, DirStat, Format, Ino, Slice};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -275,12 +274,7 @@ impl Storage for SqlSession {
     }
 
     async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        let (ino, attr) = self.do_lookup(parent, name).await?;
-        // baseMeta.Lookup keeps a directory's parent.
-        if attr.typ == FileType::Directory && !is_trash(parent) {
-            self.base.keep_dir_parent(ino, parent);
-        }
-        Ok((ino, attr))
+        self.lookup_txn(parent, name).await
     }
 
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
