@@ -87,8 +87,9 @@ impl TkvSession {
                 tattr.ctime = now;
                 check_sticky(ctx, &dattr, tattr.uid)?;
                 let (space, inodes) = drop_link(&mut tx, &keys, (&t, pd), &tattr, now).await?;
-                if tattr.nlink == 0 && t.typ == FileType::Directory {
-                    tx.delete(&keys.dir_stat(t.inode));
+                // kvMeta.doRename leaves a replaced directory's dir-stat key alone and
+                // deletes its quota key only when there is one.
+                if t.typ == FileType::Directory {
                     let kq = keys.dir_quota(t.inode);
                     if tx.get(&kq).await?.is_some() {
                         tx.delete(&kq);

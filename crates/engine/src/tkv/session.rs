@@ -314,6 +314,10 @@ impl Storage for TkvSession {
     /// `doSetXattr`: `T{get A<ino>X<name>; set (only if the value changed)}`.
     async fn do_setxattr(&mut self, ino: Ino, x: &Xattr<'_>) -> Result<()> {
         let Xattr { name, value, flags } = *x;
+        // TiKV cannot store an empty value (kvMeta.doSetXattr refuses it there).
+        if value.is_empty() && self.kv.name() == "tikv" {
+            return Err(MetaError::Invalid);
+        }
         let k = self.keys.xattr(ino, name);
         txn!(self, |tx| {
             let old = tx.get(&k).await?;
