@@ -356,8 +356,8 @@ pub(crate) fn merge_attr(
     Ok(changed.then_some(dirty))
 }
 
-/// The owner and mode part of JuiceFS's `mergeAttr` (Linux, no ACL), shared by the Redis
-/// and SQL engines: checks and applies `set.gid`, then `set.uid`, then `mode` (the mode
+/// The owner and mode part of JuiceFS's `mergeAttr` (Linux, no ACL), for [`merge_attr`]:
+/// checks and applies `set.gid`, then `set.uid`, then `mode` (the mode
 /// asked for, after any `clearSUGID` the caller did) from `cur` onto `dirty`.
 ///
 /// Only root or the owner may change the group, and a non-root owner only to one of its
@@ -365,7 +365,7 @@ pub(crate) fn merge_attr(
 /// group loses a set-gid bit it asks for, and only the owner or root may change the
 /// permission bits or add set-uid/set-gid. Returns whether anything changed, or
 /// [`MetaError::Perm`].
-pub(crate) fn merge_owner_mode(
+fn merge_owner_mode(
     ctx: &Ctx,
     cur: &Attr,
     set: &SetAttr,

@@ -169,6 +169,22 @@ pub struct Rename<'a> {
     pub flags: u32,
 }
 
+/// What `doRename` did (its `inode`, `attr`, `tinode` and `tattr`), for `baseMeta.Rename`'s
+/// bookkeeping after it.
+#[derive(Debug, Clone)]
+pub struct Renamed {
+    /// The moved inode.
+    pub ino: Ino,
+    /// Its attribute after the move (what `rename` answers).
+    pub attr: Attr,
+    /// Whether anything moved: `false` when the source is the destination or both names
+    /// are one inode, where JuiceFS leaves the attribute it reports zero.
+    pub moved: bool,
+    /// The entry the destination held (replaced, or exchanged with): its inode and its
+    /// attribute after the change.
+    pub target: Option<(Ino, Attr)>,
+}
+
 /// What a session's mknod transaction ([`crate::Storage::do_mknod`]) found or made; with
 /// the inode it allocated, what [`crate::Storage::make_node`] answers.
 #[derive(Debug)]
@@ -264,7 +280,7 @@ pub trait Meta: Send {
     async fn lookup(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)>;
 
     /// Resolves a relative path in one call (`Resolve`). JuiceFS answers ENOTSUP unless the
-    /// Redis Lua scripts are loaded by a mounted session, so the default does too.
+    /// Redis Lua scripts are loaded by a mounted session, so metabench does too.
     async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)>;
 
     /// Reads attributes (`GetAttr`).

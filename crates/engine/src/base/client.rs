@@ -2,9 +2,11 @@
 //! family's [`Storage`] steps. A call costs one boxed future (the `dyn Meta` the runner
 //! holds); the steps and the helpers under it are plain `impl Future`s.
 
-use super::Storage;
-use crate::common::{check_new_entry, check_rmdir, check_unlink, is_trash, TRASH_NAME};
-use crate::meta::{ChunkWrite, NewNode, Rename, SetAttr, Xattr};
+use super::{ClientState, Storage};
+use crate::common::{
+    check_new_entry, check_rmdir, check_unlink, is_trash, RENAME_EXCHANGE, TRASH_NAME,
+};
+use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SetAttr, Xattr};
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
@@ -23,6 +25,49 @@ fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
         Made::New(attr) => Ok((ino, attr)),
         Made::Existing(ino, Some(attr)) if attr.typ == FileType::File => Ok((ino, attr)),
         Made::Existing(..) => Err(MetaError::Exists),
+    }
+}
+
+/// `baseMeta.Rename` after `doRename`: the moved directory's new parent, the dir stats of
+/// both parents, and those of the entry replaced or exchanged (with no quotas loaded, the
+/// `updateDirQuota` calls do nothing). An entry that did not move counts with JuiceFS's
+/// zero attribute: no length, no `dirParents` change.
+fn rename_bookkeeping(state: &mut ClientState, r: &Rename<'_>, done: &Renamed) {
+    let (ps, pd) = (r.parent_src, r.parent_dst);
+    let exchange = r.flags == RENAME_EXCHANGE;
+    let length = |attr: &Attr| {
+        if attr.typ == FileType::File {
+            attr.length
+        } else {
+            0
+        }
+    };
+    let mut moved = 0;
+    if done.moved {
+        if done.attr.typ == FileType::Directory {
+            state.keep_dir_parent(done.ino, pd);
+        }
+        moved = length(&done.attr);
+    }
+    if ps != pd {
+        state.update_dir_stat(ps, -(moved as i64), -align4k(moved), -1);
+        state.update_dir_stat(pd, moved as i64, align4k(moved), 1);
+    }
+    if let Some((tino, tattr)) = &done.target {
+        if tattr.typ == FileType::Directory {
+            if !exchange {
+                state.forget_dir_parent(*tino);
+            } else if ps != pd {
+                state.keep_dir_parent(*tino, ps);
+            }
+        }
+        let t = length(tattr);
+        if ps != pd || !exchange {
+            state.update_dir_stat(pd, -(t as i64), -align4k(t), -1);
+        }
+        if ps != pd && exchange {
+            state.update_dir_stat(ps, t as i64, align4k(t), 1);
+        }
     }
 }
 
@@ -156,12 +201,9 @@ impl<S: Storage> Meta for S {
             flags,
         };
         self.check_and_walk_rename(ctx, &r).await?;
-        let (ino, attr) = self.do_rename(ctx, &r).await?;
-        // baseMeta.Rename after doRename: a moved directory's new parent.
-        if attr.typ == FileType::Directory {
-            self.state().keep_dir_parent(ino, parent_dst);
-        }
-        Ok((ino, attr))
+        let done = self.do_rename(ctx, &r).await?;
+        rename_bookkeeping(self.state(), &r, &done);
+        Ok((done.ino, done.attr))
     }
 
     /// `baseMeta.Lookup` (no permission check, as the Go benchmark calls it): `..` of the
@@ -271,5 +313,84 @@ impl<S: Storage> Meta for S {
 
     fn stats(&self) -> SessionStats {
         self.session_stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metabench_schema::DirStat;
+
+    fn attr(typ: FileType, length: u64) -> Attr {
+        Attr {
+            length,
+            ..Attr::type_only(typ)
+        }
+    }
+
+    fn rename(flags: u32) -> Rename<'static> {
+        Rename {
+            parent_src: 10,
+            name_src: b"a",
+            parent_dst: 20,
+            name_dst: b"b",
+            flags,
+        }
+    }
+
+    fn stat(length: i64, space: i64, inodes: i64) -> DirStat {
+        DirStat {
+            length,
+            space,
+            inodes,
+        }
+    }
+
+    #[test]
+    fn rename_bookkeeping_follows_base_rename() {
+        // A 5000-byte file replaces a 100-byte file in another directory.
+        let mut s = ClientState::new(true, false);
+        let done = Renamed {
+            ino: 7,
+            attr: attr(FileType::File, 5000),
+            moved: true,
+            target: Some((8, attr(FileType::File, 100))),
+        };
+        rename_bookkeeping(&mut s, &rename(0), &done);
+        assert_eq!(
+            s.dir_stats.drain(),
+            vec![(10, stat(-5000, -8192, -1)), (20, stat(4900, 4096, 0))]
+        );
+
+        // A directory exchanged with a directory: each keeps the other's old parent.
+        let mut s = ClientState::new(true, false);
+        let done = Renamed {
+            ino: 7,
+            attr: attr(FileType::Directory, 4096),
+            moved: true,
+            target: Some((8, attr(FileType::Directory, 4096))),
+        };
+        rename_bookkeeping(&mut s, &rename(RENAME_EXCHANGE), &done);
+        assert_eq!((s.dir_parents[&7], s.dir_parents[&8]), (20, 10));
+        assert_eq!(
+            s.dir_stats.drain(),
+            vec![(10, stat(0, 0, 0)), (20, stat(0, 0, 0))]
+        );
+
+        // Two names of one inode: nothing moved, yet both parents count an entry of no
+        // length (align4K(0) is 4096), as JuiceFS does with the zero attribute doRename
+        // leaves.
+        let mut s = ClientState::new(true, false);
+        let done = Renamed {
+            ino: 7,
+            attr: attr(FileType::File, 5000),
+            moved: false,
+            target: None,
+        };
+        rename_bookkeeping(&mut s, &rename(0), &done);
+        assert_eq!(
+            s.dir_stats.drain(),
+            vec![(10, stat(0, -4096, -1)), (20, stat(0, 4096, 1))]
+        );
     }
 }

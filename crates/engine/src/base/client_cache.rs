@@ -65,11 +65,6 @@ impl ClientCache {
             self.symlinks.insert(ino, target.to_vec());
         }
     }
-
-    /// Drops the target of `ino` (it was removed).
-    pub(crate) fn forget_symlink(&mut self, ino: Ino) {
-        self.symlinks.remove(&ino);
-    }
 }
 
 #[cfg(test)]
@@ -99,7 +94,5 @@ mod tests {
         c.forget_file(2);
         assert_eq!(c.chunk(2, 0), None);
         assert_eq!(c.chunk(5, 0), Some(vec![]));
-        c.forget_symlink(3);
-        assert_eq!(c.symlink(3), None);
     }
 }

@@ -26,11 +26,6 @@ impl DirStatBuffer {
         v.sort_by_key(|(i, _)| *i);
         v
     }
-
-    /// Forgets a directory that was removed.
-    pub fn forget(&mut self, dir: Ino) {
-        self.pending.remove(&dir);
-    }
 }
 
 #[cfg(test)]

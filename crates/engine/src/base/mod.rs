@@ -29,7 +29,7 @@ pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
-use crate::meta::{ChunkWrite, NewNode, Rename, SetAttr, Xattr};
+use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SetAttr, Xattr};
 use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
@@ -89,11 +89,6 @@ impl ClientState {
         if self.dir_stats_on {
             self.dir_stats.update(dir, length, space, inodes);
         }
-    }
-
-    /// Drops the buffered stats of a directory that was removed.
-    pub fn forget_dir_stat(&mut self, dir: Ino) {
-        self.dir_stats.forget(dir);
     }
 
     /// Forgets the parent of a directory that was removed or moved (`dirParents`).
@@ -173,13 +168,15 @@ pub trait Storage: Send {
         node: &NewNode<'_>,
     ) -> impl Future<Output = Result<Made>> + Send;
 
-    /// `doRename`: the family's one rename transaction, after [`Storage::check_and_walk_rename`].
-    /// Returns the moved inode and its attribute.
+    /// `doRename`: the family's one rename transaction, after [`Storage::check_and_walk_rename`],
+    /// with what JuiceFS does inside it (a replaced file's data queued, the volume
+    /// counters, a trash directory's dir stat). The dir stats and `dirParents` of both
+    /// parents are `Meta::rename`'s.
     fn do_rename(
         &mut self,
         ctx: &Ctx,
         r: &Rename<'_>,
-    ) -> impl Future<Output = Result<(Ino, Attr)>> + Send;
+    ) -> impl Future<Output = Result<Renamed>> + Send;
 
     /// Refuses rename flags JuiceFS accepts but this family does not implement (before
     /// any I/O). Every flag `check_rename` lets through is supported by default.

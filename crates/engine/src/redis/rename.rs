@@ -10,13 +10,13 @@ use crate::common::{
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
-use crate::{MetaError, Rename, Result};
+use crate::{MetaError, Rename, Renamed, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp};
 use redis::cmd;
 
 impl RedisSession {
-    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         let (parent_src, name_src, parent_dst, name_dst, flags) =
             (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
         let (ps, pd) = (parent_src, parent_dst);
@@ -33,7 +33,6 @@ impl RedisSession {
         let keys = self.keys.clone();
         struct Moved {
             ino: Ino,
-            typ: FileType,
             attr: Attr,
             /// Target inode, its entry type and attribute (a zero attribute if missing).
             target: Option<(Ino, FileType, Attr)>,
@@ -42,7 +41,6 @@ impl RedisSession {
         // Nothing moves: the source is the destination, or both name one inode.
         let unmoved = |ino, typ| Moved {
             ino,
-            typ,
             attr: Attr::type_only(typ),
             target: None,
             same: true,
@@ -239,55 +237,21 @@ impl RedisSession {
             c.exec(&p).await?;
             Ok(Moved {
                 ino,
-                typ,
                 attr: iattr,
                 target,
                 same: false,
             })
         })?;
-        if moved.same {
-            return Ok((moved.ino, moved.attr));
-        }
         if let Some((dino, dtyp, tattr)) = &moved.target {
             if !exchange && *dtyp == FileType::File && tattr.nlink == 0 {
                 self.base.file_deleted(*dino, tattr.length);
             }
         }
-        // baseMeta.Rename, after doRename.
-        let mut diff = 0;
-        if moved.attr.typ == FileType::Directory {
-            self.base.keep_dir_parent(moved.ino, pd);
-        } else if moved.attr.typ == FileType::File {
-            diff = moved.attr.length;
-        }
-        if ps != pd {
-            self.base
-                .update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
-            self.base.update_dir_stat(pd, diff as i64, align4k(diff), 1);
-        }
-        if let Some((dino, _, tattr)) = &moved.target {
-            let mut tdiff = 0;
-            if tattr.typ == FileType::Directory {
-                if exchange {
-                    if ps != pd {
-                        self.base.keep_dir_parent(*dino, ps);
-                    }
-                } else {
-                    self.base.forget_dir_parent(*dino);
-                }
-            } else if tattr.typ == FileType::File {
-                tdiff = tattr.length;
-            }
-            if ps != pd || !exchange {
-                self.base
-                    .update_dir_stat(pd, -(tdiff as i64), -align4k(tdiff), -1);
-            }
-            if ps != pd && exchange {
-                self.base
-                    .update_dir_stat(ps, tdiff as i64, align4k(tdiff), 1);
-            }
-        }
-        let _ = moved.typ;
-        Ok((moved.ino, moved.attr))
+        Ok(Renamed {
+            ino: moved.ino,
+            attr: moved.attr,
+            moved: !moved.same,
+            target: moved.target.map(|(dino, _, tattr)| (dino, tattr)),
+        })
     }
 }

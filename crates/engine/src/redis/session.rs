@@ -1,5 +1,5 @@
-//! [`RedisSession`]: one JuiceFS client on Redis. Its storage steps ([`Storage`]) and
-//! [`Meta`] operations send command for command what `pkg/meta/redis.go` sends, with the
+//! [`RedisSession`]: one JuiceFS client on Redis. Its storage steps ([`Storage`]) send
+//! command for command what `pkg/meta/redis.go` sends, with the
 //! Go benchmark's configuration; rename is in `rename.rs`, the background work's steps in
 //! `background.rs`, and the client logic over them in [`crate::base`].
 
@@ -11,7 +11,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Result, SessionStats, Xattr};
+use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -155,7 +155,7 @@ impl Storage for RedisSession {
         })
     }
 
-    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         self.rename_txn(ctx, r).await
     }
 
@@ -177,7 +177,6 @@ impl Storage for RedisSession {
         Ok(t.unwrap_or_default())
     }
 
-    /// `redisMeta.doRead`: `LRANGE c{ino}_{indx} 0 -1`.
     /// Redis writes `usedSpace` and `totalInodes` inside each transaction
     /// (`redisMeta.doFlushStats` is empty): what was buffered is already written.
     async fn do_flush_stats(&mut self) -> Result<()> {

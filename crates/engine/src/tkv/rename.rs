@@ -10,11 +10,11 @@ use crate::common::{
 };
 use crate::meta::Ctx;
 use crate::retry::decode_attr as decode;
-use crate::{MetaError, Rename, Result};
-use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp};
+use crate::{MetaError, Rename, Renamed, Result};
+use metabench_schema::{Attr, Dentry, FileType, Ino, Timestamp};
 
 impl TkvSession {
-    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         let (parent_src, name_src, parent_dst, name_dst, flags) =
             (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
         let (ps, pd) = (parent_src, parent_dst);
@@ -24,6 +24,8 @@ impl TkvSession {
             attr: Attr,
             /// Replaced target: inode, type, attribute after the change, freed (space, inodes).
             target: Option<(Ino, FileType, Attr, i64, i64)>,
+            /// False when nothing moved (one path, or two names of one inode).
+            moved: bool,
         }
         let moved = txn!(self, |tx| {
             let kes = keys.entry(ps, name_src);
@@ -36,6 +38,7 @@ impl TkvSession {
                     ino,
                     attr: Attr::type_only(typ),
                     target: None,
+                    moved: false,
                 });
             }
             let rs = tx
@@ -61,6 +64,7 @@ impl TkvSession {
                         ino,
                         attr: iattr,
                         target: None,
+                        moved: false,
                     });
                 }
                 if typ == FileType::Directory && t.typ != FileType::Directory {
@@ -129,35 +133,24 @@ impl TkvSession {
                 ino,
                 attr: iattr,
                 target,
+                moved: true,
             })
         })?;
         if let Some((tino, ttyp, tattr, space, inodes)) = &moved.target {
             if *ttyp == FileType::File && tattr.nlink == 0 {
                 self.base.file_deleted(*tino, tattr.length);
             }
-            if *ttyp == FileType::Directory {
-                self.base.forget_dir_parent(*tino);
-                self.base.forget_dir_stat(*tino);
-            }
             self.base.update_stats(*space, *inodes);
-            let diff = if *ttyp == FileType::File {
-                tattr.length
-            } else {
-                0
-            };
-            self.base
-                .update_dir_stat(pd, -(diff as i64), -align4k(diff), -1);
         }
-        if ps != pd {
-            let a = &moved.attr;
-            let diff = if a.typ == FileType::File { a.length } else { 0 };
-            self.base
-                .update_dir_stat(ps, -(diff as i64), -align4k(diff), -1);
-            self.base.update_dir_stat(pd, diff as i64, align4k(diff), 1);
-            if a.typ == FileType::Directory {
-                self.base.keep_dir_parent(moved.ino, pd);
-            }
-        }
-        Ok((moved.ino, moved.attr))
+        Ok(Renamed {
+            ino: moved.ino,
+            attr: moved.attr,
+            moved: moved.moved,
+            target: moved.target.map(|(tino, ttyp, mut tattr, ..)| {
+                // The entry's type counts, as kvMeta.doRename's `dtyp`.
+                tattr.typ = ttyp;
+                (tino, tattr)
+            }),
+        })
     }
 }

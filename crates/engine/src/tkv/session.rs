@@ -1,5 +1,5 @@
 //! [`TkvSession`]: one JuiceFS client of the TKV family. Its storage steps ([`Storage`])
-//! and [`Meta`] operations are written once over [`Txn`]: the same `kvtxn` calls in the
+//! are written once over [`Txn`]: the same `kvtxn` calls in the
 //! same order as `pkg/meta/tkv.go`, with the Go benchmark's configuration (SkipDirMtime 0,
 //! SkipDirNlink 0, sid 0, TrashDays treated as 0); rename is in `rename.rs`, the client
 //! logic over them in [`crate::base`]. Backends only move bytes.
@@ -12,7 +12,7 @@ use crate::common::{
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
-use crate::{ChunkWrite, Made, Meta, MetaError, NewNode, Rename, Result, SessionStats, Xattr};
+use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -125,13 +125,15 @@ impl TkvSession {
     /// `doSyncDirStat`: `calcDirStat` (a listing with attributes), then
     /// `T{get A<ino>I; set U<ino>}`; a conflict means another client synced it.
     async fn sync_dir_stat(&mut self, ino: Ino) -> Result<()> {
-        let entries = match self.readdir(&Ctx::root(), ino, true).await {
-            Ok(e) => e,
+        // calcDirStat lists with doReaddir only (no GetAttr, no `.` and `..`).
+        let mut entries = Vec::new();
+        match self.read_entries(ino, true, &mut entries).await {
+            Ok(()) => {}
             Err(MetaError::NotFound) => return Ok(()),
             Err(e) => return Err(e),
-        };
+        }
         let mut st = DirStat::default();
-        for e in entries.iter().filter(|e| e.name != b"." && e.name != b"..") {
+        for e in &entries {
             let len = if e.attr.typ == FileType::File {
                 e.attr.length
             } else {
@@ -293,7 +295,7 @@ impl Storage for TkvSession {
         }
     }
 
-    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         self.rename_txn(ctx, r).await
     }
 
@@ -455,9 +457,8 @@ impl Storage for TkvSession {
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
             check_parent_to_remove(ctx, &pattr)?;
             let now = Timestamp::now();
-            let mut attr = Attr::type_only(d.typ);
-            attr.typ = FileType::File; // JuiceFS's zero Attr when the record is missing
-            let found = rs[1].is_some();
+            // JuiceFS's zero Attr when the record is missing.
+            let mut attr = Attr::type_only(FileType::File);
             if let Some(b) = &rs[1] {
                 attr = decode(b)?;
                 check_sticky(ctx, &pattr, attr.uid)?;
@@ -476,7 +477,6 @@ impl Storage for TkvSession {
                 tx.set(&ki, &pattr.encode()).await?;
             }
             let (space, inodes) = drop_link(&mut tx, &keys, (&d, parent), &attr, now).await?;
-            let _ = found;
             Ok((d.typ, d.inode, attr, space, inodes))
         })?;
         if typ == FileType::File && attr.nlink == 0 {
@@ -520,10 +520,9 @@ impl Storage for TkvSession {
                 tx.delete(&kq);
             }
             tx.delete(&kn);
-            delete_keys(tx_ref(&mut tx), &keys.xattr(d.inode, b"")).await?;
+            delete_keys(&mut tx, &keys.xattr(d.inode, b"")).await?;
             Ok(d.inode)
         })?;
-        self.base.forget_dir_stat(ino);
         self.base.update_stats(-align4k(0), -1);
         Ok(ino)
     }
@@ -589,7 +588,7 @@ impl Storage for TkvSession {
             .into_iter()
             .map(|(k, _)| k[prefix.len()..].to_vec())
             .collect();
-        self.get_attr(ino).await?;
+        self.do_getattr(ino).await?;
         Ok(names)
     }
 
@@ -720,10 +719,6 @@ pub(super) async fn drop_link(
     Ok((space, -1))
 }
 
-pub(super) fn tx_ref(tx: &mut Txn) -> &mut Txn {
-    tx
-}
-
 impl TkvSession {
     /// `doReaddir`: `T{scan A<dir>D..A<dir>E}`; with `plus`,
     /// `S{gets[A<dir>I, A<parent>I, child I…]}` per 4096.
@@ -746,7 +741,9 @@ impl TkvSession {
                 attr: Attr::type_only(d.typ),
             });
         }
-        if plus && out.len() > 2 {
+        // kvMeta.doReaddir fills the attributes of every entry it was given, `.` and `..`
+        // included, as soon as there is one.
+        if plus && !out.is_empty() {
             let keys: Vec<Vec<u8>> = out.iter().map(|e| self.keys.inode(e.inode)).collect();
             for (batch, entries) in keys
                 .chunks(READDIR_BATCH)

@@ -39,7 +39,7 @@ impl SqlSession {
         Ok((n.inode as Ino, n.to_attr()?))
     }
 
-    pub(super) async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
+    pub(super) async fn setattr_txn(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let st = self.st.clone();
         txn!(self, {
             let cur = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;

@@ -28,10 +28,22 @@ impl SqlSession {
                 n.length = newleng as i64;
             }
             let parent = n.parent.unwrap_or(0);
-            if parent == 0 {
-                // getParents inside the transaction, for the quota check
-                self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
+            // checkQuota(…, getParents(…)) inside the transaction, as the other families:
+            // the parents are read even when no quota check follows.
+            let parents: Vec<Ino> = if parent > 0 {
+                vec![parent as Ino]
+            } else {
+                let rows = self
+                    .fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
                     .await?;
+                rows.iter()
+                    .map(|r| r.int(1).map(|p| p as Ino))
+                    .collect::<std::result::Result<_, _>>()?
+            };
+            if dspace > 0 {
+                for p in parents {
+                    self.quota_walk(p).await;
+                }
             }
             let now = Timestamp::now();
             set_mtime(&mut n, mtime);

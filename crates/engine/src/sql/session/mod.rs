@@ -25,8 +25,8 @@ use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::{
-    ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Result, SessionOptions, SessionStats,
-    SetAttr, Xattr,
+    ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Renamed, Result, SessionOptions,
+    SessionStats, SetAttr, Xattr,
 };
 use metabench_schema::sql::Dialect;
 use metabench_schema::{Attr, DirStat, Format, Ino, Slice};
@@ -192,7 +192,7 @@ impl Storage for SqlSession {
         }
     }
 
-    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+    async fn do_rename(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         self.rename_txn(ctx, r).await
     }
 
@@ -278,7 +278,7 @@ impl Storage for SqlSession {
     }
 
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
-        self.do_setattr(ctx, ino, set).await
+        self.setattr_txn(ctx, ino, set).await
     }
 
     async fn do_getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {

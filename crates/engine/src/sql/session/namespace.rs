@@ -10,7 +10,7 @@ use crate::common::{
 };
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
-use crate::{Ctx, MetaError, NewNode, Rename, Result};
+use crate::{Ctx, MetaError, NewNode, Rename, Renamed, Result};
 use metabench_schema::sql::NodeRow;
 use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
 
@@ -370,10 +370,6 @@ impl SqlSession {
         } else {
             self.base.update_dir_stat(trash, len as i64, space, inodes);
         }
-        if n.nlink == 0 {
-            self.base.cache.forget_file(ino);
-            self.base.cache.forget_symlink(ino);
-        }
         Ok(attr)
     }
 
@@ -458,7 +454,7 @@ impl SqlSession {
     }
 
     /// `dbMeta.doRename` (its checks and quota walks are `Storage::check_and_walk_rename`'s).
-    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<(Ino, Attr)> {
+    pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         let (ps, ns_, pd, nd, flags) =
             (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
         let exchange = flags == RENAME_EXCHANGE;
@@ -473,6 +469,8 @@ impl SqlSession {
             space: i64,
             inodes: i64,
             trash: Ino,
+            /// False when nothing moved (one path, or two names of one inode).
+            moved: bool,
         }
         let out = txn!(self, {
             let mut trash = trash0;
@@ -505,6 +503,7 @@ impl SqlSession {
                     space: 0,
                     inodes: 0,
                     trash: 0,
+                    moved: false,
                 }
             } else {
                 if se.inode == pd || se.inode == dpattr.parent {
@@ -608,6 +607,7 @@ impl SqlSession {
                         space: 0,
                         inodes: 0,
                         trash: 0,
+                        moved: false,
                     }
                 } else {
                     check_sticky(ctx, &spattr, sattr.uid)?;
@@ -699,28 +699,20 @@ impl SqlSession {
                         space,
                         inodes,
                         trash,
+                        moved: true,
                     }
                 }
             }
         })?;
-        // baseMeta.Rename: dir stats of both parents and of a replaced target.
-        let len = |typ: i64, l: i64| if typ == TYPE_FILE { l as u64 } else { 0 };
-        let sl = len(out.attr.typ.as_u8() as i64, out.attr.length as i64);
-        if ps != pd {
-            self.base
-                .update_dir_stat(ps, -(sl as i64), -align4k(sl), -1);
-            self.base.update_dir_stat(pd, sl as i64, align4k(sl), 1);
-        }
+        // What dbMeta.doRename does itself for a replaced target: the trash directory's
+        // stat, or the freed data and the volume counters.
         if let Some(dn) = &out.target {
-            let tl = len(out.ttyp, dn.length);
-            if ps != pd || !exchange {
-                self.base
-                    .update_dir_stat(pd, -(tl as i64), -align4k(tl), -1);
-            }
-            if ps != pd && exchange {
-                self.base.update_dir_stat(ps, tl as i64, align4k(tl), 1);
-            }
             if !exchange && out.trash > 0 {
+                let tl = if out.ttyp == TYPE_FILE {
+                    dn.length as u64
+                } else {
+                    0
+                };
                 self.base
                     .update_dir_stat(out.trash, tl as i64, out.space, out.inodes);
             } else if !exchange {
@@ -730,7 +722,21 @@ impl SqlSession {
                 self.base.update_stats(out.space, out.inodes);
             }
         }
-        Ok((out.ino, out.attr))
+        let target = match &out.target {
+            Some(dn) => {
+                let mut tattr = dn.to_attr()?;
+                // The entry's type counts, as dbMeta.doRename's `dtyp`.
+                tattr.typ = file_type(out.ttyp)?;
+                Some((dn.inode as Ino, tattr))
+            }
+            None => None,
+        };
+        Ok(Renamed {
+            ino: out.ino,
+            attr: out.attr,
+            moved: out.moved,
+            target,
+        })
     }
 }
 
