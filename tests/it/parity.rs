@@ -105,7 +105,7 @@ fn run_to_end(run: &Run, meta: &str) -> (serde_json::Value, bool) {
 fn check_report(r: &serde_json::Value) {
     assert_eq!(
         (&r["kind"], &r["schema_version"]),
-        (&"parity".into(), &1.into())
+        (&"parity".into(), &2.into())
     );
     assert!(
         r["host"]["cores"].as_u64().unwrap() >= 1,
@@ -226,6 +226,12 @@ fn sigint_while_mounted_unmounts_and_exits_130() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     run.assert_clean();
     assert!(!run.json.exists(), "no report after an interrupted run");
+    // fio forks its jobs: none of them outlives the run.
+    let t0 = Instant::now();
+    while !processes_using(&run.mountpoint).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(processes_using(&run.mountpoint), Vec::<String>::new());
 }
 
 #[test]
@@ -290,4 +296,15 @@ fn sigint_during_the_native_phases_cleans_up_and_exits_130() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&tables.stdout).trim(), "");
+}
+
+/// The command lines of the processes that name `path` in their arguments.
+fn processes_using(path: &Path) -> Vec<String> {
+    let needle = path.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&needle))
+        .collect()
 }

@@ -115,11 +115,7 @@ mod tests {
     #[test]
     fn parses_juicefs_bench_1_4() {
         // Captured on this machine: juicefs 1.4.2 bench -p 2 on a SQLite volume.
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/juicefs-bench-1.4.2.txt"
-        ))
-        .unwrap();
+        let text = crate::test_data("juicefs-bench-1.4.2.txt");
         let r = parse_bench(&text).unwrap();
         assert!(r.params.contains("NumThreads: 2"));
         assert!(r.time_used.starts_with("Time used: 1.2 s"));

@@ -288,10 +288,14 @@ pub async fn run_tool(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        // Its own process group, so a Ctrl-C at the terminal reaches metabench only,
+        // which then stops the tool as below.
+        .process_group(0);
     let child = cmd
         .spawn()
         .map_err(|e| MountError::Command(format!("cannot run {what}: {e}")))?;
+    let pid = child.id();
     let wait = child.wait_with_output();
     tokio::pin!(wait);
     let out = loop {
@@ -299,7 +303,16 @@ pub async fn run_tool(
             out = &mut wait => break out,
             _ = tokio::time::sleep(Duration::from_millis(100)) => {
                 if stop.is_stopped() {
-                    // Dropping the future kills the child (kill_on_drop).
+                    // SIGTERM first: fio ends the jobs it forked (each in a session of
+                    // its own, out of reach of a kill of the child or of its group)
+                    // and exits. Whatever is still running after 10 s is killed when
+                    // the future is dropped (kill_on_drop).
+                    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                        // SAFETY: kill(2) takes no pointers; `pid` is our child, not
+                        // yet reaped, so it names no other process.
+                        unsafe { libc::kill(pid, libc::SIGTERM) };
+                    }
+                    let _ = tokio::time::timeout(Duration::from_secs(10), &mut wait).await;
                     return Err(MountError::Interrupted);
                 }
             }

@@ -77,11 +77,16 @@ impl TreeRun {
     }
 }
 
+/// The layout version of parity results. 2: the run header is the one of every results
+/// file (`engine` is the full engine record with its `url`, and `host` is there); 1 had
+/// `engine` as a name and a top-level `url`.
+pub const PARITY_SCHEMA_VERSION: u32 = 2;
+
 /// The whole parity run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ParityReport {
-    /// Kind `parity`, who wrote it, when, on what (the meta URL with its password
-    /// redacted is the engine's).
+    /// Kind `parity` ([`PARITY_SCHEMA_VERSION`]), who wrote it, when, on what (the meta
+    /// URL with its password redacted is the engine's).
     #[serde(flatten)]
     pub header: RunHeader,
     /// `juicefs version`.
