@@ -6,16 +6,12 @@
 //! machine they are noise.
 //!
 //! After a deliberate change of an operation's round trips, regenerate the baselines with
-//! `METABENCH_WRITE_BASELINES=1 scripts/test.sh -p metabench --test baselines` and commit
+//! `METABENCH_WRITE_BASELINES=1 scripts/test.sh -p metabench --test it baselines` and commit
 //! them with the change.
 
-use metabench_testkit::{fresh_database, output_text, run_metabench, Kind};
+use crate::metabench;
+use metabench_testkit::{fresh_database, output_text, Kind};
 use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn metabench(args: &[&str]) -> Output {
-    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
-}
 
 /// The engines gated: the testkit's kinds plus the TKV engines.
 #[derive(Clone, Copy)]

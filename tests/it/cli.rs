@@ -1,14 +1,10 @@
 //! The `metabench` command line as a user meets it: bad input gets one clear line and a
 //! non-zero exit with nothing written; runs clean up after themselves, Ctrl-C included.
 
-use metabench_testkit::metabench_command;
+use crate::metabench_cmd as metabench;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn metabench() -> Command {
-    metabench_command(env!("CARGO_BIN_EXE_metabench"))
-}
 
 fn run(args: &[&str]) -> Output {
     metabench().args(args).output().expect("metabench runs")

@@ -1,14 +1,10 @@
 //! `metabench compare` and `metabench gate` on synthetic results files: a significant
 //! slowdown fails the gate, noise does not, one more round trip always does.
 
+use crate::metabench;
 use metabench_report::{IntervalSample, Level, LevelOp, SweepResults};
-use metabench_testkit::{output_text, run_metabench};
+use metabench_testkit::output_text;
 use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn metabench(args: &[&str]) -> Output {
-    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
-}
 
 /// A sweep with mkdir and lookup at 1 and 4 clients; mkdir at 4 clients has mean latency
 /// `mkdir4_us` with per-second swings of ±`noise`, and `rt` round trips.

@@ -44,3 +44,15 @@ impl Drop for Phase {
         }
     }
 }
+
+/// Runs the binary under test with `args` to completion (none of the caller's
+/// `METABENCH_META` or password variables leak in).
+pub fn metabench(args: &[&str]) -> std::process::Output {
+    metabench_testkit::run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
+}
+
+/// The binary under test as a command still to be set up, with the same clean
+/// environment as [`metabench`].
+pub fn metabench_cmd() -> std::process::Command {
+    metabench_testkit::metabench_command(env!("CARGO_BIN_EXE_metabench"))
+}

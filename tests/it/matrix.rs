@@ -1,13 +1,9 @@
 //! `metabench matrix`: the same plan on several engine configs, with unreachable engines
 //! listed rather than dropped, and the shipped configs/engines/*.toml readable.
 
-use metabench_testkit::{fresh_database, output_text, run_metabench, Kind};
+use crate::metabench;
+use metabench_testkit::{fresh_database, output_text, Kind};
 use std::path::Path;
-use std::process::Output;
-
-fn metabench(args: &[&str]) -> Output {
-    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
-}
 
 fn config(dir: &Path, name: &str, meta: &str) -> String {
     let path = dir.join(format!("{name}.toml"));

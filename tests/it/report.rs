@@ -1,13 +1,9 @@
 //! `metabench report` on real runs: the cross-engine table, CSV, HTML with the run
 //! context and inline plots, and SVG files that parse.
 
-use metabench_testkit::run_metabench;
+use crate::metabench;
 use std::path::Path;
 use std::process::Output;
-
-fn metabench(args: &[&str]) -> Output {
-    run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
-}
 
 fn ok(o: &Output) -> String {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();

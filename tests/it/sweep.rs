@@ -1,8 +1,9 @@
 //! `metabench sweep` end to end: short real sweeps on SQLite and Redis whose results file
 //! reads back under the strict results schema, and a Ctrl-C in the middle of a sweep.
 
+use crate::metabench_cmd as metabench;
 use metabench_report::SweepResults;
-use metabench_testkit::{metabench_command, RedisServer};
+use metabench_testkit::RedisServer;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,10 +15,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn metabench() -> Command {
-    metabench_command(env!("CARGO_BIN_EXE_metabench"))
 }
 
 fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {

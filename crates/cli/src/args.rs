@@ -59,11 +59,6 @@ pub fn watch_ctrl_c(
     })
 }
 
-/// The git commit metabench was built from, if known.
-pub fn git_commit() -> Option<String> {
-    Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty())
-}
-
 /// Writes a results file, mapping failures to one-line errors.
 pub fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text)

@@ -2,7 +2,7 @@
 
 use crate::args::{check_output_path, parse_count, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::lifecycle::{attach_cleanup, client_threads, exit_code, Run, ON_CTRL_C};
+use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
 use crate::target::TargetArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::SessionOptions;
@@ -74,7 +74,12 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     // The client threads, set up exactly as `sweep` sets them up: the one client runs on
     // the first, its session opened there, so both commands time a call the same way.
     let exec = client_threads()?;
-    let run = Run::start(&args.target, None, ON_CTRL_C).await?;
+    let run = Run::start(
+        &args.target,
+        None,
+        "finishing the current operation and cleaning up",
+    )
+    .await?;
     let fresh = if run.target.formatted_here() {
         ", fresh volume"
     } else {
@@ -133,8 +138,8 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     let failed = matches!(&outcome, Ok((o, _)) if o.failure.is_some());
     let (stop, header) = (run.stop.clone(), run.header("ops"));
     let cleanup = run.finish(failed, namespace.as_ref()).await;
-    let (mut outcome, floor) = outcome?;
-    attach_cleanup(cleanup, outcome.failure.as_mut())?;
+    let ((outcome, floor), cleanup_error) =
+        after_cleanup(outcome, cleanup, |(o, _)| o.failure.as_mut())?;
     let failure = outcome.failure.map(Box::new);
 
     let run = OpsResults {
@@ -165,6 +170,10 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         let text = serde_json::to_string_pretty(&run).expect("results serialize");
         write_file(path, &(text + "\n"))?;
         say!("results written to {}", path.display());
+    }
+    if let Some(e) = cleanup_error {
+        // The results are written; what the run could not remove is the error.
+        return Err(e);
     }
     Ok(exit_code(run.failure.as_deref(), run.interrupted))
 }

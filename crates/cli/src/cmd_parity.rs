@@ -12,9 +12,10 @@ use metabench_engine::{Ctx, SessionOptions};
 use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
 use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
-use metabench_mount::report::{ParityReport, TreeRun};
+use metabench_mount::report::{ParityReport, TreeRun, PARITY_SCHEMA_VERSION};
 use metabench_mount::tree::{run_tree, PhaseResult, TreeSpec};
 use metabench_mount::{bench, fio, mdtest, MountError};
+use metabench_report::RunHeader;
 use std::path::{Path, PathBuf};
 
 /// Sizes of the run.
@@ -177,7 +178,10 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     let (stop, run_id, target) = (run.stop.clone(), run.run_id.clone(), &run.target);
 
     let mut report = ParityReport {
-        header: run.header("parity"),
+        header: RunHeader {
+            schema_version: PARITY_SCHEMA_VERSION,
+            ..run.header("parity")
+        },
         juicefs_version: juicefs_version(&juicefs),
         tasks,
         scale: format!("{:?}", args.scale).to_lowercase(),

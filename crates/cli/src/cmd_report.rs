@@ -6,7 +6,7 @@ use crate::cmd_compare::read_results;
 use crate::error::{input, CliError};
 use metabench_report::cross::{render_html, render_report, Format, LabeledRun, Unreachable};
 use metabench_report::plot::plots;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `metabench report`.
 #[derive(Debug, clap::Args)]
@@ -77,49 +77,32 @@ impl ReportOutput {
 
     /// Writes the report of `runs` (and the engines that could not be measured).
     pub fn write(&self, runs: &[LabeledRun], unreachable: &[Unreachable]) -> Result<(), CliError> {
-        write_report(
-            runs,
-            unreachable,
-            self.format,
-            self.plot.as_deref(),
-            self.output.as_deref(),
-        )
-    }
-}
-
-/// Writes the report and plots of `runs`.
-fn write_report(
-    runs: &[LabeledRun],
-    unreachable: &[Unreachable],
-    format: Format,
-    plot_dir: Option<&Path>,
-    output: Option<&Path>,
-) -> Result<(), CliError> {
-    let plots = plots(runs).map_err(|e| CliError::Io(format!("cannot plot: {e}")))?;
-    if let Some(dir) = plot_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
-        for p in &plots {
-            write_file(&dir.join(&p.file), &p.svg)?;
+        let plots = plots(runs).map_err(|e| CliError::Io(format!("cannot plot: {e}")))?;
+        if let Some(dir) = self.plot.as_deref() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            for p in &plots {
+                write_file(&dir.join(&p.file), &p.svg)?;
+            }
+            if plots.is_empty() {
+                say!("nothing to plot");
+            } else {
+                say!("{} plots written to {}", plots.len(), dir.display());
+            }
         }
-        if plots.is_empty() {
-            say!("nothing to plot");
-        } else {
-            say!("{} plots written to {}", plots.len(), dir.display());
+        let text = match self.format {
+            Format::Html => render_html(runs, unreachable, &plots),
+            f => render_report(runs, unreachable, f),
+        };
+        match self.output.as_deref() {
+            Some(path) => {
+                write_file(path, &text)?;
+                say!("report written to {}", path.display());
+            }
+            None => out_raw!("{text}"),
         }
+        Ok(())
     }
-    let text = match format {
-        Format::Html => render_html(runs, unreachable, &plots),
-        f => render_report(runs, unreachable, f),
-    };
-    match output {
-        Some(path) => {
-            write_file(path, &text)?;
-            say!("report written to {}", path.display());
-        }
-        None => out_raw!("{text}"),
-    }
-    Ok(())
 }
 
 /// Runs `metabench report`.

@@ -2,7 +2,7 @@
 
 use crate::args::{check_output_path, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::lifecycle::{attach_cleanup, client_threads, exit_code, Run, ON_CTRL_C};
+use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
 use crate::target::TargetArgs;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -230,7 +230,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
 
     // The client threads (one runtime per core), before anything is written.
     let exec = client_threads()?;
-    let run = Run::start(&args.target, None, ON_CTRL_C).await?;
+    let run = Run::start(
+        &args.target,
+        None,
+        "finishing the current window and cleaning up",
+    )
+    .await?;
     let loop_kind = match &args.rate {
         None => format!("levels {levels:?}"),
         Some(rate) => format!(
@@ -326,8 +331,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
     let (stop, header) = (run.stop.clone(), run.header("sweep"));
     let cleanup = run.finish(failed, namespace.as_ref()).await;
-    let mut outcome = outcome?;
-    attach_cleanup(cleanup, outcome.failure.as_mut())?;
+    let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
 
     let mut run = SweepResults {
         header,
@@ -365,6 +369,10 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         write_file(path, &sweep_csv(&run))?;
     }
     if let Some(e) = log_error {
+        return Err(e);
+    }
+    if let Some(e) = cleanup_error {
+        // The results are written; what the run could not remove is the error.
         return Err(e);
     }
     Ok(exit_code(run.failure.as_deref(), run.interrupted))

@@ -2,9 +2,9 @@
 //! once: Ctrl-C watched from the start, a run id and start time, the target opened (a
 //! fresh volume formatted, or an existing one entered) and its engine described, then
 //! the cleanup on every path (the run's namespace, and the volume if this run formatted
-//! it), and the exit code.
+//! it). `ops` and `sweep` also share how a failed cleanup is reported and the exit code.
 
-use crate::args::{git_commit, watch_ctrl_c};
+use crate::args::watch_ctrl_c;
 use crate::error::CliError;
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
@@ -12,8 +12,10 @@ use metabench_engine::namespace::Namespace;
 use metabench_load::{Exec, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
 
-/// What Ctrl-C says during `ops` and `sweep`.
-pub const ON_CTRL_C: &str = "finishing the current window and cleaning up";
+/// The git commit metabench was built from, if known.
+fn git_commit() -> Option<String> {
+    Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty())
+}
 
 /// The client threads of `ops` and `sweep` (one runtime per core), started before
 /// anything is written, the same for both, so both time a call the same way.
@@ -34,7 +36,7 @@ pub struct Run {
     /// The volume the run works in.
     pub target: Target,
     /// The engine, as results files describe it.
-    pub engine: EngineInfo,
+    engine: EngineInfo,
 }
 
 impl Run {
@@ -105,19 +107,34 @@ impl Run {
     }
 }
 
-/// Puts a failed cleanup where the user sees it: with the engine's failure when the run
-/// has one (its results are still written), else as the command's error.
-pub fn attach_cleanup(
+/// Settles a run's outcome with its cleanup, so that measured results are never lost to
+/// a failed cleanup. A run that failed outright (`Err`) returns its error, after saying
+/// what the cleanup left behind. Otherwise a failed cleanup goes with the engine's
+/// failure when the run has one (`failure_of`); when it has none, it is handed back, to
+/// be returned as the command's error once the results are written.
+pub fn after_cleanup<O>(
+    outcome: Result<O, CliError>,
     cleanup: Result<(), String>,
-    failure: Option<&mut RunFailure>,
-) -> Result<(), CliError> {
-    match (cleanup, failure) {
+    failure_of: impl FnOnce(&mut O) -> Option<&mut RunFailure>,
+) -> Result<(O, Option<CliError>), CliError> {
+    let mut outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            if let Err(left) = cleanup {
+                say!("left behind: {left}");
+            }
+            return Err(e);
+        }
+    };
+    let left = match (cleanup, failure_of(&mut outcome)) {
+        (Ok(()), _) => None,
         (Err(left), Some(failure)) => {
             failure.left_behind = Some(left);
-            Ok(())
+            None
         }
-        (cleanup, _) => cleanup.map_err(CliError::Io),
-    }
+        (Err(left), None) => Some(CliError::Io(left)),
+    };
+    Ok((outcome, left))
 }
 
 /// The exit code of a run whose results are out: [`EXIT_ENGINE_FAILED`] after saying the

@@ -222,7 +222,7 @@ impl Target {
 
     /// Removes the run's namespace (if created), then the volume if this run formatted it.
     /// Runs every step even if an earlier one failed, and reports the first failure.
-    pub async fn finish(self, namespace: Option<&Namespace>) -> Result<(), CliError> {
+    async fn finish(self, namespace: Option<&Namespace>) -> Result<(), CliError> {
         let mut first_error = None;
         if let Some(ns) = namespace {
             let cleanup = async {

@@ -216,26 +216,29 @@ impl RunHeader {
     }
 }
 
-/// The two header fields every reader checks first.
-#[derive(Deserialize)]
-struct HeaderPeek {
-    kind: Option<String>,
-    schema_version: Option<u32>,
-}
-
-fn peek_header(s: &str) -> Result<HeaderPeek, String> {
-    serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))
+/// The kind a results file says it holds, read before anything else.
+fn kind_of(s: &str) -> Result<Option<String>, String> {
+    #[derive(Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    serde_json::from_str::<Kind>(s)
+        .map(|k| k.kind)
+        .map_err(|e| format!("not a metabench results file: {e}"))
 }
 
 /// Reads a results file of `kind`: the kind and the layout version are checked before
 /// anything else, and a top-level field this metabench does not know is refused (the
-/// nested records refuse theirs themselves).
-pub fn read_results<T: Serialize + serde::de::DeserializeOwned>(
+/// nested records refuse theirs with `deny_unknown_fields`). The known fields are those
+/// `T::default()` writes, so no top-level field of a results record may be skipped when
+/// serialised (`skip_serializing_if`): it would read as unknown.
+fn read_results<T: Serialize + serde::de::DeserializeOwned + Default>(
     s: &str,
     kind: &str,
 ) -> Result<T, String> {
-    let peek = peek_header(s)?;
-    let found = peek.kind.as_deref().unwrap_or("");
+    let top: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
+    let found = top.get("kind").and_then(|k| k.as_str()).unwrap_or("");
     if found != kind {
         let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
             "an"
@@ -246,24 +249,19 @@ pub fn read_results<T: Serialize + serde::de::DeserializeOwned>(
             "results file holds a '{found}' run, not {article} '{kind}' run"
         ));
     }
-    if let Some(v) = peek.schema_version.filter(|&v| v > SCHEMA_VERSION) {
+    let version = top.get("schema_version").and_then(|v| v.as_u64());
+    if let Some(v) = version.filter(|&v| v > u64::from(SCHEMA_VERSION)) {
         return Err(format!(
             "results schema version {v} is newer than this metabench understands ({SCHEMA_VERSION})"
         ));
     }
-    let value: serde_json::Value =
-        serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
-    let r: T = serde_json::from_value(value.clone())
-        .map_err(|e| format!("not a metabench results file: {e}"))?;
-    let known = serde_json::to_value(&r).map_err(|e| e.to_string())?;
-    if let (Some(given), Some(known)) = (value.as_object(), known.as_object()) {
-        if let Some(extra) = given.keys().find(|k| !known.contains_key(*k)) {
-            return Err(format!(
-                "not a metabench results file: unknown field `{extra}`"
-            ));
-        }
+    let known = serde_json::to_value(T::default()).map_err(|e| e.to_string())?;
+    if let Some(extra) = top.keys().find(|k| known.get(k.as_str()).is_none()) {
+        return Err(format!(
+            "not a metabench results file: unknown field `{extra}`"
+        ));
     }
-    Ok(r)
+    serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))
 }
 
 /// What a sweep was asked to do.
@@ -638,7 +636,7 @@ pub enum AnyResults {
 impl AnyResults {
     /// Reads a results file of either kind.
     pub fn from_json(s: &str) -> Result<Self, String> {
-        match peek_header(s)?.kind.as_deref() {
+        match kind_of(s)?.as_deref() {
             Some("ops") => OpsResults::from_json(s).map(AnyResults::Ops),
             Some("sweep") => SweepResults::from_json(s).map(AnyResults::Sweep),
             Some(other) => Err(format!(
