@@ -21,6 +21,18 @@ impl DirStat {
         self.inodes += other.inodes;
     }
 
+    /// Counts one child, as `calcDirStat` does: a regular file (`is_file`) adds its
+    /// `length`, every child adds `align4k` of its file length (4096 for the others) and
+    /// one inode.
+    pub fn add_child(&mut self, is_file: bool, length: u64) {
+        let length = if is_file { length } else { 0 };
+        self.add(DirStat {
+            length: length as i64,
+            space: crate::align4k(length),
+            inodes: 1,
+        });
+    }
+
     /// Whether every field is zero.
     pub fn is_zero(&self) -> bool {
         *self == Self::default()
@@ -56,6 +68,21 @@ impl DirStat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn children_count_as_calc_dir_stat_counts_them() {
+        let mut s = DirStat::default();
+        s.add_child(true, 5000);
+        s.add_child(false, 77);
+        assert_eq!(
+            s,
+            DirStat {
+                length: 5000,
+                space: 8192 + 4096,
+                inodes: 2
+            }
+        );
+    }
 
     #[test]
     fn round_trip_and_add() {

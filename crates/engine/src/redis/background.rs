@@ -9,7 +9,7 @@ use super::session::RedisSession;
 use super::txn::txn;
 use crate::{Entry, MetaError, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
-use metabench_schema::{align4k, DirStat, FileType, Ino, Slice, CHUNK_SIZE};
+use metabench_schema::{DirStat, FileType, Ino, Slice, CHUNK_SIZE};
 use redis::{cmd, FromRedisValue, Value};
 use std::collections::HashMap;
 
@@ -87,14 +87,7 @@ impl RedisSession {
         self.fill_attrs(&mut entries).await?;
         let mut stat = DirStat::default();
         for e in &entries {
-            let l = if e.attr.typ == FileType::File {
-                e.attr.length
-            } else {
-                0
-            };
-            stat.inodes += 1;
-            stat.length += l as i64;
-            stat.space += align4k(l);
+            stat.add_child(e.attr.typ == FileType::File, e.attr.length);
         }
         Ok(stat)
     }

@@ -134,16 +134,7 @@ impl TkvSession {
         }
         let mut st = DirStat::default();
         for e in &entries {
-            let len = if e.attr.typ == FileType::File {
-                e.attr.length
-            } else {
-                0
-            };
-            st.add(DirStat {
-                length: len as i64,
-                space: align4k(len),
-                inodes: 1,
-            });
+            st.add_child(e.attr.typ == FileType::File, e.attr.length);
         }
         let (ki, ku) = (self.keys.inode(ino), self.keys.dir_stat(ino));
         let mut tx = Txn::new(self.kv.clone(), self.calls.clone());

@@ -9,7 +9,7 @@ use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
 use crate::{MetaError, Result};
 use metabench_schema::sql::Dialect;
-use metabench_schema::{align4k, DirStat, Ino, Slice};
+use metabench_schema::{DirStat, Ino, Slice};
 use std::collections::BTreeMap;
 
 /// `doUpdateDirStat` updates at most this many directories per transaction.
@@ -26,14 +26,7 @@ impl SqlSession {
         let mut s = DirStat::default();
         for r in &rows {
             let n = parse_node(r, 5).map_err(|e| final_error(e, false))?;
-            let l = if n.typ == TYPE_FILE {
-                n.length as u64
-            } else {
-                0
-            };
-            s.inodes += 1;
-            s.length += l as i64;
-            s.space += align4k(l);
+            s.add_child(n.typ == TYPE_FILE, n.length as u64);
         }
         txn!(self, {
             if self.get_node(ino, false).await?.is_none() {
