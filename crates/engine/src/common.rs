@@ -263,35 +263,17 @@ pub(crate) fn new_child_attr(ctx: &Ctx, pattr: &Attr, node: &NewNode<'_>, now: T
         target,
         ..
     } = *node;
-    let target_len = target.len() as u64;
-    let (nlink, length) = match typ {
-        FileType::Directory => (2, 4096),
-        FileType::Symlink => (1, target_len),
-        _ => (1, 0),
-    };
     // inheritGid / inheritMode (Linux).
     let (mode, gid) = child_mode_gid(ctx, pattr.mode, pattr.gid, typ, mode, umask);
-    Attr {
-        flags: pattr.flags & FLAG_SKIP_TRASH,
-        typ,
-        mode,
-        uid: ctx.uid,
-        gid,
-        rdev: if matches!(typ, FileType::Directory | FileType::Symlink) {
-            0
-        } else {
-            rdev
-        },
-        atime: now,
-        mtime: now,
-        ctime: now,
-        nlink,
-        length,
-        parent,
-        access_acl: 0,
-        default_acl: 0,
-        tier: pattr.tier,
+    let mut a = Attr::made_at(typ, mode, ctx.uid, gid, parent, now);
+    a.flags = pattr.flags & FLAG_SKIP_TRASH;
+    a.tier = pattr.tier;
+    match typ {
+        FileType::Symlink => a.length = target.len() as u64,
+        FileType::Directory => {}
+        _ => a.rdev = rdev,
     }
+    a
 }
 
 /// `baseMeta.mergeAttr` (Linux, no ACL), shared by every family's `doSetAttr`: the
@@ -465,6 +447,24 @@ pub(crate) fn check_sticky(ctx: &Ctx, pattr: &Attr, entry_uid: u32) -> Result<()
         Err(MetaError::Access)
     } else {
         Ok(())
+    }
+}
+
+/// The attribute `doLookup` answers for the entry `name` of `parent` pointing at `ino`
+/// (of type `typ`): the `stored` record, or the type alone when the record is missing
+/// (logged, as JuiceFS logs it).
+pub(crate) fn looked_up_attr(
+    stored: Option<Vec<u8>>,
+    (ino, typ): (Ino, FileType),
+    parent: Ino,
+    name: &[u8],
+) -> crate::Result<Attr> {
+    match stored {
+        Some(b) => Ok(Attr::decode(&b)?),
+        None => {
+            tracing::warn!("no attribute for inode {ino} ({parent}, {name:?})");
+            Ok(Attr::type_only(typ))
+        }
     }
 }
 

@@ -137,7 +137,19 @@ impl Attr {
     /// A fresh attribute as `Mknod` builds it: `mode & !umask`, times set to `now`,
     /// nlink 2 and length 4096 for a directory, nlink 1 otherwise.
     pub fn new(typ: FileType, mode: u16, umask: u16, uid: u32, gid: u32, parent: Ino) -> Self {
-        let now = Timestamp::now();
+        Self::made_at(typ, mode & !umask, uid, gid, parent, Timestamp::now())
+    }
+
+    /// A fresh attribute made at `now`, as [`Attr::new`] but with the mode as given (only
+    /// its permission bits are kept).
+    pub fn made_at(
+        typ: FileType,
+        mode: u16,
+        uid: u32,
+        gid: u32,
+        parent: Ino,
+        now: Timestamp,
+    ) -> Self {
         let (nlink, length) = match typ {
             FileType::Directory => (2, 4096),
             _ => (1, 0),
@@ -145,7 +157,7 @@ impl Attr {
         Self {
             flags: 0,
             typ,
-            mode: mode & !umask & 0o7777,
+            mode: mode & 0o7777,
             uid,
             gid,
             rdev: 0,

@@ -7,7 +7,7 @@ use super::txn::{txn, Conn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
+    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -471,13 +471,7 @@ impl Storage for RedisSession {
             .conn
             .query(cmd("GET").arg(self.keys.inode(d.inode)))
             .await?;
-        let attr = match a {
-            Some(b) => Attr::decode(&b)?,
-            None => {
-                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
-                Attr::type_only(d.typ)
-            }
-        };
+        let attr = looked_up_attr(a, (d.inode, d.typ), parent, name)?;
         Ok((d.inode, attr))
     }
 

@@ -8,7 +8,7 @@ use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    merge_attr, new_child_attr, orphan_attr, parent_gains, touch, RENAME_NOREPLACE,
+    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, touch, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -528,17 +528,11 @@ impl Storage for TkvSession {
             .map_err(TxErr::from)?
             .ok_or(MetaError::NotFound)?;
         let d = Dentry::decode(&buf)?;
-        let attr = match tx
+        let stored = tx
             .get(&self.keys.inode(d.inode))
             .await
-            .map_err(TxErr::from)?
-        {
-            Some(b) => Attr::decode(&b)?,
-            None => {
-                tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
-                Attr::type_only(d.typ)
-            }
-        };
+            .map_err(TxErr::from)?;
+        let attr = looked_up_attr(stored, (d.inode, d.typ), parent, name)?;
         Ok((d.inode, attr))
     }
 

@@ -2,11 +2,10 @@
 //! (`doGetAttr`, `doLookup`, `doSetAttr`, `doReaddir`, `doSetXattr`).
 
 use super::rows::*;
-use super::txn::{final_error, simple, txn, TxErr};
+use super::txn::{final_error, simple, txn};
 use super::SqlSession;
 use crate::common::merge_attr;
-use crate::retry::{backoff_square, MAX_TRIES};
-use crate::sql::conn::{Arg, ErrKind};
+use crate::sql::conn::Arg;
 use crate::{Ctx, Entry, MetaError, Result, SetAttr, Xattr, XattrFlags};
 use metabench_schema::sql::{Dialect, NodeRow};
 use metabench_schema::{Attr, Ino, Timestamp, TRASH_INODE};

@@ -5,7 +5,6 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn, TxErr};
 use super::SqlSession;
-use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, DbError, ErrKind};
 use crate::{MetaError, Result};
 use metabench_schema::sql::Dialect;

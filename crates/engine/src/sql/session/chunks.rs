@@ -1,11 +1,10 @@
 //! Chunks on an SQL session: `dbMeta.doWrite` and `doRead`.
 
 use super::rows::*;
-use super::txn::{final_error, simple, txn, TxErr};
+use super::txn::{simple, txn};
 use super::SqlSession;
 use crate::base::Storage;
-use crate::retry::{backoff_square, MAX_TRIES};
-use crate::sql::conn::{Arg, ErrKind};
+use crate::sql::conn::Arg;
 use crate::{ChunkWrite, MetaError, Result};
 use metabench_schema::sql::Dialect;
 use metabench_schema::{align4k, Ino, Slice, Timestamp, CHUNK_SIZE};
@@ -69,16 +68,11 @@ impl SqlSession {
                 ],
             )
             .await?;
+            let [m, c, mn, cn] = time_args(&n);
+            let length = Arg::I64(n.length);
             self.exec(
                 &st.node_update_write,
-                &[
-                    Arg::I64(n.mtime),
-                    Arg::I64(n.ctime),
-                    Arg::I32(n.mtimensec as i32),
-                    Arg::I32(n.ctimensec as i32),
-                    Arg::I64(n.length),
-                    Arg::I64(ino as i64),
-                ],
+                &[m, c, mn, cn, length, Arg::I64(ino as i64)],
             )
             .await?;
             if !inserted {

@@ -17,13 +17,12 @@ mod txn;
 
 pub(crate) use rows::node_args;
 use rows::*;
-use txn::{final_error, incr_counter_bg, ro_txn, simple, txn, TxErr};
+use txn::{incr_counter_bg, ro_txn, simple, txn};
 
 use super::conn::{Arg, Conn, ErrKind};
 use super::dialect::Stmts;
 use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
-use crate::retry::{backoff_square, MAX_TRIES};
 use crate::{
     ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Renamed, Result, SessionOptions,
     SessionStats, SetAttr, Xattr,

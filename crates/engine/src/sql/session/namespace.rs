@@ -2,14 +2,13 @@
 //! `doRmdir`, `doRename`) and the trash they move entries to.
 
 use super::rows::*;
-use super::txn::{final_error, simple, txn, TxErr};
+use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
 use crate::common::{
-    access, check_sticky, child_mode_gid, is_trash, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_SKIP_TRASH,
-    RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
+    access, check_sticky, is_trash, new_child_attr, orphan_attr, parent_gains, FLAG_APPEND,
+    FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };
-use crate::retry::{backoff_square, MAX_TRIES};
-use crate::sql::conn::{Arg, DbError, ErrKind};
+use crate::sql::conn::{Arg, DbError};
 use crate::{Ctx, MetaError, NewNode, Rename, Renamed, Result};
 use metabench_schema::sql::NodeRow;
 use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
@@ -26,19 +25,19 @@ impl SqlSession {
         found: &mut Option<(Ino, Attr)>,
     ) -> Result<Attr> {
         let (parent, name, typ) = (node.parent, node.name, node.typ);
-        let (mode, umask, rdev, path) = (node.mode, node.umask, node.rdev, node.target);
+        let path = node.target;
         let st = self.st.clone();
         let t = typ.as_u8() as i64;
         let attr = txn!(self, {
             *found = None;
-            let mut pn = self
+            let pn = self
                 .get_node(parent, false)
                 .await?
                 .ok_or(MetaError::NotFound)?;
             if pn.typ != TYPE_DIR {
                 return Err(MetaError::NotDir.into());
             }
-            let pattr = pn.to_attr()?;
+            let mut pattr = pn.to_attr()?;
             if pattr.parent > TRASH_INODE {
                 return Err(MetaError::NotFound.into());
             }
@@ -50,44 +49,15 @@ impl SqlSession {
                 if matches!(typ, FileType::File | FileType::Directory) {
                     let a = match self.get_node(e.inode, false).await? {
                         Some(n) => n.to_attr()?,
-                        None => {
-                            let mut a = Attr::type_only(file_type(e.typ)?);
-                            a.parent = parent;
-                            a
-                        }
+                        None => orphan_attr(file_type(e.typ)?, parent),
                     };
                     *found = Some((e.inode, a));
                 }
                 return Err(MetaError::Exists.into());
             }
             let now = Timestamp::now();
-            // inheritGid / inheritMode (Linux)
-            let (cmode, gid) = child_mode_gid(ctx, pn.mode as u16, pn.gid as u32, typ, mode, umask);
-            let mut a = Attr::new(typ, cmode, 0, ctx.uid, gid, parent);
-            a.atime = now;
-            a.mtime = now;
-            a.ctime = now;
-            match typ {
-                FileType::Symlink => a.length = path.len() as u64,
-                FileType::Directory => {}
-                _ => a.rdev = rdev,
-            }
-            if pn.flags & i64::from(FLAG_SKIP_TRASH) != 0 {
-                a.flags |= FLAG_SKIP_TRASH;
-            }
-            a.tier = pattr.tier;
-            let mut update_parent = false;
-            let mut nlink_adjust = 0;
-            if typ == FileType::Directory {
-                pn.nlink += 1;
-                update_parent = true;
-                nlink_adjust = 1;
-            }
-            if update_parent || ns(now) - mtime_ns(&pn) >= 0 {
-                set_mtime(&mut pn, now);
-                set_ctime(&mut pn, now);
-                update_parent = true;
-            }
+            let a = new_child_attr(ctx, &pattr, node, now);
+            let update_parent = parent_gains(&mut pattr, typ, now);
             let row = NodeRow::from_attr(ino, &a);
             self.insert_edge(parent, name, ino, t).await?;
             self.exec(&st.node_insert, &node_args(&row)).await?;
@@ -106,8 +76,9 @@ impl SqlSession {
                 .await?;
             }
             if update_parent {
-                let sql = st.parent_update_nlink(nlink_adjust);
-                self.update_parent(&sql, &pn).await?;
+                let sql = st.parent_update_nlink(i32::from(typ == FileType::Directory));
+                self.update_parent(&sql, &NodeRow::from_attr(parent, &pattr))
+                    .await?;
             }
             a
         })?;
@@ -431,17 +402,8 @@ impl SqlSession {
             }
             if !is_trash(parent) {
                 // no check of the affected rows here in doRmdir
-                self.exec(
-                    &st.parent_update_rmdir,
-                    &[
-                        Arg::I64(pn.mtime),
-                        Arg::I64(pn.ctime),
-                        Arg::I32(pn.mtimensec as i32),
-                        Arg::I32(pn.ctimensec as i32),
-                        Arg::I64(pn.inode),
-                    ],
-                )
-                .await?;
+                self.exec(&st.parent_update_rmdir, &parent_args(&pn))
+                    .await?;
             }
             (trash, e.inode)
         })?;

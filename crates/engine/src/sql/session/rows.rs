@@ -65,6 +65,22 @@ pub(super) fn ns(t: Timestamp) -> i64 {
     t.sec * 1_000_000_000 + t.nsec as i64
 }
 
+/// The time arguments of an `UPDATE … SET mtime=?, ctime=?, mtimensec=?, ctimensec=?`.
+pub(super) fn time_args(n: &NodeRow) -> [Arg<'static>; 4] {
+    [
+        Arg::I64(n.mtime),
+        Arg::I64(n.ctime),
+        Arg::I32(n.mtimensec as i32),
+        Arg::I32(n.ctimensec as i32),
+    ]
+}
+
+/// The arguments of a parent update: its times, then `WHERE inode = ?`.
+pub(super) fn parent_args(pn: &NodeRow) -> [Arg<'static>; 5] {
+    let [m, c, mn, cn] = time_args(pn);
+    [m, c, mn, cn, Arg::I64(pn.inode)]
+}
+
 pub(super) fn set_mtime(n: &mut NodeRow, t: Timestamp) {
     let (us, rest) = t.to_sql();
     n.mtime = us;

@@ -43,8 +43,16 @@ impl From<metabench_schema::DecodeError> for TxErr {
     }
 }
 
+impl TxErr {
+    /// Whether an autocommit statement (`simpleTxn`) that failed so may be retried: any
+    /// database error that is not fatal.
+    pub(super) fn retryable_outside_txn(&self) -> bool {
+        matches!(self, TxErr::Db(d) if d.kind != ErrKind::Fatal)
+    }
+}
+
 /// The error an operation returns after its last attempt.
-pub(super) fn final_error(e: TxErr, retryable: bool) -> MetaError {
+pub(crate) fn final_error(e: TxErr, retryable: bool) -> MetaError {
     match e {
         TxErr::Meta(m) => m,
         TxErr::Busy => MetaError::Conflict(MAX_TRIES),
@@ -63,11 +71,15 @@ macro_rules! txn {
         let _guard = $s.write_guard().await;
         let mut attempt: u32 = 0;
         loop {
-            let res: ::std::result::Result<_, TxErr> = async {
-                $s.begin().await.map_err(TxErr::Db)?;
+            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = async {
+                $s.begin()
+                    .await
+                    .map_err($crate::sql::session::txn::TxErr::Db)?;
                 #[allow(clippy::redundant_closure_call)]
                 let v = $body;
-                $s.commit().await.map_err(TxErr::Commit)?;
+                $s.commit()
+                    .await
+                    .map_err($crate::sql::session::txn::TxErr::Commit)?;
                 Ok(v)
             }
             .await;
@@ -75,13 +87,9 @@ macro_rules! txn {
                 Ok(v) => break Ok(v),
                 Err(e) => {
                     let retry = $s.abort(&e).await;
-                    if retry && attempt + 1 < MAX_TRIES {
-                        $s.stats.retries += 1;
-                        tokio::time::sleep(backoff_square(attempt)).await;
-                        attempt += 1;
-                        continue;
+                    if !$s.wait_to_retry(retry, &mut attempt).await {
+                        break Err($crate::sql::session::txn::final_error(e, retry));
                     }
-                    break Err(final_error(e, retry));
                 }
             }
         }
@@ -93,27 +101,24 @@ macro_rules! ro_txn {
     ($s:ident, $body:block) => {{
         let mut attempt: u32 = 0;
         loop {
-            let res: ::std::result::Result<_, TxErr> = async {
-                $s.begin_ro().await.map_err(TxErr::Db)?;
+            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = async {
+                $s.begin_ro()
+                    .await
+                    .map_err($crate::sql::session::txn::TxErr::Db)?;
                 Ok($body)
             }
             .await;
-            let retry = match &res {
-                Ok(_) => {
-                    let _ = $s.rollback().await;
-                    false
-                }
-                Err(e) => $s.abort(e).await,
-            };
             match res {
-                Ok(v) => break Ok(v),
-                Err(e) if retry && attempt + 1 < MAX_TRIES => {
-                    drop(e);
-                    $s.stats.retries += 1;
-                    tokio::time::sleep(backoff_square(attempt)).await;
-                    attempt += 1;
+                Ok(v) => {
+                    let _ = $s.rollback().await;
+                    break Ok(v);
                 }
-                Err(e) => break Err(final_error(e, retry)),
+                Err(e) => {
+                    let retry = $s.abort(&e).await;
+                    if !$s.wait_to_retry(retry, &mut attempt).await {
+                        break Err($crate::sql::session::txn::final_error(e, retry));
+                    }
+                }
             }
         }
     }};
@@ -124,18 +129,15 @@ macro_rules! simple {
     ($s:ident, $body:block) => {{
         let mut attempt: u32 = 0;
         loop {
-            let res: ::std::result::Result<_, TxErr> = async { Ok($body) }.await;
+            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> =
+                async { Ok($body) }.await;
             match res {
                 Ok(v) => break Ok(v),
                 Err(e) => {
-                    let retry = matches!(&e, TxErr::Db(d) if d.kind != ErrKind::Fatal);
-                    if retry && attempt + 1 < MAX_TRIES {
-                        $s.stats.retries += 1;
-                        tokio::time::sleep(backoff_square(attempt)).await;
-                        attempt += 1;
-                        continue;
+                    let retry = e.retryable_outside_txn();
+                    if !$s.wait_to_retry(retry, &mut attempt).await {
+                        break Err($crate::sql::session::txn::final_error(e, retry));
                     }
-                    break Err(final_error(e, retry));
                 }
             }
         }
@@ -145,6 +147,18 @@ macro_rules! simple {
 pub(super) use {ro_txn, simple, txn};
 
 impl SqlSession {
+    /// After a failed attempt that may be retried (`retry`): counts the retry, sleeps the
+    /// backoff of `attempt` and returns true, unless the attempts are used up (false).
+    pub(super) async fn wait_to_retry(&mut self, retry: bool, attempt: &mut u32) -> bool {
+        if !retry || *attempt + 1 >= MAX_TRIES {
+            return false;
+        }
+        self.stats.retries += 1;
+        tokio::time::sleep(backoff_square(*attempt)).await;
+        *attempt += 1;
+        true
+    }
+
     pub(super) async fn conn_or_reconnect(&mut self) -> std::result::Result<&mut Conn, DbError> {
         if self.conn.is_none() {
             match self.target.connect().await {
@@ -413,18 +427,7 @@ impl SqlSession {
         sql: &Sql,
         pn: &NodeRow,
     ) -> std::result::Result<(), TxErr> {
-        let d = self
-            .exec(
-                sql,
-                &[
-                    Arg::I64(pn.mtime),
-                    Arg::I64(pn.ctime),
-                    Arg::I32(pn.mtimensec as i32),
-                    Arg::I32(pn.ctimensec as i32),
-                    Arg::I64(pn.inode),
-                ],
-            )
-            .await?;
+        let d = self.exec(sql, &parent_args(pn)).await?;
         if d.rows_affected == 0 {
             return Err(if self.st.dialect == Dialect::Mysql {
                 TxErr::Busy
