@@ -480,7 +480,7 @@ fn ops_keeps_the_measured_operations_when_the_engine_dies() {
             .collect::<Vec<_>>(),
         ["getattr"]
     );
-    assert!(run.results[0].count > 0);
+    assert!(run.results[0].latency.count > 0);
     let failure = run.failure.as_ref().expect("the failure is in the results");
     assert_eq!(
         (failure.engine.as_str(), failure.op.as_str()),

@@ -28,10 +28,13 @@ fn sweep_file(dir: &Path, name: &str, mkdir4_us: f64, noise: f64, rt: f64) -> Pa
                 LevelOp {
                     op: op.into(),
                     phase: "mix".into(),
-                    count: 8000,
+                    latency: metabench_report::Latency {
+                        count: 8000,
+                        mean_us: mean,
+                        p99_us: 2.0 * mean,
+                        ..Default::default()
+                    },
                     ops_per_s: clients as f64 * 1e6 / mean,
-                    mean_us: mean,
-                    p99_us: 2.0 * mean,
                     round_trips_per_op: rt,
                     intervals,
                     ..Default::default()

@@ -50,15 +50,21 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
     for level in &run.levels {
         assert_eq!(level.ops.len(), 2);
         for op in &level.ops {
-            assert!(op.count > 0 && op.ops_per_s > 0.0, "{op:?}");
+            assert!(op.latency.count > 0 && op.ops_per_s > 0.0, "{op:?}");
             assert!(
-                op.p50_us > 0.0 && op.p99_us >= op.p50_us && op.max_us >= op.p99_us,
+                op.latency.p50_us > 0.0
+                    && op.latency.p99_us >= op.latency.p50_us
+                    && op.latency.max_us >= op.latency.p99_us,
                 "{op:?}"
             );
-            let h = metabench_report::histogram::decode(op.histogram.as_ref().unwrap()).unwrap();
-            assert_eq!(h.len(), op.count);
+            let h = metabench_report::histogram::decode(op.latency.histogram.as_ref().unwrap())
+                .unwrap();
+            assert_eq!(h.len(), op.latency.count);
             assert!(!op.intervals.is_empty());
-            assert_eq!(op.intervals.iter().map(|i| i.count).sum::<u64>(), op.count);
+            assert_eq!(
+                op.intervals.iter().map(|i| i.count).sum::<u64>(),
+                op.latency.count
+            );
         }
         assert!(level.client.cpu_s > 0.0 && level.client.cpu_us_per_op > 0.0);
         let getattr = level.ops.iter().find(|o| o.op == "getattr").unwrap();
@@ -308,15 +314,15 @@ fn a_frozen_engine_shows_in_the_tail_even_past_the_window() {
     );
     let frozen = getattr_at(&run, 2);
     assert!(
-        frozen.max_us >= 2.5e6,
+        frozen.latency.max_us >= 2.5e6,
         "the freeze is missing from the tail: max {} µs",
-        frozen.max_us
+        frozen.latency.max_us
     );
     assert!(frozen.in_flight_at_end >= 1, "{frozen:?}");
     // Throughput divides by the real window, which the stalled calls stretched.
     assert!(frozen.window_s >= 2.0, "window {} s", frozen.window_s);
     assert!(
-        (frozen.ops_per_s - frozen.count as f64 / frozen.window_s).abs() < 1.0,
+        (frozen.ops_per_s - frozen.latency.count as f64 / frozen.window_s).abs() < 1.0,
         "{frozen:?}"
     );
     assert_eq!(run.plan.op_timeout_s, 30.0);
@@ -346,11 +352,11 @@ fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
     let timeouts = frozen.errors.get("timeout").copied().unwrap_or(0);
     assert!(timeouts >= 2, "one timeout per client at least: {frozen:?}");
     assert!(
-        frozen.failed_max_us >= 0.5e6 && frozen.max_us < 0.5e6,
+        frozen.failed_max_us >= 0.5e6 && frozen.latency.max_us < 0.5e6,
         "a timeout is kept with its elapsed time, apart from the answered calls: {frozen:?}"
     );
     // The clients went on with fresh sessions once the engine answered again.
-    assert!(frozen.count > 100, "{frozen:?}");
+    assert!(frozen.latency.count > 100, "{frozen:?}");
     assert_eq!(run.plan.op_timeout_s, 0.5);
     // And the namespace was removed: only the volume's own keys are left.
     assert!(run.failure.is_none());
@@ -384,7 +390,7 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(run.levels.len(), 2, "{stderr}");
-    assert!(!run.levels[0].partial && getattr_at(&run, 1).count > 0);
+    assert!(!run.levels[0].partial && getattr_at(&run, 1).latency.count > 0);
     assert!(run.levels[1].partial);
     let failure = run.failure.as_ref().expect("the failure is in the results");
     assert_eq!(
@@ -447,7 +453,7 @@ fn an_open_loop_on_memkv_achieves_the_offered_rate() {
         .as_ref()
         .expect("service time in an open loop");
     // Latency from the intended start is never below the service time.
-    assert!(getattr.p50_us >= service.p50_us && getattr.p99_us >= service.p99_us);
+    assert!(getattr.latency.p50_us >= service.p50_us && getattr.latency.p99_us >= service.p99_us);
     assert!(run.saturation.is_empty());
 }
 
@@ -480,7 +486,7 @@ fn an_open_loop_charges_a_stall_to_the_calls_queued_behind_it() {
     let service = getattr.service.as_ref().unwrap();
     // About 600 calls were due during the freeze: they fill the tail measured from the
     // intended start, while a call's own service time saw the freeze only once per client.
-    assert!(getattr.p99_us >= 50_000.0, "{getattr:?}");
+    assert!(getattr.latency.p99_us >= 50_000.0, "{getattr:?}");
     assert!(service.p99_us < 50_000.0, "{service:?}");
     assert!(service.max_us >= 200_000.0, "{service:?}");
 }
@@ -509,7 +515,7 @@ fn an_open_loop_on_memkv_charges_a_synthetic_stall_to_intended_start_not_service
     let service = getattr.service.as_ref().unwrap();
     // About 150 calls of the stalled client were due during the stall: they fill the tail
     // from the intended start, while service time saw the stall once.
-    assert!(getattr.p99_us >= 50_000.0, "{getattr:?}");
+    assert!(getattr.latency.p99_us >= 50_000.0, "{getattr:?}");
     assert!(service.p99_us < 50_000.0, "{service:?}");
     assert!(service.max_us >= 290_000.0, "{service:?}");
 }

@@ -116,8 +116,8 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                         None => say!(
                             "  {:<12} {:>10} µs/op  ({} calls)",
                             r.op,
-                            fmt_us(r.mean_us),
-                            r.count
+                            fmt_us(r.latency.mean_us),
+                            r.latency.count
                         ),
                     }
                 })

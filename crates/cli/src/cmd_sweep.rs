@@ -158,8 +158,8 @@ fn level_lines(level: &Level) -> Vec<String> {
                 level.clients,
                 o.op,
                 o.ops_per_s,
-                fmt_us(o.p50_us),
-                fmt_us(o.p99_us)
+                fmt_us(o.latency.p50_us),
+                fmt_us(o.latency.p99_us)
             )
         })
         .collect()

@@ -2,9 +2,10 @@
 //! the same path as the timed operations, so a reader sees how much of each operation's
 //! cost is transport and the engine's request loop.
 
-use crate::stats::{histogram, LatencySummary};
+use crate::stats::histogram;
 use metabench_engine::{Meta, MetaError, Result};
 use metabench_report::Floor;
+use metabench_report::Latency;
 use std::time::{Duration, Instant};
 
 /// Null round trips measured at most.
@@ -31,7 +32,7 @@ pub async fn measure_floor(meta: &mut dyn Meta) -> Result<Option<Floor>> {
         meta.null_round_trip().await?;
         let _ = hist.record(t0.elapsed().as_nanos() as u64);
     }
-    let s = LatencySummary::of(&hist);
+    let s = Latency::of(&hist);
     Ok(Some(Floor {
         request: request.to_owned(),
         count: s.count,

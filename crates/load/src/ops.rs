@@ -3,9 +3,10 @@
 
 use crate::catalog::{Op, OpState};
 use crate::exec::{reopen, timed_call, Timed};
-use crate::stats::{histogram, LatencySummary};
+use crate::stats::histogram;
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
+use metabench_report::Latency;
 use metabench_report::{OpResult, RunFailure};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
@@ -193,15 +194,7 @@ async fn run_one(
     meta.flush().await?;
     remove_tree(meta.as_mut(), base, &dir_name).await?;
 
-    let summary = LatencySummary::of(&hist);
-    result.count = summary.count;
-    result.mean_us = summary.mean_us;
-    result.p50_us = summary.p50_us;
-    result.p90_us = summary.p90_us;
-    result.p99_us = summary.p99_us;
-    result.p999_us = summary.p999_us;
-    result.max_us = summary.max_us;
-    result.histogram = summary.histogram;
+    result.latency = Latency::of(&hist);
     if calls > 0 {
         result.round_trips_per_op = round_trips as f64 / calls as f64;
     }

@@ -1,10 +1,10 @@
 //! What the runners keep of their calls: per-operation accumulators (latency and service
 //! time histograms, per-second samples, errors, round trips), sharded so clients record
-//! without contending, and one [`LatencySummary`] of a histogram for every output.
+//! without contending. Every output summarises a histogram as a [`metabench_report::Latency`].
 
 use crate::catalog::Op;
 use hdrhistogram::Histogram;
-use metabench_report::histogram::{encode, new_latency_histogram};
+use metabench_report::histogram::new_latency_histogram;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -12,46 +12,6 @@ use std::time::{Duration, Instant};
 /// Nanoseconds as microseconds.
 pub(crate) fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
-}
-
-/// The figures every output shows of a latency histogram.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LatencySummary {
-    /// Values recorded.
-    pub count: u64,
-    /// Mean, µs.
-    pub mean_us: f64,
-    /// Median, µs.
-    pub p50_us: f64,
-    /// 90th percentile, µs.
-    pub p90_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p999_us: f64,
-    /// Largest, µs.
-    pub max_us: f64,
-    /// The histogram (HdrHistogram V2, base64); `None` when it is empty.
-    pub histogram: Option<String>,
-}
-
-impl LatencySummary {
-    /// Summarises `h` (all zeros when it is empty).
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        Self {
-            count: h.len(),
-            mean_us: h.mean() / 1000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p90_us: us(h.value_at_quantile(0.90)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p999_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-            histogram: Some(encode(h)),
-        }
-    }
 }
 
 #[derive(Default)]
@@ -173,6 +133,7 @@ fn merge_intervals(mine: &mut Vec<Histogram<u64>>, theirs: Vec<Histogram<u64>>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use metabench_report::Latency;
 
     #[test]
     fn a_stall_of_any_length_is_kept_whole() {
@@ -180,11 +141,11 @@ mod tests {
         let two_hours = Duration::from_secs(7200).as_nanos() as u64;
         h.record(50_000).unwrap();
         h.record(two_hours).unwrap();
-        let s = LatencySummary::of(&h);
+        let s = Latency::of(&h);
         assert_eq!(s.count, 2);
         assert!(s.max_us >= 0.999 * two_hours as f64 / 1000.0, "{s:?}");
         assert!(s.histogram.is_some());
-        assert_eq!(LatencySummary::of(&histogram()), LatencySummary::default());
+        assert_eq!(Latency::of(&histogram()), Latency::default());
     }
 
     #[test]

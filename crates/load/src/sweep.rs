@@ -5,7 +5,7 @@
 use crate::catalog::{Op, OpState};
 use crate::exec::{reopen, timed_call, Exec};
 use crate::ops::StopFlag;
-use crate::stats::{histogram, us, LatencySummary, OpAcc, Recorder};
+use crate::stats::{histogram, us, OpAcc, Recorder};
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;
@@ -13,6 +13,7 @@ use metabench_engine::{
     Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats, Telemetry,
 };
 use metabench_report::analysis::{plateaued, Point};
+use metabench_report::Latency;
 use metabench_report::{
     ClientCheck, EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime,
 };
@@ -484,19 +485,11 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
     r.failed_max_us = us(acc.failed_max.as_nanos() as u64);
     r.window_s = window.as_secs_f64();
     if let Some(h) = &acc.hist {
-        let s = LatencySummary::of(h);
-        r.count = s.count;
-        r.ops_per_s = s.count as f64 / window.as_secs_f64();
-        r.mean_us = s.mean_us;
-        r.p50_us = s.p50_us;
-        r.p90_us = s.p90_us;
-        r.p99_us = s.p99_us;
-        r.p999_us = s.p999_us;
-        r.max_us = s.max_us;
-        r.histogram = s.histogram;
+        r.latency = Latency::of(h);
+        r.ops_per_s = r.latency.count as f64 / window.as_secs_f64();
     }
     r.service = acc.service.as_ref().map(|h| {
-        let s = LatencySummary::of(h);
+        let s = Latency::of(h);
         ServiceTime {
             mean_us: s.mean_us,
             p50_us: s.p50_us,
@@ -556,7 +549,11 @@ fn open_loop_stop(level: &Level, p99_limit: Option<Duration>) -> Option<String> 
         ));
     }
     let limit = p99_limit?;
-    let worst = level.ops.iter().map(|o| o.p99_us).fold(0.0, f64::max);
+    let worst = level
+        .ops
+        .iter()
+        .map(|o| o.latency.p99_us)
+        .fold(0.0, f64::max);
     (worst > limit.as_secs_f64() * 1e6).then(|| {
         format!(
             "p99 {:.0} µs from the intended start passed --p99-limit {limit:?} at {offered:.0} calls/s",

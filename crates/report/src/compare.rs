@@ -216,7 +216,7 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
 
 /// Summary of the calls of an `ops` result in µs: from its histogram, else none.
 fn ops_summary(r: &OpResult) -> Option<Summary> {
-    let h = histogram::decode(r.histogram.as_deref()?).ok()?;
+    let h = histogram::decode(r.latency.histogram.as_deref()?).ok()?;
     if h.is_empty() {
         return None;
     }
@@ -229,7 +229,7 @@ fn ops_summary(r: &OpResult) -> Option<Summary> {
 
 /// Compares two `ops` runs.
 pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
-    let usable = |r: &&OpResult| r.skipped.is_none() && r.count > 0;
+    let usable = |r: &&OpResult| r.skipped.is_none() && r.latency.count > 0;
     let mut rows = Vec::new();
     let mut only_in_base = Vec::new();
     for ra in a.results.iter().filter(usable) {
@@ -250,20 +250,27 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
                 Change::new(
                     "ops/s",
                     Better::Higher,
-                    tput(ra.mean_us),
-                    tput(rb.mean_us),
+                    tput(ra.latency.mean_us),
+                    tput(rb.latency.mean_us),
                     test,
                     alpha,
                 ),
                 Change::new(
                     "mean µs",
                     Better::Lower,
-                    ra.mean_us,
-                    rb.mean_us,
+                    ra.latency.mean_us,
+                    rb.latency.mean_us,
                     test,
                     alpha,
                 ),
-                Change::new("p99 µs", Better::Lower, ra.p99_us, rb.p99_us, None, alpha),
+                Change::new(
+                    "p99 µs",
+                    Better::Lower,
+                    ra.latency.p99_us,
+                    rb.latency.p99_us,
+                    None,
+                    alpha,
+                ),
             ],
             round_trips: (ra.round_trips_per_op, rb.round_trips_per_op),
             retries: (ra.retries, rb.retries),
@@ -342,16 +349,16 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
             Change::new(
                 "mean µs",
                 Better::Lower,
-                oa.mean_us,
-                ob.mean_us,
+                oa.latency.mean_us,
+                ob.latency.mean_us,
                 test(|s| s.mean_us),
                 alpha,
             ),
             Change::new(
                 "p99 µs",
                 Better::Lower,
-                oa.p99_us,
-                ob.p99_us,
+                oa.latency.p99_us,
+                ob.latency.p99_us,
                 test(|s| s.p99_us),
                 alpha,
             ),
@@ -606,10 +613,13 @@ mod tests {
                 clients: 4,
                 ops: vec![LevelOp {
                     op: "mkdir".into(),
-                    count: ops as u64 * n as u64,
+                    latency: crate::Latency {
+                        count: ops as u64 * n as u64,
+                        mean_us: mean,
+                        p99_us: p99,
+                        ..Default::default()
+                    },
                     ops_per_s: ops,
-                    mean_us: mean,
-                    p99_us: p99,
                     round_trips_per_op: rt,
                     intervals,
                     ..Default::default()
@@ -719,29 +729,21 @@ mod tests {
         for l in latencies_us {
             h.record((l * 1000.0) as u64).unwrap();
         }
-        AnyResults::Ops(OpsResults {
-            header: crate::RunHeader {
-                kind: "ops".into(),
-                ..Default::default()
-            },
-            results: vec![
-                OpResult {
-                    op: "mkdir".into(),
+        AnyResults::Ops(OpsResults::of(vec![
+            OpResult {
+                op: "mkdir".into(),
+                latency: crate::Latency {
                     count: h.len(),
                     mean_us: h.mean() / 1000.0,
                     p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
-                    round_trips_per_op: rt,
                     histogram: Some(histogram::encode(&h)),
                     ..Default::default()
                 },
-                OpResult {
-                    op: "readlink".into(),
-                    skipped: Some("ENOTSUP".into()),
-                    ..Default::default()
-                },
-            ],
-            ..Default::default()
-        })
+                round_trips_per_op: rt,
+                ..Default::default()
+            },
+            OpResult::skipped("readlink", "ENOTSUP"),
+        ]))
     }
 
     #[test]

@@ -16,6 +16,28 @@ pub struct LabeledRun {
     pub run: AnyResults,
 }
 
+impl LabeledRun {
+    /// The `ops` runs among `runs`, with their labels, in order.
+    pub fn ops_of(runs: &[LabeledRun]) -> Vec<(&str, &crate::OpsResults)> {
+        runs.iter()
+            .filter_map(|r| match &r.run {
+                AnyResults::Ops(o) => Some((r.label.as_str(), o)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The sweeps among `runs`, with their labels, in order.
+    pub fn sweeps_of(runs: &[LabeledRun]) -> Vec<(&str, &crate::SweepResults)> {
+        runs.iter()
+            .filter_map(|r| match &r.run {
+                AnyResults::Sweep(s) => Some((r.label.as_str(), s)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// An engine that could not be measured, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreachable {
@@ -67,13 +89,7 @@ impl std::str::FromStr for Format {
 /// The JuiceFS docs' comparison: one row per operation of the `ops` runs, one column per
 /// run, µs/op, and "(×N)" against the first run that measured the operation.
 pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
-    let ops_runs: Vec<(&str, &crate::OpsResults)> = runs
-        .iter()
-        .filter_map(|r| match &r.run {
-            AnyResults::Ops(o) => Some((r.label.as_str(), o)),
-            _ => None,
-        })
-        .collect();
+    let ops_runs = LabeledRun::ops_of(runs);
     if ops_runs.is_empty() {
         return None;
     }
@@ -98,13 +114,17 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
                     Some(r) if r.skipped.is_some() => "skipped".to_owned(),
                     Some(r) => match first {
                         None => {
-                            first = Some(r.mean_us);
-                            fmt_us(r.mean_us)
+                            first = Some(r.latency.mean_us);
+                            fmt_us(r.latency.mean_us)
                         }
                         Some(b) if b > 0.0 => {
-                            format!("{} (×{:.1})", fmt_us(r.mean_us), r.mean_us / b)
+                            format!(
+                                "{} (×{:.1})",
+                                fmt_us(r.latency.mean_us),
+                                r.latency.mean_us / b
+                            )
                         }
-                        Some(_) => fmt_us(r.mean_us),
+                        Some(_) => fmt_us(r.latency.mean_us),
                     },
                 };
                 row.push(cell);
@@ -122,13 +142,7 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
 /// Per operation of the sweeps: one row per concurrency level, throughput and p99 of
 /// each run.
 pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
-    let sweeps: Vec<(&str, &crate::SweepResults)> = runs
-        .iter()
-        .filter_map(|r| match &r.run {
-            AnyResults::Sweep(s) => Some((r.label.as_str(), s)),
-            _ => None,
-        })
-        .collect();
+    let sweeps = LabeledRun::sweeps_of(runs);
     let mut ops: Vec<String> = Vec::new();
     for (_, s) in &sweeps {
         for op in s.op_names() {
@@ -176,7 +190,7 @@ pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
                                     marks += " [engine]";
                                 }
                                 row.push(format!("{:.0}{marks}", o.ops_per_s));
-                                row.push(fmt_us(o.p99_us));
+                                row.push(fmt_us(o.latency.p99_us));
                             }
                             None => {
                                 row.push("–".into());
@@ -454,14 +468,20 @@ mod tests {
                 results: vec![
                     OpResult {
                         op: "mkdir".into(),
-                        count: 10,
-                        mean_us: mkdir_us,
+                        latency: crate::Latency {
+                            count: 10,
+                            mean_us: mkdir_us,
+                            ..Default::default()
+                        },
                         ..Default::default()
                     },
                     OpResult {
                         op: "rename".into(),
-                        count: 10,
-                        mean_us: 2.0 * mkdir_us,
+                        latency: crate::Latency {
+                            count: 10,
+                            mean_us: 2.0 * mkdir_us,
+                            ..Default::default()
+                        },
                         ..Default::default()
                     },
                 ],

@@ -108,17 +108,14 @@ pub struct OpsPlan {
     pub op_timeout_s: f64,
 }
 
-/// Figures of one operation.
+/// The latency figures every output shows of a histogram of successful calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpResult {
-    /// Operation name as in JuiceFS's benchmark (`mkdir`, `readdir_1k`, …).
-    pub op: String,
-    /// Timed calls that succeeded.
+pub struct Latency {
+    /// Calls recorded.
     pub count: u64,
-    /// Mean latency, µs.
+    /// Mean, µs.
     pub mean_us: f64,
-    /// Median latency, µs.
+    /// Median, µs.
     pub p50_us: f64,
     /// 90th percentile, µs.
     pub p90_us: f64,
@@ -128,6 +125,39 @@ pub struct OpResult {
     pub p999_us: f64,
     /// Slowest call, µs.
     pub max_us: f64,
+    /// The histogram (HdrHistogram V2, base64); `None` when it is empty.
+    pub histogram: Option<String>,
+}
+
+impl Latency {
+    /// Summarises `h`, whose values are nanoseconds (all zeros when it is empty).
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Self {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            p50_us: us(h.value_at_quantile(0.50)),
+            p90_us: us(h.value_at_quantile(0.90)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            histogram: Some(crate::histogram::encode(h)),
+        }
+    }
+}
+
+/// Figures of one operation (its nested records refuse unknown fields through
+/// [`OpsResults::from_json`], as `deny_unknown_fields` cannot be used with `flatten`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpResult {
+    /// Operation name as in JuiceFS's benchmark (`mkdir`, `readdir_1k`, …).
+    pub op: String,
+    /// Timed calls that succeeded, and their latency.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Round trips to the engine per timed call (Redis requests, SQL statements).
     pub round_trips_per_op: f64,
     /// Transaction retries after conflicts, in total.
@@ -138,8 +168,17 @@ pub struct OpResult {
     pub skipped: Option<String>,
     /// How metabench ran it where that differs from a plain call (caches, id batches).
     pub note: Option<String>,
-    /// The latency histogram (HdrHistogram V2, base64).
-    pub histogram: Option<String>,
+}
+
+impl OpResult {
+    /// An operation that did not run, and why (`ENOTSUP`).
+    pub fn skipped(op: &str, why: &str) -> Self {
+        OpResult {
+            op: op.into(),
+            skipped: Some(why.into()),
+            ..Default::default()
+        }
+    }
 }
 
 /// The results of `metabench ops`.
@@ -163,6 +202,18 @@ pub struct OpsResults {
 }
 
 impl OpsResults {
+    /// An `ops` run of `results` whose header says only its kind (for reports built in code).
+    pub fn of(results: Vec<OpResult>) -> Self {
+        OpsResults {
+            header: RunHeader {
+                kind: "ops".into(),
+                ..Default::default()
+            },
+            results,
+            ..Default::default()
+        }
+    }
+
     /// Reads a results file, checking its kind and version.
     pub fn from_json(s: &str) -> Result<Self, String> {
         read_results(s, "ops")
@@ -228,11 +279,8 @@ fn kind_of(s: &str) -> Result<Option<String>, String> {
 }
 
 /// Reads a results file of `kind`: the kind and the layout version are checked before
-/// anything else, and a top-level field this metabench does not know is refused (the
-/// nested records refuse theirs with `deny_unknown_fields`). The known fields are those
-/// `T::default()` writes, so no top-level field of a results record may be skipped when
-/// serialised (`skip_serializing_if`): it would read as unknown.
-fn read_results<T: Serialize + serde::de::DeserializeOwned + Default>(
+/// anything else, and a field this metabench does not know, at any depth, is refused.
+fn read_results<T: Serialize + serde::de::DeserializeOwned>(
     s: &str,
     kind: &str,
 ) -> Result<T, String> {
@@ -255,13 +303,43 @@ fn read_results<T: Serialize + serde::de::DeserializeOwned + Default>(
             "results schema version {v} is newer than this metabench understands ({SCHEMA_VERSION})"
         ));
     }
-    let known = serde_json::to_value(T::default()).map_err(|e| e.to_string())?;
-    if let Some(extra) = top.keys().find(|k| known.get(k.as_str()).is_none()) {
+    let parsed: T =
+        serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
+    let known = serde_json::to_value(&parsed).map_err(|e| e.to_string())?;
+    if let Some(extra) = first_unknown(&serde_json::Value::Object(top), &known) {
         return Err(format!(
             "not a metabench results file: unknown field `{extra}`"
         ));
     }
-    serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))
+    Ok(parsed)
+}
+
+/// The first field of `input` that `known` lacks, as a path (`levels[0].ops[1].surprise`):
+/// `known` is the same record as this metabench writes it back, so a field it does not
+/// write is one it does not know. A null field is no field.
+fn first_unknown(input: &serde_json::Value, known: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match (input, known) {
+        (Value::Object(input), Value::Object(known)) => {
+            input.iter().find_map(|(key, v)| match known.get(key) {
+                None if v.is_null() => None,
+                None => Some(key.clone()),
+                Some(k) => first_unknown(v, k).map(|p| {
+                    if p.starts_with('[') {
+                        format!("{key}{p}")
+                    } else {
+                        format!("{key}.{p}")
+                    }
+                }),
+            })
+        }
+        (Value::Array(input), Value::Array(known)) => input
+            .iter()
+            .zip(known)
+            .enumerate()
+            .find_map(|(i, (v, k))| first_unknown(v, k).map(|p| format!("[{i}].{p}"))),
+        _ => None,
+    }
 }
 
 /// What a sweep was asked to do.
@@ -333,31 +411,20 @@ pub struct IntervalSample {
     pub service_p99_us: Option<f64>,
 }
 
-/// Figures of one operation at one level.
+/// Figures of one operation at one level (unknown fields are refused by
+/// [`SweepResults::from_json`], as for [`OpResult`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct LevelOp {
     /// Operation name.
     pub op: String,
     /// Phase the operation ran in.
     pub phase: String,
     /// Calls started in the timed window that succeeded (each counted when it finished,
-    /// after the window's end too).
-    pub count: u64,
-    /// Throughput: `count` over the real window ([`LevelOp::window_s`]).
+    /// after the window's end too), and their latency.
+    #[serde(flatten)]
+    pub latency: Latency,
+    /// Throughput: the calls counted over the real window ([`LevelOp::window_s`]).
     pub ops_per_s: f64,
-    /// Mean latency, µs.
-    pub mean_us: f64,
-    /// Median, µs.
-    pub p50_us: f64,
-    /// 90th percentile, µs.
-    pub p90_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p999_us: f64,
-    /// Slowest call, µs.
-    pub max_us: f64,
     /// Round trips per call.
     pub round_trips_per_op: f64,
     /// Transaction retries after conflicts.
@@ -366,8 +433,6 @@ pub struct LevelOp {
     pub errors: BTreeMap<String, u64>,
     /// Per-second samples of the window.
     pub intervals: Vec<IntervalSample>,
-    /// The latency histogram (HdrHistogram V2, base64).
-    pub histogram: Option<String>,
     /// Calls started in the window that were still in flight at its end: they are
     /// counted when they finish (bounded by the op timeout), so a stall is never dropped.
     #[serde(default)]
@@ -594,7 +659,7 @@ impl SweepResults {
                     .map(|o| crate::analysis::Point {
                         clients: l.clients,
                         ops_per_s: o.ops_per_s,
-                        p99_us: o.p99_us,
+                        p99_us: o.latency.p99_us,
                     })
             })
             .collect()
@@ -733,10 +798,55 @@ mod tests {
             OpsResults::from_json(&extra.to_string()).unwrap_err(),
             "not a metabench results file: unknown field `surprise`"
         );
-        let mut nested = v;
+        let mut nested = v.clone();
         nested["host"]["surprise"] = 1.into();
         assert!(OpsResults::from_json(&nested.to_string())
             .unwrap_err()
             .contains("unknown field `surprise`"));
+        // A record whose latency fields are flattened in refuses a stranger too, at any
+        // depth, and a sweep's levels do.
+        let mut op = v;
+        let mkdir = OpResult {
+            op: "mkdir".into(),
+            latency: Latency {
+                count: 3,
+                p99_us: 9.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        op["results"] = serde_json::json!([mkdir]);
+        assert_eq!(
+            (&op["results"][0]["count"], &op["results"][0]["p99_us"]),
+            (&3.into(), &9.0.into())
+        );
+        let back = OpsResults::from_json(&op.to_string()).unwrap();
+        assert_eq!(
+            (
+                back.results[0].latency.count,
+                back.results[0].latency.p99_us
+            ),
+            (3, 9.0)
+        );
+        op["results"][0]["p98_us"] = 1.into();
+        assert_eq!(
+            OpsResults::from_json(&op.to_string()).unwrap_err(),
+            "not a metabench results file: unknown field `results[0].p98_us`"
+        );
+        let mut sweep = serde_json::to_value(SweepResults {
+            header: RunHeader::new("sweep", String::new(), EngineInfo::default(), None),
+            levels: vec![Level {
+                ops: vec![LevelOp::default()],
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+        .unwrap();
+        SweepResults::from_json(&sweep.to_string()).unwrap();
+        sweep["levels"][0]["ops"][0]["mean"] = 1.into();
+        assert_eq!(
+            SweepResults::from_json(&sweep.to_string()).unwrap_err(),
+            "not a metabench results file: unknown field `levels[0].ops[0].mean`"
+        );
     }
 }

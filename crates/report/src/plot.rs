@@ -5,7 +5,7 @@
 //! ringed, levels the engine's own counters mark as engine-bound are crossed.
 
 use crate::cross::LabeledRun;
-use crate::model::{AnyResults, SweepResults};
+use crate::model::SweepResults;
 use plotters::prelude::*;
 
 /// A rendered plot: a file name (`throughput-mkdir.svg`) and the SVG text.
@@ -83,15 +83,6 @@ fn color(i: usize) -> RGBColor {
     ];
     let (r, g, b) = C[i % C.len()];
     RGBColor(r, g, b)
-}
-
-fn sweeps(runs: &[LabeledRun]) -> Vec<(&str, &SweepResults)> {
-    runs.iter()
-        .filter_map(|r| match &r.run {
-            AnyResults::Sweep(s) => Some((r.label.as_str(), s)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Draws line series against clients (log₂ x axis labelled 1, 2, 4, …); `log_y` for
@@ -252,7 +243,7 @@ fn draw(
 /// run), then per operation `throughput-OP.svg` (one series per run) and `latency-OP.svg`
 /// (p50 and p99 of each run). Empty when there is no sweep.
 pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
-    let sw = sweeps(runs);
+    let sw = LabeledRun::sweeps_of(runs);
     if sw.is_empty() {
         return Ok(Vec::new());
     }
@@ -333,13 +324,19 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
             lat.push(Series {
                 label: format!("{label} p50{from_start}"),
                 color: pale,
-                points: levels.iter().map(|(x, o, _)| (*x, o.p50_us)).collect(),
+                points: levels
+                    .iter()
+                    .map(|(x, o, _)| (*x, o.latency.p50_us))
+                    .collect(),
                 marks: Vec::new(),
             });
             lat.push(Series {
                 label: format!("{label} p99{from_start}"),
                 color: c,
-                points: levels.iter().map(|(x, o, _)| (*x, o.p99_us)).collect(),
+                points: levels
+                    .iter()
+                    .map(|(x, o, _)| (*x, o.latency.p99_us))
+                    .collect(),
                 marks: levels.iter().map(|(_, _, m)| *m).collect(),
             });
             let service: Vec<(f64, f64)> = levels
@@ -375,20 +372,14 @@ pub fn plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
 /// The `ops` runs as grouped horizontal bars (`ops.svg`): µs/op of every operation on a
 /// log axis, one bar series per run. `None` without `ops` runs.
 pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
-    let ops_runs: Vec<(&str, &crate::OpsResults)> = runs
-        .iter()
-        .filter_map(|r| match &r.run {
-            AnyResults::Ops(o) => Some((r.label.as_str(), o)),
-            _ => None,
-        })
-        .collect();
+    let ops_runs = LabeledRun::ops_of(runs);
     if ops_runs.is_empty() {
         return Ok(None);
     }
     let mut names: Vec<String> = Vec::new();
     for (_, o) in &ops_runs {
         for r in &o.results {
-            if r.skipped.is_none() && r.mean_us > 0.0 && !names.contains(&r.op) {
+            if r.skipped.is_none() && r.latency.mean_us > 0.0 && !names.contains(&r.op) {
                 names.push(r.op.clone());
             }
         }
@@ -396,8 +387,8 @@ pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
     let values = ops_runs
         .iter()
         .flat_map(|(_, o)| o.results.iter())
-        .filter(|r| r.skipped.is_none() && r.mean_us > 0.0)
-        .map(|r| r.mean_us);
+        .filter(|r| r.skipped.is_none() && r.latency.mean_us > 0.0)
+        .map(|r| r.latency.mean_us);
     let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
@@ -447,11 +438,11 @@ pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
                 .filter_map(|(i, op)| {
                     let r = o
                         .get(op)
-                        .filter(|r| r.skipped.is_none() && r.mean_us > 0.0)?;
+                        .filter(|r| r.skipped.is_none() && r.latency.mean_us > 0.0)?;
                     let row = (n - 1 - i) as f64;
                     let top = row + 0.4 - j as f64 * band;
                     Some(Rectangle::new(
-                        [(lo, top - band * 0.9), (r.mean_us, top)],
+                        [(lo, top - band * 0.9), (r.latency.mean_us, top)],
                         c.filled(),
                     ))
                 })
@@ -494,7 +485,7 @@ fn file_safe(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Level, LevelOp};
+    use crate::model::{AnyResults, Level, LevelOp};
 
     fn sweep(scale: f64, ops: &[&str]) -> AnyResults {
         AnyResults::Sweep(SweepResults {
@@ -511,8 +502,11 @@ mod tests {
                         .map(|op| LevelOp {
                             op: op.to_string(),
                             ops_per_s: scale * c as f64 * 1000.0 / (1.0 + 0.1 * c as f64),
-                            p50_us: 100.0 * c as f64,
-                            p99_us: 400.0 * c as f64,
+                            latency: crate::Latency {
+                                p50_us: 100.0 * c as f64,
+                                p99_us: 400.0 * c as f64,
+                                ..Default::default()
+                            },
                             ..Default::default()
                         })
                         .collect(),
@@ -656,23 +650,21 @@ mod tests {
     fn ops_bars_have_one_series_per_engine() {
         let ops = |label: &str, k: f64| LabeledRun {
             label: label.into(),
-            run: AnyResults::Ops(crate::OpsResults {
-                header: crate::RunHeader {
-                    kind: "ops".into(),
-                    ..Default::default()
-                },
-                results: ["mkdir", "lookup", "rename"]
+            run: AnyResults::Ops(crate::OpsResults::of(
+                ["mkdir", "lookup", "rename"]
                     .iter()
                     .enumerate()
                     .map(|(i, op)| crate::OpResult {
                         op: op.to_string(),
-                        count: 10,
-                        mean_us: k * 100.0 * (i + 1) as f64,
+                        latency: crate::Latency {
+                            count: 10,
+                            mean_us: k * 100.0 * (i + 1) as f64,
+                            ..Default::default()
+                        },
                         ..Default::default()
                     })
                     .collect(),
-                ..Default::default()
-            }),
+            )),
         };
         let runs = vec![ops("redis", 1.0), ops("mysql", 3.0)];
         let p = ops_plot(&runs).unwrap().unwrap();

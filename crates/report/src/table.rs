@@ -56,19 +56,19 @@ pub fn ops_table(run: &OpsResults, baseline: Option<&OpsResults>) -> String {
             t.add_row(row);
             continue;
         }
-        row.push(fmt_us(r.mean_us));
+        row.push(fmt_us(r.latency.mean_us));
         if let Some(base) = baseline {
             row.push(match base.get(&r.op) {
-                Some(b) if b.skipped.is_none() && b.mean_us > 0.0 => {
-                    format!("×{:.2}", r.mean_us / b.mean_us)
+                Some(b) if b.skipped.is_none() && b.latency.mean_us > 0.0 => {
+                    format!("×{:.2}", r.latency.mean_us / b.latency.mean_us)
                 }
                 _ => "n/a".to_owned(),
             });
         }
         row.extend([
-            fmt_us(r.p50_us),
-            fmt_us(r.p99_us),
-            r.count.to_string(),
+            fmt_us(r.latency.p50_us),
+            fmt_us(r.latency.p99_us),
+            r.latency.count.to_string(),
             format!("{:.2}", r.round_trips_per_op),
             r.retries.to_string(),
             errors_cell(r),
@@ -175,12 +175,12 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             }
             row.extend([
                 format!("{:.0}", r.ops_per_s),
-                fmt_us(r.mean_us),
-                fmt_us(r.p50_us),
-                fmt_us(r.p90_us),
-                fmt_us(r.p99_us),
-                fmt_us(r.p999_us),
-                fmt_us(r.max_us),
+                fmt_us(r.latency.mean_us),
+                fmt_us(r.latency.p50_us),
+                fmt_us(r.latency.p90_us),
+                fmt_us(r.latency.p99_us),
+                fmt_us(r.latency.p999_us),
+                fmt_us(r.latency.max_us),
             ]);
             if open {
                 let service = r.service.as_ref();
@@ -298,14 +298,14 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
                 level.clients,
                 r.op,
                 r.phase,
-                r.count,
+                r.latency.count,
                 r.ops_per_s,
-                r.mean_us,
-                r.p50_us,
-                r.p90_us,
-                r.p99_us,
-                r.p999_us,
-                r.max_us,
+                r.latency.mean_us,
+                r.latency.p50_us,
+                r.latency.p90_us,
+                r.latency.p99_us,
+                r.latency.p999_us,
+                r.latency.max_us,
                 r.round_trips_per_op,
                 r.retries,
                 errors,
@@ -335,7 +335,11 @@ fn open_loop_summary(run: &crate::SweepResults, op: &str) -> String {
     });
     match kept_up.next_back() {
         Some(l) => {
-            let p99 = l.ops.iter().find(|o| o.op == op).map_or(0.0, |o| o.p99_us);
+            let p99 = l
+                .ops
+                .iter()
+                .find(|o| o.op == op)
+                .map_or(0.0, |o| o.latency.p99_us);
             format!(
                 "open loop ({} arrivals): kept up (≥95% of offered) to {:.0} calls/s, p99 from the intended start {} µs there\n",
                 run.plan.arrivals.as_deref().unwrap_or("constant"),
@@ -352,29 +356,21 @@ mod tests {
     use super::*;
 
     fn run(mean: f64) -> OpsResults {
-        OpsResults {
-            header: crate::RunHeader {
-                kind: "ops".into(),
-                ..Default::default()
-            },
-            results: vec![
-                OpResult {
-                    op: "mkdir".into(),
+        OpsResults::of(vec![
+            OpResult {
+                op: "mkdir".into(),
+                latency: crate::Latency {
                     count: 10,
                     mean_us: mean,
                     p50_us: mean,
                     p99_us: mean * 2.0,
-                    round_trips_per_op: 5.0,
                     ..Default::default()
                 },
-                OpResult {
-                    op: "resolve".into(),
-                    skipped: Some("ENOTSUP".into()),
-                    ..Default::default()
-                },
-            ],
-            ..Default::default()
-        }
+                round_trips_per_op: 5.0,
+                ..Default::default()
+            },
+            OpResult::skipped("resolve", "ENOTSUP"),
+        ])
     }
 
     #[test]

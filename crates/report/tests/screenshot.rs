@@ -25,8 +25,11 @@ fn sweep(scale: f64) -> AnyResults {
                     .map(|op| LevelOp {
                         op: op.to_string(),
                         ops_per_s: scale * c as f64 * 1000.0 / (1.0 + 0.2 * c as f64),
-                        p50_us: 100.0 * c as f64 / scale,
-                        p99_us: 400.0 * c as f64 / scale,
+                        latency: metabench_report::Latency {
+                            p50_us: 100.0 * c as f64 / scale,
+                            p99_us: 400.0 * c as f64 / scale,
+                            ..Default::default()
+                        },
                         ..Default::default()
                     })
                     .collect(),
