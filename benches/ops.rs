@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use metabench_engine::namespace::Namespace;
-use metabench_engine::{open, Ctx, Engine, MetaUrl, SessionOptions, VolumeState};
+use metabench_engine::{open, ClientProfile, Ctx, Engine, MetaUrl, VolumeState};
 use metabench_load::catalog::OpState;
 use metabench_load::Op;
 use metabench_schema::Format;
@@ -76,7 +76,11 @@ fn ops(c: &mut Criterion) {
         .sample_size(20);
     for bench in &benches {
         let mut meta = rt
-            .block_on(bench.engine.session(&SessionOptions::for_runs(false)))
+            .block_on(
+                bench
+                    .engine
+                    .session(&ClientProfile::Gobench.session_options()),
+            )
             .expect("session");
         let ns = rt
             .block_on(Namespace::create(meta.as_mut(), "criterion"))

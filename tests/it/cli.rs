@@ -91,6 +91,15 @@ fn nonsense_numbers_are_rejected() {
     assert!(line.contains("unknown operation 'nope'"), "{line}");
     let line = one_error_line(&run(&["ops", "--existing"]), 2);
     assert!(line.contains("--meta"), "{line}");
+    let line = one_error_line(&run(&["sweep", "--profile", "fuse"]), 2);
+    assert!(
+        line.contains("'fuse' is not a client profile; use gobench or mount"),
+        "{line}"
+    );
+    let line = one_error_line(&run(&["parity", "--skip-dir-mtime", "soon"]), 2);
+    assert!(line.contains("'soon' is not a duration"), "{line}");
+    let line = one_error_line(&run(&["ops", "--skip-dir-nlink", "many"]), 2);
+    assert!(line.contains("--skip-dir-nlink"), "{line}");
 }
 
 #[test]
@@ -137,6 +146,13 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
     assert!(out.contains("| mkdir") && out.contains("| read_1"), "{out}");
     // The client profile and the documented differences are printed with the results.
     assert!(out.contains("client profile: gobench"), "{out}");
+    assert!(
+        out.contains(
+            "client settings: background-work after the window, client-cache off, \
+             skip-dir-mtime 0s, skip-dir-nlink 0"
+        ),
+        "{out}"
+    );
     assert!(
         out.contains("  - ") && out.contains("database/sql"),
         "{out}"

@@ -101,6 +101,60 @@ fn short_sweep_on_the_embedded_sqlite() {
 /// On memkv every level is client-bound by construction (no I/O: the calls never wait).
 /// With more clients than client threads, the self-check must still see the CPU the
 /// clients burn and flag the level, rather than starve with them.
+/// One level of `create,unlink` on a fresh SQLite volume under `profile`.
+fn unlink_level(profile: &str, dir: &Path) -> SweepResults {
+    let json = dir.join(format!("{profile}.json"));
+    let o = metabench()
+        .args(["sweep", "--profile", profile, "--conc", "2"])
+        .args([
+            "--ops",
+            "create,unlink",
+            "--warmup",
+            "200ms",
+            "--duration",
+            "1500ms",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// Under the mount profile the clients' background work runs in the window and is
+/// reported per level, apart from the calls: the dir-stat and counter flushes, and the
+/// data of every unlinked file freed after its unlink. Under gobench it runs after the
+/// window and no level reports any. Both profiles are named in the results.
+#[test]
+fn background_work_runs_in_the_window_under_the_mount_profile_only() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let mount = unlink_level("mount", tmp.path());
+    assert_eq!(mount.header.engine.client_settings["profile"], "mount");
+    assert_eq!(
+        mount.header.engine.client_settings["skip_dir_mtime"],
+        "100ms"
+    );
+    let level = &mount.levels[0];
+    let b = level
+        .background
+        .as_ref()
+        .expect("background work in the window");
+    let unlinks = level.ops.iter().find(|o| o.op == "unlink").unwrap();
+    // Each unlinked file's data is freed at once (one pass each), plus the flushes.
+    assert!(b.runs >= unlinks.latency.count, "{b:?} for {unlinks:?}");
+    assert!(
+        b.round_trips >= b.runs && b.busy_s > 0.0 && b.errors == 0,
+        "{b:?}"
+    );
+    assert!((b.window_s - 3.0).abs() < 1.0, "{b:?}");
+    let gobench = unlink_level("gobench", tmp.path());
+    assert_eq!(gobench.header.engine.client_settings["profile"], "gobench");
+    assert!(gobench.levels[0].background.is_none());
+}
+
 #[test]
 fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
     let _phase = crate::phase(module_path!());

@@ -1,6 +1,8 @@
 //! Argument parsers and checks shared by the subcommands.
 
 use crate::error::{input, CliError};
+use metabench_engine::{ClientProfile, SessionOptions};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -21,6 +23,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("duration must be greater than zero".into());
     }
     Ok(d)
+}
+
+/// Parses a duration that may be zero (`0`, `100ms`, `1s`).
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); try 0, 100ms or 1s"))
+}
+
+/// Parses a client profile name.
+pub fn parse_profile(s: &str) -> Result<ClientProfile, String> {
+    ClientProfile::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = ClientProfile::ALL.iter().map(|p| p.name()).collect();
+        format!("'{s}' is not a client profile; use {}", names.join(" or "))
+    })
 }
 
 /// Fails early (before any engine is touched) when `path` cannot be written.
@@ -80,13 +99,121 @@ pub struct MetaArg {
     pub meta: String,
 }
 
+/// Which JuiceFS client a run models: a profile and the knobs that override it, the same
+/// for `ops`, `sweep` and `parity`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProfileArgs {
+    /// The client to model: `gobench` (JuiceFS's Go benchmark: NewClient defaults, no
+    /// caches, background work after the window) or `mount` (a `juicefs mount` with
+    /// default flags: --skip-dir-mtime 100ms, --skip-dir-nlink 20, its caches, background
+    /// work every second in the window). Default: gobench for `ops`, mount for `sweep`
+    /// and `parity`.
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    pub profile: Option<ClientProfile>,
+
+    /// Reproduce the Go client's caches (chunk cache for read, symlink cache for
+    /// readlink) instead of asking the engine on every call; `--client-cache=false`
+    /// turns them off under the mount profile.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub client_cache: Option<bool>,
+
+    /// JuiceFS's --skip-dir-mtime: a parent's mtime is not rewritten while it is younger
+    /// than this (0: always rewritten, as in the Go benchmark). Overrides the profile's.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    pub skip_dir_mtime: Option<Duration>,
+
+    /// JuiceFS's --skip-dir-nlink (TKV engines only): from this many retries of one
+    /// transaction on, a directory's nlink change is not written (0: never skipped, as
+    /// in the Go benchmark). Overrides the profile's.
+    #[arg(long, value_name = "N")]
+    pub skip_dir_nlink: Option<u32>,
+}
+
+impl ProfileArgs {
+    /// The client settings asked for, `default` being the command's profile.
+    pub fn settings(&self, default: ClientProfile) -> ClientSettings {
+        let profile = self.profile.unwrap_or(default);
+        let mut session = profile.session_options();
+        if let Some(c) = self.client_cache {
+            session.client_cache = c;
+        }
+        if let Some(d) = self.skip_dir_mtime {
+            session.skip_dir_mtime = d;
+        }
+        if let Some(n) = self.skip_dir_nlink {
+            session.skip_dir_nlink = n;
+        }
+        ClientSettings { profile, session }
+    }
+}
+
+/// The client a run models: its profile and the session settings in force (the profile's,
+/// with any knob the user set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSettings {
+    /// The profile named in results.
+    pub profile: ClientProfile,
+    /// What every session of the run is opened with.
+    pub session: SessionOptions,
+}
+
+impl ClientSettings {
+    /// Whether background work runs in the timed window (the profile's choice).
+    pub fn background_in_window(&self) -> bool {
+        self.profile.background_in_window()
+    }
+
+    /// The settings as results record them (`skip_dir_mtime`: `100ms`, …); a knob that
+    /// differs from the profile's own value is marked "(set)".
+    pub fn describe(&self) -> BTreeMap<String, String> {
+        let own = self.profile.session_options();
+        let mark = |differs: bool| if differs { " (set)" } else { "" };
+        let s = &self.session;
+        let mut out = BTreeMap::new();
+        out.insert("profile".to_owned(), self.profile.name().to_owned());
+        out.insert(
+            "skip_dir_mtime".to_owned(),
+            format!(
+                "{}{}",
+                humantime::format_duration(s.skip_dir_mtime),
+                mark(s.skip_dir_mtime != own.skip_dir_mtime)
+            ),
+        );
+        out.insert(
+            "skip_dir_nlink".to_owned(),
+            format!(
+                "{}{}",
+                s.skip_dir_nlink,
+                mark(s.skip_dir_nlink != own.skip_dir_nlink)
+            ),
+        );
+        out.insert(
+            "client_cache".to_owned(),
+            format!(
+                "{}{}",
+                if s.client_cache { "on" } else { "off" },
+                mark(s.client_cache != own.client_cache)
+            ),
+        );
+        out.insert(
+            "background_work".to_owned(),
+            if self.background_in_window() {
+                "every second, in the window"
+            } else {
+                "after the window"
+            }
+            .to_owned(),
+        );
+        out
+    }
+}
+
 /// How each simulated client behaves, the same for `ops` and `sweep`.
 #[derive(Debug, clap::Args)]
 pub struct ClientArgs {
-    /// Reproduce the Go client's caches (chunk cache for read, symlink cache for
-    /// readlink) instead of asking the engine on every call.
-    #[arg(long)]
-    pub client_cache: bool,
+    /// The client profile and its knobs.
+    #[command(flatten)]
+    pub profile: ProfileArgs,
 
     /// How long one call may take. A call started in a window is recorded when it
     /// finishes, after the window's end too; one without an answer by this time counts

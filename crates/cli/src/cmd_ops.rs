@@ -5,7 +5,7 @@ use crate::error::{input, CliError};
 use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
 use crate::target::TargetArgs;
 use metabench_engine::namespace::Namespace;
-use metabench_engine::SessionOptions;
+use metabench_engine::ClientProfile;
 use metabench_load::{measure_floor, run_ops, Budget, Op, OpsConfig};
 use metabench_report::table::{floor_line, fmt_us, ops_notes, ops_table};
 use metabench_report::{OpsPlan, OpsResults};
@@ -74,8 +74,10 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     // The client threads, set up exactly as `sweep` sets them up: the one client runs on
     // the first, its session opened there, so both commands time a call the same way.
     let exec = client_threads()?;
+    let settings = args.client.profile.settings(ClientProfile::Gobench);
     let run = Run::start(
         &args.target,
+        settings,
         None,
         "finishing the current operation and cleaning up",
     )
@@ -87,11 +89,13 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     };
     run.say_start("ops", fresh);
 
-    let opts = SessionOptions::for_runs(args.client.client_cache);
+    let opts = run.client.session.clone();
+    let run_client_cache = opts.client_cache;
     let config = OpsConfig {
         ops: ops.clone(),
         budget,
-        client_cache: args.client.client_cache,
+        session: opts.clone(),
+        background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
     };
     let client = {
@@ -151,7 +155,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                 Budget::Duration(d) => Some(d.as_secs_f64()),
                 Budget::Iterations(_) => None,
             },
-            client_cache: args.client.client_cache,
+            client_cache: run_client_cache,
             op_timeout_s: args.client.op_timeout.as_secs_f64(),
         },
         floor,

@@ -2,13 +2,13 @@
 //! shaped work, fio and `juicefs bench`; metabench runs the same mdtest phases natively;
 //! the report puts both side by side.
 
-use crate::args::{check_output_path, parse_count, write_file};
+use crate::args::{check_output_path, parse_count, write_file, ProfileArgs};
 use crate::error::{input, CliError};
 use crate::lifecycle::Run;
 use crate::target::TargetArgs;
 use crate::EXIT_INTERRUPTED;
 use metabench_engine::namespace::Namespace;
-use metabench_engine::{Ctx, SessionOptions};
+use metabench_engine::{ClientProfile, Ctx};
 use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
 use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
@@ -43,6 +43,11 @@ pub enum Suite {
 pub struct ParityArgs {
     #[command(flatten)]
     target: TargetArgs,
+
+    /// The client both sides model (the mount gets the same --skip-dir-mtime and
+    /// --skip-dir-nlink).
+    #[command(flatten)]
+    client: ProfileArgs,
 
     /// Object storage of a freshly formatted volume (juicefs format --storage).
     #[arg(long, default_value = "file", value_name = "TYPE")]
@@ -170,12 +175,14 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
 
     let run = Run::start(
         &args.target,
+        args.client.settings(ClientProfile::Mount),
         Some((&args.storage, &bucket)),
         "unmounting and cleaning up",
     )
     .await?;
     run.say_start("parity", &format!(", {tasks} tasks"));
     let (stop, run_id, target) = (run.stop.clone(), run.run_id.clone(), &run.target);
+    let client = run.client.clone();
 
     let mut report = ParityReport {
         header: RunHeader {
@@ -198,7 +205,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     let mut mount: Option<Mount> = None;
     let mut namespace = None;
     let outcome = async {
-        let opts = SessionOptions::for_runs(false);
+        let opts = client.session.clone();
         let mut meta = target.session(&opts).await?;
         let ns = Namespace::create(meta.as_mut(), &run_id).await?;
         namespace = Some(ns.clone());
@@ -232,6 +239,8 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             meta_url: target.meta_url.clone(),
             mountpoint: mountpoint.clone(),
             work_dir: work.path().to_path_buf(),
+            skip_dir_mtime: client.session.skip_dir_mtime,
+            skip_dir_nlink: client.session.skip_dir_nlink,
         };
         let m = tokio::task::spawn_blocking(move || Mount::start(&mopts))
             .await

@@ -9,7 +9,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use metabench_engine::namespace::Namespace;
-use metabench_engine::SessionOptions;
+use metabench_engine::ClientProfile;
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
     run_sweep, Arrivals, ConcSpec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
@@ -162,6 +162,20 @@ fn level_lines(level: &Level) -> Vec<String> {
                 fmt_us(o.latency.p99_us)
             )
         })
+        .chain(level.background.as_ref().map(|b| {
+            format!(
+                "{:>6} clients  background: {} passes, {:.0} round trips/s, {:.1} ms of client time{}",
+                level.clients,
+                b.runs,
+                b.round_trips_per_s(),
+                b.busy_s * 1000.0,
+                if b.errors > 0 {
+                    format!(", {} failed", b.errors)
+                } else {
+                    String::new()
+                }
+            )
+        }))
         .collect()
 }
 
@@ -200,6 +214,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             args.conc
         )));
     }
+    let settings = args.client.profile.settings(ClientProfile::Mount);
     let plan = SweepPlan {
         conc: args.conc.to_string(),
         levels: levels.clone(),
@@ -222,7 +237,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         shared_dir: args.shared_dir,
         p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
         until_plateau: args.until_plateau,
-        client_cache: args.client.client_cache,
+        client_cache: settings.session.client_cache,
         op_timeout_s: args.client.op_timeout.as_secs_f64(),
         rate: args.rate.as_ref().map(ToString::to_string),
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
@@ -232,6 +247,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let exec = client_threads()?;
     let run = Run::start(
         &args.target,
+        settings.clone(),
         None,
         "finishing the current window and cleaning up",
     )
@@ -287,7 +303,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         duration: args.duration,
         shared_dir: args.shared_dir,
         until_plateau: args.until_plateau,
-        session: SessionOptions::for_runs(args.client.client_cache),
+        session: run.client.session.clone(),
+        background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
         open_loop: args.rate.as_ref().map(|rate| OpenLoop {
             rates: rate.rates().to_vec(),
@@ -299,7 +316,10 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let mut log_error = None;
     let outcome = async {
         let ns = {
-            let mut meta = run.target.session(&SessionOptions::for_runs(false)).await?;
+            let mut meta = run
+                .target
+                .session(&ClientProfile::Gobench.session_options())
+                .await?;
             Namespace::create(meta.as_mut(), &run.run_id).await?
         };
         namespace = Some(ns.clone());

@@ -4,7 +4,7 @@
 //! the cleanup on every path (the run's namespace, and the volume if this run formatted
 //! it). `ops` and `sweep` also share how a failed cleanup is reported and the exit code.
 
-use crate::args::watch_ctrl_c;
+use crate::args::{watch_ctrl_c, ClientSettings};
 use crate::error::CliError;
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
@@ -37,14 +37,17 @@ pub struct Run {
     pub target: Target,
     /// The engine, as results files describe it.
     engine: EngineInfo,
+    /// The client the run models.
+    pub client: ClientSettings,
 }
 
 impl Run {
-    /// Starts a run on `args`' target: Ctrl-C from here on stops the run cleanly (saying
-    /// `on_ctrl_c`), even while the volume is being formatted. A fresh volume is formatted
-    /// with `bucket` (storage, bucket) when given.
+    /// Starts a run on `args`' target, modelling `client`: Ctrl-C from here on stops the
+    /// run cleanly (saying `on_ctrl_c`), even while the volume is being formatted. A fresh
+    /// volume is formatted with `bucket` (storage, bucket) when given.
     pub async fn start(
         args: &TargetArgs,
+        client: ClientSettings,
         bucket: Option<(&str, &str)>,
         on_ctrl_c: &'static str,
     ) -> Result<Self, CliError> {
@@ -60,7 +63,7 @@ impl Run {
                 return Err(e);
             }
         };
-        let engine = target.engine_info().await;
+        let engine = target.engine_info(&client).await;
         Ok(Self {
             stop,
             watcher,
@@ -68,6 +71,7 @@ impl Run {
             started_at,
             target,
             engine,
+            client,
         })
     }
 

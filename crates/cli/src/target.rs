@@ -2,9 +2,10 @@
 //! directory), a volume metabench formats on an empty database, or an existing JuiceFS
 //! volume (`--existing`). Whatever metabench created is removed by [`Target::finish`].
 
+use crate::args::ClientSettings;
 use crate::error::{input, CliError};
 use metabench_engine::namespace::{Namespace, NAMESPACE_DIR};
-use metabench_engine::{open, Engine, Meta, MetaUrl, SessionOptions, VolumeState};
+use metabench_engine::{open, ClientProfile, Engine, Meta, MetaUrl, SessionOptions, VolumeState};
 use metabench_report::EngineInfo;
 use metabench_schema::Format;
 use std::sync::Arc;
@@ -141,8 +142,8 @@ impl Target {
         Ok(self.engine.session(opts).await?)
     }
 
-    /// The engine's context for results files.
-    pub async fn engine_info(&self) -> EngineInfo {
+    /// The engine's context for results files, with the client the run models.
+    pub async fn engine_info(&self, client: &ClientSettings) -> EngineInfo {
         let mut info = self.engine.server_info().await.unwrap_or_default();
         let mut kind = self.engine.kind().name().to_owned();
         // A stand-in is labelled in every output: its kind names it, and the results
@@ -157,7 +158,8 @@ impl Target {
             version: info.version,
             durability: info.durability,
             formatted_by_metabench: self.formatted_here(),
-            client_profile: metabench_report::model::GOBENCH_PROFILE.to_owned(),
+            client_profile: client.profile.describe().to_owned(),
+            client_settings: client.describe(),
             fidelity_notes: self
                 .engine
                 .fidelity_notes()
@@ -192,7 +194,10 @@ impl Target {
         let step = Duration::from_secs(1);
         loop {
             let answered = tokio::time::timeout(step, async {
-                let mut meta = self.session(&SessionOptions::for_runs(false)).await.ok()?;
+                let mut meta = self
+                    .session(&ClientProfile::Gobench.session_options())
+                    .await
+                    .ok()?;
                 meta.null_round_trip().await.ok()
             })
             .await;
@@ -228,7 +233,7 @@ impl Target {
             let cleanup = async {
                 let mut meta = self
                     .engine
-                    .session(&SessionOptions::for_runs(false))
+                    .session(&ClientProfile::Gobench.session_options())
                     .await?;
                 ns.remove(meta.as_mut()).await
             };

@@ -21,8 +21,8 @@ pub mod url;
 pub use base::{ClientState, Storage};
 pub use error::{MetaError, Result};
 pub use meta::{
-    ChunkWrite, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename, Renamed, ServerInfo,
-    SessionOptions, SetAttr, VolumeState, Xattr, XattrFlags,
+    ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,
+    Renamed, ServerInfo, SessionOptions, SetAttr, VolumeState, Xattr, XattrFlags,
 };
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;

@@ -92,7 +92,8 @@ pub struct ChunkWrite {
     pub mtime: Timestamp,
 }
 
-/// How a session behaves where the Go client answers from memory.
+/// How a session behaves where the Go client answers from memory, and the JuiceFS
+/// `Config` fields that change its transactions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionOptions {
     /// Reproduce the Go client's caches: `read` answers from the chunk cache after the
@@ -105,16 +106,85 @@ pub struct SessionOptions {
     /// it; JuiceFS's own benchmark formats with TrashDays 0, which behaves the same. The
     /// Redis and TKV engines always delete for good (see their `fidelity_notes`).
     pub skip_trash: bool,
+    /// `Config.SkipDirMtime`: a parent directory's mtime and ctime are not rewritten by a
+    /// create, link, unlink or rename while they are younger than this (TKV: this times
+    /// the transaction's tries). 0, as in the Go benchmark, rewrites them every time; a
+    /// mount's default is 100 ms.
+    pub skip_dir_mtime: std::time::Duration,
+    /// `Config.SkipDirNlink`, which JuiceFS honours on TKV only: from this many retries of
+    /// one transaction on, a directory's nlink change no longer forces its parent to be
+    /// written. 0, as in the Go benchmark, never skips; a mount's default is 20.
+    pub skip_dir_nlink: u32,
 }
 
-impl SessionOptions {
-    /// What metabench's own runs use: the engine is asked every time, nothing goes to
-    /// the trash.
-    pub fn for_runs(client_cache: bool) -> Self {
-        Self {
-            client_cache,
-            skip_trash: true,
+/// Which JuiceFS client a run models.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ClientProfile {
+    /// JuiceFS's Go metadata benchmark (`pkg/meta/benchmarks_test.go`): `NewClient`
+    /// defaults (`meta.DefaultConf()`), no session registered, no client caches.
+    #[default]
+    Gobench,
+    /// `juicefs mount` with its default flags (`cmd/flags.go`): SkipDirMtime 100 ms,
+    /// SkipDirNlink 20, the client's chunk and symlink caches, and its background work
+    /// (dir stats and counters flushed every second, deleted files freed right away)
+    /// while the timed window runs.
+    Mount,
+}
+
+impl ClientProfile {
+    /// Every profile, in the order the help text lists them.
+    pub const ALL: [ClientProfile; 2] = [ClientProfile::Gobench, ClientProfile::Mount];
+
+    /// Its name on the command line and in results (`gobench`, `mount`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientProfile::Gobench => "gobench",
+            ClientProfile::Mount => "mount",
         }
+    }
+
+    /// The profile named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// One line on which client it is, for results.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ClientProfile::Gobench => {
+                "gobench: JuiceFS's Go benchmark client (pkg/meta/benchmarks_test.go: NewClient \
+                 defaults, no session registered)"
+            }
+            ClientProfile::Mount => {
+                "mount: a `juicefs mount` with default flags (cmd/flags.go: --skip-dir-mtime \
+                 100ms, --skip-dir-nlink 20, its caches and its background work in the window)"
+            }
+        }
+    }
+
+    /// The session settings of this profile (nothing goes to the trash in either).
+    pub fn session_options(self) -> SessionOptions {
+        match self {
+            ClientProfile::Gobench => SessionOptions {
+                client_cache: false,
+                skip_trash: true,
+                skip_dir_mtime: std::time::Duration::ZERO,
+                skip_dir_nlink: 0,
+            },
+            ClientProfile::Mount => SessionOptions {
+                client_cache: true,
+                skip_trash: true,
+                skip_dir_mtime: std::time::Duration::from_millis(100),
+                skip_dir_nlink: 20,
+            },
+        }
+    }
+
+    /// Whether the client's background work (dir-stat and counter flushes, freeing a
+    /// deleted file's data) runs while the timed window runs, as in a mounted client,
+    /// rather than once after it.
+    pub fn background_in_window(self) -> bool {
+        self == ClientProfile::Mount
     }
 }
 
@@ -326,9 +396,18 @@ pub trait Meta: Send {
     /// Reads the slice records of chunk `indx` (`Read`), as stored (no overlay).
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
 
-    /// Does what a JuiceFS client does in the background, untimed: flushes buffered dir
-    /// stats and volume counters, and frees the data of deleted files.
+    /// Does what a JuiceFS client does in the background: flushes buffered dir stats and
+    /// volume counters (`flushDirStat`, `flushStats`: every second on a mount), and frees
+    /// the data of deleted files.
     async fn flush(&mut self) -> Result<()>;
+
+    /// Deleted files of this session whose data is not freed yet.
+    fn deleted_pending(&mut self) -> usize;
+
+    /// Frees the data of this session's deleted files now, as a mounted client does right
+    /// after the commit that deleted them (`fileDeleted` → `tryDeleteFileData`); the rest
+    /// of the background work waits for [`Meta::flush`].
+    async fn free_deleted(&mut self) -> Result<()>;
 
     /// The engine's null round trip on this session's connection: Redis `PING`, SQL
     /// `SELECT 1` (text protocol, one round trip), a KV get of a key that never exists.

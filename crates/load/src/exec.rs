@@ -13,6 +13,7 @@
 //! themselves; see [`LagProbe`].
 
 use crate::catalog::OpState;
+use crate::stats::BackgroundAcc;
 use hdrhistogram::Histogram;
 use metabench_engine::{Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
 use std::future::Future;
@@ -262,6 +263,74 @@ pub(crate) async fn timed_call(
         end,
         cost: meta.stats().since(&before),
     })
+}
+
+/// How often a mounted client flushes its dir stats and counters (`DirStatFlushPeriod`
+/// and `flushStats`' period, both 1 s in `pkg/meta/base.go`).
+pub const BACKGROUND_FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// A mounted client's background work, run between one client's calls when its profile
+/// runs it in the window: a flush of dir stats and counters every
+/// [`BACKGROUND_FLUSH_EVERY`], and between flushes the data of files the last call
+/// deleted, at once (JuiceFS starts `tryDeleteFileData` right after the commit).
+pub(crate) struct ClientBackground {
+    next_flush: Instant,
+}
+
+/// One pass of background work: when it started, what it cost, how it ended.
+pub(crate) struct BackgroundPass {
+    pub start: Instant,
+    pub cost: BackgroundAcc,
+    pub outcome: Result<()>,
+}
+
+impl ClientBackground {
+    /// Background work whose first flush is due one period after `from`.
+    pub(crate) fn starting(from: Instant) -> Self {
+        Self {
+            next_flush: from + BACKGROUND_FLUSH_EVERY,
+        }
+    }
+
+    /// Runs what is due now, if anything, bounded by `op_timeout` as a call is.
+    pub(crate) async fn run_due(
+        &mut self,
+        meta: &mut dyn Meta,
+        op_timeout: Duration,
+    ) -> Option<BackgroundPass> {
+        let start = Instant::now();
+        let flush = start >= self.next_flush;
+        if !flush && meta.deleted_pending() == 0 {
+            return None;
+        }
+        if flush {
+            self.next_flush = start + BACKGROUND_FLUSH_EVERY;
+        }
+        let before = meta.stats();
+        let work = async {
+            if flush {
+                meta.flush().await
+            } else {
+                meta.free_deleted().await
+            }
+        };
+        let outcome = match tokio::time::timeout(op_timeout, work).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(MetaError::Timeout(op_timeout)),
+        };
+        let cost = meta.stats().since(&before);
+        Some(BackgroundPass {
+            start,
+            cost: BackgroundAcc {
+                runs: 1,
+                round_trips: cost.round_trips,
+                retries: cost.retries,
+                busy: start.elapsed(),
+                errors: u64::from(outcome.is_err()),
+            },
+            outcome,
+        })
+    }
 }
 
 /// Pause between two attempts to open a fresh session while the engine does not answer.

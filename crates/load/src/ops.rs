@@ -2,7 +2,7 @@
 //! runs them (untimed setup, timed calls), with an HdrHistogram per operation.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{reopen, timed_call, Timed};
+use crate::exec::{reopen, timed_call, ClientBackground, Timed};
 use crate::stats::histogram;
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
@@ -36,9 +36,12 @@ pub struct OpsConfig {
     pub ops: Vec<Op>,
     /// How much of each.
     pub budget: Budget,
-    /// Whether sessions reproduce the Go client's caches (for the notes, and for the
-    /// fresh session that replaces one a failed call left unusable).
-    pub client_cache: bool,
+    /// How sessions are opened (the caches also change the notes), and the fresh session
+    /// that replaces one a failed call left unusable.
+    pub session: SessionOptions,
+    /// Whether the session's background work runs between the calls (the mount
+    /// profile), untimed, rather than once after each operation's calls.
+    pub background_in_window: bool,
     /// How long one call may take: a call without an answer by then counts as a
     /// `timeout` error and the run continues on a fresh session.
     pub op_timeout: Duration,
@@ -120,7 +123,7 @@ async fn run_one(
     let dir_name = format!("bench-{}", op.name()).into_bytes();
     let mut result = OpResult {
         op: op.name().to_owned(),
-        note: op.note(config.client_cache).map(str::to_owned),
+        note: op.note(config.session.client_cache).map(str::to_owned),
         ..Default::default()
     };
     let setup = async {
@@ -143,7 +146,16 @@ async fn run_one(
     let (mut round_trips, mut retries, mut calls) = (0u64, 0u64, 0u64);
     let mut timed = Duration::ZERO;
     let mut consecutive_errors = 0;
+    let mut background = config
+        .background_in_window
+        .then(|| ClientBackground::starting(Instant::now()));
     loop {
+        // A mounted client's background work, untimed, between calls.
+        if let Some(b) = &mut background {
+            if let Some(pass) = b.run_due(meta.as_mut(), config.op_timeout).await {
+                pass.outcome?;
+            }
+        }
         let done = match config.budget {
             Budget::Iterations(n) => calls >= n,
             Budget::Duration(d) => timed >= d || calls >= MAX_CALLS,
@@ -177,9 +189,8 @@ async fn run_one(
             Err(e) => {
                 *errors.entry(e.kind().to_owned()).or_default() += 1;
                 if e.breaks_session() {
-                    let opts = SessionOptions::for_runs(config.client_cache);
                     let give_up_at = Instant::now() + config.op_timeout;
-                    reopen(meta, engine, &opts, config.op_timeout, give_up_at).await?;
+                    reopen(meta, engine, &config.session, config.op_timeout, give_up_at).await?;
                 }
                 consecutive_errors += 1;
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {

@@ -82,33 +82,73 @@ impl OpAcc {
     }
 }
 
+/// A client's background work in a window (dir-stat and counter flushes, freeing
+/// deleted files' data), kept apart from its calls.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct BackgroundAcc {
+    pub(crate) runs: u64,
+    pub(crate) round_trips: u64,
+    pub(crate) retries: u64,
+    pub(crate) busy: Duration,
+    pub(crate) errors: u64,
+}
+
+impl BackgroundAcc {
+    fn merge(&mut self, other: BackgroundAcc) {
+        self.runs += other.runs;
+        self.round_trips += other.round_trips;
+        self.retries += other.retries;
+        self.busy += other.busy;
+        self.errors += other.errors;
+    }
+}
+
+/// One shard: its clients' calls by operation, and their background work.
+#[derive(Default)]
+struct Shard {
+    ops: BTreeMap<Op, OpAcc>,
+    background: BackgroundAcc,
+}
+
 /// Shards of accumulators, so clients record without contending on one lock.
 pub(crate) struct Recorder {
-    shards: Vec<Mutex<BTreeMap<Op, OpAcc>>>,
+    shards: Vec<Mutex<Shard>>,
 }
 
 impl Recorder {
     pub(crate) fn new(shards: usize) -> Self {
         Self {
-            shards: (0..shards).map(|_| Mutex::new(BTreeMap::new())).collect(),
+            shards: (0..shards).map(|_| Mutex::default()).collect(),
         }
+    }
+
+    fn shard(&self, client: usize) -> std::sync::MutexGuard<'_, Shard> {
+        self.shards[client % self.shards.len()]
+            .lock()
+            .expect("recorder lock")
     }
 
     pub(crate) fn with<R>(&self, client: usize, op: Op, f: impl FnOnce(&mut OpAcc) -> R) -> R {
-        let mut shard = self.shards[client % self.shards.len()]
-            .lock()
-            .expect("recorder lock");
-        f(shard.entry(op).or_default())
+        f(self.shard(client).ops.entry(op).or_default())
     }
 
-    pub(crate) fn merged(self) -> BTreeMap<Op, OpAcc> {
+    /// Adds one pass of `client`'s background work.
+    pub(crate) fn background(&self, client: usize, pass: BackgroundAcc) {
+        self.shard(client).background.merge(pass);
+    }
+
+    /// Every client's calls by operation, and their background work.
+    pub(crate) fn merged(self) -> (BTreeMap<Op, OpAcc>, BackgroundAcc) {
         let mut all: BTreeMap<Op, OpAcc> = BTreeMap::new();
+        let mut background = BackgroundAcc::default();
         for shard in self.shards {
-            for (op, acc) in shard.into_inner().expect("recorder lock") {
+            let shard = shard.into_inner().expect("recorder lock");
+            for (op, acc) in shard.ops {
                 all.entry(op).or_default().merge(acc);
             }
+            background.merge(shard.background);
         }
-        all
+        (all, background)
     }
 }
 
@@ -157,7 +197,7 @@ mod tests {
                 acc.record(Duration::from_micros(10 * (client as u64 + 1)), None, 0);
             });
         }
-        let merged = recorder.merged();
+        let (merged, _) = recorder.merged();
         let acc = &merged[&Op::Getattr];
         assert_eq!(acc.calls, 4);
         let h = acc.hist.as_ref().unwrap();

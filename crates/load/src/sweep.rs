@@ -3,7 +3,7 @@
 //! own working set; a warm-up is discarded, then a timed window is measured.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{reopen, timed_call, Exec};
+use crate::exec::{reopen, timed_call, ClientBackground, Exec};
 use crate::ops::StopFlag;
 use crate::stats::{histogram, us, OpAcc, Recorder};
 use crate::workload::{Phase, Workload};
@@ -108,8 +108,11 @@ pub struct SweepConfig {
     pub shared_dir: bool,
     /// Stop when throughput stops growing.
     pub until_plateau: bool,
-    /// Session behaviour (client caches).
+    /// Session behaviour (client caches, SkipDirMtime, SkipDirNlink).
     pub session: SessionOptions,
+    /// Whether each client runs its background work between its calls while the
+    /// windows run (the mount profile), timed apart; otherwise it runs after them.
+    pub background_in_window: bool,
     /// How long one call may take: a call without an answer by then counts as a
     /// `timeout` error and its client continues on a fresh session.
     pub op_timeout: Duration,
@@ -192,6 +195,8 @@ struct ClientJob {
     engine: Arc<dyn Engine>,
     session: SessionOptions,
     op_timeout: Duration,
+    /// Whether background work runs between the calls.
+    background: bool,
     /// Open loop only: this client's share of the schedule.
     arrivals: Option<ClientArrivals>,
 }
@@ -301,6 +306,9 @@ async fn client_body(
     };
     let total_weight: u32 = job.phase.ops.iter().map(|(_, w)| w).sum();
     let mut consecutive_errors = 0;
+    let mut background = job
+        .background
+        .then(|| ClientBackground::starting(window.released));
     let mut next_arrival = job.arrivals.map(|a| window.released + a.offset);
     // Open loop: when this client's previous call would have been answered had every
     // call started on time or as soon as the one before it was answered.
@@ -419,8 +427,31 @@ async fn client_body(
                 }
             }
         }
+        // A mounted client's background work, between calls, timed apart from them.
+        let Some(pass) = (match &mut background {
+            Some(b) => b.run_due(meta.as_mut(), job.op_timeout).await,
+            None => None,
+        }) else {
+            continue;
+        };
+        if pass.start >= window.measure_from && pass.start < window.end {
+            recorder.background(job.index, pass.cost);
+        }
+        if let Err(e) = pass.outcome {
+            if e.breaks_session() {
+                let give_up_at = window.end + job.op_timeout;
+                reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
+                    .await
+                    .map_err(|reopening| {
+                        ClientFailure::new(
+                            "background",
+                            MetaError::Engine(format!("{e}; no fresh session: {reopening}")),
+                        )
+                    })?;
+            }
+        }
     }
-    // Untimed: background work, then the client's own directory.
+    // Untimed: what background work is left, then the client's own directory.
     let cleanup = async {
         meta.flush().await?;
         if let Some(name) = &job.own_dir {
@@ -728,6 +759,7 @@ pub async fn run_sweep(
                     engine: engine.clone(),
                     session: config.session.clone(),
                     op_timeout: config.op_timeout,
+                    background: config.background_in_window,
                     arrivals: rate
                         .zip(arrivals)
                         .map(|(rate, kind)| ClientArrivals::new(rate, n, index, kind)),
@@ -807,7 +839,7 @@ pub async fn run_sweep(
             }
             let recorder =
                 Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
-            let merged = recorder.merged();
+            let (merged, background) = recorder.merged();
             // Calls in flight at the window's end were counted: so is the time they took.
             let real_end = merged
                 .values()
@@ -819,6 +851,15 @@ pub async fn run_sweep(
             let busy: Duration = merged.values().map(|acc| acc.busy).sum();
             pool_busy =
                 pool_busy.max(busy.as_secs_f64() / (config.duration.as_secs_f64() * n as f64));
+            if config.background_in_window {
+                let b = level.background.get_or_insert_with(Default::default);
+                b.runs += background.runs;
+                b.round_trips += background.round_trips;
+                b.retries += background.retries;
+                b.busy_s += background.busy.as_secs_f64();
+                b.errors += background.errors;
+                b.window_s += real_window.as_secs_f64();
+            }
             for (op, acc) in merged {
                 calls += acc.hist.as_ref().map_or(0, |h| h.len());
                 calls += acc.errors.values().sum::<u64>();

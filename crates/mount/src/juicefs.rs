@@ -80,6 +80,10 @@ pub struct MountOptions {
     pub mountpoint: PathBuf,
     /// A private directory for the client's cache and log.
     pub work_dir: PathBuf,
+    /// `--skip-dir-mtime` (the mount's default is 100 ms).
+    pub skip_dir_mtime: std::time::Duration,
+    /// `--skip-dir-nlink` (the mount's default is 20).
+    pub skip_dir_nlink: u32,
 }
 
 /// A mounted JuiceFS volume; unmounted by [`Mount::unmount`] or, failing that, on drop.
@@ -156,6 +160,10 @@ impl Mount {
                 "--backup-meta",
                 "0",
             ])
+            .arg("--skip-dir-mtime")
+            .arg(format!("{}ms", opts.skip_dir_mtime.as_millis()))
+            .arg("--skip-dir-nlink")
+            .arg(opts.skip_dir_nlink.to_string())
             .arg("--cache-dir")
             .arg(&cache)
             .arg("--log")

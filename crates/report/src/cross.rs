@@ -218,6 +218,8 @@ pub fn grids(runs: &[LabeledRun]) -> Vec<Grid> {
     ops_grid(runs)
         .into_iter()
         .chain(sweep_grids(runs))
+        .chain(background_grid(runs))
+        .chain(fidelity_grid(runs))
         .collect()
 }
 
@@ -334,6 +336,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                     ),
                     None => "not measured".to_owned(),
                 },
+                e.client_summary(),
                 started.to_owned(),
                 match commit {
                     Some(c) => format!("{version} ({})", &c[..c.len().min(10)]),
@@ -352,6 +355,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
             "durability",
             "host",
             "floor (null round trip)",
+            "client",
             "started",
             "metabench",
         ]
@@ -359,6 +363,61 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
         .to_vec(),
         rows,
     }
+}
+
+/// Where metabench knowingly differs from the client each run modelled: one row per
+/// documented difference, with the runs it applies to. `None` when no run records any.
+pub fn fidelity_grid(runs: &[LabeledRun]) -> Option<Grid> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for r in runs {
+        for note in &r.run.engine().fidelity_notes {
+            match rows.iter_mut().find(|row| &row[0] == note) {
+                Some(row) => row[1] = format!("{}, {}", row[1], r.label),
+                None => rows.push(vec![note.clone(), r.label.clone()]),
+            }
+        }
+    }
+    (!rows.is_empty()).then(|| Grid {
+        title: "Where metabench differs from the client it models".into(),
+        header: vec!["difference".into(), "runs".into()],
+        rows,
+    })
+}
+
+/// The clients' background work inside the sweep windows (the mount profile), per run
+/// and level: passes, round trips per second and client time. `None` when no sweep ran
+/// any there.
+pub fn background_grid(runs: &[LabeledRun]) -> Option<Grid> {
+    let rows: Vec<Vec<String>> = LabeledRun::sweeps_of(runs)
+        .into_iter()
+        .flat_map(|(label, s)| {
+            s.levels.iter().filter_map(move |l| {
+                let b = l.background.as_ref()?;
+                Some(vec![
+                    label.to_owned(),
+                    l.clients.to_string(),
+                    b.runs.to_string(),
+                    format!("{:.0}", b.round_trips_per_s()),
+                    format!("{:.1}", b.busy_s * 1000.0),
+                    b.errors.to_string(),
+                ])
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Grid {
+        title: "Background work in the windows (apart from the calls)".into(),
+        header: [
+            "run",
+            "clients",
+            "passes",
+            "round trips/s",
+            "client ms",
+            "failed",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    })
 }
 
 /// The whole report as text (`table`, `markdown` or `csv`).
@@ -488,6 +547,72 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    /// The report names the client each run modelled, lists each documented difference
+    /// once with its runs, and shows a sweep's background work per level.
+    #[test]
+    fn the_report_shows_the_client_profile_its_notes_and_background_work() {
+        let mut a = ops("redis-mount", 10.0, "7.0");
+        let b = ops("redis-old", 10.0, "7.0");
+        if let AnyResults::Ops(o) = &mut a.run {
+            let e = &mut o.header.engine;
+            e.client_settings = [
+                ("profile", "mount"),
+                ("skip_dir_mtime", "100ms"),
+                ("client_cache", "on"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+            e.fidelity_notes = vec!["no session".into(), "no ACLs".into()];
+        }
+        let mut sweep = crate::SweepResults::default();
+        sweep.header.engine.fidelity_notes = vec!["no session".into()];
+        sweep.levels = vec![crate::Level {
+            clients: 4,
+            background: Some(crate::BackgroundWork {
+                runs: 10,
+                round_trips: 40,
+                busy_s: 0.002,
+                window_s: 2.0,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }];
+        let c = LabeledRun {
+            label: "pg-sweep".into(),
+            run: AnyResults::Sweep(sweep),
+        };
+        let runs = vec![a, b, c];
+        let ctx = context_grid(&runs);
+        let col = ctx.header.iter().position(|h| h == "client").unwrap();
+        assert_eq!(
+            ctx.rows[0][col],
+            "mount: client-cache on, skip-dir-mtime 100ms"
+        );
+        assert_eq!(ctx.rows[1][col], "not recorded");
+        let notes = fidelity_grid(&runs).unwrap();
+        assert_eq!(
+            notes.rows,
+            vec![
+                vec!["no session".to_owned(), "redis-mount, pg-sweep".to_owned()],
+                vec!["no ACLs".to_owned(), "redis-mount".to_owned()],
+            ]
+        );
+        let bg = background_grid(&runs).unwrap();
+        assert_eq!(
+            bg.rows,
+            vec![["pg-sweep", "4", "10", "20", "2.0", "0"]
+                .map(String::from)
+                .to_vec()]
+        );
+        assert!(background_grid(&runs[..2]).is_none());
+        let text = render_report(&runs, &[], Format::Markdown);
+        assert!(
+            text.contains("Where metabench differs from the client it models"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub mod stats;
 pub mod table;
 
 pub use model::{
-    AnyResults, ClientCheck, EngineCheck, EngineInfo, Floor, HostInfo, IntervalSample, Latency,
-    Level, LevelOp, OpResult, OpsPlan, OpsResults, RunFailure, RunHeader, ServiceTime, SweepPlan,
-    SweepResults, SCHEMA_VERSION,
+    AnyResults, BackgroundWork, ClientCheck, EngineCheck, EngineInfo, Floor, HostInfo,
+    IntervalSample, Latency, Level, LevelOp, OpResult, OpsPlan, OpsResults, RunFailure, RunHeader,
+    ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

@@ -23,21 +23,46 @@ pub struct EngineInfo {
     /// Which JuiceFS client the numbers model.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client_profile: String,
+    /// The settings that client ran with (`profile`, `skip_dir_mtime`, `skip_dir_nlink`,
+    /// `client_cache`, `background_work`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_settings: BTreeMap<String, String>,
     /// Where metabench's sessions knowingly differ from that client, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fidelity_notes: Vec<String>,
 }
 
-/// The client profile every run models today: JuiceFS's Go metadata benchmark.
-pub const GOBENCH_PROFILE: &str = "gobench: JuiceFS's Go benchmark client (pkg/meta/benchmarks_test.go: NewClient defaults, no session registered)";
-
 impl EngineInfo {
+    /// The client's settings in one line (`skip-dir-mtime 100ms, …`), without the profile.
+    pub fn client_settings_line(&self) -> String {
+        let settings: Vec<String> = self
+            .client_settings
+            .iter()
+            .filter(|(k, _)| k.as_str() != "profile")
+            .map(|(k, v)| format!("{} {v}", k.replace('_', "-")))
+            .collect();
+        settings.join(", ")
+    }
+
+    /// The client a run modelled, for tables: its profile and settings, or what files
+    /// written before profiles existed say.
+    pub fn client_summary(&self) -> String {
+        match self.client_settings.get("profile") {
+            Some(p) => format!("{p}: {}", self.client_settings_line()),
+            None if self.client_profile.is_empty() => "not recorded".to_owned(),
+            None => self.client_profile.clone(),
+        }
+    }
+
     /// The lines to print under a run's results: the client profile and the documented
     /// differences from it.
     pub fn fidelity_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         if !self.client_profile.is_empty() {
             lines.push(format!("client profile: {}", self.client_profile));
+        }
+        if !self.client_settings.is_empty() {
+            lines.push(format!("client settings: {}", self.client_settings_line()));
         }
         if !self.fidelity_notes.is_empty() {
             lines.push("where metabench differs from that client:".to_owned());
@@ -517,6 +542,42 @@ pub struct Level {
     /// phase); near 1, the pool is too small for the rate.
     #[serde(default)]
     pub pool_busy: Option<f64>,
+    /// The clients' background work inside the windows, when the client profile runs it
+    /// there (`mount`); none when it runs after them (`gobench`).
+    #[serde(default)]
+    pub background: Option<BackgroundWork>,
+}
+
+/// The background work of a level's clients inside its windows: dir-stat and counter
+/// flushes every second, and freeing deleted files' data right after the calls that
+/// deleted them. Timed apart from the calls, whose latency does not include it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundWork {
+    /// Passes that started in the windows (flushes and frees).
+    pub runs: u64,
+    /// Round trips they sent.
+    pub round_trips: u64,
+    /// Transaction retries among them.
+    pub retries: u64,
+    /// Client time they took, seconds, summed over clients.
+    pub busy_s: f64,
+    /// Passes that failed.
+    pub errors: u64,
+    /// The windows they ran in, seconds, summed over phases (per-second figures divide
+    /// by this).
+    pub window_s: f64,
+}
+
+impl BackgroundWork {
+    /// Round trips per second of window.
+    pub fn round_trips_per_s(&self) -> f64 {
+        if self.window_s > 0.0 {
+            self.round_trips as f64 / self.window_s
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The engine's own telemetry over a level's windows, and whether it was the bottleneck.

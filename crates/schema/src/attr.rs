@@ -78,6 +78,12 @@ impl Timestamp {
         }
     }
 
+    /// Nanoseconds from `earlier` to this time (negative when `earlier` is later).
+    pub fn nanos_since(self, earlier: Timestamp) -> i128 {
+        i128::from(self.sec - earlier.sec) * 1_000_000_000 + i128::from(self.nsec)
+            - i128::from(earlier.nsec)
+    }
+
     /// The time as microseconds plus the remaining nanoseconds (0..999), the SQL layout.
     pub fn to_sql(self) -> (i64, i32) {
         (

@@ -307,6 +307,14 @@ impl<S: Storage> Meta for S {
         self.flush_background().await
     }
 
+    fn deleted_pending(&mut self) -> usize {
+        self.state().deleted_pending()
+    }
+
+    async fn free_deleted(&mut self) -> Result<()> {
+        self.free_deleted_files().await
+    }
+
     async fn null_round_trip(&mut self) -> Result<&'static str> {
         self.do_null_round_trip().await
     }
@@ -319,6 +327,7 @@ impl<S: Storage> Meta for S {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SessionOptions;
     use metabench_schema::DirStat;
 
     fn attr(typ: FileType, length: u64) -> Attr {
@@ -349,7 +358,7 @@ mod tests {
     #[test]
     fn rename_bookkeeping_follows_base_rename() {
         // A 5000-byte file replaces a 100-byte file in another directory.
-        let mut s = ClientState::new(true, false);
+        let mut s = ClientState::new(true, &SessionOptions::default());
         let done = Renamed {
             ino: 7,
             attr: attr(FileType::File, 5000),
@@ -363,7 +372,7 @@ mod tests {
         );
 
         // A directory exchanged with a directory: each keeps the other's old parent.
-        let mut s = ClientState::new(true, false);
+        let mut s = ClientState::new(true, &SessionOptions::default());
         let done = Renamed {
             ino: 7,
             attr: attr(FileType::Directory, 4096),
@@ -380,7 +389,7 @@ mod tests {
         // Two names of one inode: nothing moved, yet both parents count an entry of no
         // length (align4K(0) is 4096), as JuiceFS does with the zero attribute doRename
         // leaves.
-        let mut s = ClientState::new(true, false);
+        let mut s = ClientState::new(true, &SessionOptions::default());
         let done = Renamed {
             ino: 7,
             attr: attr(FileType::File, 5000),

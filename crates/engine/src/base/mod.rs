@@ -28,8 +28,10 @@ pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
-use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
-use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SetAttr, Xattr};
+use crate::common::{
+    access, check_new_entry, check_rename, implicit_dir_attr, is_trash, ParentRule,
+};
+use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SessionOptions, SetAttr, Xattr};
 use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
@@ -64,12 +66,15 @@ pub struct ClientState {
     dir_parents: HashMap<Ino, Ino>,
     /// Chunk and symlink caches (`--client-cache`).
     pub(crate) cache: ClientCache,
+    /// `Config.SkipDirMtime` and `SkipDirNlink`.
+    skip_dir_mtime: std::time::Duration,
+    skip_dir_nlink: u32,
 }
 
 impl ClientState {
-    /// A fresh client on a volume that keeps dir stats when `dir_stats_on`, with its
-    /// caches on when `client_cache`.
-    pub fn new(dir_stats_on: bool, client_cache: bool) -> Self {
+    /// A fresh client on a volume that keeps dir stats when `dir_stats_on`, with the
+    /// caches and `Config` fields of `opts`.
+    pub fn new(dir_stats_on: bool, opts: &SessionOptions) -> Self {
         Self {
             dir_stats_on,
             inodes: InodeIds::default(),
@@ -80,8 +85,21 @@ impl ClientState {
             deleted: Vec::new(),
             link_writes: Vec::new(),
             dir_parents: HashMap::new(),
-            cache: ClientCache::new(client_cache),
+            cache: ClientCache::new(opts.client_cache),
+            skip_dir_mtime: opts.skip_dir_mtime,
+            skip_dir_nlink: opts.skip_dir_nlink,
         }
+    }
+
+    /// When Redis and SQL transactions rewrite a parent (`redis.go`, `sql.go`).
+    pub(crate) fn parent_rule(&self) -> ParentRule {
+        ParentRule::plain(self.skip_dir_mtime)
+    }
+
+    /// `SkipDirMtime` and `SkipDirNlink`, for TKV transactions, whose rule depends on the
+    /// try ([`ParentRule::kv`]).
+    pub(crate) fn dir_skips(&self) -> (std::time::Duration, u32) {
+        (self.skip_dir_mtime, self.skip_dir_nlink)
     }
 
     /// `updateDirStat`: buffers a change below `dir`, when the volume keeps dir stats.
@@ -105,6 +123,11 @@ impl ClientState {
     pub fn update_stats(&mut self, space: i64, inodes: i64) {
         self.new_space += space;
         self.new_inodes += inodes;
+    }
+
+    /// Deleted files whose data is still to be freed.
+    pub fn deleted_pending(&self) -> usize {
+        self.deleted.len()
     }
 
     /// The volume-counter changes not yet written: (space, inodes).
@@ -544,10 +567,21 @@ pub trait Storage: Send {
             if let Err(e) = self.do_flush_stats().await {
                 first.get_or_insert(e);
             }
+            if let Err(e) = self.free_deleted_files().await {
+                first.get_or_insert(e);
+            }
+            first.map_or(Ok(()), Err)
+        }
+    }
+
+    /// Frees the data of the deleted files (`doDeleteFileData`), each on its own, as
+    /// JuiceFS does: a file that fails stays queued for the next try; the first error is
+    /// returned.
+    fn free_deleted_files(&mut self) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            let mut first: Option<MetaError> = None;
             for (ino, length) in std::mem::take(&mut self.state().deleted) {
                 if let Err(e) = self.do_delete_file_data(ino, length).await {
-                    // Each file is freed on its own, as JuiceFS does; a failed one waits for
-                    // the next flush.
                     self.state().deleted.push((ino, length));
                     first.get_or_insert(e);
                 }

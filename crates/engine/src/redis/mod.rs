@@ -4,9 +4,9 @@
 //! (`CLUSTER INFO`, `PING`, like `newRedisMeta` / `checkServerConfig`, but without ever
 //! changing the server's configuration) and returns a [`RedisEngine`]. Every
 //! [`Engine::session`] opens its own connection, so WATCH works, and behaves as one
-//! JuiceFS client created with `NewClient` + `NewSession(false)` and the Go benchmark's
-//! configuration: SkipDirMtime 0, no Lua scripts, sid 0. See [`fidelity_notes`] for where
-//! it knowingly differs.
+//! JuiceFS client created with `NewClient` + `NewSession(false)`: no Lua scripts, sid 0,
+//! SkipDirMtime as its [`crate::SessionOptions`] say. See [`fidelity_notes`] for where it
+//! knowingly differs.
 
 mod background;
 mod rename;
@@ -42,9 +42,6 @@ const SCAN_COUNT: usize = 10000;
 /// one difference and why; print them with a run's results.
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
-        "Operations follow the Go benchmark configuration (`NewClient` defaults): SkipDirMtime 0, \
-         so the parent inode is rewritten on every create/delete, as long as its mtime is not in \
-         the future; a `juicefs mount` skips that write within 100 ms (SkipDirMtime 100ms).",
         "No session is registered (sid 0, `NewSession(false)`): no Lua scripts, so lookup is HGET + \
          GET (2 RTT) and resolve is ENOTSUP; unlinked files are never kept open (no `session{sid}` set).",
         "Volumes with TrashDays > 0: deletes (unlink, rmdir, rename over an existing entry) are done \
@@ -59,10 +56,14 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          not inherited (the new node gets mode & ~umask).",
         "Compaction is never started (JuiceFS compacts a chunk in the background after reads of >= 5 \
          slices and writes where slices % 100 == 99 or > 350).",
-        "Background work (dir-stat flush, freeing the data of deleted files, the dir stat of \
-         hard-linked files after a write) runs only when `flush()` is called, not every second; it \
-         sends the same commands. Slices whose refcount drops below zero get `HDEL sliceRef`, as a \
-         mount does after deleting the objects — metabench deletes no objects.",
+        "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
+         where the client profile puts it: once after the timed window (`gobench`), or between \
+         each client's calls while the window runs (`mount`: flushes every second, a deleted \
+         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
+         goroutines and connections, concurrently with the calls; a metabench client pauses its \
+         calls for it, and each level reports its passes, round trips and client time apart. \
+         It sends the same commands; slices whose refcount drops below zero get `HDEL sliceRef`, \
+         as a mount does after deleting the objects — metabench deletes no objects.",
         "With `client_cache`, read answers from the session's chunk cache for any inode (JuiceFS: for \
          open files), and readlink from the symlink cache; without it every call reaches Redis.",
         "Directory listings above 4096 entries fetch attributes two MGET batches at a time on the \

@@ -45,6 +45,7 @@ impl RedisSession {
             target: None,
             same: true,
         };
+        let rule = self.base.parent_rule();
         let moved = txn!(self, wkeys.clone(), |c| {
             let (kds, kdd) = (keys.entries(ps), keys.entries(pd));
             let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kds).arg(name_src)).await?;
@@ -142,6 +143,7 @@ impl RedisSession {
                 [&mut sattr, &mut dattr, &mut iattr],
                 (supdate, dupdate),
                 now,
+                rule,
             );
             iattr.ctime = now;
 

@@ -46,7 +46,7 @@ impl RedisSession {
         opts: &SessionOptions,
     ) -> Self {
         Self {
-            base: ClientState::new(format.dir_stats, opts.client_cache),
+            base: ClientState::new(format.dir_stats, opts),
             conn,
             bg,
             keys,
@@ -103,6 +103,7 @@ impl Storage for RedisSession {
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let kn = self.keys.inode(ino);
         let keys = self.keys.clone();
+        let rule = self.base.parent_rule();
         txn!(self, vec![ki.clone(), kd.clone()], |c| {
             let pbuf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
             let mut pattr = decode(&pbuf.ok_or(MetaError::NotFound)?)?;
@@ -122,7 +123,7 @@ impl Storage for RedisSession {
             }
             let now = Timestamp::now();
             let attr = new_child_attr(ctx, &pattr, node, now);
-            let update_parent = parent_gains(&mut pattr, typ, now);
+            let update_parent = parent_gains(&mut pattr, typ, now, rule);
             let mut p = redis::pipe();
             p.atomic();
             p.cmd("SET").arg(&kn).arg(attr.encode());
@@ -267,6 +268,7 @@ impl Storage for RedisSession {
             self.keys.inode(ino),
         );
         let kp = self.keys.parents(ino);
+        let rule = self.base.parent_rule();
         let iattr = txn!(self, vec![ki.clone(), kd.clone(), kn.clone()], |c| {
             let rs: Vec<Option<Vec<u8>>> = c.query(cmd("MGET").arg(&ki).arg(&kn)).await?;
             let (Some(pb), Some(ib)) = (&rs[0], &rs[1]) else {
@@ -275,10 +277,7 @@ impl Storage for RedisSession {
             let mut pattr = decode(pb)?;
             check_parent_to_add(ctx, &pattr)?;
             let now = Timestamp::now();
-            let update_parent = now >= pattr.mtime;
-            if update_parent {
-                touch(&mut pattr, now);
-            }
+            let update_parent = rule.touch(&mut pattr, false, now);
             let mut iattr = decode(ib)?;
             if iattr.typ == FileType::Directory {
                 return Err(MetaError::Perm.into());
@@ -318,6 +317,7 @@ impl Storage for RedisSession {
     async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Attr> {
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
+        let rule = self.base.parent_rule();
         let (typ, ino, attr) = txn!(self, vec![ki.clone(), kd.clone()], |c| {
             let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
             let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
@@ -330,10 +330,7 @@ impl Storage for RedisSession {
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
             check_parent_to_remove(ctx, &pattr)?;
             let now = Timestamp::now();
-            let update_parent = !is_trash(parent) && now >= pattr.mtime;
-            if update_parent {
-                touch(&mut pattr, now);
-            }
+            let update_parent = !is_trash(parent) && rule.touch(&mut pattr, false, now);
             let mut attr = None;
             if let Some(b) = &rs[1] {
                 let mut a = decode(b)?;

@@ -338,9 +338,6 @@ fn short(msg: &str) -> String {
 /// Where metabench's SQL sessions knowingly differ from a JuiceFS client.
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
-        "Operations follow the Go benchmark configuration (`NewClient` defaults): SkipDirMtime 0 \
-         and SkipDirNlink 0, so the parent row is updated on every create/delete (and row-locked \
-         until COMMIT); a `juicefs mount` skips that update within 100 ms.",
         "The statements are JuiceFS's, byte for byte, but metabench sends them without Go's \
          database/sql, xorm and (SQLite) cgo layers, which cost the Go client tens of µs per \
          statement: metabench's µs/op on SQL engines is below the Go client's, and the \
@@ -353,8 +350,12 @@ pub fn fidelity_notes() -> &'static [&'static str] {
         "POSIX ACLs are not evaluated: access checks use the mode bits.",
         "Compaction is never started.",
         "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
-         only when `flush()` is called, not every second; it sends the same statements. \
-         metabench deletes no objects.",
+         where the client profile puts it: once after the timed window (`gobench`), or between \
+         each client's calls while the window runs (`mount`: flushes every second, a deleted \
+         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
+         goroutines and connections, concurrently with the calls; a metabench client pauses its \
+         calls for it, and each level reports its passes, round trips and client time apart. \
+         It sends the same statements; metabench deletes no objects.",
         "SQLite: before each measurement the WAL is checkpointed and truncated (untimed), so its \
          automatic checkpoints fall on the same calls in every run.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \

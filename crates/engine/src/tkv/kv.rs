@@ -234,9 +234,23 @@ pub struct Txn {
     calls: CallCounter,
     observed: HashMap<Vec<u8>, Version>,
     buffer: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Retries before this try (`kvTxn.retry`).
+    retry: u32,
 }
 
 impl Txn {
+    /// This try's number of retries before it (`tx.retry`), which JuiceFS's
+    /// SkipDirMtime and SkipDirNlink rules read.
+    pub fn retry(&self) -> u32 {
+        self.retry
+    }
+
+    /// Marks this as the try after `retry` retries.
+    pub fn on_try(mut self, retry: u32) -> Self {
+        self.retry = retry;
+        self
+    }
+
     /// Starts a transaction (`client.txn`). The backend's begin cost (TiKV's PD timestamp)
     /// is counted now; the request itself goes out with the first read.
     pub fn new(kv: Arc<dyn KvBackend>, calls: CallCounter) -> Self {
@@ -258,6 +272,7 @@ impl Txn {
             calls,
             observed: HashMap::new(),
             buffer: BTreeMap::new(),
+            retry: 0,
         }
     }
 
@@ -423,7 +438,7 @@ macro_rules! txn {
         let calls = $sess.calls.clone();
         let mut attempt: u32 = 0;
         loop {
-            let mut $tx = $crate::tkv::kv::Txn::new(kv.clone(), calls.clone());
+            let mut $tx = $crate::tkv::kv::Txn::new(kv.clone(), calls.clone()).on_try(attempt);
             let r: ::std::result::Result<_, $crate::tkv::kv::TxErr> = async { $body }.await;
             let r = match r {
                 Ok(v) => $tx

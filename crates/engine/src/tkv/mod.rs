@@ -36,9 +36,6 @@ use std::time::Duration;
 /// Where metabench's TKV sessions knowingly differ from a JuiceFS client.
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
-        "Operations follow the Go benchmark configuration (`NewClient` defaults): SkipDirMtime 0 \
-         and SkipDirNlink 0, so the parent inode is rewritten on every create/delete and the \
-         nlink update is never skipped after retries.",
         "No session is registered (sid 0): no `SE`/`SI` keys, no heartbeat; unlinked files are \
          never kept open (no `SS` keys); resolve is ENOTSUP.",
         "The process-local inode locks JuiceFS takes around a transaction (`txLock`) are not \
@@ -51,10 +48,14 @@ pub fn fidelity_notes() -> &'static [&'static str] {
         "POSIX ACLs are not evaluated; RENAME_EXCHANGE is answered with ENOTSUP; changelog \
          (`XLOG`) records are never written (volumes with ChangeLog are refused).",
         "Compaction is never started.",
-        "Background work (dir-stat flush, `usedSpace`/`totalInodes` counter flush, freeing the data \
-         of deleted files) runs only when `flush()` is called, not every second; it sends the same \
-         transactions. Slice refcount keys left below zero are deleted, as after deleting the \
-         objects — metabench deletes no objects.",
+        "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
+         where the client profile puts it: once after the timed window (`gobench`), or between \
+         each client's calls while the window runs (`mount`: flushes every second, a deleted \
+         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
+         goroutines and connections, concurrently with the calls; a metabench client pauses its \
+         calls for it, and each level reports its passes, round trips and client time apart. \
+         It sends the same transactions; slice refcount keys left below zero are deleted, as \
+         after deleting the objects — metabench deletes no objects.",
         "Inode batches are prefetched in the background with uncounted calls, as JuiceFS does off \
          the timed path.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \

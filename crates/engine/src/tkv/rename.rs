@@ -5,7 +5,7 @@
 use super::kv::txn;
 use super::session::{drop_link, TkvSession};
 use crate::common::{
-    check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
+    check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents, ParentRule,
     RENAME_NOREPLACE,
 };
 use crate::meta::Ctx;
@@ -27,6 +27,7 @@ impl TkvSession {
             /// False when nothing moved (one path, or two names of one inode).
             moved: bool,
         }
+        let (skip_mtime, skip_nlink) = self.base.dir_skips();
         let moved = txn!(self, |tx| {
             let kes = keys.entry(ps, name_src);
             let ked = keys.entry(pd, name_dst);
@@ -108,6 +109,7 @@ impl TkvSession {
                 [&mut sattr, &mut dattr, &mut iattr],
                 (supdate, dupdate),
                 now,
+                ParentRule::kv(skip_mtime, skip_nlink, tx.retry()),
             );
             if ps == pd {
                 // One directory: the destination copy carries every change.

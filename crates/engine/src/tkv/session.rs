@@ -1,14 +1,15 @@
 //! [`TkvSession`]: one JuiceFS client of the TKV family. Its storage steps ([`Storage`])
 //! are written once over [`Txn`]: the same `kvtxn` calls in the
-//! same order as `pkg/meta/tkv.go`, with the Go benchmark's configuration (SkipDirMtime 0,
-//! SkipDirNlink 0, sid 0, TrashDays treated as 0); rename is in `rename.rs`, the client
+//! same order as `pkg/meta/tkv.go`, with SkipDirMtime and SkipDirNlink as the session's
+//! options say (sid 0, TrashDays treated as 0); rename is in `rename.rs`, the client
 //! logic over them in [`crate::base`]. Backends only move bytes.
 
 use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, touch, RENAME_NOREPLACE,
+    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, ParentRule,
+    RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -57,7 +58,7 @@ impl TkvSession {
         opts: &SessionOptions,
     ) -> Self {
         Self {
-            base: ClientState::new(format.dir_stats, opts.client_cache),
+            base: ClientState::new(format.dir_stats, opts),
             kv,
             calls,
             keys,
@@ -244,6 +245,7 @@ impl Storage for TkvSession {
             keys.entry(parent, name),
             keys.inode(ino),
         );
+        let (skip_mtime, skip_nlink) = self.base.dir_skips();
         txn!(self, |tx| {
             let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
@@ -261,7 +263,8 @@ impl Storage for TkvSession {
             }
             let now = Timestamp::now();
             let attr = new_child_attr(ctx, &pattr, node, now);
-            let update_parent = parent_gains(&mut pattr, typ, now);
+            let rule = ParentRule::kv(skip_mtime, skip_nlink, tx.retry());
+            let update_parent = parent_gains(&mut pattr, typ, now, rule);
             tx.set(&ke, &Dentry { typ, inode: ino }.encode()).await?;
             if update_parent {
                 tx.set(&ki, &pattr.encode()).await?;
@@ -388,6 +391,7 @@ impl Storage for TkvSession {
             keys.inode(ino),
             keys.entry(parent, name),
         );
+        let (skip_mtime, skip_nlink) = self.base.dir_skips();
         let iattr = txn!(self, |tx| {
             let rs = tx.gets(&[ki.clone(), kn.clone(), ke.clone()]).await?;
             let (Some(pb), Some(ib)) = (&rs[0], &rs[1]) else {
@@ -404,10 +408,8 @@ impl Storage for TkvSession {
                 return Err(MetaError::Exists.into());
             }
             let now = Timestamp::now();
-            let update_parent = now >= pattr.mtime;
-            if update_parent {
-                touch(&mut pattr, now);
-            }
+            let rule = ParentRule::kv(skip_mtime, skip_nlink, tx.retry());
+            let update_parent = rule.touch(&mut pattr, false, now);
             let old_parent = iattr.parent;
             iattr.parent = 0;
             iattr.ctime = now;
@@ -437,6 +439,7 @@ impl Storage for TkvSession {
     async fn do_unlink(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Attr> {
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
+        let (skip_mtime, skip_nlink) = self.base.dir_skips();
         let (typ, ino, attr, space, inodes) = txn!(self, |tx| {
             let buf = tx.get(&ke).await?.ok_or(MetaError::NotFound)?;
             let d = Dentry::decode(&buf)?;
@@ -459,10 +462,8 @@ impl Storage for TkvSession {
             } else {
                 tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
             }
-            let update_parent = !is_trash(parent) && now >= pattr.mtime;
-            if update_parent {
-                touch(&mut pattr, now);
-            }
+            let rule = ParentRule::kv(skip_mtime, skip_nlink, tx.retry());
+            let update_parent = !is_trash(parent) && rule.touch(&mut pattr, false, now);
             tx.delete(&ke);
             if update_parent {
                 tx.set(&ki, &pattr.encode()).await?;
@@ -480,6 +481,7 @@ impl Storage for TkvSession {
     async fn do_rmdir(&mut self, ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<Ino> {
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
+        let (skip_mtime, skip_nlink) = self.base.dir_skips();
         let ino = txn!(self, |tx| {
             let buf = tx.get(&ke).await?.ok_or(MetaError::NotFound)?;
             let d = Dentry::decode(&buf)?;
@@ -500,9 +502,11 @@ impl Storage for TkvSession {
             } else {
                 tracing::warn!("no attribute for inode {} ({parent}, {:?})", d.inode, name);
             }
+            // kvMeta.doRmdir: the nlink change forces the write unless SkipDirNlink
+            // skips it on this try; then the SkipDirMtime rule.
             pattr.nlink = pattr.nlink.saturating_sub(1);
-            touch(&mut pattr, now);
-            if !is_trash(parent) {
+            let rule = ParentRule::kv(skip_mtime, skip_nlink, tx.retry());
+            if rule.touch(&mut pattr, rule.nlink_forces, now) && !is_trash(parent) {
                 tx.set(&ki, &pattr.encode()).await?;
             }
             tx.delete(&ke);

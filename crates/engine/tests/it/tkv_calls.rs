@@ -17,7 +17,7 @@ use metabench_engine::tkv::kv::{
 use metabench_engine::tkv::mem::MemKv;
 use metabench_engine::tkv::TkvEngine;
 use metabench_engine::{
-    Ctx, Engine, EngineKind, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+    ClientProfile, Ctx, Engine, EngineKind, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
 use metabench_schema::tkv::TkvKeys;
 use metabench_schema::{FileType, Format, Slice, Timestamp, ROOT_INODE};
@@ -537,4 +537,52 @@ async fn etcd_calls_per_operation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tikv_calls_per_operation() {
     per_operation(Store::Tikv).await
+}
+
+/// Retries of 16 clients creating 25 files each in one shared directory, with `profile`'s
+/// settings.
+#[cfg(feature = "etcd")]
+async fn shared_dir_retries(store: Store, profile: ClientProfile) -> u64 {
+    let fx = fixture(store).await.unwrap();
+    let opts = profile.session_options();
+    let ctx = Ctx::root();
+    let mut first = fx.engine.session(&opts).await.unwrap();
+    let (dir, _) = first
+        .mkdir(&ctx, ROOT_INODE, b"shared", 0o755, 0)
+        .await
+        .unwrap();
+    let mut clients = Vec::new();
+    for c in 0..16 {
+        let mut s = fx.engine.session(&opts).await.unwrap();
+        clients.push(tokio::spawn(async move {
+            for i in 0..25 {
+                let name = format!("c{c}-{i}");
+                s.create(&Ctx::root(), dir, name.as_bytes(), 0o644, 0)
+                    .await
+                    .unwrap();
+            }
+            s.stats().retries
+        }));
+    }
+    let mut retries = 0;
+    for c in clients {
+        retries += c.await.unwrap();
+    }
+    fx.engine.destroy(&fx.uuid).await.unwrap();
+    retries
+}
+
+/// Under the Go benchmark's settings every create rewrites the shared parent's attribute
+/// key, so 16 clients conflict on it; a mount (SkipDirMtime 100 ms) rewrites it once per
+/// 100 ms at most, and its clients retry at least 5 times less.
+#[cfg(feature = "etcd")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_shared_dir_writers_retry_less_under_the_mount_profile() {
+    let gobench = shared_dir_retries(Store::Etcd, ClientProfile::Gobench).await;
+    let mount = shared_dir_retries(Store::Etcd, ClientProfile::Mount).await;
+    eprintln!("retries of 16 clients x 25 creates: gobench {gobench}, mount {mount}");
+    assert!(
+        gobench >= 5 * mount.max(1),
+        "gobench {gobench} retries, mount {mount}: expected at least 5x fewer under mount"
+    );
 }

@@ -89,7 +89,7 @@ impl SqlSession {
                 format.trash_days
             },
             sub_trash: None,
-            base: ClientState::new(format.dir_stats, opts.client_cache),
+            base: ClientState::new(format.dir_stats, &opts),
         })
     }
 

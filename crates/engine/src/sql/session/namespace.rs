@@ -28,6 +28,7 @@ impl SqlSession {
         let path = node.target;
         let st = self.st.clone();
         let t = typ.as_u8() as i64;
+        let rule = self.base.parent_rule();
         let attr = txn!(self, {
             *found = None;
             let pn = self
@@ -57,7 +58,7 @@ impl SqlSession {
             }
             let now = Timestamp::now();
             let a = new_child_attr(ctx, &pattr, node, now);
-            let update_parent = parent_gains(&mut pattr, typ, now);
+            let update_parent = parent_gains(&mut pattr, typ, now, rule);
             let row = NodeRow::from_attr(ino, &a);
             self.insert_edge(parent, name, ino, t).await?;
             self.exec(&st.node_insert, &node_args(&row)).await?;
@@ -94,6 +95,7 @@ impl SqlSession {
         name: &[u8],
     ) -> Result<Attr> {
         let st = self.st.clone();
+        let rule = self.base.parent_rule();
         let attr = txn!(self, {
             let mut pn = self
                 .get_node(parent, false)
@@ -120,11 +122,7 @@ impl SqlSession {
                 return Err(MetaError::Perm.into());
             }
             let now = Timestamp::now();
-            let update_parent = ns(now) - mtime_ns(&pn) >= 0;
-            if update_parent {
-                set_mtime(&mut pn, now);
-                set_ctime(&mut pn, now);
-            }
+            let update_parent = touch_parent(&rule, &mut pn, false, now);
             n.parent = Some(0);
             n.nlink += 1;
             set_ctime(&mut n, now);
@@ -243,6 +241,7 @@ impl SqlSession {
         let st = self.st.clone();
         // (node after the change, freed space, freed inodes, trash it went to)
         let mut outcome = (NodeRow::default(), 0i64, 0i64, 0);
+        let rule = self.base.parent_rule();
         txn!(self, {
             let mut trash = trash;
             outcome = (NodeRow::default(), 0, 0, 0);
@@ -295,11 +294,7 @@ impl SqlSession {
                     }
                 }
             };
-            let update_parent = !is_trash(parent) && ns(now) - mtime_ns(&pn) >= 0;
-            if update_parent {
-                set_mtime(&mut pn, now);
-                set_ctime(&mut pn, now);
-            }
+            let update_parent = !is_trash(parent) && touch_parent(&rule, &mut pn, false, now);
             self.delete_edge(parent, &e).await?;
             let (mut space, mut inodes) = (0, 0);
             if n.nlink > 0 {
@@ -434,6 +429,7 @@ impl SqlSession {
             /// False when nothing moved (one path, or two names of one inode).
             moved: bool,
         }
+        let rule = self.base.parent_rule();
         let out = txn!(self, {
             let mut trash = trash0;
             let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
@@ -584,16 +580,8 @@ impl SqlSession {
                     {
                         (supdate, dupdate) = (true, true);
                     }
-                    if supdate || ns(now) - mtime_ns(&spn) >= 0 {
-                        set_mtime(&mut spn, now);
-                        set_ctime(&mut spn, now);
-                        supdate = true;
-                    }
-                    if dupdate || ns(now) - mtime_ns(&dpn) >= 0 {
-                        set_mtime(&mut dpn, now);
-                        set_ctime(&mut dpn, now);
-                        dupdate = true;
-                    }
+                    supdate = touch_parent(&rule, &mut spn, supdate, now);
+                    dupdate = touch_parent(&rule, &mut dpn, dupdate, now);
                     set_ctime(&mut sn, now);
                     let (mut space, mut inodes) = (0i64, 0i64);
                     if exchange {

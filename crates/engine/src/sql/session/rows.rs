@@ -2,6 +2,7 @@
 //! columns, times, trash names and `mergeAttr`.
 
 use super::txn::TxErr;
+use crate::common::ParentRule;
 use crate::sql::conn::{Arg, DbError, Row};
 use crate::{MetaError, Result};
 use metabench_schema::sql::NodeRow;
@@ -57,12 +58,22 @@ pub(super) fn file_type(t: i64) -> std::result::Result<FileType, MetaError> {
 }
 
 /// `getMtime`: the node's mtime in ns.
-pub(super) fn mtime_ns(n: &NodeRow) -> i64 {
-    n.mtime * 1000 + n.mtimensec
-}
-
-pub(super) fn ns(t: Timestamp) -> i64 {
-    t.sec * 1_000_000_000 + t.nsec as i64
+/// `rule` applied to a parent row (see [`ParentRule::touch`]): its times move to `now`
+/// when it is written anyway (`update`) or its mtime is due. Returns whether it must be
+/// written.
+pub(super) fn touch_parent(
+    rule: &ParentRule,
+    pn: &mut NodeRow,
+    update: bool,
+    now: Timestamp,
+) -> bool {
+    let mtime = Timestamp::from_sql(pn.mtime, pn.mtimensec as i32);
+    if update || rule.mtime_due(mtime, now) {
+        set_mtime(pn, now);
+        set_ctime(pn, now);
+        return true;
+    }
+    false
 }
 
 /// The time arguments of an `UPDATE … SET mtime=?, ctime=?, mtimensec=?, ctimensec=?`.
