@@ -143,7 +143,11 @@ impl ProfileArgs {
         if let Some(n) = self.skip_dir_nlink {
             session.skip_dir_nlink = n;
         }
-        ClientSettings { profile, session }
+        ClientSettings {
+            profile,
+            session,
+            background_in_window: profile.background_in_window(),
+        }
     }
 }
 
@@ -155,14 +159,12 @@ pub struct ClientSettings {
     pub profile: ClientProfile,
     /// What every session of the run is opened with.
     pub session: SessionOptions,
+    /// Whether background work runs in the timed windows (the profile's choice, unless a
+    /// command cannot: `parity`'s native side runs it between phases).
+    pub background_in_window: bool,
 }
 
 impl ClientSettings {
-    /// Whether background work runs in the timed window (the profile's choice).
-    pub fn background_in_window(&self) -> bool {
-        self.profile.background_in_window()
-    }
-
     /// The settings as results record them (`skip_dir_mtime`: `100ms`, …); a knob that
     /// differs from the profile's own value is marked "(set)".
     pub fn describe(&self) -> BTreeMap<String, String> {
@@ -197,7 +199,7 @@ impl ClientSettings {
         );
         out.insert(
             "background_work".to_owned(),
-            if self.background_in_window() {
+            if self.background_in_window {
                 "every second, in the window"
             } else {
                 "after the window"

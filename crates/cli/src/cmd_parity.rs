@@ -2,7 +2,7 @@
 //! shaped work, fio and `juicefs bench`; metabench runs the same mdtest phases natively;
 //! the report puts both side by side.
 
-use crate::args::{check_output_path, parse_count, write_file, ProfileArgs};
+use crate::args::{check_output_path, parse_count, write_file, ClientSettings, ProfileArgs};
 use crate::error::{input, CliError};
 use crate::lifecycle::Run;
 use crate::target::TargetArgs;
@@ -175,7 +175,11 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
 
     let run = Run::start(
         &args.target,
-        args.client.settings(ClientProfile::Mount),
+        ClientSettings {
+            // The native side flushes between phases, not in them.
+            background_in_window: false,
+            ..args.client.settings(ClientProfile::Mount)
+        },
         Some((&args.storage, &bucket)),
         "unmounting and cleaning up",
     )

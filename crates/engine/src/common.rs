@@ -294,7 +294,7 @@ pub(crate) fn child_mode_gid(
     (m, parent_gid)
 }
 
-/// The attribute of a new child as the Redis and TKV engines' `doMknod` builds it: mode
+/// The attribute of a new child as every family's `doMknod` builds it: mode
 /// and gid from [`child_mode_gid`], the caller's uid, all times `now`, nlink 2 and
 /// length 4096 for a directory, nlink 1 and the target's length for a symlink, nlink 1
 /// and length 0 otherwise; `rdev` kept only for a node that is neither a directory nor a

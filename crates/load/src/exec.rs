@@ -275,6 +275,9 @@ pub const BACKGROUND_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// deleted, at once (JuiceFS starts `tryDeleteFileData` right after the commit).
 pub(crate) struct ClientBackground {
     next_flush: Instant,
+    /// After a failed free, the queued files wait for the next flush rather than being
+    /// tried again after every call.
+    frees_held: bool,
 }
 
 /// One pass of background work: when it started, what it cost, how it ended.
@@ -289,6 +292,7 @@ impl ClientBackground {
     pub(crate) fn starting(from: Instant) -> Self {
         Self {
             next_flush: from + BACKGROUND_FLUSH_EVERY,
+            frees_held: false,
         }
     }
 
@@ -300,7 +304,7 @@ impl ClientBackground {
     ) -> Option<BackgroundPass> {
         let start = Instant::now();
         let flush = start >= self.next_flush;
-        if !flush && meta.deleted_pending() == 0 {
+        if !flush && (self.frees_held || meta.deleted_pending() == 0) {
             return None;
         }
         if flush {
@@ -319,6 +323,7 @@ impl ClientBackground {
             Err(_) => Err(MetaError::Timeout(op_timeout)),
         };
         let cost = meta.stats().since(&before);
+        self.frees_held = outcome.is_err() && meta.deleted_pending() > 0;
         Some(BackgroundPass {
             start,
             cost: BackgroundAcc {

@@ -150,10 +150,20 @@ async fn run_one(
         .background_in_window
         .then(|| ClientBackground::starting(Instant::now()));
     loop {
-        // A mounted client's background work, untimed, between calls.
+        // A mounted client's background work, untimed, between calls. It fails as a
+        // mount's does, without failing the operation: logged, and a session it left
+        // unusable is replaced.
         if let Some(b) = &mut background {
-            if let Some(pass) = b.run_due(meta.as_mut(), config.op_timeout).await {
-                pass.outcome?;
+            if let Some(Err(e)) = b
+                .run_due(meta.as_mut(), config.op_timeout)
+                .await
+                .map(|pass| pass.outcome)
+            {
+                tracing::warn!("background work failed: {e}");
+                if e.breaks_session() {
+                    let give_up_at = Instant::now() + config.op_timeout;
+                    reopen(meta, engine, &config.session, config.op_timeout, give_up_at).await?;
+                }
             }
         }
         let done = match config.budget {

@@ -438,6 +438,7 @@ async fn client_body(
             recorder.background(job.index, pass.cost);
         }
         if let Err(e) = pass.outcome {
+            tracing::warn!("client {}: background work failed: {e}", job.index);
             if e.breaks_session() {
                 let give_up_at = window.end + job.op_timeout;
                 reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
@@ -848,7 +849,9 @@ pub async fn run_sweep(
             let real_window = real_end - window.measure_from;
             let phase_calls: u64 = merged.values().map(|acc| acc.calls).sum();
             achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
-            let busy: Duration = merged.values().map(|acc| acc.busy).sum();
+            // The clients' background work keeps them busy too.
+            let busy: Duration =
+                merged.values().map(|acc| acc.busy).sum::<Duration>() + background.busy;
             pool_busy =
                 pool_busy.max(busy.as_secs_f64() / (config.duration.as_secs_f64() * n as f64));
             if config.background_in_window {

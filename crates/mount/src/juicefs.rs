@@ -161,7 +161,7 @@ impl Mount {
                 "0",
             ])
             .arg("--skip-dir-mtime")
-            .arg(format!("{}ms", opts.skip_dir_mtime.as_millis()))
+            .arg(format!("{}ns", opts.skip_dir_mtime.as_nanos()))
             .arg("--skip-dir-nlink")
             .arg(opts.skip_dir_nlink.to_string())
             .arg("--cache-dir")

@@ -185,6 +185,8 @@ pub struct Comparison {
     pub only_in_base: Vec<String>,
     /// Rows only the current run has.
     pub only_in_current: Vec<String>,
+    /// What makes the two runs not like for like (they model different clients).
+    pub warnings: Vec<String>,
 }
 
 impl Comparison {
@@ -203,15 +205,28 @@ impl Comparison {
 
 /// Compares `current` against `base` at significance level `alpha`.
 pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Comparison, String> {
-    match (base, current) {
-        (AnyResults::Ops(a), AnyResults::Ops(b)) => Ok(compare_ops(a, b, alpha)),
-        (AnyResults::Sweep(a), AnyResults::Sweep(b)) => Ok(compare_sweeps(a, b, alpha)),
-        (a, b) => Err(format!(
-            "cannot compare a '{}' run with a '{}' run",
-            a.kind(),
-            b.kind()
-        )),
+    let mut c = match (base, current) {
+        (AnyResults::Ops(a), AnyResults::Ops(b)) => compare_ops(a, b, alpha),
+        (AnyResults::Sweep(a), AnyResults::Sweep(b)) => compare_sweeps(a, b, alpha),
+        (a, b) => {
+            return Err(format!(
+                "cannot compare a '{}' run with a '{}' run",
+                a.kind(),
+                b.kind()
+            ))
+        }
+    };
+    let (was, is) = (
+        base.engine().client_summary(),
+        current.engine().client_summary(),
+    );
+    if was != is {
+        c.warnings.push(format!(
+            "the runs model different clients (baseline {was}; current {is}): differences \
+             include the client's settings, not only the engine"
+        ));
     }
+    Ok(c)
 }
 
 /// Summary of the calls of an `ops` result in µs: from its histogram, else none.
@@ -289,6 +304,7 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
         rows,
         only_in_base,
         only_in_current,
+        warnings: Vec::new(),
     }
 }
 
@@ -395,6 +411,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
         rows,
         only_in_base,
         only_in_current,
+        warnings: Vec::new(),
     }
 }
 
@@ -470,6 +487,9 @@ pub fn render(c: &Comparison) -> String {
             "Only in the current run: {}\n",
             c.only_in_current.join(", ")
         );
+    }
+    for w in &c.warnings {
+        out += &format!("Warning: {w}\n");
     }
     out
 }
@@ -769,6 +789,18 @@ mod tests {
         let c = compare(&ops_run(&wide_a, 4.0), &ops_run(&wide_a, 5.0), 0.05).unwrap();
         assert_eq!(gate(&c, &policy(0.10)).len(), 1);
         assert!(compare(&ops_run(&wide_a, 4.0), &sweep(1.0, 0.1, 3, 1.0, 1), 0.05).is_err());
+        assert!(c.warnings.is_empty());
+        // Runs of two client profiles are compared, with a warning.
+        let mut mount = ops_run(&wide_a, 4.0);
+        if let AnyResults::Ops(o) = &mut mount {
+            o.header
+                .engine
+                .client_settings
+                .insert("profile".into(), "mount".into());
+        }
+        let c = compare(&ops_run(&wide_a, 4.0), &mount, 0.05).unwrap();
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(render(&c).contains("Warning: the runs model different clients"));
     }
 
     #[test]

@@ -339,15 +339,29 @@ fn read_results<T: Serialize + serde::de::DeserializeOwned>(
     Ok(parsed)
 }
 
+/// Whether a JSON value carries nothing: null, `""`, `[]` or `{}`.
+fn is_empty(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
 /// The first field of `input` that `known` lacks, as a path (`levels[0].ops[1].surprise`):
 /// `known` is the same record as this metabench writes it back, so a field it does not
-/// write is one it does not know. A null field is no field.
+/// write is one it does not know. An empty field is no field (see [`is_empty`]).
 fn first_unknown(input: &serde_json::Value, known: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     match (input, known) {
         (Value::Object(input), Value::Object(known)) => {
             input.iter().find_map(|(key, v)| match known.get(key) {
-                None if v.is_null() => None,
+                // A field written empty, or null, may be one this metabench leaves out
+                // when empty (`skip_serializing_if`).
+                None if is_empty(v) => None,
                 None => Some(key.clone()),
                 Some(k) => first_unknown(v, k).map(|p| {
                     if p.starts_with('[') {
@@ -544,7 +558,7 @@ pub struct Level {
     pub pool_busy: Option<f64>,
     /// The clients' background work inside the windows, when the client profile runs it
     /// there (`mount`); none when it runs after them (`gobench`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<BackgroundWork>,
 }
 
@@ -859,6 +873,11 @@ mod tests {
             OpsResults::from_json(&extra.to_string()).unwrap_err(),
             "not a metabench results file: unknown field `surprise`"
         );
+        // Fields left out when empty may be written empty, by hand or by older files.
+        let mut empty = v.clone();
+        empty["engine"]["client_profile"] = "".into();
+        empty["engine"]["fidelity_notes"] = serde_json::json!([]);
+        OpsResults::from_json(&empty.to_string()).unwrap();
         let mut nested = v.clone();
         nested["host"]["surprise"] = 1.into();
         assert!(OpsResults::from_json(&nested.to_string())

@@ -19,23 +19,6 @@ pub enum TestEngine {
     Db(Kind),
 }
 
-impl TestEngine {
-    /// The engine a module of [`engine_matrix!`](crate::engine_matrix) is named after.
-    pub fn named(module: &str) -> Self {
-        match module {
-            "memkv" => Self::Memkv,
-            "etcd" => Self::Etcd,
-            "etcd34" => Self::Etcd34,
-            "tikv" => Self::Tikv,
-            "redis" => Self::Db(Kind::Redis),
-            "sqlite" => Self::Db(Kind::Sqlite),
-            "mysql" => Self::Db(Kind::Mysql),
-            "postgres" => Self::Db(Kind::Postgres),
-            other => panic!("engine_matrix!: no test engine named '{other}'"),
-        }
-    }
-}
-
 /// A body written for databases only takes the database's [`Kind`].
 impl From<TestEngine> for Kind {
     fn from(engine: TestEngine) -> Kind {
@@ -47,10 +30,11 @@ impl From<TestEngine> for Kind {
 }
 
 /// Runs each test body on each engine: `engine_matrix!([redis, sqlite] => a, b)` writes
-/// `mod redis { #[tokio::test] async fn a() { super::a(TestEngine::named("redis").into()) … } }`
+/// `mod redis { #[tokio::test] async fn a() { super::a(TestEngine::Db(Kind::Redis).into()) … } }`
 /// and so on, so one body serves every engine and the test names say which engine failed.
 /// A body takes a [`TestEngine`] or, for databases only, a [`Kind`]. The etcd and TiKV
-/// modules exist only with the test crate's `etcd` and `tikv` features.
+/// modules exist only with the test crate's `etcd` and `tikv` features; an engine name the
+/// macro does not know is a compile error.
 #[macro_export]
 macro_rules! engine_matrix {
     ([$($engine:ident),* $(,)?] => $($name:ident),* $(,)?) => {
@@ -81,9 +65,21 @@ macro_rules! engine_matrix {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name($crate::TestEngine::named(stringify!($engine)).into()).await
+                    super::$name($crate::engine_matrix!(@value $engine).into()).await
                 }
             )*
         }
+    };
+    // The engine each module name stands for; any other name does not compile.
+    (@value memkv) => { $crate::TestEngine::Memkv };
+    (@value etcd) => { $crate::TestEngine::Etcd };
+    (@value etcd34) => { $crate::TestEngine::Etcd34 };
+    (@value tikv) => { $crate::TestEngine::Tikv };
+    (@value redis) => { $crate::TestEngine::Db($crate::Kind::Redis) };
+    (@value sqlite) => { $crate::TestEngine::Db($crate::Kind::Sqlite) };
+    (@value mysql) => { $crate::TestEngine::Db($crate::Kind::Mysql) };
+    (@value postgres) => { $crate::TestEngine::Db($crate::Kind::Postgres) };
+    (@value $other:ident) => {
+        compile_error!(concat!("engine_matrix!: no test engine named '", stringify!($other), "'"))
     };
 }

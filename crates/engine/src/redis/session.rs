@@ -1,6 +1,6 @@
 //! [`RedisSession`]: one JuiceFS client on Redis. Its storage steps ([`Storage`]) send
-//! command for command what `pkg/meta/redis.go` sends, with the
-//! Go benchmark's configuration; rename is in `rename.rs`, the background work's steps in
+//! command for command what `pkg/meta/redis.go` sends, with SkipDirMtime as the session's
+//! options say; rename is in `rename.rs`, the background work's steps in
 //! `background.rs`, and the client logic over them in [`crate::base`].
 
 use super::txn::{txn, Conn};

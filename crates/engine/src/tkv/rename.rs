@@ -112,9 +112,9 @@ impl TkvSession {
                 ParentRule::kv(skip_mtime, skip_nlink, tx.retry()),
             );
             if ps == pd {
-                // One directory: the destination copy carries every change.
-                dattr.mtime = sattr.mtime;
-                dattr.ctime = sattr.ctime;
+                // One directory: only the destination's copy is written (kvMeta.doRename
+                // writes the source parent only when the parents differ), with its own
+                // times: a replaced directory forces it to be touched.
                 supdate = false;
             }
             iattr.ctime = now;

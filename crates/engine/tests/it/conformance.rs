@@ -134,6 +134,7 @@ metabench_testkit::engine_matrix!(
     write_then_read,
     setattr_and_access,
     racing_creates_in_one_directory,
+    skipped_parent_updates,
 );
 
 fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
@@ -777,5 +778,57 @@ async fn racing_creates_in_one_directory(on: TestEngine) {
             "two {on:?} clients racing on one directory conflict"
         );
     }
+    v.finish().await;
+}
+
+/// SkipDirMtime as a mount sets it (here an hour, so that no update falls due during the
+/// test): a parent younger than that keeps its mtime through a create, link and unlink; a
+/// directory made or replaced still changes its nlink and times (on TKV until
+/// SkipDirNlink retries). Under the Go benchmark's settings (0) every create moves it.
+async fn skipped_parent_updates(on: TestEngine) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let opts = SessionOptions {
+        skip_dir_mtime: std::time::Duration::from_secs(3600),
+        skip_dir_nlink: 20,
+        ..SessionOptions::default()
+    };
+    let mut m = v.engine.session(&opts).await.unwrap();
+    let (p, _) =
+        v.s.mkdir(&ctx, ROOT_INODE, b"skip", 0o755, 0)
+            .await
+            .unwrap();
+    for d in [&b"a"[..], b"b"] {
+        m.mkdir(&ctx, p, d, 0o755, 0).await.unwrap();
+    }
+    let before = v.s.getattr(p).await.unwrap();
+    assert_eq!(before.nlink, 4, "{on:?}: two subdirectories were linked");
+    let (f, _) = m.create(&ctx, p, b"f", 0o644, 0).await.unwrap();
+    m.link(&ctx, f, p, b"g").await.unwrap();
+    m.unlink(&ctx, p, b"g").await.unwrap();
+    let after = v.s.getattr(p).await.unwrap();
+    assert_eq!(
+        (after.mtime, after.ctime, after.nlink),
+        (before.mtime, before.ctime, 4),
+        "{on:?}: create, link and unlink within SkipDirMtime leave the parent alone"
+    );
+    // Replacing an empty directory in the same parent drops a link: written, with `now`.
+    m.rename(&ctx, p, b"a", p, b"b", 0).await.unwrap();
+    let replaced = v.s.getattr(p).await.unwrap();
+    assert_eq!(replaced.nlink, 3, "{on:?}");
+    assert!(
+        replaced.mtime > before.mtime,
+        "{on:?}: {replaced:?} vs {before:?}"
+    );
+    assert_eq!(replaced.ctime, replaced.mtime, "{on:?}");
+    // The Go benchmark's settings move it on every create.
+    v.s.create(&ctx, p, b"h", 0o644, 0).await.unwrap();
+    assert!(
+        v.s.getattr(p).await.unwrap().mtime > replaced.mtime,
+        "{on:?}"
+    );
+    m.flush().await.unwrap();
     v.finish().await;
 }
