@@ -191,6 +191,16 @@ pub(crate) fn move_between_parents(
     )
 }
 
+/// Where a session's background work runs, the same for every family (a line of their
+/// `fidelity_notes`).
+pub(crate) const BACKGROUND_WORK_NOTE: &str =
+    "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
+         where the client profile puts it: once after the timed window (`gobench`), or between \
+         each client's calls while the window runs (`mount`: flushes every second, a deleted \
+         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
+         goroutines and connections, concurrently with the calls; a metabench client pauses its \
+         calls for it, and each level reports its passes, round trips and client time apart.";
+
 /// When a parent directory's attribute is rewritten, for one attempt of one transaction:
 /// JuiceFS's `Config.SkipDirMtime` and `SkipDirNlink` as each family's `do*` steps read
 /// them.

@@ -406,20 +406,8 @@ async fn client_body(
             Err(e) => {
                 if e.breaks_session() {
                     // A timeout left a request half-way, or the connection failed:
-                    // continue on a fresh session. An engine that gives none until one op
-                    // timeout after the window's end has failed.
-                    let give_up_at = window.end + job.op_timeout;
-                    reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
-                        .await
-                        .map_err(|reopening| {
-                            ClientFailure::new(
-                                op.name(),
-                                MetaError::Engine(format!(
-                                    "{e}; no fresh session until {:?} after the window: {reopening}",
-                                    job.op_timeout
-                                )),
-                            )
-                        })?;
+                    // continue on a fresh session.
+                    replace_session(meta, job, &window, op.name(), &e).await?;
                 }
                 consecutive_errors += 1;
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
@@ -440,15 +428,7 @@ async fn client_body(
         if let Err(e) = pass.outcome {
             tracing::warn!("client {}: background work failed: {e}", job.index);
             if e.breaks_session() {
-                let give_up_at = window.end + job.op_timeout;
-                reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
-                    .await
-                    .map_err(|reopening| {
-                        ClientFailure::new(
-                            "background",
-                            MetaError::Engine(format!("{e}; no fresh session: {reopening}")),
-                        )
-                    })?;
+                replace_session(meta, job, &window, "background", &e).await?;
             }
         }
     }
@@ -461,6 +441,30 @@ async fn client_body(
         Ok::<_, MetaError>(())
     };
     cleanup.await.map_err(|e| ClientFailure::new("cleanup", e))
+}
+
+/// Replaces a client's session after `step` failed with `e` and left it unusable. An
+/// engine that gives no fresh session until one op timeout after the window's end has
+/// failed.
+async fn replace_session(
+    meta: &mut Box<dyn Meta>,
+    job: &ClientJob,
+    window: &Window,
+    step: &str,
+    e: &MetaError,
+) -> std::result::Result<(), ClientFailure> {
+    let give_up_at = window.end + job.op_timeout;
+    reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
+        .await
+        .map_err(|reopening| {
+            ClientFailure::new(
+                step,
+                MetaError::Engine(format!(
+                    "{e}; no fresh session until {:?} after the window: {reopening}",
+                    job.op_timeout
+                )),
+            )
+        })
 }
 
 /// Opens sessions until there are `n`, each on the client thread that will drive it.

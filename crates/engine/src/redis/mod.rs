@@ -56,14 +56,10 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          not inherited (the new node gets mode & ~umask).",
         "Compaction is never started (JuiceFS compacts a chunk in the background after reads of >= 5 \
          slices and writes where slices % 100 == 99 or > 350).",
-        "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
-         where the client profile puts it: once after the timed window (`gobench`), or between \
-         each client's calls while the window runs (`mount`: flushes every second, a deleted \
-         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
-         goroutines and connections, concurrently with the calls; a metabench client pauses its \
-         calls for it, and each level reports its passes, round trips and client time apart. \
-         It sends the same commands; slices whose refcount drops below zero get `HDEL sliceRef`, \
-         as a mount does after deleting the objects — metabench deletes no objects.",
+        crate::common::BACKGROUND_WORK_NOTE,
+        "Background work sends the same commands; slices whose refcount drops below zero get \
+         `HDEL sliceRef`, as a mount does after deleting the objects — metabench deletes no \
+         objects.",
         "With `client_cache`, read answers from the session's chunk cache for any inode (JuiceFS: for \
          open files), and readlink from the symlink cache; without it every call reaches Redis.",
         "Directory listings above 4096 entries fetch attributes two MGET batches at a time on the \

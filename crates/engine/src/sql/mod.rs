@@ -349,13 +349,8 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          and inode limits are not enforced.",
         "POSIX ACLs are not evaluated: access checks use the mode bits.",
         "Compaction is never started.",
-        "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
-         where the client profile puts it: once after the timed window (`gobench`), or between \
-         each client's calls while the window runs (`mount`: flushes every second, a deleted \
-         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
-         goroutines and connections, concurrently with the calls; a metabench client pauses its \
-         calls for it, and each level reports its passes, round trips and client time apart. \
-         It sends the same statements; metabench deletes no objects.",
+        crate::common::BACKGROUND_WORK_NOTE,
+        "Background work sends the same statements; metabench deletes no objects.",
         "SQLite: before each measurement the WAL is checkpointed and truncated (untimed), so its \
          automatic checkpoints fall on the same calls in every run.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \

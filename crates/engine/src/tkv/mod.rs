@@ -48,14 +48,9 @@ pub fn fidelity_notes() -> &'static [&'static str] {
         "POSIX ACLs are not evaluated; RENAME_EXCHANGE is answered with ENOTSUP; changelog \
          (`XLOG`) records are never written (volumes with ChangeLog are refused).",
         "Compaction is never started.",
-        "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
-         where the client profile puts it: once after the timed window (`gobench`), or between \
-         each client's calls while the window runs (`mount`: flushes every second, a deleted \
-         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
-         goroutines and connections, concurrently with the calls; a metabench client pauses its \
-         calls for it, and each level reports its passes, round trips and client time apart. \
-         It sends the same transactions; slice refcount keys left below zero are deleted, as \
-         after deleting the objects — metabench deletes no objects.",
+        crate::common::BACKGROUND_WORK_NOTE,
+        "Background work sends the same transactions; slice refcount keys left below zero are \
+         deleted, as after deleting the objects — metabench deletes no objects.",
         "Inode batches are prefetched in the background with uncounted calls, as JuiceFS does off \
          the timed path.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \
