@@ -10,6 +10,7 @@ mod common;
 pub mod error;
 pub mod meta;
 pub mod namespace;
+mod parent_rule;
 pub mod redis;
 pub mod retry;
 pub mod sql;

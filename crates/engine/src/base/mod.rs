@@ -28,10 +28,9 @@ pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 
-use crate::common::{
-    access, check_new_entry, check_rename, implicit_dir_attr, is_trash, ParentRule,
-};
+use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SessionOptions, SetAttr, Xattr};
+use crate::parent_rule::ParentRule;
 use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;

@@ -8,10 +8,10 @@ use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, ParentRule,
-    RENAME_NOREPLACE,
+    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, RENAME_NOREPLACE,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::parent_rule::ParentRule;
 use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
