@@ -143,8 +143,9 @@ fn background_work_runs_in_the_window_under_the_mount_profile_only() {
         .as_ref()
         .expect("background work in the window");
     let unlinks = level.ops.iter().find(|o| o.op == "unlink").unwrap();
-    // Each unlinked file's data is freed at once (one pass each), plus the flushes.
-    assert!(b.runs >= unlinks.latency.count, "{b:?} for {unlinks:?}");
+    // Each unlinked file's data is freed at once (one pass each), plus the flushes; only
+    // each client's last unlink may finish, and be freed, after the window's end.
+    assert!(b.runs + 2 >= unlinks.latency.count, "{b:?} for {unlinks:?}");
     assert!(
         b.round_trips >= b.runs && b.busy_s > 0.0 && b.errors == 0,
         "{b:?}"

@@ -146,7 +146,11 @@ impl ProfileArgs {
         ClientSettings {
             profile,
             session,
-            background_in_window: profile.background_in_window(),
+            background: if profile.background_in_window() {
+                BackgroundPlacement::InWindow
+            } else {
+                BackgroundPlacement::AfterWindow
+            },
         }
     }
 }
@@ -159,12 +163,40 @@ pub struct ClientSettings {
     pub profile: ClientProfile,
     /// What every session of the run is opened with.
     pub session: SessionOptions,
-    /// Whether background work runs in the timed windows (the profile's choice, unless a
-    /// command cannot: `parity`'s native side runs it between phases).
-    pub background_in_window: bool,
+    /// Where background work runs (the profile's choice, unless a command cannot:
+    /// `parity`'s native side runs it between phases).
+    pub background: BackgroundPlacement,
+}
+
+/// Where a run's background work (dir-stat and counter flushes, freeing deleted files'
+/// data) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackgroundPlacement {
+    /// Between each client's calls while the windows run (the mount profile).
+    InWindow,
+    /// Once after each window (the gobench profile).
+    AfterWindow,
+    /// Between the phases of `parity`'s native side.
+    BetweenPhases,
+}
+
+impl BackgroundPlacement {
+    /// As results record it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BackgroundPlacement::InWindow => "every second, in the window",
+            BackgroundPlacement::AfterWindow => "after the window",
+            BackgroundPlacement::BetweenPhases => "between phases",
+        }
+    }
 }
 
 impl ClientSettings {
+    /// Whether background work runs in the timed windows.
+    pub fn background_in_window(&self) -> bool {
+        self.background == BackgroundPlacement::InWindow
+    }
+
     /// The settings as results record them (`skip_dir_mtime`: `100ms`, …); a knob that
     /// differs from the profile's own value is marked "(set)".
     pub fn describe(&self) -> BTreeMap<String, String> {
@@ -199,12 +231,7 @@ impl ClientSettings {
         );
         out.insert(
             "background_work".to_owned(),
-            if self.background_in_window {
-                "every second, in the window"
-            } else {
-                "after the window"
-            }
-            .to_owned(),
+            self.background.describe().to_owned(),
         );
         out
     }

@@ -114,6 +114,9 @@ pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
     for n in round_trips_not_gated(&c) {
         out!("note: {n}");
     }
+    for w in &c.warnings {
+        out!("note: {w}");
+    }
     if failures.is_empty() {
         out!(
             "gate passed: {} rows of {} checked against {} ({what})",

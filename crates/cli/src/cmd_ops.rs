@@ -95,7 +95,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ops: ops.clone(),
         budget,
         session: opts.clone(),
-        background_in_window: run.client.background_in_window,
+        background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
     };
     let client = {

@@ -2,7 +2,9 @@
 //! shaped work, fio and `juicefs bench`; metabench runs the same mdtest phases natively;
 //! the report puts both side by side.
 
-use crate::args::{check_output_path, parse_count, write_file, ClientSettings, ProfileArgs};
+use crate::args::{
+    check_output_path, parse_count, write_file, BackgroundPlacement, ClientSettings, ProfileArgs,
+};
 use crate::error::{input, CliError};
 use crate::lifecycle::Run;
 use crate::target::TargetArgs;
@@ -177,7 +179,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         &args.target,
         ClientSettings {
             // The native side flushes between phases, not in them.
-            background_in_window: false,
+            background: BackgroundPlacement::BetweenPhases,
             ..args.client.settings(ClientProfile::Mount)
         },
         Some((&args.storage, &bucket)),

@@ -304,7 +304,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         shared_dir: args.shared_dir,
         until_plateau: args.until_plateau,
         session: run.client.session.clone(),
-        background_in_window: run.client.background_in_window,
+        background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
         open_loop: args.rate.as_ref().map(|rate| OpenLoop {
             rates: rate.rates().to_vec(),

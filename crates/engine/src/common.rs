@@ -200,7 +200,9 @@ pub(crate) const BACKGROUND_WORK_NOTE: &str =
          each client's calls while the window runs (`mount`: flushes every second, a deleted \
          file's data freed right after the call that deleted it). JuiceFS runs it on its own \
          goroutines and connections, concurrently with the calls; a metabench client pauses its \
-         calls for it, and each level reports its passes, round trips and client time apart.";
+         calls for it. Each sweep level reports its passes, round trips and client time apart; \
+         `ops` runs it untimed between calls, `parity`'s native side between phases. Files \
+         queued by a session that a failure replaced are not freed by its successor.";
 
 /// The root (mode 0777) or the trash (`TRASH_INODE`, 0555) directory as `juicefs format`
 /// (`doInit`) writes it: owned by root, nlink 2, length 4096, parent 1, times `now`.

@@ -157,7 +157,7 @@ impl ClientProfile {
             }
             ClientProfile::Mount => {
                 "mount: a `juicefs mount` with default flags (cmd/flags.go: --skip-dir-mtime \
-                 100ms, --skip-dir-nlink 20, its caches and its background work in the window)"
+                 100ms, --skip-dir-nlink 20, its caches and its background work)"
             }
         }
     }

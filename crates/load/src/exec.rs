@@ -272,7 +272,8 @@ pub const BACKGROUND_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// A mounted client's background work, run between one client's calls when its profile
 /// runs it in the window: a flush of dir stats and counters every
 /// [`BACKGROUND_FLUSH_EVERY`], and between flushes the data of files the last call
-/// deleted, at once (JuiceFS starts `tryDeleteFileData` right after the commit).
+/// deleted, at once (JuiceFS starts `tryDeleteFileData` right after the commit); after a
+/// failed free, at the next flush.
 pub(crate) struct ClientBackground {
     next_flush: Instant,
     /// After a failed free, the queued files wait for the next flush rather than being
@@ -294,6 +295,11 @@ impl ClientBackground {
             next_flush: from + BACKGROUND_FLUSH_EVERY,
             frees_held: false,
         }
+    }
+
+    /// The session was replaced: its successor's frees are not held back.
+    pub(crate) fn session_replaced(&mut self) {
+        self.frees_held = false;
     }
 
     /// Runs what is due now, if anything, bounded by `op_timeout` as a call is.

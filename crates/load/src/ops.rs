@@ -162,7 +162,14 @@ async fn run_one(
                 tracing::warn!("background work failed: {e}");
                 if e.breaks_session() {
                     let give_up_at = Instant::now() + config.op_timeout;
-                    reopen(meta, engine, &config.session, config.op_timeout, give_up_at).await?;
+                    reopen(meta, engine, &config.session, config.op_timeout, give_up_at)
+                        .await
+                        .map_err(|r| {
+                            MetaError::Engine(format!(
+                                "background work failed: {e}; no fresh session: {r}"
+                            ))
+                        })?;
+                    b.session_replaced();
                 }
             }
         }

@@ -429,6 +429,9 @@ async fn client_body(
             tracing::warn!("client {}: background work failed: {e}", job.index);
             if e.breaks_session() {
                 replace_session(meta, job, &window, "background", &e).await?;
+                if let Some(b) = &mut background {
+                    b.session_replaced();
+                }
             }
         }
     }

@@ -187,6 +187,10 @@ pub struct Comparison {
     pub only_in_current: Vec<String>,
     /// What makes the two runs not like for like (they model different clients).
     pub warnings: Vec<String>,
+    /// Whether round trips per call depend on timing in either run: with SkipDirMtime
+    /// above 0, a parent is rewritten only when its mtime is old enough, so a slower run
+    /// sends more. Such round trips are shown, not gated.
+    pub round_trips_timed: bool,
 }
 
 impl Comparison {
@@ -216,16 +220,24 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
             ))
         }
     };
-    let (was, is) = (
-        base.engine().client_summary(),
-        current.engine().client_summary(),
-    );
-    if was != is {
-        c.warnings.push(format!(
-            "the runs model different clients (baseline {was}; current {is}): differences \
-             include the client's settings, not only the engine"
-        ));
+    let (b, n) = (base.engine(), current.engine());
+    let (was, is) = (b.client_summary(), n.client_summary());
+    match (b.profile_name(), n.profile_name()) {
+        (Some(x), Some(y))
+            if x == y
+                && (b.client_settings.is_empty()
+                    || n.client_settings.is_empty()
+                    || b.client_settings == n.client_settings) => {}
+        (Some(_), Some(_)) => c.warnings.push(format!(
+            "the runs model different clients (baseline {was}; current {is}): the changes below \
+             reflect the client settings as well as the engine"
+        )),
+        _ => c.warnings.push(format!(
+            "a run does not record its client (baseline {was}; current {is}): they may model \
+             different clients"
+        )),
     }
+    c.round_trips_timed = base.engine().skips_dir_mtime() || current.engine().skips_dir_mtime();
     Ok(c)
 }
 
@@ -305,6 +317,7 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
         only_in_base,
         only_in_current,
         warnings: Vec::new(),
+        round_trips_timed: false,
     }
 }
 
@@ -412,6 +425,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
         only_in_base,
         only_in_current,
         warnings: Vec::new(),
+        round_trips_timed: false,
     }
 }
 
@@ -518,10 +532,17 @@ pub struct Failure {
 pub fn round_trips_not_gated(c: &Comparison) -> Vec<String> {
     c.rows
         .iter()
-        .filter(|r| r.round_trips_increased() && !r.round_trips_deterministic())
+        .filter(|r| {
+            r.round_trips_increased() && (c.round_trips_timed || !r.round_trips_deterministic())
+        })
         .map(|r| {
+            let why = if c.round_trips_timed {
+                ", SkipDirMtime above 0 makes them depend on timing"
+            } else {
+                ""
+            };
             format!(
-                "{}: round trips {:.2} → {:.2} with retries {} → {} (not gated)",
+                "{}: round trips {:.2} → {:.2} with retries {} → {}{why} (not gated)",
                 r.name(),
                 r.round_trips.0,
                 r.round_trips.1,
@@ -536,7 +557,7 @@ pub fn round_trips_not_gated(c: &Comparison) -> Vec<String> {
 pub fn gate(c: &Comparison, policy: &GatePolicy) -> Vec<Failure> {
     let mut failures = Vec::new();
     for r in &c.rows {
-        if r.round_trips_increased() && r.round_trips_deterministic() {
+        if r.round_trips_increased() && r.round_trips_deterministic() && !c.round_trips_timed {
             failures.push(Failure {
                 row: r.name(),
                 reason: format!(
@@ -749,7 +770,7 @@ mod tests {
         for l in latencies_us {
             h.record((l * 1000.0) as u64).unwrap();
         }
-        AnyResults::Ops(OpsResults::of(vec![
+        let mut run = OpsResults::of(vec![
             OpResult {
                 op: "mkdir".into(),
                 latency: crate::Latency {
@@ -763,7 +784,11 @@ mod tests {
                 ..Default::default()
             },
             OpResult::skipped("readlink", "ENOTSUP"),
-        ]))
+        ]);
+        run.header.engine.client_settings = [("profile", "gobench"), ("skip_dir_mtime", "0s")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into();
+        AnyResults::Ops(run)
     }
 
     #[test]
@@ -793,14 +818,22 @@ mod tests {
         // Runs of two client profiles are compared, with a warning.
         let mut mount = ops_run(&wide_a, 4.0);
         if let AnyResults::Ops(o) = &mut mount {
-            o.header
-                .engine
-                .client_settings
-                .insert("profile".into(), "mount".into());
+            let settings = &mut o.header.engine.client_settings;
+            settings.insert("profile".into(), "mount".into());
+            settings.insert("skip_dir_mtime".into(), "100ms".into());
         }
         let c = compare(&ops_run(&wide_a, 4.0), &mount, 0.05).unwrap();
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         assert!(render(&c).contains("Warning: the runs model different clients"));
+        // Under SkipDirMtime, more round trips are shown, not gated.
+        let mut timed = mount.clone();
+        if let AnyResults::Ops(o) = &mut timed {
+            o.results[0].round_trips_per_op = 5.0;
+        }
+        let c = compare(&mount, &timed, 0.05).unwrap();
+        assert!(c.round_trips_timed && c.warnings.is_empty(), "{c:?}");
+        assert!(gate(&c, &policy(0.10)).is_empty());
+        assert!(round_trips_not_gated(&c)[0].contains("depend on timing"));
     }
 
     #[test]

@@ -44,6 +44,27 @@ impl EngineInfo {
         settings.join(", ")
     }
 
+    /// The client profile's name (`gobench`, `mount`), also from files that recorded only
+    /// its description; `None` when the file does not say.
+    pub fn profile_name(&self) -> Option<&str> {
+        match self.client_settings.get("profile") {
+            Some(p) => Some(p.as_str()),
+            None => self
+                .client_profile
+                .split(':')
+                .next()
+                .filter(|p| !p.is_empty()),
+        }
+    }
+
+    /// Whether the client skipped parent updates by time (SkipDirMtime above 0), which
+    /// makes round trips per call depend on timing.
+    pub fn skips_dir_mtime(&self) -> bool {
+        self.client_settings
+            .get("skip_dir_mtime")
+            .is_some_and(|v| !v.starts_with("0s"))
+    }
+
     /// The client a run modelled, for tables: its profile and settings, or what files
     /// written before profiles existed say.
     pub fn client_summary(&self) -> String {
@@ -552,8 +573,8 @@ pub struct Level {
     /// (the lowest of the level's phases).
     #[serde(default)]
     pub achieved_ops_per_s: Option<f64>,
-    /// Open loop only: the share of the window the client pool was busy (the busiest
-    /// phase); near 1, the pool is too small for the rate.
+    /// Open loop only: the share of the window the client pool was busy with calls and
+    /// background work (the busiest phase); near 1, the pool is too small for the rate.
     #[serde(default)]
     pub pool_busy: Option<f64>,
     /// The clients' background work inside the windows, when the client profile runs it

@@ -578,11 +578,20 @@ pub trait Storage: Send {
     /// returned.
     fn free_deleted_files(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
+            // A file leaves the queue only once freed, so a pass cancelled half-way (the
+            // op timeout) loses nothing.
             let mut first: Option<MetaError> = None;
-            for (ino, length) in std::mem::take(&mut self.state().deleted) {
-                if let Err(e) = self.do_delete_file_data(ino, length).await {
-                    self.state().deleted.push((ino, length));
-                    first.get_or_insert(e);
+            let mut i = 0;
+            while i < self.state().deleted.len() {
+                let (ino, length) = self.state().deleted[i];
+                match self.do_delete_file_data(ino, length).await {
+                    Ok(()) => {
+                        self.state().deleted.swap_remove(i);
+                    }
+                    Err(e) => {
+                        first.get_or_insert(e);
+                        i += 1;
+                    }
                 }
             }
             first.map_or(Ok(()), Err)
