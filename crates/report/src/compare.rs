@@ -194,6 +194,25 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// The rows of a comparison and the rows only one side has (baseline, current); no
+    /// warnings yet.
+    fn new(
+        kind: &'static str,
+        alpha: f64,
+        rows: Vec<Row>,
+        (only_in_base, only_in_current): (Vec<String>, Vec<String>),
+    ) -> Self {
+        Comparison {
+            kind,
+            alpha,
+            rows,
+            only_in_base,
+            only_in_current,
+            warnings: Vec::new(),
+            round_trips_timed: false,
+        }
+    }
+
     /// Which test backs the timing columns.
     pub fn test_description(&self) -> &'static str {
         if self.kind == "sweep" {
@@ -310,15 +329,7 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
         .filter(|r| !a.results.iter().filter(usable).any(|x| x.op == r.op))
         .map(|r| r.op.clone())
         .collect();
-    Comparison {
-        kind: "ops",
-        alpha,
-        rows,
-        only_in_base,
-        only_in_current,
-        warnings: Vec::new(),
-        round_trips_timed: false,
-    }
+    Comparison::new("ops", alpha, rows, (only_in_base, only_in_current))
 }
 
 /// A sweep level's identity across runs: clients, and an open loop's offered rate.
@@ -418,15 +429,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
         .filter(|(c, ob)| !ra.iter().any(|(ca, oa)| ca == c && oa.op == ob.op))
         .map(|(c, o)| format!("{} @ {c}", o.op))
         .collect();
-    Comparison {
-        kind: "sweep",
-        alpha,
-        rows,
-        only_in_base,
-        only_in_current,
-        warnings: Vec::new(),
-        round_trips_timed: false,
-    }
+    Comparison::new("sweep", alpha, rows, (only_in_base, only_in_current))
 }
 
 fn round_trip_cell(r: &Row) -> String {
