@@ -98,6 +98,15 @@ fn run_to_end(run: &Run, meta: &str) -> (serde_json::Value, bool) {
     assert!(out.status.success(), "parity failed: {stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("native/mount"), "{stdout}");
+    // Both sides model a default mount, and the output names the client and its settings.
+    assert!(stdout.contains("client profile: mount"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "client settings: background-work between phases, client-cache on, \
+             skip-dir-mtime 100ms, skip-dir-nlink 20"
+        ),
+        "{stdout}"
+    );
     let report = serde_json::from_str(&std::fs::read_to_string(&run.json).unwrap()).unwrap();
     (report, seen.load(Ordering::Relaxed))
 }

@@ -351,6 +351,10 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         "native: the same calls issued by metabench on engine sessions (no FUSE, no Go client, no object storage); ratio = native / mount".into(),
     );
     out!("{}", report.table());
+    // The client both sides modelled, and where metabench's native side differs from it.
+    for line in report.header.engine.fidelity_lines() {
+        out!("{line}");
+    }
     if let Some(path) = &args.json {
         write_file(
             path,

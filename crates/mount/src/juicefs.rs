@@ -96,6 +96,32 @@ pub struct Mount {
     log: PathBuf,
 }
 
+/// The arguments of `juicefs mount` for `opts` on the mount point `mp`: in the
+/// background, without usage reports, hourly jobs or metadata backups, with the client
+/// profile's `--skip-dir-mtime` (in ns) and `--skip-dir-nlink`, and a private cache and log.
+fn mount_args(opts: &MountOptions, mp: &Path, cache: &Path, log: &Path) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> =
+        vec!["mount".into(), opts.meta_url.clone().into(), mp.into()];
+    for a in [
+        "-d",
+        "--no-usage-report",
+        "--no-bgjob",
+        "--backup-meta",
+        "0",
+    ] {
+        args.push(a.into());
+    }
+    args.push("--skip-dir-mtime".into());
+    args.push(format!("{}ns", opts.skip_dir_mtime.as_nanos()).into());
+    args.push("--skip-dir-nlink".into());
+    args.push(opts.skip_dir_nlink.to_string().into());
+    args.push("--cache-dir".into());
+    args.push(cache.into());
+    args.push("--log".into());
+    args.push(log.into());
+    args
+}
+
 fn juicefs_cmd(bin: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(bin);
     c.args(["--no-agent", "--no-color"]);
@@ -150,24 +176,7 @@ impl Mount {
             log: log.clone(),
         };
         let out = juicefs_cmd(&opts.juicefs)
-            .arg("mount")
-            .arg(&opts.meta_url)
-            .arg(mp)
-            .args([
-                "-d",
-                "--no-usage-report",
-                "--no-bgjob",
-                "--backup-meta",
-                "0",
-            ])
-            .arg("--skip-dir-mtime")
-            .arg(format!("{}ns", opts.skip_dir_mtime.as_nanos()))
-            .arg("--skip-dir-nlink")
-            .arg(opts.skip_dir_nlink.to_string())
-            .arg("--cache-dir")
-            .arg(&cache)
-            .arg("--log")
-            .arg(&log)
+            .args(mount_args(opts, mp, &cache, &log))
             .stdin(Stdio::null())
             .output()
             .map_err(|e| MountError::Command(format!("cannot run juicefs mount: {e}")))?;
@@ -341,6 +350,27 @@ pub async fn run_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mount gets the client profile's SkipDirMtime and SkipDirNlink; a duration
+    /// below a millisecond keeps its precision (`juicefs` reads it with ParseDuration).
+    #[test]
+    fn the_mount_gets_the_profiles_skip_flags() {
+        let opts = MountOptions {
+            juicefs: "juicefs".into(),
+            meta_url: "redis://h/1".into(),
+            mountpoint: "/m".into(),
+            work_dir: "/w".into(),
+            skip_dir_mtime: std::time::Duration::from_micros(500),
+            skip_dir_nlink: 20,
+        };
+        let args = mount_args(&opts, Path::new("/m"), Path::new("/c"), Path::new("/l"));
+        let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap()).collect();
+        let after = |flag: &str| args[args.iter().position(|a| *a == flag).unwrap() + 1];
+        assert_eq!(&args[..3], ["mount", "redis://h/1", "/m"]);
+        assert_eq!(after("--skip-dir-mtime"), "500000ns");
+        assert_eq!(after("--skip-dir-nlink"), "20");
+        assert_eq!(after("--cache-dir"), "/c");
+    }
 
     #[test]
     fn mounts_unescape() {
