@@ -101,8 +101,9 @@ fn short_sweep_on_the_embedded_sqlite() {
 /// On memkv every level is client-bound by construction (no I/O: the calls never wait).
 /// With more clients than client threads, the self-check must still see the CPU the
 /// clients burn and flag the level, rather than starve with them.
-/// One level of `create,unlink` on a fresh SQLite volume under `profile`.
-fn unlink_level(profile: &str, dir: &Path) -> SweepResults {
+/// One level of `create,unlink` on a fresh SQLite volume under `profile`: its results and
+/// what it printed.
+fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
     let json = dir.join(format!("{profile}.json"));
     let o = metabench()
         .args(["sweep", "--profile", profile, "--conc", "2"])
@@ -119,7 +120,8 @@ fn unlink_level(profile: &str, dir: &Path) -> SweepResults {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (run, String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// Under the mount profile the clients' background work runs in the window and is
@@ -131,7 +133,11 @@ fn background_work_runs_in_the_window_under_the_mount_profile_only() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
-    let mount = unlink_level("mount", tmp.path());
+    let (mount, printed) = unlink_level("mount", tmp.path());
+    assert!(
+        printed.contains("background work in the windows"),
+        "{printed}"
+    );
     assert_eq!(mount.header.engine.client_settings["profile"], "mount");
     assert_eq!(
         mount.header.engine.client_settings["skip_dir_mtime"],
@@ -151,7 +157,11 @@ fn background_work_runs_in_the_window_under_the_mount_profile_only() {
         "{b:?}"
     );
     assert!((b.window_s - 3.0).abs() < 1.0, "{b:?}");
-    let gobench = unlink_level("gobench", tmp.path());
+    let (gobench, printed) = unlink_level("gobench", tmp.path());
+    assert!(
+        !printed.contains("background work in the windows"),
+        "{printed}"
+    );
     assert_eq!(gobench.header.engine.client_settings["profile"], "gobench");
     assert!(gobench.levels[0].background.is_none());
 }

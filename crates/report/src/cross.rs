@@ -393,14 +393,9 @@ pub fn background_grid(runs: &[LabeledRun]) -> Option<Grid> {
         .flat_map(|(label, s)| {
             s.levels.iter().filter_map(move |l| {
                 let b = l.background.as_ref()?;
-                Some(vec![
-                    label.to_owned(),
-                    l.clients.to_string(),
-                    b.runs.to_string(),
-                    format!("{:.0}", b.round_trips_per_s()),
-                    format!("{:.1}", b.busy_s * 1000.0),
-                    b.errors.to_string(),
-                ])
+                let mut row = vec![label.to_owned(), l.clients.to_string()];
+                row.extend(b.cells());
+                Some(row)
             })
         })
         .collect();

@@ -605,6 +605,16 @@ pub struct BackgroundWork {
 }
 
 impl BackgroundWork {
+    /// The cells tables show of it: passes, round trips per second, client ms, failed.
+    pub fn cells(&self) -> [String; 4] {
+        [
+            self.runs.to_string(),
+            format!("{:.0}", self.round_trips_per_s()),
+            format!("{:.1}", self.busy_s * 1000.0),
+            self.errors.to_string(),
+        ]
+    }
+
     /// Round trips per second of window.
     pub fn round_trips_per_s(&self) -> f64 {
         if self.window_s > 0.0 {

@@ -263,6 +263,22 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             out += &format!("  {b}\n");
         }
     }
+    if run.levels.iter().any(|l| l.background.is_some()) {
+        let mut t = Table::new();
+        t.load_style(ASCII_MARKDOWN);
+        t.set_header(["clients", "passes", "round trips/s", "client ms", "failed"]);
+        for l in &run.levels {
+            if let Some(b) = &l.background {
+                let mut row = vec![l.clients.to_string()];
+                row.extend(b.cells());
+                t.add_row(row);
+            }
+        }
+        out += &format!(
+            "\nbackground work in the windows (dir-stat and counter flushes, freeing deleted \
+             files; not in the calls' latency)\n{t}\n"
+        );
+    }
     let engine_bound: Vec<String> = run
         .levels
         .iter()
