@@ -156,7 +156,8 @@ fn background_work_runs_in_the_window_under_the_mount_profile_only() {
         b.round_trips >= b.runs && b.busy_s > 0.0 && b.errors == 0,
         "{b:?}"
     );
-    assert!((b.window_s - 3.0).abs() < 1.0, "{b:?}");
+    // Two phases of 1.5 s each; a real window runs on to its last in-flight answer.
+    assert!(b.window_s >= 2.99, "{b:?}");
     let (gobench, printed) = unlink_level("gobench", tmp.path());
     assert!(
         !printed.contains("background work in the windows"),
