@@ -17,24 +17,30 @@ pub struct LabeledRun {
 }
 
 impl LabeledRun {
+    /// The runs among `runs` that `pick` keeps, with their labels, in order.
+    fn picked<'a, T>(
+        runs: &'a [LabeledRun],
+        pick: impl Fn(&'a AnyResults) -> Option<&'a T>,
+    ) -> Vec<(&'a str, &'a T)> {
+        runs.iter()
+            .filter_map(|r| Some((r.label.as_str(), pick(&r.run)?)))
+            .collect()
+    }
+
     /// The `ops` runs among `runs`, with their labels, in order.
     pub fn ops_of(runs: &[LabeledRun]) -> Vec<(&str, &crate::OpsResults)> {
-        runs.iter()
-            .filter_map(|r| match &r.run {
-                AnyResults::Ops(o) => Some((r.label.as_str(), o)),
-                _ => None,
-            })
-            .collect()
+        Self::picked(runs, |r| match r {
+            AnyResults::Ops(o) => Some(o),
+            _ => None,
+        })
     }
 
     /// The sweeps among `runs`, with their labels, in order.
     pub fn sweeps_of(runs: &[LabeledRun]) -> Vec<(&str, &crate::SweepResults)> {
-        runs.iter()
-            .filter_map(|r| match &r.run {
-                AnyResults::Sweep(s) => Some((r.label.as_str(), s)),
-                _ => None,
-            })
-            .collect()
+        Self::picked(runs, |r| match r {
+            AnyResults::Sweep(s) => Some(s),
+            _ => None,
+        })
     }
 }
 
