@@ -216,7 +216,17 @@ probe_path() {
         done
         return 1
         ;;
-    *) type -P "$probe" 2>/dev/null ;;
+    *)
+        # Debian puts daemons (mariadbd) in /usr/sbin, which a plain user's PATH lacks.
+        type -P "$probe" 2>/dev/null && return 0
+        for p in "/usr/sbin/$probe" "/sbin/$probe"; do
+            [[ -x "$p" ]] && {
+                echo "$p"
+                return 0
+            }
+        done
+        return 1
+        ;;
     esac
 }
 
