@@ -19,7 +19,8 @@ pub struct OpsArgs {
     target: TargetArgs,
 
     /// Operations to run, comma-separated (default: every operation of JuiceFS's Go
-    /// benchmark, in its order; NNBench's create_write and open are available too).
+    /// benchmark, in its order; NNBench's create_write and open, truncate and fallocate
+    /// are available too).
     #[arg(long, value_delimiter = ',', value_name = "OP,...")]
     ops: Vec<Op>,
 

@@ -33,6 +33,12 @@ pub enum MetaError {
     /// EINVAL.
     #[error("invalid argument")]
     Invalid,
+    /// EFBIG: a length from `ChunkSize << 31` bytes on (the VFS's `maxFileSize`).
+    #[error("file too large")]
+    TooBig,
+    /// EPIPE: `fallocate` of a FIFO.
+    #[error("broken pipe")]
+    BrokenPipe,
     /// EIO: a record JuiceFS expects is missing (a symlink without a target).
     #[error("input/output error")]
     Io,
@@ -76,6 +82,8 @@ impl MetaError {
             Self::Perm => "EPERM",
             Self::NotSupported => "ENOTSUP",
             Self::Invalid => "EINVAL",
+            Self::TooBig => "EFBIG",
+            Self::BrokenPipe => "EPIPE",
             Self::Io => "EIO",
             Self::Conflict(_) => "conflict",
             Self::BadUrl(_) => "bad-url",

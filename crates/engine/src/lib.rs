@@ -12,6 +12,7 @@ pub mod meta;
 pub mod namespace;
 mod parent_rule;
 pub mod redis;
+mod resize;
 pub mod retry;
 pub mod sql;
 pub mod stats;
@@ -25,6 +26,7 @@ pub use meta::{
     ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,
     Renamed, ServerInfo, SessionOptions, SetAttr, VolumeState, Xattr, XattrFlags,
 };
+pub use resize::{falloc, Resized};
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;
 pub use url::{MetaUrl, Scheme};

@@ -396,6 +396,23 @@ pub trait Meta: Send {
     /// Reads the slice records of chunk `indx` (`Read`), as stored (no overlay).
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
 
+    /// Sets a file's length (`Truncate` as a truncate by path makes it: flags 0, the
+    /// permission checked), appending holes over the range that changed. EFBIG from
+    /// `ChunkSize << 31` bytes on, as the VFS refuses it. Returns the new attribute.
+    async fn truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Attr>;
+
+    /// `Fallocate(mode, off, size)` with the [`crate::falloc`] mode bits: grows the file
+    /// to `off + size` unless KEEP_SIZE, and with ZERO_RANGE or PUNCH_HOLE appends holes
+    /// over the range. Returns the file's length after it.
+    async fn fallocate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        mode: u8,
+        off: u64,
+        size: u64,
+    ) -> Result<u64>;
+
     /// Does what a JuiceFS client does in the background: flushes buffered dir stats and
     /// volume counters (`flushDirStat`, `flushStats`: every second on a mount), and frees
     /// the data of deleted files.

@@ -65,11 +65,22 @@ pub enum Op {
     CreateWrite,
     /// NNBench's open: `Lookup` then `GetAttr`.
     Open,
+    /// `Truncate(file)` to 1 MiB and back to 4 KiB in turn (a truncate by path: flags 0).
+    Truncate,
+    /// `Fallocate(file, mode 0, end, 4 KiB)`: grows the file by 4 KiB (`fallocate -l`).
+    Fallocate,
 }
 
 /// Writes into one file before the runner moves to a fresh one, so chunks stay below
 /// JuiceFS's compaction thresholds (MySQL's blob holds ~2730 slices).
 const WRITES_PER_FILE: u64 = 1000;
+
+/// The lengths `truncate` sets in turn: both inside chunk 0, so each call appends one hole.
+const TRUNCATE_LONG: u64 = 1 << 20;
+const TRUNCATE_SHORT: u64 = 4 << 10;
+
+/// What each `fallocate` call adds to the file.
+const FALLOCATE_STEP: u64 = 4 << 10;
 
 impl Op {
     /// The operations of NNBench as JuiceFS's comparison ran them, in order.
@@ -105,16 +116,22 @@ impl Op {
         Op::Read10,
     ];
 
-    /// Every operation metabench knows.
-    pub const ALL: [Op; 28] = {
-        let mut all = [Op::Mkdir; 28];
+    /// The operations JuiceFS's Go benchmark does not time: NNBench's two, and the
+    /// resizes a mounted client sends (`ftruncate`, `fallocate`).
+    pub const EXTRA: [Op; 4] = [Op::CreateWrite, Op::Open, Op::Truncate, Op::Fallocate];
+
+    /// Every operation metabench knows: the Go benchmark's, then [`Op::EXTRA`].
+    pub const ALL: [Op; 30] = {
+        let mut all = [Op::Mkdir; 30];
         let mut i = 0;
         while i < 26 {
             all[i] = Op::GOLANG[i];
             i += 1;
         }
-        all[26] = Op::CreateWrite;
-        all[27] = Op::Open;
+        while i < 30 {
+            all[i] = Op::EXTRA[i - 26];
+            i += 1;
+        }
         all
     };
 
@@ -149,6 +166,8 @@ impl Op {
             Op::Read10 => "read_10",
             Op::CreateWrite => "create_write",
             Op::Open => "open",
+            Op::Truncate => "truncate",
+            Op::Fallocate => "fallocate",
         }
     }
 
@@ -173,6 +192,8 @@ impl Op {
             (Op::Write, _) => Some("includes NewSlice; a fresh file every 1000 writes keeps chunks below compaction"),
             (Op::CreateWrite, _) => Some("NNBench create+write+close: Create, NewSlice and one 1 KiB Write (close costs no metadata call)"),
             (Op::Open, _) => Some("NNBench open: Lookup then GetAttr"),
+            (Op::Truncate, _) => Some("1 MiB and 4 KiB in turn, each appending a hole; a fresh file every 1000 calls keeps chunks below compaction"),
+            (Op::Fallocate, _) => Some("mode 0: the file grows by 4 KiB per call (no hole is written)"),
             (Op::Mkdir | Op::Mknod | Op::Create | Op::Symlink, _) => {
                 Some("inode ids come in batches of 1024, prefetched in the background as in JuiceFS")
             }
@@ -352,7 +373,7 @@ impl OpState {
                     .await?
                     .0;
             }
-            Op::Write => {
+            Op::Write | Op::Truncate | Op::Fallocate => {
                 s.target = meta
                     .create(&ctx, dir, &s.fixed("file"), 0o644, 0o022)
                     .await?
@@ -409,7 +430,7 @@ impl OpState {
                 meta.setxattr(self.target, b"key", b"value", XattrFlags::Any)
                     .await?;
             }
-            Op::Write if self.writes_in_file >= WRITES_PER_FILE => {
+            Op::Write | Op::Truncate if self.writes_in_file >= WRITES_PER_FILE => {
                 self.files += 1;
                 let name = self.name("file", self.files);
                 self.target = meta
@@ -506,7 +527,24 @@ impl OpState {
                 meta.getattr(ino).await.map(drop)
             }
             Op::Read1 | Op::Read10 => meta.read(target, 0).await.map(drop),
+            Op::Truncate => {
+                let length = if i.is_multiple_of(2) {
+                    TRUNCATE_LONG
+                } else {
+                    TRUNCATE_SHORT
+                };
+                meta.truncate(ctx, target, length).await.map(drop)
+            }
+            Op::Fallocate => {
+                let off = i * FALLOCATE_STEP;
+                meta.fallocate(ctx, target, 0, off, FALLOCATE_STEP)
+                    .await
+                    .map(drop)
+            }
         };
+        if self.op == Op::Truncate && outcome.is_ok() {
+            self.writes_in_file += 1;
+        }
         if self.op == Op::Write && outcome.is_ok() {
             self.writes_in_file += 1;
             self.write_offset += 1024;

@@ -7,9 +7,14 @@ use crate::common::{
     check_new_entry, check_rmdir, check_unlink, is_trash, RENAME_EXCHANGE, TRASH_NAME,
 };
 use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SetAttr, Xattr};
+use crate::resize::check_fallocate_args;
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
+
+/// `maxFileSize` of the VFS (`pkg/vfs/vfs.go`): `ChunkSize << 31`. A truncate or
+/// fallocate that reaches it is EFBIG there, before the metadata client is called.
+const MAX_FILE_SIZE: u64 = metabench_schema::CHUNK_SIZE << 31;
 
 /// What `Mkdir`, `Mknod` and `Symlink` answer: the new node, or EEXIST.
 fn created((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
@@ -301,6 +306,38 @@ impl<S: Storage> Meta for S {
 
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         self.read_chunk(ino, indx).await
+    }
+
+    async fn truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Attr> {
+        if length >= MAX_FILE_SIZE {
+            return Err(MetaError::TooBig);
+        }
+        let done = self.do_truncate(ctx, ino, length).await;
+        self.state().cache.forget_file(ino);
+        let r = done?;
+        self.update_parent_stat(ino, r.attr.parent, r.length, r.space)
+            .await;
+        Ok(r.attr)
+    }
+
+    async fn fallocate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        mode: u8,
+        off: u64,
+        size: u64,
+    ) -> Result<u64> {
+        check_fallocate_args(mode, size)?;
+        if off >= MAX_FILE_SIZE || off + size >= MAX_FILE_SIZE {
+            return Err(MetaError::TooBig);
+        }
+        let done = self.do_fallocate(ctx, ino, mode, off, size).await;
+        self.state().cache.forget_file(ino);
+        let r = done?;
+        self.update_parent_stat(ino, r.attr.parent, r.length, r.space)
+            .await;
+        Ok(r.attr.length)
     }
 
     async fn flush(&mut self) -> Result<()> {

@@ -31,6 +31,7 @@ pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLI
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SessionOptions, SetAttr, Xattr};
 use crate::parent_rule::ParentRule;
+use crate::resize::Resized;
 use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
@@ -266,6 +267,27 @@ pub trait Storage: Send {
     /// times.
     fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> impl Future<Output = Result<()>> + Send;
 
+    /// `doTruncate` with flags 0 and the permission checked: the family's truncate
+    /// transaction ([`crate::resize`]'s checks and holes), with `checkQuota` inside it
+    /// ([`Storage::check_space_quota`]).
+    fn do_truncate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        length: u64,
+    ) -> impl Future<Output = Result<Resized>> + Send;
+
+    /// `doFallocate`: the family's fallocate transaction ([`crate::resize`]'s checks,
+    /// length and holes), with `checkQuota` inside it.
+    fn do_fallocate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        mode: u8,
+        off: u64,
+        size: u64,
+    ) -> impl Future<Output = Result<Resized>> + Send;
+
     /// The engine's null round trip on this session's connection ([`crate::Meta::null_round_trip`]).
     fn do_null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> + Send;
 
@@ -431,6 +453,24 @@ pub trait Storage: Send {
                         }
                     },
                 };
+            }
+        }
+    }
+
+    /// `checkQuota(space, 0, …, parents)` inside a write, truncate or fallocate
+    /// transaction: when the file grows by `space > 0` bytes and the volume keeps dir
+    /// stats, the walk up from each parent (`checkDirQuota`). The parents are the
+    /// family's `getParents`, which the transaction reads whether or not this walks.
+    fn check_space_quota(
+        &mut self,
+        space: i64,
+        parents: &[Ino],
+    ) -> impl Future<Output = ()> + Send {
+        async move {
+            if space > 0 {
+                for &p in parents {
+                    self.quota_walk(p).await;
+                }
             }
         }
     }

@@ -10,6 +10,7 @@
 
 mod background;
 mod rename;
+mod resize;
 mod session;
 pub(crate) mod txn;
 mod wire;

@@ -3,6 +3,7 @@
 //! options say; rename is in `rename.rs`, the background work's steps in
 //! `background.rs`, and the client logic over them in [`crate::base`].
 
+use super::resize::quota_parents;
 use super::txn::{txn, Conn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
@@ -10,6 +11,7 @@ use crate::common::{
     looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::resize::Resized;
 use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
@@ -19,7 +21,6 @@ use metabench_schema::{
 };
 use redis::aio::MultiplexedConnection;
 use redis::cmd;
-use std::collections::HashMap;
 
 /// Attributes fetched per MGET by readdir (`batchSize`).
 pub(super) const READDIR_BATCH: usize = 4096;
@@ -527,7 +528,6 @@ impl Storage for RedisSession {
         let ChunkWrite { indx, slice, mtime } = w;
         let ki = self.keys.inode(ino);
         let kc = self.keys.chunk(ino, indx);
-        let kp = self.keys.parents(ino);
         let keys = self.keys.clone();
         let (parent, dlen, dspace) = txn!(self, vec![ki.clone()], |c| {
             let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
@@ -542,21 +542,8 @@ impl Storage for RedisSession {
                 dspace = align4k(newleng) - align4k(attr.length);
                 attr.length = newleng;
             }
-            // checkQuota(…, getParents(…)): the parents are read even when no quota check follows.
-            let parents = if attr.parent > 0 {
-                vec![attr.parent]
-            } else {
-                let all: HashMap<String, String> = c.query(cmd("HGETALL").arg(&kp)).await?;
-                all.into_iter()
-                    .filter(|(_, n)| n.parse::<i64>().unwrap_or(0) > 0)
-                    .filter_map(|(p, _)| p.parse::<Ino>().ok())
-                    .collect()
-            };
-            if dspace > 0 {
-                for p in parents {
-                    self.quota_walk(p).await;
-                }
-            }
+            let parents = quota_parents(&mut c, &keys, ino, &attr).await?;
+            self.check_space_quota(dspace, &parents).await;
             let now = Timestamp::now();
             attr.mtime = mtime;
             attr.ctime = now;
@@ -575,6 +562,21 @@ impl Storage for RedisSession {
         self.base.cache.forget_chunk(ino, indx);
         self.update_parent_stat(ino, parent, dlen, dspace).await;
         Ok(())
+    }
+
+    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
+        self.truncate_txn(ctx, ino, length).await
+    }
+
+    async fn do_fallocate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        mode: u8,
+        off: u64,
+        size: u64,
+    ) -> Result<Resized> {
+        self.fallocate_txn(ctx, ino, (mode, off, size)).await
     }
 
     fn session_stats(&self) -> SessionStats {

@@ -81,6 +81,12 @@ pub(crate) struct Stmts {
     pub chunkref_get: Sql,
     pub chunkref_delete: Sql,
     pub chunk_get: Sql,
+    /// `appendSlice`'s update: `slices || ?` (SQLite, PostgreSQL) or `concat` (MySQL).
+    pub chunk_append: Sql,
+    /// `appendSlice`'s insert when no row was updated (`mustInsert` of a chunk).
+    pub chunk_insert: Sql,
+    /// `doTruncate`'s zero chunks: the existing indexes strictly between two, locked.
+    pub chunk_indexes_between: Sql,
     pub chunk_get_for_update: Sql,
     pub chunk_indexes: Sql,
     pub chunk_delete: Sql,
@@ -233,6 +239,18 @@ impl Stmts {
             chunkref_delete: r("DELETE FROM `{p}chunk_ref` WHERE `chunkid`=?"),
             chunk_get: r(
                 "SELECT `id`, `inode`, `indx`, `slices` FROM `{p}chunk` WHERE `inode`=? AND `indx`=? LIMIT 1",
+            ),
+            chunk_append: r(match dialect {
+                Dialect::Mysql => {
+                    "update {p}chunk set slices=concat(slices, ?) where inode=? AND indx=?"
+                }
+                _ => "update {p}chunk set slices=slices || ? where inode=? AND indx=?",
+            }),
+            chunk_insert: returning_id(
+                "INSERT INTO `{p}chunk` (`inode`,`indx`,`slices`) VALUES (?,?,?)",
+            ),
+            chunk_indexes_between: r(
+                "SELECT `indx` FROM `{p}chunk` WHERE (inode = ? AND indx > ? AND indx < ?) FOR UPDATE",
             ),
             chunk_get_for_update: r(
                 "SELECT `id`, `inode`, `indx`, `slices` FROM `{p}chunk` WHERE `inode`=? AND `indx`=? LIMIT 1 FOR UPDATE",

@@ -17,6 +17,7 @@ pub mod fdb;
 pub mod kv;
 pub mod mem;
 mod rename;
+mod resize;
 mod session;
 #[cfg(feature = "tikv")]
 pub mod tikv;
@@ -63,7 +64,8 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          can lose an update under racing writers). Runs against it are labelled \
          `tikv-standin`.",
         "FoundationDB (feature `fdb`, type-checked only, never run against a cluster): `incrBy` is a \
-         get + set instead of an atomic add + get, conflicts are retried by metabench's loop \
+         get + set instead of an atomic add + get, a hole appended by truncate or fallocate \
+         is a get + set instead of a blind `AppendIfFits`, conflicts are retried by metabench's loop \
          ((i+1)² ms random backoff) instead of the binding's `on_error`, and point reads use a \
          normal transaction (1.4.x) rather than HEAD's snapshot `ReadTransact`.",
     ]

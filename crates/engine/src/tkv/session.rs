@@ -5,6 +5,7 @@
 //! logic over them in [`crate::base`]. Backends only move bytes.
 
 use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
+use super::resize::quota_parents;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
@@ -13,7 +14,9 @@ use crate::common::{
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::parent_rule::ParentRule;
 use crate::retry::decode_attr as decode;
-use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
+use crate::{
+    ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Resized, Result, SessionStats, Xattr,
+};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -608,21 +611,8 @@ impl Storage for TkvSession {
                 dspace = align4k(newlen) - align4k(attr.length);
                 attr.length = newlen;
             }
-            // getParents for the quota check: hard-linked files scan A<ino>P.
-            let parents = if attr.parent == 0 {
-                let prefix = keys.parent_prefix(ino);
-                let rows = tx
-                    .scan(KeyRange::new(&prefix, &TkvKeys::prefix_end(&prefix)))
-                    .await?;
-                parents_of(&prefix, rows)
-            } else {
-                vec![(attr.parent, 1)]
-            };
-            if dspace > 0 {
-                for &(p, _) in &parents {
-                    self.quota_walk(p).await;
-                }
-            }
+            let parents = quota_parents(&mut tx, &keys, ino, &attr).await?;
+            self.check_space_quota(dspace, &parents).await;
             let now = Timestamp::now();
             attr.mtime = mtime;
             attr.ctime = now;
@@ -645,6 +635,21 @@ impl Storage for TkvSession {
             .await;
         Ok(())
     }
+    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
+        self.truncate_txn(ctx, ino, length).await
+    }
+
+    async fn do_fallocate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        mode: u8,
+        off: u64,
+        size: u64,
+    ) -> Result<Resized> {
+        self.fallocate_txn(ctx, ino, (mode, off, size)).await
+    }
+
     fn session_stats(&self) -> SessionStats {
         SessionStats {
             round_trips: self.calls.get(),
@@ -654,7 +659,7 @@ impl Storage for TkvSession {
 }
 
 /// The parents in a scan of `A<ino>P`: (parent, link count) for counts above zero.
-fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
+pub(super) fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
     let plen = prefix.len();
     rows.into_iter()
         .filter(|(k, _)| k.len() == plen + 8)

@@ -1,13 +1,16 @@
-//! Chunks on an SQL session: `dbMeta.doWrite` and `doRead`.
+//! Chunks on an SQL session: `dbMeta.doWrite`, `doRead`, `doTruncate` and `doFallocate`.
 
 use super::rows::*;
-use super::txn::{simple, txn};
+use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
 use crate::base::Storage;
+use crate::resize::{
+    check_fallocate, check_truncate, fallocate_holes, fallocated_length, Resized, TruncateHoles,
+};
 use crate::sql::conn::Arg;
-use crate::{ChunkWrite, MetaError, Result};
-use metabench_schema::sql::Dialect;
-use metabench_schema::{align4k, Ino, Slice, Timestamp, CHUNK_SIZE};
+use crate::{ChunkWrite, Ctx, MetaError, Result};
+use metabench_schema::sql::{Dialect, NodeRow};
+use metabench_schema::{align4k, Attr, Ino, Slice, Timestamp, CHUNK_SIZE};
 
 impl SqlSession {
     pub(super) async fn write_txn(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
@@ -27,23 +30,8 @@ impl SqlSession {
                 n.length = newleng as i64;
             }
             let parent = n.parent.unwrap_or(0);
-            // checkQuota(…, getParents(…)) inside the transaction, as the other families:
-            // the parents are read even when no quota check follows.
-            let parents: Vec<Ino> = if parent > 0 {
-                vec![parent as Ino]
-            } else {
-                let rows = self
-                    .fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
-                    .await?;
-                rows.iter()
-                    .map(|r| r.int(1).map(|p| p as Ino))
-                    .collect::<std::result::Result<_, _>>()?
-            };
-            if dspace > 0 {
-                for p in parents {
-                    self.quota_walk(p).await;
-                }
-            }
+            let parents = self.quota_parents(ino, parent as Ino).await?;
+            self.check_space_quota(dspace, &parents).await;
             let now = Timestamp::now();
             set_mtime(&mut n, mtime);
             set_ctime(&mut n, now);
@@ -90,6 +78,145 @@ impl SqlSession {
         self.update_parent_stat(ino, parent as Ino, dlen, dspace)
             .await;
         Ok(())
+    }
+
+    /// `dbMeta.getParents` inside a transaction: the parent, or for a hard-linked file
+    /// (parent 0) the distinct parents of its edges (one `SELECT`).
+    async fn quota_parents(
+        &mut self,
+        ino: Ino,
+        parent: Ino,
+    ) -> std::result::Result<Vec<Ino>, TxErr> {
+        if parent > 0 {
+            return Ok(vec![parent]);
+        }
+        let st = self.st.clone();
+        let rows = self
+            .fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
+            .await?;
+        let mut parents = rows
+            .iter()
+            .map(|r| r.int(1).map(|p| p as Ino))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        parents.sort_unstable();
+        parents.dedup();
+        Ok(parents)
+    }
+
+    /// `dbMeta.appendSlice`: appends `slice` to the chunk row (`UPDATE … slices || ?`, or
+    /// `concat` on MySQL), inserting the row when none was updated.
+    async fn append_slice(
+        &mut self,
+        ino: Ino,
+        indx: u32,
+        slice: Slice,
+    ) -> std::result::Result<(), TxErr> {
+        let st = self.st.clone();
+        let buf = slice.encode();
+        let (ino, indx) = (Arg::I64(ino as i64), Arg::I32(indx as i32));
+        let d = self
+            .exec(&st.chunk_append, &[Arg::Bytes(&buf), ino, indx])
+            .await?;
+        if d.rows_affected == 0 {
+            self.exec(&st.chunk_insert, &[ino, indx, Arg::Bytes(&buf)])
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Writes a resized node's length and times (the `Update` of `length`, `mtime`,
+    /// `ctime`, `mtimensec` and `ctimensec`).
+    async fn update_length(&mut self, ino: Ino, attr: &Attr) -> std::result::Result<(), TxErr> {
+        let st = self.st.clone();
+        let n = NodeRow::from_attr(ino, attr);
+        let [m, c, mn, cn] = time_args(&n);
+        self.exec(
+            &st.node_update_write,
+            &[m, c, mn, cn, Arg::I64(n.length), Arg::I64(ino as i64)],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// `dbMeta.doTruncate` (flags 0, permission checked): the node `SELECT … FOR UPDATE`,
+    /// the parents for the quota check, the existing chunks between (`SELECT indx … FOR
+    /// UPDATE`, when the range spans more than two chunks), a hole appended to each
+    /// ([`SqlSession::append_slice`]), then the node's `UPDATE`. A truncate to the length
+    /// the file has writes nothing.
+    pub(super) async fn truncate_txn(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        length: u64,
+    ) -> Result<Resized> {
+        let st = self.st.clone();
+        txn!(self, {
+            let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            let attr = n.to_attr()?;
+            check_truncate(ctx, &attr)?;
+            if length == attr.length {
+                Resized::unchanged(attr)
+            } else {
+                let old = attr.length;
+                let done = Resized::to_length(attr, length, Timestamp::now());
+                let parents = self.quota_parents(ino, done.attr.parent).await?;
+                self.check_space_quota(done.space, &parents).await;
+                let holes = TruncateHoles::new(old, length);
+                let mut between = Vec::new();
+                if !holes.between.is_empty() {
+                    let rows = self
+                        .fetch(
+                            &st.chunk_indexes_between,
+                            &[
+                                Arg::I64(ino as i64),
+                                Arg::I64(holes.between.start as i64 - 1),
+                                Arg::I64(holes.between.end as i64),
+                            ],
+                        )
+                        .await?;
+                    for r in &rows {
+                        between.push(r.int(0)? as u32);
+                    }
+                }
+                let (indx, head) = holes.head;
+                self.append_slice(ino, indx, head).await?;
+                for indx in between {
+                    self.append_slice(ino, indx, TruncateHoles::whole_chunk())
+                        .await?;
+                }
+                if let Some((indx, tail)) = holes.tail {
+                    self.append_slice(ino, indx, tail).await?;
+                }
+                self.update_length(ino, &done.attr).await?;
+                done
+            }
+        })
+    }
+
+    /// `dbMeta.doFallocate`: the node `SELECT … FOR UPDATE`, the parents for the quota
+    /// check, the node's `UPDATE`, then a hole appended per chunk of a zeroed or punched
+    /// range inside the old length.
+    pub(super) async fn fallocate_txn(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        (mode, off, size): (u8, u64, u64),
+    ) -> Result<Resized> {
+        txn!(self, {
+            let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
+            let attr = n.to_attr()?;
+            check_fallocate(ctx, &attr, mode)?;
+            let old = attr.length;
+            let length = fallocated_length(old, mode, off, size);
+            let done = Resized::to_length(attr, length, Timestamp::now());
+            let parents = self.quota_parents(ino, done.attr.parent).await?;
+            self.check_space_quota(done.space, &parents).await;
+            self.update_length(ino, &done.attr).await?;
+            for (indx, hole) in fallocate_holes(mode, off, size, old) {
+                self.append_slice(ino, indx, hole).await?;
+            }
+            done
+        })
     }
 
     /// `dbMeta.doRead`: the chunk row's slices, none when there is no row.

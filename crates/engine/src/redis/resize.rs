@@ -1,0 +1,171 @@
+//! Resizing a file on Redis: `doTruncate` and `doFallocate` of `pkg/meta/redis.go`, and
+//! the `getParents` read that they and `doWrite` make for the quota check.
+
+use super::session::RedisSession;
+use super::txn::{txn, Conn, TxErr};
+use crate::base::Storage;
+use crate::resize::{
+    check_fallocate, check_truncate, fallocate_holes, fallocated_length, Resized, TruncateHoles,
+};
+use crate::retry::decode_attr as decode;
+use crate::{Ctx, MetaError, Result};
+use metabench_schema::redis_keys::{names, RedisKeys};
+use metabench_schema::{align4k, Attr, Ino, Timestamp, CHUNK_SIZE};
+use redis::cmd;
+use std::collections::HashMap;
+
+/// From this many chunks between the old and the new length on, `doTruncate` finds the
+/// chunks to zero with `SCAN` instead of naming each one.
+const SCAN_FROM_CHUNKS: u64 = 10_000;
+
+/// `redisMeta.getParents`: the parent, or for a hard-linked file (parent 0) the parents
+/// with a positive count in its `p{ino}` hash (one `HGETALL`).
+pub(super) async fn quota_parents(
+    c: &mut Conn,
+    keys: &RedisKeys,
+    ino: Ino,
+    attr: &Attr,
+) -> std::result::Result<Vec<Ino>, TxErr> {
+    if attr.parent > 0 {
+        return Ok(vec![attr.parent]);
+    }
+    let all: HashMap<String, String> = c.query(cmd("HGETALL").arg(keys.parents(ino))).await?;
+    Ok(all
+        .into_iter()
+        .filter(|(_, n)| n.parse::<i64>().unwrap_or(0) > 0)
+        .filter_map(|(p, _)| p.parse::<Ino>().ok())
+        .collect())
+}
+
+/// Reads the inode record inside a transaction: ENOENT when there is none.
+async fn get_attr(c: &mut Conn, key: &str) -> std::result::Result<Attr, TxErr> {
+    let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(key)).await?;
+    decode(&buf.ok_or(MetaError::NotFound)?)
+}
+
+impl RedisSession {
+    /// `doTruncate` (flags 0, permission checked): `WATCH i{ino}`, `GET`, the parents for
+    /// the quota check, then `SET`, the holes (`RPUSH` of the first chunk, `RPUSHX` of
+    /// each chunk between, `RPUSH` of the last) and `INCRBY usedSpace` in one
+    /// `MULTI … EXEC`. A truncate to the length the file has writes nothing.
+    pub(super) async fn truncate_txn(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        length: u64,
+    ) -> Result<Resized> {
+        let ki = self.keys.inode(ino);
+        let keys = self.keys.clone();
+        txn!(self, vec![ki.clone()], |c| {
+            let attr = get_attr(&mut c, &ki).await?;
+            check_truncate(ctx, &attr)?;
+            if length == attr.length {
+                return Ok(Resized::unchanged(attr));
+            }
+            let old = attr.length;
+            let done = Resized::to_length(attr, length, Timestamp::now());
+            let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
+            self.check_space_quota(done.space, &parents).await;
+            let holes = TruncateHoles::new(old, length);
+            let between: Vec<u32> = if (holes.right - holes.left) / CHUNK_SIZE >= SCAN_FROM_CHUNKS {
+                scan_chunks(&mut c, &keys, ino, &holes).await?
+            } else {
+                holes.between.clone().collect()
+            };
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("SET").arg(&ki).arg(done.attr.encode());
+            let (indx, head) = holes.head;
+            p.cmd("RPUSH")
+                .arg(keys.chunk(ino, indx))
+                .arg(&head.encode()[..]);
+            let whole = TruncateHoles::whole_chunk().encode();
+            for indx in between {
+                p.cmd("RPUSHX").arg(keys.chunk(ino, indx)).arg(&whole[..]);
+            }
+            if let Some((indx, tail)) = holes.tail {
+                p.cmd("RPUSH")
+                    .arg(keys.chunk(ino, indx))
+                    .arg(&tail.encode()[..]);
+            }
+            p.cmd("INCRBY")
+                .arg(keys.named(names::USED_SPACE))
+                .arg(done.space);
+            c.exec(&p).await?;
+            Ok(done)
+        })
+    }
+
+    /// `doFallocate`: `WATCH i{ino}`, `GET`, the parents for the quota check, then `SET`,
+    /// one `RPUSH` hole per chunk of a zeroed or punched range inside the old length, and
+    /// `INCRBY usedSpace` (also when nothing grew) in one `MULTI … EXEC`.
+    pub(super) async fn fallocate_txn(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        (mode, off, size): (u8, u64, u64),
+    ) -> Result<Resized> {
+        let ki = self.keys.inode(ino);
+        let keys = self.keys.clone();
+        txn!(self, vec![ki.clone()], |c| {
+            let attr = get_attr(&mut c, &ki).await?;
+            check_fallocate(ctx, &attr, mode)?;
+            let old = attr.length;
+            let length = fallocated_length(old, mode, off, size);
+            let done = Resized::to_length(attr, length, Timestamp::now());
+            let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
+            self.check_space_quota(done.space, &parents).await;
+            let mut p = redis::pipe();
+            p.atomic();
+            p.cmd("SET").arg(&ki).arg(done.attr.encode());
+            for (indx, hole) in fallocate_holes(mode, off, size, old) {
+                p.cmd("RPUSH")
+                    .arg(keys.chunk(ino, indx))
+                    .arg(&hole.encode()[..]);
+            }
+            p.cmd("INCRBY")
+                .arg(keys.named(names::USED_SPACE))
+                .arg(align4k(length) - align4k(old));
+            c.exec(&p).await?;
+            Ok(done)
+        })
+    }
+}
+
+/// The chunks of `ino` strictly between the head's and the last one, found by `SCAN …
+/// MATCH c{ino}_* COUNT 10000` (one request per cursor step), as `doTruncate` does for a
+/// resize over 10,000 chunks or more.
+async fn scan_chunks(
+    c: &mut Conn,
+    keys: &RedisKeys,
+    ino: Ino,
+    holes: &TruncateHoles,
+) -> std::result::Result<Vec<u32>, TxErr> {
+    let pattern = format!("{}c{ino}_*", keys.prefix());
+    let skip = keys.prefix().len() + format!("c{ino}_").len();
+    let mut found = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, page): (u64, Vec<String>) = c
+            .query(
+                cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(10_000),
+            )
+            .await?;
+        for key in page {
+            match key.get(skip..).and_then(|i| i.parse::<u32>().ok()) {
+                Some(indx) if holes.between.contains(&indx) => found.push(indx),
+                Some(_) => {}
+                None => tracing::error!("parse {key}: not a chunk key"),
+            }
+        }
+        if next == 0 {
+            return Ok(found);
+        }
+        cursor = next;
+    }
+}

@@ -1,0 +1,121 @@
+//! Resizing a file on the TKV family: `doTruncate` and `doFallocate` of `pkg/meta/tkv.go`,
+//! and the `getParents` read that they and `doWrite` make for the quota check.
+
+use super::kv::{txn, KeyRange, TxErr, Txn};
+use super::session::{parents_of, TkvSession};
+use crate::base::Storage;
+use crate::resize::{
+    check_fallocate, check_truncate, fallocate_holes, fallocated_length, Resized, TruncateHoles,
+};
+use crate::retry::decode_attr as decode;
+use crate::{Ctx, MetaError, Result};
+use metabench_schema::tkv::TkvKeys;
+use metabench_schema::{Attr, Ino, Slice, Timestamp};
+
+/// `kvMeta.getParents`: the parent, or for a hard-linked file (parent 0) the parents with
+/// a positive count under `A{ino}P` (one scan).
+pub(super) async fn quota_parents(
+    tx: &mut Txn,
+    keys: &TkvKeys,
+    ino: Ino,
+    attr: &Attr,
+) -> std::result::Result<Vec<Ino>, TxErr> {
+    if attr.parent > 0 {
+        return Ok(vec![attr.parent]);
+    }
+    let prefix = keys.parent_prefix(ino);
+    let rows = tx
+        .scan(KeyRange::new(&prefix, &TkvKeys::prefix_end(&prefix)))
+        .await?;
+    Ok(parents_of(&prefix, rows)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// `kvTxn.append` as etcd and TiKV do it: a get, then a set of the value with `hole`
+/// after it. (FoundationDB's `AppendIfFits` reads nothing; see its fidelity notes.)
+async fn append(tx: &mut Txn, key: &[u8], hole: Slice) -> std::result::Result<(), TxErr> {
+    let mut value = tx.get(key).await?.unwrap_or_default();
+    value.extend_from_slice(&hole.encode());
+    tx.set(key, &value).await?;
+    Ok(())
+}
+
+/// Reads the inode record inside a transaction: ENOENT when there is none.
+async fn get_attr(tx: &mut Txn, key: &[u8]) -> std::result::Result<Attr, TxErr> {
+    let buf = tx.get(key).await?.ok_or(MetaError::NotFound)?;
+    decode(&buf)
+}
+
+impl TkvSession {
+    /// `kvMeta.doTruncate` (flags 0, permission checked): the inode's get, the parents for
+    /// the quota check, a scan of the chunks between (when the range spans more than two
+    /// chunks) with a hole set after each, the first (and last) chunk's append, and the
+    /// inode's set. A truncate to the length the file has writes nothing.
+    pub(super) async fn truncate_txn(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        length: u64,
+    ) -> Result<Resized> {
+        let keys = self.keys.clone();
+        let kn = keys.inode(ino);
+        txn!(self, |tx| {
+            let attr = get_attr(&mut tx, &kn).await?;
+            check_truncate(ctx, &attr)?;
+            if length == attr.length {
+                return Ok(Resized::unchanged(attr));
+            }
+            let old = attr.length;
+            let done = Resized::to_length(attr, length, Timestamp::now());
+            let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
+            self.check_space_quota(done.space, &parents).await;
+            let holes = TruncateHoles::new(old, length);
+            if !holes.between.is_empty() {
+                let whole = TruncateHoles::whole_chunk().encode();
+                let (from, to) = (
+                    keys.chunk(ino, holes.between.start),
+                    keys.chunk(ino, holes.between.end),
+                );
+                for (k, mut v) in tx.scan(KeyRange::new(&from, &to)).await? {
+                    v.extend_from_slice(&whole);
+                    tx.set(&k, &v).await?;
+                }
+            }
+            let (indx, head) = holes.head;
+            append(&mut tx, &keys.chunk(ino, indx), head).await?;
+            if let Some((indx, tail)) = holes.tail {
+                append(&mut tx, &keys.chunk(ino, indx), tail).await?;
+            }
+            tx.set(&kn, &done.attr.encode()).await?;
+            Ok(done)
+        })
+    }
+
+    /// `kvMeta.doFallocate`: the inode's get, the parents for the quota check, the inode's
+    /// set, then an append per chunk of a zeroed or punched range inside the old length.
+    pub(super) async fn fallocate_txn(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        (mode, off, size): (u8, u64, u64),
+    ) -> Result<Resized> {
+        let keys = self.keys.clone();
+        let kn = keys.inode(ino);
+        txn!(self, |tx| {
+            let attr = get_attr(&mut tx, &kn).await?;
+            check_fallocate(ctx, &attr, mode)?;
+            let old = attr.length;
+            let length = fallocated_length(old, mode, off, size);
+            let done = Resized::to_length(attr, length, Timestamp::now());
+            let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
+            self.check_space_quota(done.space, &parents).await;
+            tx.set(&kn, &done.attr.encode()).await?;
+            for (indx, hole) in fallocate_holes(mode, off, size, old) {
+                append(&mut tx, &keys.chunk(ino, indx), hole).await?;
+            }
+            Ok(done)
+        })
+    }
+}
