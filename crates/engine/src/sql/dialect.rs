@@ -341,6 +341,23 @@ mod tests {
             &*p.stats_space,
             "update jfs_counter set value= value + $1 where name='usedSpace'"
         );
+        // `appendSlice` and `doTruncate`, captured from `truncate -s` on a mount.
+        assert_eq!(
+            &*p.chunk_append,
+            "update jfs_chunk set slices=slices || $1 where inode=$2 AND indx=$3"
+        );
+        assert_eq!(
+            &*p.chunk_insert,
+            "INSERT INTO \"jfs_chunk\" (\"inode\",\"indx\",\"slices\") VALUES ($1,$2,$3) RETURNING \"id\""
+        );
+        assert_eq!(
+            &*m.chunk_append,
+            "update jfs_chunk set slices=concat(slices, ?) where inode=? AND indx=?"
+        );
+        assert_eq!(
+            &*m.chunk_indexes_between,
+            "SELECT `indx` FROM `jfs_chunk` WHERE (inode = ? AND indx > ? AND indx < ?) FOR UPDATE"
+        );
         let s = Stmts::new(Dialect::Sqlite, "jfs_x_");
         assert!(!s.node_get_for_update.contains("FOR UPDATE"));
         assert!(s.node_get_for_update.contains("`jfs_x_node`"));

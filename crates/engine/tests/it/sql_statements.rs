@@ -322,6 +322,48 @@ async fn benchmark_statements(kind: Kind) {
         }
     }
 
+    // truncate (`doTruncate`): the node locked, a hole appended per chunk (`appendSlice`:
+    // an UPDATE, then an INSERT when no row matched), the chunks between selected
+    // when the range spans more than two, then the node's UPDATE.
+    const C: u64 = 64 << 20;
+    let p = v.parent("truncate").await;
+    let ino = create(&mut v, p, "file").await;
+    for (length, op, expected) in [
+        (1 << 20, "truncate up, no chunk row yet", 6),
+        (4 << 10, "truncate down", 5),
+        (4 << 10, "truncate to the same length", 3),
+        (3 * C + 7, "truncate up across chunks", 8),
+        (100, "truncate down across chunks", 7),
+    ] {
+        w.mark(&v);
+        let a = v.s.truncate(&ctx, ino, length).await.unwrap();
+        assert_eq!(a.length, length);
+        w.check(&v, op, expected);
+    }
+    let truncated = ino;
+    assert_eq!(
+        v.s.read(ino, 3).await.unwrap().len(),
+        2,
+        "the last chunk got a hole each way"
+    );
+    // A hard-linked file (parent 0) also reads its parents (`getParents`).
+    v.s.link(&ctx, ino, p, b"link").await.unwrap();
+    w.mark(&v);
+    v.s.truncate(&ctx, ino, 200).await.unwrap();
+    w.check(&v, "truncate of a hard-linked file", 6);
+
+    // fallocate (`doFallocate`): the node's UPDATE, then a hole per zeroed chunk.
+    let ino = create(&mut v, p, "falloc").await;
+    w.mark(&v);
+    assert_eq!(v.s.fallocate(&ctx, ino, 0, 0, 8192).await.unwrap(), 8192);
+    w.check(&v, "fallocate", 4);
+    let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
+    assert_eq!(
+        v.s.fallocate(&ctx, ino, punch, 10, 100).await.unwrap(),
+        8192
+    );
+    w.check(&v, "fallocate punch_hole", 6);
+
     // resolve: ENOTSUP without I/O, as in the Go benchmark
     assert!(v.s.resolve(&ctx, p, b"file").await.is_err());
     w.check(&v, "resolve", 0);
@@ -337,6 +379,13 @@ async fn benchmark_statements(kind: Kind) {
             let w1 = texts(&all, "write#1");
             assert!(w1[2].contains("ON CONFLICT (inode, indx)"), "{w1:#?}");
             assert_eq!(w1[6], "commit");
+            assert_eq!(
+                texts(&all, "truncate up across chunks"),
+                pg_truncate_texts()
+            );
+            let f = texts(&all, "fallocate punch_hole");
+            assert_eq!(f[2], pg_truncate_texts()[6]);
+            assert_eq!(f[3], pg_truncate_texts()[3]);
         }
         Kind::Mysql => {
             let m = texts(&all, "mkdir");
@@ -353,6 +402,27 @@ async fn benchmark_statements(kind: Kind) {
             let w0 = texts(&all, "write#0");
             assert!(w0[2].contains("ON DUPLICATE KEY UPDATE"), "{w0:#?}");
             assert_eq!(w0[5], "COMMIT");
+            let t = texts(&all, "truncate up across chunks");
+            assert!(t[1].ends_with(" LIMIT 1 FOR UPDATE"), "{t:#?}");
+            assert_eq!(
+                t[2],
+                format!(
+                    "SELECT `indx` FROM `jfs_chunk` WHERE (inode = {truncated} AND indx > 0 AND indx < 3) FOR UPDATE"
+                )
+            );
+            assert!(
+                t[3].starts_with("update jfs_chunk set slices=concat(slices, "),
+                "{t:#?}"
+            );
+            assert!(
+                t[5].starts_with("INSERT INTO `jfs_chunk` (`inode`,`indx`,`slices`) VALUES ("),
+                "{t:#?}"
+            );
+            assert!(
+                t[6].starts_with("UPDATE `jfs_node` SET `mtime` = "),
+                "{t:#?}"
+            );
+            assert_eq!(t[7], "COMMIT");
         }
         _ => {}
     }
@@ -369,6 +439,23 @@ fn pg_mkdir_texts() -> Vec<String> {
         "INSERT INTO \"jfs_node\" (\"inode\",\"type\",\"flags\",\"mode\",\"uid\",\"gid\",\"atime\",\"mtime\",\"ctime\",\"atimensec\",\"mtimensec\",\"ctimensec\",\"nlink\",\"length\",\"rdev\",\"parent\",\"access_acl_id\",\"default_acl_id\",\"tier_id\") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
         "INSERT INTO \"jfs_dir_stats\" (\"inode\",\"data_length\",\"used_space\",\"used_inodes\") VALUES ($1,$2,$3,$4)",
         "UPDATE \"jfs_node\" SET \"mtime\" = $1, \"ctime\" = $2, \"mtimensec\" = $3, \"ctimensec\" = $4, \"nlink\"=nlink + (1) WHERE \"inode\"=$5",
+        "commit",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// The statements of a `Truncate` from 4 KiB to three chunks and 7 bytes, as juicefs 1.4.2
+/// sent them to PostgreSQL (`truncate -s` on a mount; statement log).
+fn pg_truncate_texts() -> Vec<String> {
+    [
+        "begin",
+        "SELECT \"inode\", \"type\", \"flags\", \"mode\", \"uid\", \"gid\", \"atime\", \"mtime\", \"ctime\", \"atimensec\", \"mtimensec\", \"ctimensec\", \"nlink\", \"length\", \"rdev\", \"parent\", \"access_acl_id\", \"default_acl_id\", \"tier_id\" FROM \"jfs_node\" WHERE \"inode\"=$1 LIMIT 1 FOR UPDATE",
+        "SELECT \"indx\" FROM \"jfs_chunk\" WHERE (inode = $1 AND indx > $2 AND indx < $3) FOR UPDATE",
+        "update jfs_chunk set slices=slices || $1 where inode=$2 AND indx=$3",
+        "update jfs_chunk set slices=slices || $1 where inode=$2 AND indx=$3",
+        "INSERT INTO \"jfs_chunk\" (\"inode\",\"indx\",\"slices\") VALUES ($1,$2,$3) RETURNING \"id\"",
+        "UPDATE \"jfs_node\" SET \"mtime\" = $1, \"ctime\" = $2, \"mtimensec\" = $3, \"ctimensec\" = $4, \"length\" = $5 WHERE \"inode\"=$6",
         "commit",
     ]
     .map(str::to_owned)
