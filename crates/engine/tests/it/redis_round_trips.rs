@@ -770,3 +770,159 @@ async fn a_session_drives_its_own_connection() {
     .unwrap();
     assert_eq!(alive, 0, "tasks alive beside the session");
 }
+
+/// `doTruncate`'s transaction with `n` of its chunk commands: `RPUSH` of the first (and
+/// last) chunk, `RPUSHX` of each chunk between.
+fn truncate_cmds(
+    rpush: u64,
+    rpushx: u64,
+    extra: &[(&'static str, u64)],
+) -> Vec<(&'static str, u64)> {
+    let mut want = vec![
+        ("watch", 1),
+        ("get", 1),
+        ("multi", 1),
+        ("set", 1),
+        ("rpush", rpush),
+        ("incrby", 1),
+        ("exec", 1),
+        ("unwatch", 1),
+    ];
+    if rpushx > 0 {
+        want.push(("rpushx", rpushx));
+    }
+    want.extend_from_slice(extra);
+    want
+}
+
+#[tokio::test]
+async fn truncate_is_4_round_trips() {
+    const C: u64 = 64 << 20;
+    let (mut fx, parent, ino) = with_file("benchTruncate").await;
+    let ctx = fx.ctx.clone();
+    for (length, rtt, want) in [
+        (1 << 20, 4, truncate_cmds(1, 0, &[])),
+        (4 << 10, 4, truncate_cmds(1, 0, &[])),
+        // Across chunks: the two chunks between are named, RPUSHX skips missing ones.
+        (3 * C + 7, 4, truncate_cmds(2, 2, &[])),
+    ] {
+        let a = expect!(
+            fx,
+            fx.meta.truncate(&ctx, ino, length).await.unwrap(),
+            rtt,
+            &want
+        );
+        assert_eq!(a.length, length);
+    }
+    // The same length: read, nothing written.
+    expect!(
+        fx,
+        fx.meta.truncate(&ctx, ino, 3 * C + 7).await.unwrap(),
+        3,
+        &[("watch", 1), ("get", 1), ("unwatch", 1)]
+    );
+    // No chunk between was made by RPUSHX; the first and last got their holes.
+    for (indx, holes) in [(0, 3), (1, 0), (2, 0), (3, 1)] {
+        assert_eq!(
+            fx.meta.read(ino, indx).await.unwrap().len(),
+            holes,
+            "chunk {indx}"
+        );
+    }
+    // A hard-linked file (parent 0) reads its parents for the quota check.
+    fx.meta.link(&ctx, ino, parent, b"link").await.unwrap();
+    expect!(
+        fx,
+        fx.meta.truncate(&ctx, ino, 100).await.unwrap(),
+        5,
+        &truncate_cmds(2, 2, &[("hgetall", 1)])
+    );
+}
+
+#[tokio::test]
+async fn truncate_over_10000_chunks_scans_for_them() {
+    const C: u64 = 64 << 20;
+    let (mut fx, _, ino) = with_file("benchTruncateHuge").await;
+    let ctx = fx.ctx.clone();
+    let id = fx.meta.new_slice().await.unwrap();
+    let s = Slice {
+        pos: 0,
+        id,
+        size: 1024,
+        off: 0,
+        len: 1024,
+    };
+    fx.meta.write(ino, 5, s, Timestamp::now()).await.unwrap();
+    fx.meta.truncate(&ctx, ino, 0).await.unwrap();
+    // One SCAN step finds chunk 5 among this small database's keys; only it gets a hole.
+    expect!(
+        fx,
+        fx.meta.truncate(&ctx, ino, 20_000 * C).await.unwrap(),
+        5,
+        &truncate_cmds(1, 1, &[("scan", 1)])
+    );
+    // chunk 5: the write, the hole of the truncate to 0, this one's.
+    assert_eq!(fx.meta.read(ino, 5).await.unwrap().len(), 3);
+    assert!(fx.meta.read(ino, 6).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn fallocate_is_4_round_trips() {
+    use metabench_engine::falloc::{KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE};
+    const C: u64 = 64 << 20;
+    let (mut fx, _, ino) = with_file("benchFallocate").await;
+    let ctx = fx.ctx.clone();
+    let plain = [
+        ("watch", 1),
+        ("get", 1),
+        ("multi", 1),
+        ("set", 1),
+        ("incrby", 1),
+        ("exec", 1),
+        ("unwatch", 1),
+    ];
+    let l = expect!(
+        fx,
+        fx.meta.fallocate(&ctx, ino, 0, 0, C + 10).await.unwrap(),
+        4,
+        &plain
+    );
+    assert_eq!(l, C + 10);
+    // KEEP_SIZE past the end: the length stays, INCRBY is sent anyway (by 0).
+    let l = expect!(
+        fx,
+        fx.meta.fallocate(&ctx, ino, KEEP_SIZE, C, C).await.unwrap(),
+        4,
+        &plain
+    );
+    assert_eq!(l, C + 10);
+    // Zeroing across a chunk boundary: one RPUSH per chunk, inside the old length only.
+    let mut want = plain.to_vec();
+    want.push(("rpush", 2));
+    for mode in [ZERO_RANGE, PUNCH_HOLE | KEEP_SIZE] {
+        expect!(
+            fx,
+            fx.meta
+                .fallocate(&ctx, ino, mode, C - 5, 100)
+                .await
+                .unwrap(),
+            4,
+            &want
+        );
+    }
+    // ZERO_RANGE grew the file to C + 95, so the punched hole reaches further.
+    let hole = |len| Slice {
+        pos: 0,
+        id: 0,
+        size: 0,
+        off: 0,
+        len,
+    };
+    assert_eq!(
+        fx.meta.read(ino, 1).await.unwrap(),
+        vec![hole(10), hole(95)]
+    );
+    // Checked before any request.
+    let (_, rtt, got) = measure!(fx, fx.meta.fallocate(&ctx, ino, PUNCH_HOLE, 0, 1).await);
+    assert_eq!((rtt, got.len()), (0, 0));
+}
