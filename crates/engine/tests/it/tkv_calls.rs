@@ -461,6 +461,47 @@ async fn per_operation(store: Store) {
         ["T", "gets:2", "commit"]
     );
     expect!(fx, s, "read", s.read(w, 0).await.unwrap(), ["S", "get"]);
+    // truncate (`doTruncate`): the inode, then each hole appended (`kvTxn.append`: a get
+    // and a set), the chunks between found by one scan when the range spans them.
+    const C: u64 = 64 << 20;
+    expect!(
+        fx,
+        s,
+        "truncate",
+        s.truncate(&ctx, w, 1 << 20).await.unwrap(),
+        ["T", "get", "get", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "truncate same length",
+        s.truncate(&ctx, w, 1 << 20).await.unwrap(),
+        ["T", "get"]
+    );
+    expect!(
+        fx,
+        s,
+        "truncate across chunks",
+        s.truncate(&ctx, w, 3 * C + 7).await.unwrap(),
+        ["T", "get", "scan", "get", "get", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "fallocate",
+        s.fallocate(&ctx, w, 0, 0, 4 * C).await.unwrap(),
+        ["T", "get", "commit"]
+    );
+    expect!(
+        fx,
+        s,
+        "fallocate zero_range",
+        s.fallocate(&ctx, w, metabench_engine::falloc::ZERO_RANGE, C - 1, 2)
+            .await
+            .unwrap(),
+        ["T", "get", "get", "get", "commit"]
+    );
+    assert_eq!(s.read(w, 1).await.unwrap().len(), 1, "one hole in chunk 1");
     // readdir_10 and readdir_1k (plus): GetAttr, scan, gets (etcd: 128 keys per Txn).
     let (r10, _) = s.mkdir(&ctx, ROOT_INODE, b"r10", 0o755, 0).await.unwrap();
     for i in 0..10 {
