@@ -135,6 +135,7 @@ metabench_testkit::engine_matrix!(
     setattr_and_access,
     racing_creates_in_one_directory,
     skipped_parent_updates,
+    resizes,
 );
 
 fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
@@ -830,5 +831,133 @@ async fn skipped_parent_updates(on: TestEngine) {
         "{on:?}"
     );
     m.flush().await.unwrap();
+    v.finish().await;
+}
+
+/// A hole: `len` zero bytes at `pos`.
+fn hole(pos: u32, len: u32) -> Slice {
+    Slice {
+        pos,
+        id: 0,
+        size: 0,
+        off: 0,
+        len,
+    }
+}
+
+/// `Truncate` and `Fallocate`: the lengths, the holes each family appends (read back
+/// through `read`), the times, and the errnos of `baseMeta.Fallocate` and of
+/// `doTruncate` / `doFallocate`.
+async fn resizes(on: TestEngine) {
+    use metabench_engine::falloc::*;
+    const C: u64 = 64 << 20;
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let ctx = v.ctx.clone();
+    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let (f, created) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    let id = v.s.new_slice().await.unwrap();
+    let data = Slice {
+        pos: 0,
+        id,
+        size: 1024,
+        off: 0,
+        len: 1024,
+    };
+    v.s.write(f, 0, data, Timestamp::now()).await.unwrap();
+
+    // Down within a chunk: the cut-off tail reads as a hole; mtime and ctime move.
+    let a = v.s.truncate(&ctx, f, 100).await.unwrap();
+    assert_eq!(a.length, 100);
+    assert!(a.mtime > created.mtime && a.ctime == a.mtime, "{a:?}");
+    assert_eq!(v.s.getattr(f).await.unwrap(), a);
+    assert_eq!(v.s.read(f, 0).await.unwrap(), vec![data, hole(100, 924)]);
+    // To the same length: nothing is written, the times stay.
+    assert_eq!(v.s.truncate(&ctx, f, 100).await.unwrap(), a);
+    assert_eq!(v.s.read(f, 0).await.unwrap().len(), 2);
+
+    // Up across chunks: the first chunk to its end, none in between (there is no chunk
+    // there), the last up to the new length.
+    v.s.truncate(&ctx, f, 3 * C + 7).await.unwrap();
+    assert_eq!(
+        v.s.read(f, 0).await.unwrap()[2],
+        hole(100, (C - 100) as u32)
+    );
+    assert!(v.s.read(f, 1).await.unwrap().is_empty());
+    assert_eq!(v.s.read(f, 3).await.unwrap(), vec![hole(0, 7)]);
+    // Down across chunks: an existing chunk between gets a whole-chunk hole.
+    let id = v.s.new_slice().await.unwrap();
+    let in_one = Slice { id, ..data };
+    v.s.write(f, 1, in_one, Timestamp::now()).await.unwrap();
+    assert_eq!(v.s.truncate(&ctx, f, 10).await.unwrap().length, 10);
+    assert_eq!(
+        v.s.read(f, 1).await.unwrap(),
+        vec![in_one, hole(0, C as u32)]
+    );
+    assert!(v.s.read(f, 2).await.unwrap().is_empty());
+    assert_eq!(v.s.read(f, 3).await.unwrap(), vec![hole(0, 7), hole(0, 7)]);
+    assert_eq!(v.s.read(f, 0).await.unwrap()[3], hole(10, (C - 10) as u32));
+
+    // Fallocate: mode 0 grows the file without a hole; KEEP_SIZE keeps the length.
+    let (g, _) = v.s.create(&ctx, d, b"g", 0o644, 0).await.unwrap();
+    assert_eq!(v.s.fallocate(&ctx, g, 0, 0, 5000).await.unwrap(), 5000);
+    assert!(v.s.read(g, 0).await.unwrap().is_empty());
+    assert_eq!(
+        v.s.fallocate(&ctx, g, KEEP_SIZE, 4000, 9000).await.unwrap(),
+        5000
+    );
+    assert_eq!(v.s.getattr(g).await.unwrap().length, 5000);
+    // ZERO_RANGE and PUNCH_HOLE zero the part inside the old length, chunk by chunk.
+    assert_eq!(
+        v.s.fallocate(&ctx, g, PUNCH_HOLE | KEEP_SIZE, 4000, 9000)
+            .await
+            .unwrap(),
+        5000
+    );
+    assert_eq!(v.s.read(g, 0).await.unwrap(), vec![hole(4000, 1000)]);
+    v.s.fallocate(&ctx, g, 0, 0, C + 10).await.unwrap();
+    assert_eq!(
+        v.s.fallocate(&ctx, g, ZERO_RANGE, C - 1, 11).await.unwrap(),
+        C + 10
+    );
+    assert_eq!(v.s.read(g, 0).await.unwrap()[1], hole((C - 1) as u32, 1));
+    assert_eq!(v.s.read(g, 1).await.unwrap(), vec![hole(0, 10)]);
+
+    // Errnos: base's argument checks first, then the node's.
+    assert_eq!(
+        errno(v.s.fallocate(&ctx, g, PUNCH_HOLE, 0, 1).await),
+        "EINVAL"
+    );
+    assert_eq!(errno(v.s.fallocate(&ctx, g, 0, 0, 0).await), "EINVAL");
+    assert_eq!(
+        errno(v.s.fallocate(&ctx, g, COLLAPSE_RANGE, 0, 1).await),
+        "ENOTSUP"
+    );
+    assert_eq!(
+        errno(v.s.fallocate(&ctx, g, INSERT_RANGE | KEEP_SIZE, 0, 1).await),
+        "EINVAL"
+    );
+    assert_eq!(errno(v.s.truncate(&ctx, g, C << 31).await), "EFBIG");
+    assert_eq!(errno(v.s.fallocate(&ctx, g, 0, C << 31, 1).await), "EFBIG");
+    assert_eq!(errno(v.s.truncate(&ctx, d, 0).await), "EPERM");
+    assert_eq!(errno(v.s.fallocate(&ctx, d, 0, 0, 1).await), "EPERM");
+    let (fifo, _) =
+        v.s.mknod(&ctx, d, b"p", FileType::Fifo, 0o644, 0, 0)
+            .await
+            .unwrap();
+    assert_eq!(errno(v.s.fallocate(&ctx, fifo, 0, 0, 1).await), "EPIPE");
+    assert_eq!(errno(v.s.truncate(&ctx, fifo, 0).await), "EPERM");
+    let user = Ctx {
+        uid: 7,
+        gids: vec![7],
+        pid: 1,
+    };
+    assert_eq!(errno(v.s.truncate(&user, g, 0).await), "EACCES");
+    assert_eq!(errno(v.s.fallocate(&user, g, 0, 0, 1).await), "EACCES");
+    assert_eq!(errno(v.s.truncate(&ctx, 1 << 40, 0).await), "ENOENT");
+    assert_eq!(errno(v.s.fallocate(&ctx, 1 << 40, 0, 0, 1).await), "ENOENT");
+    // An error wrote nothing.
+    assert_eq!(v.s.getattr(g).await.unwrap().length, C + 10);
     v.finish().await;
 }
