@@ -207,6 +207,15 @@ async fn juicefs_reads_what_metabench_wrote(store: Store) {
         .await
         .unwrap();
     m.create(&c, ROOT_INODE, b"top", 0o644, 0).await.unwrap();
+    // Resized files: a truncate down and up across a chunk boundary, a punched hole.
+    let (t, _) = m.create(&c, a, b"t", 0o644, 0).await.unwrap();
+    let t1 = write(m, b, volume, t, 0, 0, 4096).await;
+    m.truncate(&c, t, 100).await.unwrap();
+    m.truncate(&c, t, (64 << 20) + 5).await.unwrap();
+    let (fa, _) = m.create(&c, a, b"fa", 0o644, 0).await.unwrap();
+    m.fallocate(&c, fa, 0, 0, 10_000).await.unwrap();
+    let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
+    m.fallocate(&c, fa, punch, 10, 10).await.unwrap();
     // Entries that come and go must leave nothing behind.
     let (gone, _) = m.create(&c, a, b"gone", 0o644, 0).await.unwrap();
     write(m, b, volume, gone, 0, 0, 100).await;
@@ -237,6 +246,8 @@ async fn juicefs_reads_what_metabench_wrote(store: Store) {
         ("/a/fifo", ("fifo", 0o644, 1, 0, None)),
         ("/a/renamed", ("regular", 0o644, 1, 0, None)),
         ("/a/s", ("symlink", 0o777, 1, 0, Some("f1"))),
+        ("/a/t", ("regular", 0o644, 1, (64 << 20) + 5, None)),
+        ("/a/fa", ("regular", 0o644, 1, 10_000, None)),
         ("/top", ("regular", 0o644, 1, 0, None)),
     ]
     .into_iter()
@@ -291,6 +302,15 @@ async fn juicefs_reads_what_metabench_wrote(store: Store) {
     };
     assert_eq!(linked, vec![(0, vec![t(s1), t(s2)])]);
     assert_eq!(chunks("/a/big"), vec![(0, vec![t(s3)]), (1, vec![t(s4)])]);
+    let hole = |pos, len| (0, pos, 0, 0, len);
+    assert_eq!(
+        chunks("/a/t"),
+        vec![
+            (0, vec![t(t1), hole(100, 3996), hole(100, (64 << 20) - 100)]),
+            (1, vec![hole(0, 5)])
+        ]
+    );
+    assert_eq!(chunks("/a/fa"), vec![(0, vec![hole(10, 10)])]);
 
     // Volume counters: usedSpace is Σ align4K(length) and usedInodes the inode count
     // (the root excluded, as format does not count it).

@@ -93,6 +93,25 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     s.mknod(&ctx, ROOT_INODE, b"p", FileType::Fifo, 0o640, 0, 0)
         .await
         .unwrap();
+    // resized files: a truncate down and up across a chunk boundary, and a punched hole
+    const C: u64 = 64 << 20;
+    let (t, _) = s.create(&ctx, a, b"t", 0o644, 0).await.unwrap();
+    let id = s.new_slice().await.unwrap();
+    let tdata = Slice {
+        pos: 0,
+        id,
+        size: 4096,
+        off: 0,
+        len: 4096,
+    };
+    s.write(t, 0, tdata, Timestamp::now()).await.unwrap();
+    put_objects(bucket.path(), id, 4096);
+    s.truncate(&ctx, t, 100).await.unwrap();
+    s.truncate(&ctx, t, C + 5).await.unwrap();
+    let (fa, _) = s.create(&ctx, a, b"fa", 0o644, 0).await.unwrap();
+    s.fallocate(&ctx, fa, 0, 0, 10_000).await.unwrap();
+    let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
+    s.fallocate(&ctx, fa, punch, 10, 10).await.unwrap();
     // a deleted file with data: freed at flush, so fsck sees no leaked slice
     let (gone, _) = s.create(&ctx, a, b"gone", 0o644, 0).await.unwrap();
     let id = s.new_slice().await.unwrap();
@@ -158,6 +177,35 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     snode.symlink = Some("/target/x".into());
     want.insert("/a/s".into(), snode);
     want.insert("/p".into(), node("fifo", 0o640, 1, 0));
+    let dslice = |s: Slice| metabench_testkit::DumpSlice {
+        id: s.id,
+        pos: s.pos,
+        size: s.size,
+        off: s.off,
+        len: s.len,
+    };
+    let hole = |pos, len| {
+        dslice(Slice {
+            pos,
+            id: 0,
+            size: 0,
+            off: 0,
+            len,
+        })
+    };
+    let chunk = |index, slices| metabench_testkit::DumpChunk { index, slices };
+    let mut tnode = node("regular", 0o644, 1, C + 5);
+    tnode.chunks = vec![
+        chunk(
+            0,
+            vec![dslice(tdata), hole(100, 3996), hole(100, (C - 100) as u32)],
+        ),
+        chunk(1, vec![hole(0, 5)]),
+    ];
+    want.insert("/a/t".into(), tnode);
+    let mut fanode = node("regular", 0o644, 1, 10_000);
+    fanode.chunks = vec![chunk(0, vec![hole(10, 10)])];
+    want.insert("/a/fa".into(), fanode);
     let got: BTreeMap<String, DumpNode> = tree
         .iter()
         .map(|(p, n)| {
