@@ -10,6 +10,7 @@ mod baselines;
 mod cli;
 mod compare;
 mod matrix;
+mod mounted_resizes;
 mod parity;
 mod report;
 mod sweep;
