@@ -1,4 +1,5 @@
-//! The CI regression gate on deterministic figures: `metabench ops --iterations 20` on
+//! The CI regression gate on deterministic figures: `metabench ops --iterations 20` of every
+//! operation (the Go benchmark's, NNBench's, truncate and fallocate) on
 //! every engine the tests run (SQLite, Redis, MariaDB, PostgreSQL, etcd, the TiKV stand-in,
 //! memkv), gated with
 //! `metabench gate --round-trips-only` against the committed baselines in
@@ -73,10 +74,13 @@ fn ops_run(engine: Gated, out: &Path) {
         }
         Gated::Memkv => (format!("memkv://{unique}"), None),
     };
+    let ops: Vec<&str> = metabench_load::Op::ALL.iter().map(|o| o.name()).collect();
     let o = metabench(&[
         "ops",
         "--meta",
         &url,
+        "--ops",
+        &ops.join(","),
         "--iterations",
         "20",
         "--json",
