@@ -127,6 +127,13 @@ pub struct ProfileArgs {
     /// in the Go benchmark). Overrides the profile's.
     #[arg(long, value_name = "N")]
     pub skip_dir_nlink: Option<u32>,
+
+    /// Register each client's session as a mount does (a session record refreshed every
+    /// 12 s and removed at the end, listed by `juicefs status`; on Redis, lookup as one
+    /// Lua call and resolve answered); `--register-session=false` turns it off under the
+    /// mount profile.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub register_session: Option<bool>,
 }
 
 impl ProfileArgs {
@@ -142,6 +149,9 @@ impl ProfileArgs {
         }
         if let Some(n) = self.skip_dir_nlink {
             session.skip_dir_nlink = n;
+        }
+        if let Some(r) = self.register_session {
+            session.register = r;
         }
         ClientSettings {
             profile,
@@ -227,6 +237,18 @@ impl ClientSettings {
                 "{}{}",
                 if s.client_cache { "on" } else { "off" },
                 mark(s.client_cache != own.client_cache)
+            ),
+        );
+        out.insert(
+            "session".to_owned(),
+            format!(
+                "{}{}",
+                if s.register {
+                    "registered"
+                } else {
+                    "not registered"
+                },
+                mark(s.register != own.register)
             ),
         );
         out.insert(

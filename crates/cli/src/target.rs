@@ -225,10 +225,14 @@ impl Target {
         }
     }
 
-    /// Removes the run's namespace (if created), then the volume if this run formatted it.
-    /// Runs every step even if an earlier one failed, and reports the first failure.
+    /// Removes the records of the sessions the run registered (`--profile mount`), the
+    /// run's namespace (if created), then the volume if this run formatted it. Runs every
+    /// step even if an earlier one failed, and reports the first failure.
     async fn finish(self, namespace: Option<&Namespace>) -> Result<(), CliError> {
         let mut first_error = None;
+        if let Err(e) = self.engine.close_sessions().await {
+            first_error.get_or_insert(CliError::Meta(e));
+        }
         if let Some(ns) = namespace {
             let cleanup = async {
                 let mut meta = self

@@ -115,6 +115,12 @@ pub struct SessionOptions {
     /// one transaction on, a directory's nlink change no longer forces its parent to be
     /// written. 0, as in the Go benchmark, never skips; a mount's default is 20.
     pub skip_dir_nlink: u32,
+    /// Register the session as a mount does (`NewSession(true)`): a session id from the
+    /// `nextSession` counter, a session record with this process's info, refreshed every
+    /// 12 s by the background work (`doRefreshSession`) and removed at close
+    /// (`doCleanStaleSession`); on Redis the Lua scripts are loaded, so `lookup` is one
+    /// `EVALSHA` and `resolve` works. Off, as in the Go benchmark (`NewSession(false)`).
+    pub register: bool,
 }
 
 /// Which JuiceFS client a run models.
@@ -125,7 +131,9 @@ pub enum ClientProfile {
     #[default]
     Gobench,
     /// `juicefs mount` with its default flags (`cmd/flags.go`): SkipDirMtime 100 ms,
-    /// SkipDirNlink 20, the client's chunk and symlink caches, and its background work
+    /// SkipDirNlink 20, a registered session (`NewSession(true)`: a session record with
+    /// heartbeats; Redis's Lua scripts), the client's chunk and symlink caches, and its
+    /// background work
     /// (dir stats and counters flushed every second, deleted files freed right away)
     /// while the timed window runs.
     Mount,
@@ -157,7 +165,8 @@ impl ClientProfile {
             }
             ClientProfile::Mount => {
                 "mount: a `juicefs mount` with default flags (cmd/flags.go: --skip-dir-mtime \
-                 100ms, --skip-dir-nlink 20, its caches and its background work)"
+                 100ms, --skip-dir-nlink 20, a registered session, its caches and its \
+                 background work)"
             }
         }
     }
@@ -170,12 +179,14 @@ impl ClientProfile {
                 skip_trash: true,
                 skip_dir_mtime: std::time::Duration::ZERO,
                 skip_dir_nlink: 0,
+                register: false,
             },
             ClientProfile::Mount => SessionOptions {
                 client_cache: true,
                 skip_trash: true,
                 skip_dir_mtime: std::time::Duration::from_millis(100),
                 skip_dir_nlink: 20,
+                register: true,
             },
         }
     }
@@ -418,6 +429,18 @@ pub trait Meta: Send {
     /// the data of deleted files.
     async fn flush(&mut self) -> Result<()>;
 
+    /// The session id: 0 unless registered ([`SessionOptions::register`]).
+    fn sid(&mut self) -> u64;
+
+    /// `CloseSession`: the background work once more, then the session record removed
+    /// (`doCleanStaleSession`) when one was registered. The session stays usable, as an
+    /// unregistered one.
+    async fn close(&mut self) -> Result<()>;
+
+    /// `doCleanStaleSession` of session `sid` (another client's, or one of this engine's
+    /// that was never closed): its locks and sustained inodes released, its record removed.
+    async fn clean_session(&mut self, sid: u64) -> Result<()>;
+
     /// Deleted files of this session whose data is not freed yet.
     fn deleted_pending(&mut self) -> usize;
 
@@ -558,8 +581,28 @@ pub trait Engine: Send + Sync {
     /// when the stored volume's UUID differs from `uuid`.
     async fn destroy(&self, uuid: &str) -> Result<()>;
 
-    /// Opens a session: one JuiceFS client with its own connection.
+    /// Opens a session: one JuiceFS client with its own connection, registered when
+    /// `opts.register` (listed in [`Engine::sessions`] until closed).
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>>;
+
+    /// The sessions this engine registered and that were not closed.
+    fn sessions(&self) -> &crate::base::SessionRegistry;
+
+    /// Removes the records of the sessions this engine registered and that were not
+    /// closed (dropped after a failure, or left by a stopped run), through an
+    /// unregistered session. Returns how many were removed; the first failure stops it.
+    async fn close_sessions(&self) -> Result<usize> {
+        let left = self.sessions().open();
+        if left.is_empty() {
+            return Ok(0);
+        }
+        let mut s = self.session(&SessionOptions::default()).await?;
+        for &sid in &left {
+            s.clean_session(sid).await?;
+            self.sessions().closed(sid);
+        }
+        Ok(left.len())
+    }
 
     /// Server version and durability settings.
     async fn server_info(&self) -> Result<ServerInfo>;

@@ -121,6 +121,31 @@ impl TkvKeys {
         self.key(&[b"QD", &ino.to_le_bytes()])
     }
 
+    /// `SE<sid BE>`: a session's expiry (`packInt64`: int64 BE).
+    pub fn session(&self, sid: u64) -> Vec<u8> {
+        self.key(&[b"SE", &sid.to_be_bytes()])
+    }
+
+    /// `SI<sid BE>`: a session's info (`SessionInfo` JSON).
+    pub fn session_info(&self, sid: u64) -> Vec<u8> {
+        self.key(&[b"SI", &sid.to_be_bytes()])
+    }
+
+    /// `SH<sid BE>`: a session's legacy heartbeat key.
+    pub fn legacy_session(&self, sid: u64) -> Vec<u8> {
+        self.key(&[b"SH", &sid.to_be_bytes()])
+    }
+
+    /// `SS<sid BE>`: the prefix of a session's sustained inodes.
+    pub fn sustained_prefix(&self, sid: u64) -> Vec<u8> {
+        self.key(&[b"SS", &sid.to_be_bytes()])
+    }
+
+    /// `F` and `P`: the prefixes of the BSD (`flock`) and POSIX (`plock`) lock records.
+    pub fn lock_prefixes(&self) -> [Vec<u8>; 2] {
+        [self.key(&[b"F"]), self.key(&[b"P"])]
+    }
+
     /// The exclusive end of a prefix scan: the prefix with its last byte incremented
     /// (`A<ino>D` ends at `A<ino>E`).
     pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {

@@ -68,6 +68,25 @@ pub fn juicefs_dump(meta_url: &str) -> serde_json::Value {
     serde_json::from_slice(&text).unwrap_or_else(|e| panic!("juicefs dump is not JSON: {e}"))
 }
 
+/// `juicefs status META-URL`, parsed: the `Setting`, the `Sessions` (each with `Sid`,
+/// `Expire`, and the session info: `Version`, `HostName`, `ProcessID`, …) and `Stat`;
+/// panics on failure.
+pub fn juicefs_status(meta_url: &str) -> serde_json::Value {
+    let out = check("juicefs status", juicefs(&["status", meta_url]));
+    // On MySQL, xorm logs its pings to stdout before the JSON.
+    let json = out
+        .stdout
+        .iter()
+        .position(|&b| b == b'{')
+        .map_or(&out.stdout[..], |i| &out.stdout[i..]);
+    serde_json::from_slice(json).unwrap_or_else(|e| {
+        panic!(
+            "juicefs status is not JSON ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 /// `juicefs load META-URL FILE.json` of `dump` into an empty database; panics on failure.
 pub fn juicefs_load(meta_url: &str, dump: &serde_json::Value) {
     let dir = temp_dir();

@@ -26,7 +26,8 @@
 //! - [`engine_matrix!`] and [`TestEngine`]: one test body run on each engine, one
 //!   `#[tokio::test]` per engine and body.
 //! - The real `juicefs` binary as an oracle: [`juicefs_format`], [`juicefs_dump`],
-//!   [`juicefs_fsck`], [`juicefs_mdtest`], [`juicefs_load`], and [`dump_tree`], which
+//!   [`juicefs_fsck`], [`juicefs_mdtest`], [`juicefs_load`], [`juicefs_status`], and
+//!   [`dump_tree`], which
 //!   flattens a dump into `path -> DumpNode` for comparisons.
 
 #![deny(missing_docs)]
@@ -45,7 +46,7 @@ pub use db::{fresh_database, Kind, TestDb};
 pub use dump::{dump_tree, dump_tree_at, unescape, DumpChunk, DumpNode, DumpSlice};
 pub use jfs::{
     fsck_problems, juicefs, juicefs_bin, juicefs_dump, juicefs_format, juicefs_format_with,
-    juicefs_fsck, juicefs_load, juicefs_mdtest,
+    juicefs_fsck, juicefs_load, juicefs_mdtest, juicefs_status,
 };
 pub use logs::{
     mysql_general_log, mysql_general_log_enable, pg_log_entries, pg_log_entries_since, pg_log_path,

@@ -240,8 +240,8 @@ impl<S: Storage> Meta for S {
         Ok((ino, attr))
     }
 
-    async fn resolve(&mut self, _ctx: &Ctx, _parent: Ino, _path: &[u8]) -> Result<(Ino, Attr)> {
-        Err(crate::MetaError::NotSupported)
+    async fn resolve(&mut self, ctx: &Ctx, parent: Ino, path: &[u8]) -> Result<(Ino, Attr)> {
+        self.do_resolve(ctx, parent, path).await
     }
 
     async fn getattr(&mut self, ino: Ino) -> Result<Attr> {
@@ -342,6 +342,18 @@ impl<S: Storage> Meta for S {
 
     async fn flush(&mut self) -> Result<()> {
         self.flush_background().await
+    }
+
+    fn sid(&mut self) -> u64 {
+        self.state().sid()
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        self.close_session().await
+    }
+
+    async fn clean_session(&mut self, sid: u64) -> Result<()> {
+        self.do_clean_stale_session(sid).await
     }
 
     fn deleted_pending(&mut self) -> usize {

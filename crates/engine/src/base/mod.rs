@@ -23,10 +23,12 @@ mod client;
 mod client_cache;
 mod dir_stats;
 mod ids;
+mod session;
 
 pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
+pub use session::{session_expire, session_info, SessionRegistry, HEARTBEAT};
 
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SessionOptions, SetAttr, Xattr};
@@ -69,6 +71,10 @@ pub struct ClientState {
     /// `Config.SkipDirMtime` and `SkipDirNlink`.
     skip_dir_mtime: std::time::Duration,
     skip_dir_nlink: u32,
+    /// `sid`: 0 unless the session is registered.
+    sid: u64,
+    /// Where a registered session is listed until closed, and when its next heartbeat is.
+    registered: Option<(SessionRegistry, std::time::Instant)>,
 }
 
 impl ClientState {
@@ -88,7 +94,14 @@ impl ClientState {
             cache: ClientCache::new(opts.client_cache),
             skip_dir_mtime: opts.skip_dir_mtime,
             skip_dir_nlink: opts.skip_dir_nlink,
+            sid: 0,
+            registered: None,
         }
+    }
+
+    /// The session id (`sid`): 0 unless registered.
+    pub fn sid(&self) -> u64 {
+        self.sid
     }
 
     /// When Redis and SQL transactions rewrite a parent (`redis.go`, `sql.go`).
@@ -287,6 +300,29 @@ pub trait Storage: Send {
         off: u64,
         size: u64,
     ) -> impl Future<Output = Result<Resized>> + Send;
+
+    /// `doNewSession`: writes the record of session [`ClientState::sid`] with `info`
+    /// (Redis also loads its Lua scripts).
+    fn do_new_session(&mut self, info: &[u8]) -> impl Future<Output = Result<()>> + Send;
+
+    /// `doRefreshSession`: moves the session record's expiry on (rewriting the record if
+    /// another client cleaned it up as stale).
+    fn do_refresh_session(&mut self) -> impl Future<Output = Result<()>> + Send;
+
+    /// `doCleanStaleSession`: releases session `sid`'s locks and sustained inodes, then
+    /// removes its record.
+    fn do_clean_stale_session(&mut self, sid: u64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `Resolve` of the family: ENOTSUP, as in JuiceFS, unless the family resolves a path
+    /// in one call (Redis with its Lua script loaded by a registered session).
+    fn do_resolve(
+        &mut self,
+        _ctx: &Ctx,
+        _parent: Ino,
+        _path: &[u8],
+    ) -> impl Future<Output = Result<(Ino, Attr)>> + Send {
+        async { Err(MetaError::NotSupported) }
+    }
 
     /// The engine's null round trip on this session's connection ([`crate::Meta::null_round_trip`]).
     fn do_null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> + Send;
@@ -576,14 +612,68 @@ pub trait Storage: Send {
         }
     }
 
-    /// What a JuiceFS client does in the background, in this order: the dir stats of
+    /// `NewSession(true)`: a session id from the `nextSession` counter, then
+    /// `doNewSession`; the session is listed in `registry` until closed, and refreshes
+    /// its record every [`HEARTBEAT`] from then on ([`Storage::flush_background`]).
+    fn register(&mut self, registry: &SessionRegistry) -> impl Future<Output = Result<u64>> + Send {
+        async move {
+            let sid = self.incr_counter("nextSession", 1).await? as u64;
+            self.state().sid = sid;
+            if let Err(e) = self.do_new_session(&session_info()).await {
+                self.state().sid = 0;
+                return Err(e);
+            }
+            registry.opened(sid);
+            self.state().registered = Some((registry.clone(), session::next_heartbeat()));
+            Ok(sid)
+        }
+    }
+
+    /// `refresh`'s heartbeat: `doRefreshSession` once the registered session's
+    /// [`HEARTBEAT`] (with jitter) has passed.
+    fn heartbeat_if_due(&mut self) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            let due = match &self.state().registered {
+                Some((_, at)) => *at <= std::time::Instant::now(),
+                None => false,
+            };
+            if !due {
+                return Ok(());
+            }
+            if let Some((_, at)) = &mut self.state().registered {
+                *at = session::next_heartbeat();
+            }
+            self.do_refresh_session().await
+        }
+    }
+
+    /// `CloseSession`: the background work (`FlushSession`), then the session's record
+    /// removed (`doCleanStaleSession`) when it was registered. The first error is
+    /// returned; the record is forgotten only once removed.
+    fn close_session(&mut self) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            let flushed = self.flush_background().await;
+            let sid = self.state().sid;
+            if sid > 0 {
+                self.do_clean_stale_session(sid).await?;
+                if let Some((registry, _)) = self.state().registered.take() {
+                    registry.closed(sid);
+                }
+                self.state().sid = 0;
+            }
+            flushed
+        }
+    }
+
+    /// What a JuiceFS client does in the background, in this order: a registered
+    /// session's heartbeat when due (`refresh`), the dir stats of
     /// hard-linked files' parents (`updateParentStat`'s goroutine), the dir-stat flush
     /// (`doFlushDirStat`), the counter flush (`doFlushStats`) and freeing deleted files'
     /// data (`doDeleteFileData`). Every step runs and every file is tried; the first error
     /// is returned, and files not freed stay queued.
     fn flush_background(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
-            let mut first: Option<MetaError> = None;
+            let mut first: Option<MetaError> = self.heartbeat_if_due().await.err();
             for (ino, length, space) in std::mem::take(&mut self.state().link_writes) {
                 match self.do_get_parents(ino).await {
                     Ok(parents) => {

@@ -4,11 +4,13 @@
 //! (`CLUSTER INFO`, `PING`, like `newRedisMeta` / `checkServerConfig`, but without ever
 //! changing the server's configuration) and returns a [`RedisEngine`]. Every
 //! [`Engine::session`] opens its own connection, so WATCH works, and behaves as one
-//! JuiceFS client created with `NewClient` + `NewSession(false)`: no Lua scripts, sid 0,
-//! SkipDirMtime as its [`crate::SessionOptions`] say. See [`fidelity_notes`] for where it
+//! JuiceFS client created with `NewClient` + `NewSession(false)` (no Lua scripts, sid 0),
+//! or, registered, with `NewSession(true)` (`registered.rs`); SkipDirMtime as its
+//! [`crate::SessionOptions`] say. See [`fidelity_notes`] for where it
 //! knowingly differs.
 
 mod background;
+mod registered;
 mod rename;
 mod resize;
 mod session;
@@ -17,6 +19,7 @@ mod wire;
 
 pub use session::RedisSession;
 
+use crate::base::{SessionRegistry, Storage};
 use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::url::Address;
@@ -43,8 +46,13 @@ const SCAN_COUNT: usize = 10000;
 /// one difference and why; print them with a run's results.
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
-        "No session is registered (sid 0, `NewSession(false)`): no Lua scripts, so lookup is HGET + \
-         GET (2 RTT) and resolve is ENOTSUP; unlinked files are never kept open (no `session{sid}` set).",
+        "Sessions: under `gobench` none is registered (sid 0, `NewSession(false)`): no Lua \
+         scripts, so lookup is HGET + GET (2 RTT) and resolve is ENOTSUP. Under `mount` each client \
+         registers one (`allSessions`, `sessionInfos`, refreshed every 12 s by the background work, \
+         removed at the end of the run) and loads the two scripts: lookup is one EVALSHA and \
+         resolve answers. The scripts are metabench's own (same keys, replies and errors; another \
+         SHA). The heartbeat's other reads (the setting, two counters, quotas) are not made. \
+         Unlinked files are never kept open (no `session{sid}` set).",
         "Volumes with TrashDays > 0: deletes (unlink, rmdir, rename over an existing entry) are done \
          as with TrashDays 0, i.e. removed for good instead of moved to `.trash` — the Go benchmark \
          formats with TrashDays 0, a default `juicefs format` uses 1.",
@@ -77,6 +85,8 @@ pub struct RedisEngine {
     /// Shared by the engine-level calls and the sessions' background inode prefetches.
     admin: MultiplexedConnection,
     keys: RedisKeys,
+    /// The sessions registered here and not closed.
+    sessions: SessionRegistry,
 }
 
 /// Connects to the Redis engine a URL names and checks it answers.
@@ -137,6 +147,7 @@ impl RedisEngine {
             db,
             admin,
             keys: RedisKeys::default(),
+            sessions: SessionRegistry::default(),
         })
     }
 
@@ -434,13 +445,15 @@ impl Engine for RedisEngine {
             .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
             .await?;
         let format = crate::meta::loaded_format(body, &self.url)?;
-        Ok(Box::new(RedisSession::new(
-            conn,
-            self.admin.clone(),
-            self.keys.clone(),
-            format,
-            opts,
-        )))
+        let mut s = RedisSession::new(conn, self.admin.clone(), self.keys.clone(), format, opts);
+        if opts.register {
+            s.register(&self.sessions).await?;
+        }
+        Ok(Box::new(s))
+    }
+
+    fn sessions(&self) -> &SessionRegistry {
+        &self.sessions
     }
 
     async fn telemetry(&self) -> Result<crate::Telemetry> {

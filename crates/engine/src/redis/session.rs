@@ -8,7 +8,7 @@ use super::txn::{txn, Conn};
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
-    looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
+    merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::resize::Resized;
@@ -36,6 +36,9 @@ pub struct RedisSession {
     pub(super) retries: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
+    /// `shaLookup` and `shaResolve`: the Lua scripts a registered session loaded.
+    pub(super) sha_lookup: Option<String>,
+    pub(super) sha_resolve: Option<String>,
 }
 
 impl RedisSession {
@@ -53,6 +56,8 @@ impl RedisSession {
             keys,
             format,
             retries: 0,
+            sha_lookup: None,
+            sha_resolve: None,
         }
     }
 
@@ -73,6 +78,7 @@ impl Storage for RedisSession {
         let (key, last_taken) = match name {
             "nextInode" => (names::NEXT_INODE, true),
             "nextChunk" => (names::NEXT_CHUNK, true),
+            "nextSession" => ("nextsession", false),
             other => (other, false),
         };
         let v: i64 = self
@@ -457,20 +463,26 @@ impl Storage for RedisSession {
         Ok(ino)
     }
 
-    /// `redisMeta.doLookup` without the Lua script: HGET, then GET; an entry whose inode
-    /// record is missing answers with its type only.
+    /// `redisMeta.doLookup`: one `EVALSHA` when a registered session loaded the lookup
+    /// script, else HGET then GET (`registered.rs`).
     async fn do_lookup(&mut self, _ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(Ino, Attr)> {
-        let buf: Option<Vec<u8>> = self
-            .conn
-            .query(cmd("HGET").arg(self.keys.entries(parent)).arg(name))
-            .await?;
-        let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
-        let a: Option<Vec<u8>> = self
-            .conn
-            .query(cmd("GET").arg(self.keys.inode(d.inode)))
-            .await?;
-        let attr = looked_up_attr(a, (d.inode, d.typ), parent, name)?;
-        Ok((d.inode, attr))
+        self.lookup_entry(parent, name).await
+    }
+
+    async fn do_resolve(&mut self, ctx: &Ctx, parent: Ino, path: &[u8]) -> Result<(Ino, Attr)> {
+        self.resolve_path(ctx, parent, path).await
+    }
+
+    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
+        self.new_session_record(info).await
+    }
+
+    async fn do_refresh_session(&mut self) -> Result<()> {
+        self.refresh_session_record().await
+    }
+
+    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
+        self.clean_session_record(sid).await
     }
 
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {

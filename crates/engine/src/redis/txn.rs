@@ -63,6 +63,17 @@ impl Conn {
         cmd.query_async(&mut *wire).await.map_err(classify)
     }
 
+    /// Sends one command (1 RTT) and returns the server's answer as it came, an error
+    /// reply included: a Lua script's errors carry an errno word.
+    pub(crate) async fn query_raw<T: FromRedisValue>(
+        &mut self,
+        cmd: &Cmd,
+    ) -> redis::RedisResult<T> {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let mut wire = self.wire.lock().await;
+        cmd.query_async(&mut *wire).await
+    }
+
     /// Sends a plain (non-transactional) pipeline as one request (1 RTT).
     pub(crate) async fn pipeline<T: FromRedisValue>(&mut self, p: &Pipeline) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);

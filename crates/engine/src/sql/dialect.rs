@@ -92,6 +92,21 @@ pub(crate) struct Stmts {
     pub chunk_delete: Sql,
     pub setting_get: Sql,
     pub setting_insert: Sql,
+    /// `doNewSession`'s insert, `doRefreshSession`'s update.
+    pub session2_insert: Sql,
+    pub session2_update_expire: Sql,
+    /// `doCleanStaleSession`: locks released, sustained inodes listed, the record removed,
+    /// and xorm's `IsTableExist` of the legacy `session` table (with [`Stmts::table_schema`]
+    /// and the table's name), whose rows are removed when it exists.
+    pub flock_delete_sid: Sql,
+    pub plock_delete_sid: Sql,
+    pub sustained_of_sid: Sql,
+    pub session2_delete: Sql,
+    pub table_exists: Sql,
+    pub legacy_session_delete: Sql,
+    /// The schema `table_exists` names: the database (MySQL), `public` (PostgreSQL, as
+    /// xorm's default), nothing (SQLite).
+    pub table_schema: String,
     parent_nlink: [Sql; 3],
 }
 
@@ -261,6 +276,26 @@ impl Stmts {
             ),
             setting_get: r("SELECT `name`, `value` FROM `{p}setting` WHERE `name`=? LIMIT 1"),
             setting_insert: r("INSERT INTO `{p}setting` (`name`,`value`) VALUES (?,?)"),
+            session2_insert: r("INSERT INTO `{p}session2` (`sid`,`expire`,`info`) VALUES (?,?,?)"),
+            session2_update_expire: r("UPDATE `{p}session2` SET `expire` = ? WHERE `sid`=?"),
+            flock_delete_sid: r("DELETE FROM `{p}flock` WHERE `sid`=?"),
+            plock_delete_sid: r("DELETE FROM `{p}plock` WHERE `sid`=?"),
+            sustained_of_sid: r("SELECT `id`, `sid`, `inode` FROM `{p}sustained` WHERE `sid`=?"),
+            session2_delete: r("DELETE FROM `{p}session2` WHERE `sid`=?"),
+            table_exists: r(match dialect {
+                Dialect::Mysql => {
+                    "SELECT `TABLE_NAME` from `INFORMATION_SCHEMA`.`TABLES` WHERE `TABLE_SCHEMA`=? and `TABLE_NAME`=?"
+                }
+                Dialect::Postgres => {
+                    "SELECT tablename FROM pg_tables WHERE schemaname = ? AND tablename = ?"
+                }
+                Dialect::Sqlite => "SELECT name FROM sqlite_master WHERE type='table' and name = ?",
+            }),
+            legacy_session_delete: r("DELETE FROM `{p}session` WHERE `sid`=?"),
+            table_schema: match dialect {
+                Dialect::Postgres => "public".to_owned(),
+                _ => String::new(),
+            },
             parent_nlink: [-1, 0, 1].map(|k| r(&parent_nlink_template(k))),
         }
     }

@@ -16,6 +16,7 @@ pub mod etcd;
 pub mod fdb;
 pub mod kv;
 pub mod mem;
+mod registered;
 mod rename;
 mod resize;
 mod session;
@@ -24,6 +25,7 @@ pub mod tikv;
 
 pub use session::TkvSession;
 
+use crate::base::{SessionRegistry, Storage};
 use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
@@ -37,8 +39,11 @@ use std::time::Duration;
 /// Where metabench's TKV sessions knowingly differ from a JuiceFS client.
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
-        "No session is registered (sid 0): no `SE`/`SI` keys, no heartbeat; unlinked files are \
-         never kept open (no `SS` keys); resolve is ENOTSUP.",
+        "Sessions: under `gobench` none is registered (sid 0, `NewSession(false)`); under \
+         `mount` each client registers one (`SE`/`SI` keys, refreshed every 12 s by the \
+         background work, removed at the end of the run). The heartbeat's other reads (the \
+         setting, two counters, quotas) are not made. Unlinked files are never kept open (no \
+         `SS` keys); resolve is ENOTSUP, as in JuiceFS.",
         "The process-local inode locks JuiceFS takes around a transaction (`txLock`) are not \
          taken: sessions of one metabench process conflict in the store as separate clients would.",
         "Volumes with TrashDays > 0: deletes are done as with TrashDays 0 (removed for good, not \
@@ -77,6 +82,8 @@ pub struct TkvEngine {
     kind: EngineKind,
     kv: Arc<dyn KvBackend>,
     keys: TkvKeys,
+    /// The sessions registered here and not closed.
+    sessions: SessionRegistry,
 }
 
 /// Opens the TKV engine a URL names.
@@ -165,6 +172,7 @@ impl TkvEngine {
             kind,
             kv,
             keys,
+            sessions: SessionRegistry::default(),
         }
     }
 
@@ -289,13 +297,15 @@ impl Engine for TkvEngine {
         let mut tx = Txn::simple(self.kv.clone(), calls.clone());
         let setting = tx.get(&self.keys.setting()).await.map_err(kv_err)?;
         let format = crate::meta::loaded_format(setting, &self.url)?;
-        Ok(Box::new(TkvSession::new(
-            self.kv.clone(),
-            calls,
-            self.keys.clone(),
-            format,
-            opts,
-        )))
+        let mut s = TkvSession::new(self.kv.clone(), calls, self.keys.clone(), format, opts);
+        if opts.register {
+            s.register(&self.sessions).await?;
+        }
+        Ok(Box::new(s))
+    }
+
+    fn sessions(&self) -> &SessionRegistry {
+        &self.sessions
     }
 
     fn fidelity_notes(&self) -> &'static [&'static str] {

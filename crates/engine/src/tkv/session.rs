@@ -635,6 +635,18 @@ impl Storage for TkvSession {
             .await;
         Ok(())
     }
+    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
+        self.new_session_record(info).await
+    }
+
+    async fn do_refresh_session(&mut self) -> Result<()> {
+        self.refresh_session_record().await
+    }
+
+    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
+        self.clean_session_record(sid).await
+    }
+
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
         self.truncate_txn(ctx, ino, length).await
     }

@@ -136,6 +136,7 @@ metabench_testkit::engine_matrix!(
     racing_creates_in_one_directory,
     skipped_parent_updates,
     resizes,
+    registered_sessions,
 );
 
 fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
@@ -959,5 +960,108 @@ async fn resizes(on: TestEngine) {
     assert_eq!(errno(v.s.fallocate(&ctx, 1 << 40, 0, 0, 1).await), "ENOENT");
     // An error wrote nothing.
     assert_eq!(v.s.getattr(g).await.unwrap().length, C + 10);
+    v.finish().await;
+}
+
+/// The sessions of this process that `juicefs status` lists: their ids, sorted.
+fn sessions_listed(url: &str) -> Vec<u64> {
+    let status = metabench_testkit::juicefs_status(url);
+    let mut sids: Vec<u64> = status["Sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["ProcessID"] == std::process::id())
+        .inspect(|s| {
+            assert!(
+                s["Version"].as_str().unwrap().starts_with("metabench "),
+                "{s}"
+            );
+        })
+        .map(|s| s["Sid"].as_u64().unwrap())
+        .collect();
+    sids.sort();
+    sids
+}
+
+/// `NewSession(true)` under the mount profile: each session gets an id and a record that
+/// `juicefs status` lists, works as any session (on Redis, lookup and resolve go through
+/// the Lua scripts), and leaves no record once closed, or once the engine cleans up the
+/// sessions that were never closed.
+async fn registered_sessions(on: TestEngine) {
+    let Some(mut v) = volume(on).await else {
+        return;
+    };
+    let opts = SessionOptions {
+        register: true,
+        ..Default::default()
+    };
+    let mut a = v.engine.session(&opts).await.unwrap();
+    let mut b = v.engine.session(&opts).await.unwrap();
+    let (sa, sb) = (a.sid(), b.sid());
+    assert!(sa > 0 && sb > sa, "session ids {sa}, {sb}");
+    assert_eq!(v.s.sid(), 0, "an unregistered session has sid 0");
+    assert_eq!(v.engine.sessions().open(), vec![sa, sb]);
+    // juicefs reads the records (memkv lives in this process only).
+    let juicefs_sees = on != TestEngine::Memkv;
+    if juicefs_sees {
+        assert_eq!(sessions_listed(&v.url), vec![sa, sb]);
+    }
+
+    let ctx = v.ctx.clone();
+    let (d, _) = a.mkdir(&ctx, ROOT_INODE, b"rs", 0o755, 0).await.unwrap();
+    let (f, _) = a.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    assert_eq!(b.lookup(&ctx, d, b"f").await.unwrap().0, f);
+    assert_eq!(errno(b.lookup(&ctx, d, b"nope").await), "ENOENT");
+    if on == TestEngine::Db(Kind::Redis) {
+        let (ino, attr) = b.resolve(&ctx, ROOT_INODE, b"rs/f").await.unwrap();
+        assert_eq!((ino, attr.typ), (f, FileType::File));
+        assert_eq!(
+            errno(b.resolve(&ctx, ROOT_INODE, b"rs/nope").await),
+            "ENOENT"
+        );
+        assert_eq!(
+            errno(b.resolve(&ctx, ROOT_INODE, b"rs/f/x").await),
+            "ENOTDIR"
+        );
+        let user = Ctx {
+            uid: 7,
+            gids: vec![7],
+            pid: 1,
+        };
+        a.setattr(
+            &ctx,
+            d,
+            &metabench_engine::SetAttr {
+                mode: Some(0o700),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(errno(b.resolve(&user, ROOT_INODE, b"rs/f").await), "EACCES");
+        a.symlink(&ctx, d, b"l", b"f").await.unwrap();
+        assert_eq!(
+            errno(b.resolve(&ctx, ROOT_INODE, b"rs/l/x").await),
+            "ENOTSUP"
+        );
+    } else {
+        assert_eq!(errno(b.resolve(&ctx, ROOT_INODE, b"rs/f").await), "ENOTSUP");
+    }
+
+    // Closing removes the record; the engine's clean-up removes what was never closed.
+    a.close().await.unwrap();
+    assert_eq!(a.sid(), 0);
+    assert_eq!(v.engine.sessions().open(), vec![sb]);
+    if juicefs_sees {
+        assert_eq!(sessions_listed(&v.url), vec![sb]);
+    }
+    assert_eq!(v.engine.close_sessions().await.unwrap(), 1);
+    assert!(v.engine.sessions().open().is_empty());
+    if juicefs_sees {
+        assert!(sessions_listed(&v.url).is_empty());
+    }
+    // The sessions go on working, unregistered.
+    assert_eq!(a.lookup(&ctx, d, b"f").await.unwrap().0, f);
+    drop(b);
     v.finish().await;
 }

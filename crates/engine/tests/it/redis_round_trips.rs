@@ -926,3 +926,93 @@ async fn fallocate_is_4_round_trips() {
     let (_, rtt, got) = measure!(fx, fx.meta.fallocate(&ctx, ino, PUNCH_HOLE, 0, 1).await);
     assert_eq!((rtt, got.len()), (0, 0));
 }
+
+/// A registered session (`NewSession(true)`, the mount profile) loads the Lua scripts:
+/// lookup is one `EVALSHA` (its HGET and GET run inside the server), resolve too, and a
+/// script the server lost (`SCRIPT FLUSH`) is loaded again once.
+#[tokio::test]
+async fn a_registered_session_looks_up_in_one_evalsha() {
+    let mut fx = fixture_with(SessionOptions {
+        register: true,
+        ..Default::default()
+    })
+    .await;
+    let parent = prepare_parent(&mut fx, "benchLookupLua").await;
+    let ctx = fx.ctx.clone();
+    let (ino, _) = fx
+        .meta
+        .create(&ctx, parent, b"file", 0o644, 0o022)
+        .await
+        .unwrap();
+    let (found, _) = expect!(
+        fx,
+        fx.meta.lookup(&ctx, parent, b"file").await.unwrap(),
+        1,
+        &[("evalsha", 1), ("hget", 1), ("get", 1)]
+    );
+    assert_eq!(found, ino);
+    let (found, _) = expect!(
+        fx,
+        fx.meta
+            .resolve(&ctx, ROOT_INODE, b"benchLookupLua/file")
+            .await
+            .unwrap(),
+        1,
+        &[("evalsha", 1), ("hget", 2), ("get", 1)]
+    );
+    assert_eq!(found, ino);
+    fx.server.command(&["SCRIPT", "FLUSH"]);
+    let (found, _) = expect!(
+        fx,
+        fx.meta.lookup(&ctx, parent, b"file").await.unwrap(),
+        3,
+        &[("evalsha", 2), ("script|load", 1), ("hget", 1), ("get", 1)]
+    );
+    assert_eq!(found, ino);
+    fx.meta.close().await.unwrap();
+}
+
+/// A registered session refreshes its record once per heartbeat (12 s, ±10 %), from its
+/// background work: `doRefreshSession`'s transaction, which writes the info back when
+/// another client removed the record as stale meanwhile.
+#[tokio::test]
+async fn a_registered_session_refreshes_its_record_every_heartbeat() {
+    let mut fx = fixture_with(SessionOptions {
+        register: true,
+        ..Default::default()
+    })
+    .await;
+    let sid = fx.meta.sid();
+    // Not due yet: the background work sends no heartbeat.
+    let (_, _, got) = measure!(fx, fx.meta.flush().await.unwrap());
+    assert!(!got.contains_key("zadd"), "{got:?}");
+    // Another client cleaned the session up as stale.
+    let mut other = fx
+        ._engine
+        .session(&SessionOptions::default())
+        .await
+        .unwrap();
+    other.clean_session(sid).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(13_300)).await;
+    let (_, _, got) = measure!(fx, fx.meta.flush().await.unwrap());
+    for (cmd, n) in [
+        ("watch", 1),
+        ("hexists", 1),
+        ("multi", 1),
+        ("hset", 1),
+        ("zadd", 1),
+        ("exec", 1),
+    ] {
+        assert_eq!(got.get(cmd), Some(&n), "{cmd} in {got:?}");
+    }
+    // Listed again, as juicefs reads the records.
+    let status = metabench_testkit::juicefs_status(&fx.server.url(1));
+    let sids: Vec<u64> = status["Sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["Sid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sids, vec![sid]);
+    fx.meta.close().await.unwrap();
+}

@@ -548,4 +548,62 @@ async fn mount_profile_skips_the_parent_update(kind: Kind) {
     }
 }
 
-metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>benchmark_statements, client_cache, mount_profile_skips_the_parent_update);
+/// A registered session (the mount profile) sends `doNewSession`'s and
+/// `doCleanStaleSession`'s statements: the `nextSession` counter and the `session2` row
+/// when opened, the locks, sustained inodes and the row when closed. On PostgreSQL the
+/// texts are those juicefs 1.4.2 sent at mount and unmount (statement log).
+async fn registered_session_statements(kind: Kind) {
+    let v = volume_with(kind, Default::default()).await;
+    let pos = if kind == Kind::Postgres {
+        pg_log_position()
+    } else {
+        0
+    };
+    let opts = SessionOptions {
+        register: true,
+        ..Default::default()
+    };
+    let mut s = v.engine.sql_session(&opts).await.unwrap();
+    let sid = Meta::sid(&mut s);
+    assert!(sid > 0);
+    // incrCounter("nextSession") (4), then the insert (3).
+    assert_eq!(Meta::stats(&s).round_trips, 7, "{}", kind.name());
+    let opened = Meta::stats(&s).round_trips;
+    s.close().await.unwrap();
+    // The locks (4), the sustained inodes (1), the row and the legacy table's check (4).
+    assert_eq!(Meta::stats(&s).round_trips - opened, 9, "{}", kind.name());
+    assert_eq!(Meta::sid(&mut s), 0);
+    if kind == Kind::Postgres {
+        let pid = s.connection_id().await.unwrap() as u32;
+        let texts = pg_statements_since(pos, v.db.name(), Some(pid));
+        let at = |t: &str| {
+            texts
+                .iter()
+                .position(|x| x == t)
+                .unwrap_or_else(|| panic!("{t} not in {texts:#?}"))
+        };
+        let insert =
+            at("INSERT INTO \"jfs_session2\" (\"sid\",\"expire\",\"info\") VALUES ($1,$2,$3)");
+        assert_eq!(
+            (texts[insert - 1].as_str(), texts[insert + 1].as_str()),
+            ("begin", "commit")
+        );
+        let close = at("DELETE FROM \"jfs_flock\" WHERE \"sid\"=$1");
+        assert_eq!(
+            texts[close - 1..close + 8],
+            [
+                "begin",
+                "DELETE FROM \"jfs_flock\" WHERE \"sid\"=$1",
+                "DELETE FROM \"jfs_plock\" WHERE \"sid\"=$1",
+                "commit",
+                "SELECT \"id\", \"sid\", \"inode\" FROM \"jfs_sustained\" WHERE \"sid\"=$1",
+                "begin",
+                "DELETE FROM \"jfs_session2\" WHERE \"sid\"=$1",
+                "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename = $2",
+                "commit",
+            ]
+        );
+    }
+}
+
+metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>benchmark_statements, client_cache, mount_profile_skips_the_parent_update, registered_session_statements);

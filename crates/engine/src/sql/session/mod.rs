@@ -12,6 +12,7 @@ mod attrs;
 mod background;
 mod chunks;
 mod namespace;
+mod registered;
 mod rows;
 mod txn;
 
@@ -312,6 +313,18 @@ impl Storage for SqlSession {
 
     async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
         self.write_txn(ino, w).await
+    }
+
+    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
+        self.new_session_record(info).await
+    }
+
+    async fn do_refresh_session(&mut self) -> Result<()> {
+        self.refresh_session_record().await
+    }
+
+    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
+        self.clean_session_record(sid).await
     }
 
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
