@@ -149,7 +149,7 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
     assert!(
         out.contains(
             "client settings: background-work after the window, client-cache off, \
-             skip-dir-mtime 0s, skip-dir-nlink 0"
+             session not registered, skip-dir-mtime 0s, skip-dir-nlink 0"
         ),
         "{out}"
     );

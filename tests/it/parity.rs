@@ -103,7 +103,7 @@ fn run_to_end(run: &Run, meta: &str) -> (serde_json::Value, bool) {
     assert!(
         stdout.contains(
             "client settings: background-work between phases, client-cache on, \
-             skip-dir-mtime 100ms, skip-dir-nlink 20"
+             session registered, skip-dir-mtime 100ms, skip-dir-nlink 20"
         ),
         "{stdout}"
     );

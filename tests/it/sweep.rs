@@ -293,6 +293,9 @@ fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
         "{:?}",
         tree.keys().collect::<Vec<_>>()
     );
+    // The clients' registered sessions (the mount profile) are gone too.
+    let status = metabench_testkit::juicefs_status(&url);
+    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
 }
 
 /// Starts `metabench sweep` on `url` with `args`, its stderr in `log`.
