@@ -4,6 +4,7 @@
 //! `doTruncate` leaves. On Redis and SQLite.
 
 use metabench_engine::falloc::{KEEP_SIZE, PUNCH_HOLE};
+use metabench_engine::FallocRange;
 use metabench_engine::{Ctx, MetaUrl, SessionOptions};
 use metabench_mount::juicefs::{find_juicefs, Mount, MountOptions};
 use metabench_schema::{Format, Slice, Timestamp, ROOT_INODE};
@@ -25,16 +26,6 @@ fn put_block(bucket: &Path, volume: &str, id: u64, size: u32, byte: u8) {
         vec![byte; size as usize],
     )
     .unwrap();
-}
-
-fn hole(pos: u32, len: u32) -> Slice {
-    Slice {
-        pos,
-        id: 0,
-        size: 0,
-        off: 0,
-        len,
-    }
 }
 
 async fn both_ways(kind: Kind) {
@@ -72,7 +63,7 @@ async fn both_ways(kind: Kind) {
     put_block(bucket.path(), volume, id, 8192, b'x');
     s.truncate(&ctx, f, 100).await.unwrap();
     s.truncate(&ctx, f, 5000).await.unwrap();
-    s.fallocate(&ctx, f, PUNCH_HOLE | KEEP_SIZE, 50, 10)
+    s.fallocate(&ctx, f, FallocRange::new(PUNCH_HOLE | KEEP_SIZE, 50, 10))
         .await
         .unwrap();
     let (g, _) = s.create(&ctx, ROOT_INODE, b"grow", 0o644, 0).await.unwrap();
@@ -104,9 +95,9 @@ async fn both_ways(kind: Kind) {
     mount.unmount().unwrap();
 
     assert_eq!(s.getattr(g).await.unwrap().length, 2 * C + 7);
-    assert_eq!(s.read(g, 0).await.unwrap(), vec![hole(0, C as u32)]);
+    assert_eq!(s.read(g, 0).await.unwrap(), vec![Slice::hole(0, C as u32)]);
     assert!(s.read(g, 1).await.unwrap().is_empty());
-    assert_eq!(s.read(g, 2).await.unwrap(), vec![hole(0, 7)]);
+    assert_eq!(s.read(g, 2).await.unwrap(), vec![Slice::hole(0, 7)]);
     drop(s);
     engine.destroy(&uuid).await.unwrap();
 }

@@ -20,13 +20,13 @@ pub mod telemetry;
 pub mod tkv;
 pub mod url;
 
-pub use base::{ClientState, Storage};
+pub use base::{ClientState, ResizeSteps, SessionSteps, Storage};
 pub use error::{MetaError, Result};
 pub use meta::{
     ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,
     Renamed, ServerInfo, SessionOptions, SetAttr, VolumeState, Xattr, XattrFlags,
 };
-pub use resize::{falloc, Resized};
+pub use resize::{falloc, FallocRange, Resized};
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;
 pub use url::{MetaUrl, Scheme};

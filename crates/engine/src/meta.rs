@@ -415,14 +415,7 @@ pub trait Meta: Send {
     /// `Fallocate(mode, off, size)` with the [`crate::falloc`] mode bits: grows the file
     /// to `off + size` unless KEEP_SIZE, and with ZERO_RANGE or PUNCH_HOLE appends holes
     /// over the range. Returns the file's length after it.
-    async fn fallocate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        mode: u8,
-        off: u64,
-        size: u64,
-    ) -> Result<u64>;
+    async fn fallocate(&mut self, ctx: &Ctx, ino: Ino, range: crate::FallocRange) -> Result<u64>;
 
     /// Does what a JuiceFS client does in the background: flushes buffered dir stats and
     /// volume counters (`flushDirStat`, `flushStats`: every second on a mount), and frees

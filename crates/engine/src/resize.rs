@@ -22,6 +22,24 @@ pub mod falloc {
     pub const INSERT_RANGE: u8 = 0x20;
 }
 
+/// What `Fallocate` is asked: the [`falloc`] mode bits and the byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FallocRange {
+    /// The [`falloc`] mode bits.
+    pub mode: u8,
+    /// Where the range starts.
+    pub off: u64,
+    /// How long it is.
+    pub size: u64,
+}
+
+impl FallocRange {
+    /// `size` bytes from `off`, with the [`falloc`] `mode` bits.
+    pub fn new(mode: u8, off: u64, size: u64) -> Self {
+        Self { mode, off, size }
+    }
+}
+
 /// Write permission (`MODE_MASK_W`).
 const MASK_W: u16 = 2;
 
@@ -63,7 +81,7 @@ impl Resized {
 
 /// `baseMeta.Fallocate` before any I/O: COLLAPSE_RANGE and INSERT_RANGE alone are
 /// ENOTSUP and with other bits EINVAL; PUNCH_HOLE needs KEEP_SIZE; a zero size is EINVAL.
-pub fn check_fallocate_args(mode: u8, size: u64) -> Result<()> {
+pub fn check_fallocate_args(FallocRange { mode, size, .. }: FallocRange) -> Result<()> {
     use falloc::*;
     if mode & COLLAPSE_RANGE != 0 && mode != COLLAPSE_RANGE {
         return Err(MetaError::Invalid);
@@ -116,7 +134,7 @@ pub fn check_fallocate(ctx: &Ctx, attr: &Attr, mode: u8) -> Result<()> {
 
 /// The length a file of `old` bytes has after `fallocate(mode, off, size)`: `off + size`
 /// when that is beyond the end and KEEP_SIZE is not set, else `old`.
-pub fn fallocated_length(old: u64, mode: u8, off: u64, size: u64) -> u64 {
+pub fn fallocated_length(old: u64, FallocRange { mode, off, size }: FallocRange) -> u64 {
     if off + size > old && mode & falloc::KEEP_SIZE == 0 {
         off + size
     } else {
@@ -124,15 +142,9 @@ pub fn fallocated_length(old: u64, mode: u8, off: u64, size: u64) -> u64 {
     }
 }
 
-/// A hole: `len` zero bytes at `pos` of a chunk (`marshalSlice(pos, 0, 0, 0, len)`).
+/// A hole of `len` bytes at `pos` in a chunk (both below the chunk size).
 fn hole(pos: u64, len: u64) -> Slice {
-    Slice {
-        pos: pos as u32,
-        id: 0,
-        size: 0,
-        off: 0,
-        len: len as u32,
-    }
+    Slice::hole(pos as u32, len as u32)
 }
 
 /// The holes `doTruncate` appends when a file goes from `old` to `new` bytes (either way),
@@ -185,7 +197,10 @@ impl TruncateHoles {
 
 /// The holes `doFallocate` appends: with ZERO_RANGE or PUNCH_HOLE, the part of
 /// `[off, off + size)` inside the old length `old`, one hole per chunk it touches.
-pub fn fallocate_holes(mode: u8, off: u64, size: u64, old: u64) -> Vec<(u32, Slice)> {
+pub fn fallocate_holes(
+    FallocRange { mode, off, size }: FallocRange,
+    old: u64,
+) -> Vec<(u32, Slice)> {
     let mut holes = Vec::new();
     if mode & (falloc::ZERO_RANGE | falloc::PUNCH_HOLE) == 0 || off >= old {
         return holes;
@@ -208,12 +223,14 @@ mod tests {
 
     const C: u64 = CHUNK_SIZE;
 
+    use FallocRange as R;
+
     #[test]
     fn fallocate_arguments_as_base_checks_them() {
-        assert!(check_fallocate_args(0, 1).is_ok());
-        assert!(check_fallocate_args(KEEP_SIZE | PUNCH_HOLE, 1).is_ok());
-        assert!(check_fallocate_args(ZERO_RANGE, 1).is_ok());
-        let err = |m, s| check_fallocate_args(m, s).unwrap_err().kind();
+        assert!(check_fallocate_args(R::new(0, 0, 1)).is_ok());
+        assert!(check_fallocate_args(R::new(KEEP_SIZE | PUNCH_HOLE, 0, 1)).is_ok());
+        assert!(check_fallocate_args(R::new(ZERO_RANGE, 0, 1)).is_ok());
+        let err = |m, s| check_fallocate_args(R::new(m, 0, s)).unwrap_err().kind();
         assert_eq!(err(COLLAPSE_RANGE, 1), "ENOTSUP");
         assert_eq!(err(INSERT_RANGE, 1), "ENOTSUP");
         assert_eq!(err(COLLAPSE_RANGE | KEEP_SIZE, 1), "EINVAL");
@@ -262,9 +279,9 @@ mod tests {
 
     #[test]
     fn lengths_and_deltas() {
-        assert_eq!(fallocated_length(100, 0, 50, 100), 150);
-        assert_eq!(fallocated_length(100, KEEP_SIZE, 50, 100), 100);
-        assert_eq!(fallocated_length(100, 0, 10, 20), 100);
+        assert_eq!(fallocated_length(100, R::new(0, 50, 100)), 150);
+        assert_eq!(fallocated_length(100, R::new(KEEP_SIZE, 50, 100)), 100);
+        assert_eq!(fallocated_length(100, R::new(0, 10, 20)), 100);
         let mut a = Attr::new(FileType::File, 0o644, 0, 0, 0, 2);
         a.length = 5000;
         let r = Resized::to_length(a, 100, Timestamp { sec: 9, nsec: 1 });
@@ -302,14 +319,14 @@ mod tests {
 
     #[test]
     fn fallocate_holes_only_zero_inside_the_old_length() {
-        assert!(fallocate_holes(0, 0, 100, 1000).is_empty());
-        assert!(fallocate_holes(ZERO_RANGE, 1000, 100, 1000).is_empty());
+        assert!(fallocate_holes(R::new(0, 0, 100), 1000).is_empty());
+        assert!(fallocate_holes(R::new(ZERO_RANGE, 1000, 100), 1000).is_empty());
         assert_eq!(
-            fallocate_holes(PUNCH_HOLE | KEEP_SIZE, 10, 100, 50),
+            fallocate_holes(R::new(PUNCH_HOLE | KEEP_SIZE, 10, 100), 50),
             vec![(0, hole(10, 40))]
         );
         assert_eq!(
-            fallocate_holes(ZERO_RANGE, C - 5, 20, 2 * C),
+            fallocate_holes(R::new(ZERO_RANGE, C - 5, 20), 2 * C),
             vec![(0, hole(C - 5, 5)), (1, hole(0, 15))]
         );
     }

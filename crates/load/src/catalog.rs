@@ -1,7 +1,7 @@
 //! The operations of JuiceFS's metadata benchmark (`pkg/meta/benchmarks_test.go`), each
 //! with the setup the Go benchmark does untimed and the call it times.
 
-use metabench_engine::{Ctx, Meta, MetaError, Result, SetAttr, XattrFlags};
+use metabench_engine::{Ctx, FallocRange, Meta, MetaError, Result, SetAttr, XattrFlags};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, CHUNK_SIZE};
 use std::fmt;
 use std::str::FromStr;
@@ -536,10 +536,12 @@ impl OpState {
                 meta.truncate(ctx, target, length).await.map(drop)
             }
             Op::Fallocate => {
-                let off = i * FALLOCATE_STEP;
-                meta.fallocate(ctx, target, 0, off, FALLOCATE_STEP)
-                    .await
-                    .map(drop)
+                let range = FallocRange {
+                    mode: 0,
+                    off: i * FALLOCATE_STEP,
+                    size: FALLOCATE_STEP,
+                };
+                meta.fallocate(ctx, target, range).await.map(drop)
             }
         };
         if self.op == Op::Truncate && outcome.is_ok() {

@@ -21,6 +21,18 @@ pub struct Slice {
 }
 
 impl Slice {
+    /// A hole: `len` zero bytes at `pos` of a chunk (`marshalSlice(pos, 0, 0, 0, len)`),
+    /// what truncate and fallocate append.
+    pub fn hole(pos: u32, len: u32) -> Self {
+        Self {
+            pos,
+            id: 0,
+            size: 0,
+            off: 0,
+            len,
+        }
+    }
+
     /// Encodes one record.
     pub fn encode(&self) -> [u8; SLICE_LEN] {
         let mut b = [0u8; SLICE_LEN];

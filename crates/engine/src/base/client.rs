@@ -7,7 +7,7 @@ use crate::common::{
     check_new_entry, check_rmdir, check_unlink, is_trash, RENAME_EXCHANGE, TRASH_NAME,
 };
 use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SetAttr, Xattr};
-use crate::resize::check_fallocate_args;
+use crate::resize::{check_fallocate_args, FallocRange};
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
@@ -320,19 +320,12 @@ impl<S: Storage> Meta for S {
         Ok(r.attr)
     }
 
-    async fn fallocate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        mode: u8,
-        off: u64,
-        size: u64,
-    ) -> Result<u64> {
-        check_fallocate_args(mode, size)?;
-        if off >= MAX_FILE_SIZE || off + size >= MAX_FILE_SIZE {
+    async fn fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<u64> {
+        check_fallocate_args(range)?;
+        if range.off >= MAX_FILE_SIZE || range.off + range.size >= MAX_FILE_SIZE {
             return Err(MetaError::TooBig);
         }
-        let done = self.do_fallocate(ctx, ino, mode, off, size).await;
+        let done = self.do_fallocate(ctx, ino, range).await;
         self.state().cache.forget_file(ino);
         let r = done?;
         self.update_parent_stat(ino, r.attr.parent, r.length, r.space)

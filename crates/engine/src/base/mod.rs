@@ -33,7 +33,7 @@ pub use session::{session_expire, session_info, SessionRegistry, HEARTBEAT};
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
 use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SessionOptions, SetAttr, Xattr};
 use crate::parent_rule::ParentRule;
-use crate::resize::Resized;
+use crate::resize::{FallocRange, Resized};
 use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
 use std::collections::HashMap;
@@ -179,10 +179,49 @@ impl ClientState {
     }
 }
 
+/// The steps of JuiceFS's `engine` interface that resize a file, implemented by each
+/// family beside its transactions (`resize.rs`).
+pub trait ResizeSteps: Send {
+    /// `doTruncate` with flags 0 and the permission checked: the family's truncate
+    /// transaction ([`crate::resize`]'s checks and holes), with `checkQuota` inside it
+    /// ([`Storage::check_space_quota`]).
+    fn do_truncate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        length: u64,
+    ) -> impl Future<Output = Result<Resized>> + Send;
+
+    /// `doFallocate`: the family's fallocate transaction ([`crate::resize`]'s checks,
+    /// length and holes), with `checkQuota` inside it.
+    fn do_fallocate(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        range: FallocRange,
+    ) -> impl Future<Output = Result<Resized>> + Send;
+}
+
+/// The steps of JuiceFS's `engine` interface that keep a registered session's record,
+/// implemented by each family in `registered.rs`.
+pub trait SessionSteps: Send {
+    /// `doNewSession`: writes the record of session [`ClientState::sid`] with `info`
+    /// (Redis also loads its Lua scripts).
+    fn do_new_session(&mut self, info: &[u8]) -> impl Future<Output = Result<()>> + Send;
+
+    /// `doRefreshSession`: moves the session record's expiry on (rewriting the record if
+    /// another client cleaned it up as stale).
+    fn do_refresh_session(&mut self) -> impl Future<Output = Result<()>> + Send;
+
+    /// `doCleanStaleSession`: releases session `sid`'s locks and sustained inodes, then
+    /// removes its record.
+    fn do_clean_stale_session(&mut self, sid: u64) -> impl Future<Output = Result<()>> + Send;
+}
+
 /// The storage steps of one engine family (JuiceFS's `engine` interface, `base.go`), and
-/// the client logic written once over them. A family implements only the steps; the
-/// provided methods are `baseMeta`'s.
-pub trait Storage: Send {
+/// the client logic written once over them. A family implements only the steps (these,
+/// [`ResizeSteps`] and [`SessionSteps`]); the provided methods are `baseMeta`'s.
+pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// The client's state.
     fn state(&mut self) -> &mut ClientState;
 
@@ -279,39 +318,6 @@ pub trait Storage: Send {
     /// `doWrite`: appends a slice record to a chunk and updates the file's length and
     /// times.
     fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> impl Future<Output = Result<()>> + Send;
-
-    /// `doTruncate` with flags 0 and the permission checked: the family's truncate
-    /// transaction ([`crate::resize`]'s checks and holes), with `checkQuota` inside it
-    /// ([`Storage::check_space_quota`]).
-    fn do_truncate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        length: u64,
-    ) -> impl Future<Output = Result<Resized>> + Send;
-
-    /// `doFallocate`: the family's fallocate transaction ([`crate::resize`]'s checks,
-    /// length and holes), with `checkQuota` inside it.
-    fn do_fallocate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        mode: u8,
-        off: u64,
-        size: u64,
-    ) -> impl Future<Output = Result<Resized>> + Send;
-
-    /// `doNewSession`: writes the record of session [`ClientState::sid`] with `info`
-    /// (Redis also loads its Lua scripts).
-    fn do_new_session(&mut self, info: &[u8]) -> impl Future<Output = Result<()>> + Send;
-
-    /// `doRefreshSession`: moves the session record's expiry on (rewriting the record if
-    /// another client cleaned it up as stale).
-    fn do_refresh_session(&mut self) -> impl Future<Output = Result<()>> + Send;
-
-    /// `doCleanStaleSession`: releases session `sid`'s locks and sustained inodes, then
-    /// removes its record.
-    fn do_clean_stale_session(&mut self, sid: u64) -> impl Future<Output = Result<()>> + Send;
 
     /// `Resolve` of the family: ENOTSUP, as in JuiceFS, unless the family resolves a path
     /// in one call (Redis with its Lua script loaded by a registered session).

@@ -9,7 +9,7 @@
 
 use super::session::RedisSession;
 use super::txn::txn;
-use crate::base::{session_expire, session_info};
+use crate::base::{session_expire, session_info, SessionSteps};
 use crate::common::looked_up_attr;
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::{Attr, Dentry, Ino};
@@ -269,10 +269,12 @@ impl RedisSession {
             None => Err(MetaError::NotSupported),
         }
     }
+}
 
+impl SessionSteps for RedisSession {
     /// `doNewSession`: the session's expiry in `allSessions` and its info in
     /// `sessionInfos` in one transaction, then the two scripts loaded.
-    pub(super) async fn new_session_record(&mut self, info: &[u8]) -> Result<()> {
+    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
         let (all, infos) = (
             self.keys.named("allSessions"),
             self.keys.named("sessionInfos"),
@@ -293,7 +295,7 @@ impl RedisSession {
 
     /// `doRefreshSession`: the expiry moved on, and the info written back if another
     /// client cleaned the session up as stale meanwhile.
-    pub(super) async fn refresh_session_record(&mut self) -> Result<()> {
+    async fn do_refresh_session(&mut self) -> Result<()> {
         let (all, infos) = (
             self.keys.named("allSessions"),
             self.keys.named("sessionInfos"),
@@ -321,7 +323,7 @@ impl RedisSession {
     /// unless it holds sustained inodes (which metabench never makes and does not free),
     /// its info and expiry removed in one transaction; the legacy `sessions` set is
     /// cleaned when `allSessions` did not list it.
-    pub(super) async fn clean_session_record(&mut self, sid: u64) -> Result<()> {
+    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
         let locked = self.keys.named(&format!("locked{sid}"));
         let held: Vec<String> = self.conn.query(cmd("SMEMBERS").arg(&locked)).await?;
         for key in held {

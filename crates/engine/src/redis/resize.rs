@@ -3,9 +3,10 @@
 
 use super::session::RedisSession;
 use super::txn::{txn, Conn, TxErr};
-use crate::base::Storage;
+use crate::base::{ResizeSteps, Storage};
 use crate::resize::{
-    check_fallocate, check_truncate, fallocate_holes, fallocated_length, Resized, TruncateHoles,
+    check_fallocate, check_truncate, fallocate_holes, fallocated_length, FallocRange, Resized,
+    TruncateHoles,
 };
 use crate::retry::decode_attr as decode;
 use crate::{Ctx, MetaError, Result};
@@ -43,17 +44,12 @@ async fn get_attr(c: &mut Conn, key: &str) -> std::result::Result<Attr, TxErr> {
     decode(&buf.ok_or(MetaError::NotFound)?)
 }
 
-impl RedisSession {
+impl ResizeSteps for RedisSession {
     /// `doTruncate` (flags 0, permission checked): `WATCH i{ino}`, `GET`, the parents for
     /// the quota check, then `SET`, the holes (`RPUSH` of the first chunk, `RPUSHX` of
     /// each chunk between, `RPUSH` of the last) and `INCRBY usedSpace` in one
     /// `MULTI … EXEC`. A truncate to the length the file has writes nothing.
-    pub(super) async fn truncate_txn(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        length: u64,
-    ) -> Result<Resized> {
+    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
         let ki = self.keys.inode(ino);
         let keys = self.keys.clone();
         txn!(self, vec![ki.clone()], |c| {
@@ -99,26 +95,21 @@ impl RedisSession {
     /// `doFallocate`: `WATCH i{ino}`, `GET`, the parents for the quota check, then `SET`,
     /// one `RPUSH` hole per chunk of a zeroed or punched range inside the old length, and
     /// `INCRBY usedSpace` (also when nothing grew) in one `MULTI … EXEC`.
-    pub(super) async fn fallocate_txn(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        (mode, off, size): (u8, u64, u64),
-    ) -> Result<Resized> {
+    async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
         let ki = self.keys.inode(ino);
         let keys = self.keys.clone();
         txn!(self, vec![ki.clone()], |c| {
             let attr = get_attr(&mut c, &ki).await?;
-            check_fallocate(ctx, &attr, mode)?;
+            check_fallocate(ctx, &attr, range.mode)?;
             let old = attr.length;
-            let length = fallocated_length(old, mode, off, size);
+            let length = fallocated_length(old, range);
             let done = Resized::to_length(attr, length, Timestamp::now());
             let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
             let mut p = redis::pipe();
             p.atomic();
             p.cmd("SET").arg(&ki).arg(done.attr.encode());
-            for (indx, hole) in fallocate_holes(mode, off, size, old) {
+            for (indx, hole) in fallocate_holes(range, old) {
                 p.cmd("RPUSH")
                     .arg(keys.chunk(ino, indx))
                     .arg(&hole.encode()[..]);

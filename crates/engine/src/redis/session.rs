@@ -11,7 +11,6 @@ use crate::common::{
     merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
-use crate::resize::Resized;
 use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
@@ -473,18 +472,6 @@ impl Storage for RedisSession {
         self.resolve_path(ctx, parent, path).await
     }
 
-    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
-        self.new_session_record(info).await
-    }
-
-    async fn do_refresh_session(&mut self) -> Result<()> {
-        self.refresh_session_record().await
-    }
-
-    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
-        self.clean_session_record(sid).await
-    }
-
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let ki = self.keys.inode(ino);
         txn!(self, vec![ki.clone()], |c| {
@@ -574,21 +561,6 @@ impl Storage for RedisSession {
         self.base.cache.forget_chunk(ino, indx);
         self.update_parent_stat(ino, parent, dlen, dspace).await;
         Ok(())
-    }
-
-    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
-        self.truncate_txn(ctx, ino, length).await
-    }
-
-    async fn do_fallocate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        mode: u8,
-        off: u64,
-        size: u64,
-    ) -> Result<Resized> {
-        self.fallocate_txn(ctx, ino, (mode, off, size)).await
     }
 
     fn session_stats(&self) -> SessionStats {

@@ -4,14 +4,14 @@
 
 use super::kv::{txn, KeyRange};
 use super::session::TkvSession;
-use crate::base::{session_expire, session_info};
+use crate::base::{session_expire, session_info, SessionSteps};
 use crate::{MetaError, Result};
 use metabench_schema::tkv::TkvKeys;
 
-impl TkvSession {
+impl SessionSteps for TkvSession {
     /// `doNewSession`: the session's expiry, then its info, each set in a transaction of
     /// its own (`setValue`).
-    pub(super) async fn new_session_record(&mut self, info: &[u8]) -> Result<()> {
+    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
         let sid = self.base.sid();
         let (expiry, key_info) = (self.keys.session(sid), self.keys.session_info(sid));
         txn!(self, |tx| {
@@ -26,7 +26,7 @@ impl TkvSession {
 
     /// `doRefreshSession`: the expiry read and moved on; the info written back when
     /// another client cleaned the session up as stale meanwhile.
-    pub(super) async fn refresh_session_record(&mut self) -> Result<()> {
+    async fn do_refresh_session(&mut self) -> Result<()> {
         let sid = self.base.sid();
         let (expiry, key_info) = (self.keys.session(sid), self.keys.session_info(sid));
         txn!(self, |tx| {
@@ -45,7 +45,7 @@ impl TkvSession {
     /// locks, so none is its own to release), the sustained inodes scanned (metabench
     /// makes none and frees none: any is an error), then the expiry, legacy and info keys
     /// deleted in one transaction.
-    pub(super) async fn clean_session_record(&mut self, sid: u64) -> Result<()> {
+    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
         let keys = self.keys.clone();
         for prefix in keys.lock_prefixes() {
             txn!(self, |tx| {

@@ -3,9 +3,10 @@
 
 use super::kv::{txn, KeyRange, TxErr, Txn};
 use super::session::{parents_of, TkvSession};
-use crate::base::Storage;
+use crate::base::{ResizeSteps, Storage};
 use crate::resize::{
-    check_fallocate, check_truncate, fallocate_holes, fallocated_length, Resized, TruncateHoles,
+    check_fallocate, check_truncate, fallocate_holes, fallocated_length, FallocRange, Resized,
+    TruncateHoles,
 };
 use crate::retry::decode_attr as decode;
 use crate::{Ctx, MetaError, Result};
@@ -48,17 +49,12 @@ async fn get_attr(tx: &mut Txn, key: &[u8]) -> std::result::Result<Attr, TxErr> 
     decode(&buf)
 }
 
-impl TkvSession {
+impl ResizeSteps for TkvSession {
     /// `kvMeta.doTruncate` (flags 0, permission checked): the inode's get, the parents for
     /// the quota check, a scan of the chunks between (when the range spans more than two
     /// chunks) with a hole set after each, the first (and last) chunk's append, and the
     /// inode's set. A truncate to the length the file has writes nothing.
-    pub(super) async fn truncate_txn(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        length: u64,
-    ) -> Result<Resized> {
+    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
         let keys = self.keys.clone();
         let kn = keys.inode(ino);
         txn!(self, |tx| {
@@ -95,24 +91,19 @@ impl TkvSession {
 
     /// `kvMeta.doFallocate`: the inode's get, the parents for the quota check, the inode's
     /// set, then an append per chunk of a zeroed or punched range inside the old length.
-    pub(super) async fn fallocate_txn(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        (mode, off, size): (u8, u64, u64),
-    ) -> Result<Resized> {
+    async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
         let keys = self.keys.clone();
         let kn = keys.inode(ino);
         txn!(self, |tx| {
             let attr = get_attr(&mut tx, &kn).await?;
-            check_fallocate(ctx, &attr, mode)?;
+            check_fallocate(ctx, &attr, range.mode)?;
             let old = attr.length;
-            let length = fallocated_length(old, mode, off, size);
+            let length = fallocated_length(old, range);
             let done = Resized::to_length(attr, length, Timestamp::now());
             let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
             tx.set(&kn, &done.attr.encode()).await?;
-            for (indx, hole) in fallocate_holes(mode, off, size, old) {
+            for (indx, hole) in fallocate_holes(range, old) {
                 append(&mut tx, &keys.chunk(ino, indx), hole).await?;
             }
             Ok(done)

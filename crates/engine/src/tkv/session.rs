@@ -14,9 +14,7 @@ use crate::common::{
 use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
 use crate::parent_rule::ParentRule;
 use crate::retry::decode_attr as decode;
-use crate::{
-    ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Resized, Result, SessionStats, Xattr,
-};
+use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
@@ -634,32 +632,6 @@ impl Storage for TkvSession {
         self.update_parent_stat(ino, attr.parent, dlen, dspace)
             .await;
         Ok(())
-    }
-    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
-        self.new_session_record(info).await
-    }
-
-    async fn do_refresh_session(&mut self) -> Result<()> {
-        self.refresh_session_record().await
-    }
-
-    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
-        self.clean_session_record(sid).await
-    }
-
-    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
-        self.truncate_txn(ctx, ino, length).await
-    }
-
-    async fn do_fallocate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        mode: u8,
-        off: u64,
-        size: u64,
-    ) -> Result<Resized> {
-        self.fallocate_txn(ctx, ino, (mode, off, size)).await
     }
 
     fn session_stats(&self) -> SessionStats {

@@ -8,6 +8,7 @@
 //! `scripts/engines.sh`); MariaDB and PostgreSQL
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
+use metabench_engine::FallocRange;
 use metabench_engine::{
     Ctx, Engine, EngineKind, Meta, MetaError, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
@@ -835,17 +836,6 @@ async fn skipped_parent_updates(on: TestEngine) {
     v.finish().await;
 }
 
-/// A hole: `len` zero bytes at `pos`.
-fn hole(pos: u32, len: u32) -> Slice {
-    Slice {
-        pos,
-        id: 0,
-        size: 0,
-        off: 0,
-        len,
-    }
-}
-
 /// `Truncate` and `Fallocate`: the lengths, the holes each family appends (read back
 /// through `read`), the times, and the errnos of `baseMeta.Fallocate` and of
 /// `doTruncate` / `doFallocate`.
@@ -873,7 +863,10 @@ async fn resizes(on: TestEngine) {
     assert_eq!(a.length, 100);
     assert!(a.mtime > created.mtime && a.ctime == a.mtime, "{a:?}");
     assert_eq!(v.s.getattr(f).await.unwrap(), a);
-    assert_eq!(v.s.read(f, 0).await.unwrap(), vec![data, hole(100, 924)]);
+    assert_eq!(
+        v.s.read(f, 0).await.unwrap(),
+        vec![data, Slice::hole(100, 924)]
+    );
     // To the same length: nothing is written, the times stay.
     assert_eq!(v.s.truncate(&ctx, f, 100).await.unwrap(), a);
     assert_eq!(v.s.read(f, 0).await.unwrap().len(), 2);
@@ -883,10 +876,10 @@ async fn resizes(on: TestEngine) {
     v.s.truncate(&ctx, f, 3 * C + 7).await.unwrap();
     assert_eq!(
         v.s.read(f, 0).await.unwrap()[2],
-        hole(100, (C - 100) as u32)
+        Slice::hole(100, (C - 100) as u32)
     );
     assert!(v.s.read(f, 1).await.unwrap().is_empty());
-    assert_eq!(v.s.read(f, 3).await.unwrap(), vec![hole(0, 7)]);
+    assert_eq!(v.s.read(f, 3).await.unwrap(), vec![Slice::hole(0, 7)]);
     // Down across chunks: an existing chunk between gets a whole-chunk hole.
     let id = v.s.new_slice().await.unwrap();
     let in_one = Slice { id, ..data };
@@ -894,60 +887,108 @@ async fn resizes(on: TestEngine) {
     assert_eq!(v.s.truncate(&ctx, f, 10).await.unwrap().length, 10);
     assert_eq!(
         v.s.read(f, 1).await.unwrap(),
-        vec![in_one, hole(0, C as u32)]
+        vec![in_one, Slice::hole(0, C as u32)]
     );
     assert!(v.s.read(f, 2).await.unwrap().is_empty());
-    assert_eq!(v.s.read(f, 3).await.unwrap(), vec![hole(0, 7), hole(0, 7)]);
-    assert_eq!(v.s.read(f, 0).await.unwrap()[3], hole(10, (C - 10) as u32));
+    assert_eq!(
+        v.s.read(f, 3).await.unwrap(),
+        vec![Slice::hole(0, 7), Slice::hole(0, 7)]
+    );
+    assert_eq!(
+        v.s.read(f, 0).await.unwrap()[3],
+        Slice::hole(10, (C - 10) as u32)
+    );
 
     // Fallocate: mode 0 grows the file without a hole; KEEP_SIZE keeps the length.
     let (g, _) = v.s.create(&ctx, d, b"g", 0o644, 0).await.unwrap();
-    assert_eq!(v.s.fallocate(&ctx, g, 0, 0, 5000).await.unwrap(), 5000);
+    assert_eq!(
+        v.s.fallocate(&ctx, g, FallocRange::new(0, 0, 5000))
+            .await
+            .unwrap(),
+        5000
+    );
     assert!(v.s.read(g, 0).await.unwrap().is_empty());
     assert_eq!(
-        v.s.fallocate(&ctx, g, KEEP_SIZE, 4000, 9000).await.unwrap(),
+        v.s.fallocate(&ctx, g, FallocRange::new(KEEP_SIZE, 4000, 9000))
+            .await
+            .unwrap(),
         5000
     );
     assert_eq!(v.s.getattr(g).await.unwrap().length, 5000);
     // ZERO_RANGE and PUNCH_HOLE zero the part inside the old length, chunk by chunk.
     assert_eq!(
-        v.s.fallocate(&ctx, g, PUNCH_HOLE | KEEP_SIZE, 4000, 9000)
-            .await
-            .unwrap(),
+        v.s.fallocate(
+            &ctx,
+            g,
+            FallocRange::new(PUNCH_HOLE | KEEP_SIZE, 4000, 9000)
+        )
+        .await
+        .unwrap(),
         5000
     );
-    assert_eq!(v.s.read(g, 0).await.unwrap(), vec![hole(4000, 1000)]);
-    v.s.fallocate(&ctx, g, 0, 0, C + 10).await.unwrap();
+    assert_eq!(v.s.read(g, 0).await.unwrap(), vec![Slice::hole(4000, 1000)]);
+    v.s.fallocate(&ctx, g, FallocRange::new(0, 0, C + 10))
+        .await
+        .unwrap();
     assert_eq!(
-        v.s.fallocate(&ctx, g, ZERO_RANGE, C - 1, 11).await.unwrap(),
+        v.s.fallocate(&ctx, g, FallocRange::new(ZERO_RANGE, C - 1, 11))
+            .await
+            .unwrap(),
         C + 10
     );
-    assert_eq!(v.s.read(g, 0).await.unwrap()[1], hole((C - 1) as u32, 1));
-    assert_eq!(v.s.read(g, 1).await.unwrap(), vec![hole(0, 10)]);
+    assert_eq!(
+        v.s.read(g, 0).await.unwrap()[1],
+        Slice::hole((C - 1) as u32, 1)
+    );
+    assert_eq!(v.s.read(g, 1).await.unwrap(), vec![Slice::hole(0, 10)]);
 
     // Errnos: base's argument checks first, then the node's.
     assert_eq!(
-        errno(v.s.fallocate(&ctx, g, PUNCH_HOLE, 0, 1).await),
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(PUNCH_HOLE, 0, 1))
+                .await
+        ),
         "EINVAL"
     );
-    assert_eq!(errno(v.s.fallocate(&ctx, g, 0, 0, 0).await), "EINVAL");
     assert_eq!(
-        errno(v.s.fallocate(&ctx, g, COLLAPSE_RANGE, 0, 1).await),
+        errno(v.s.fallocate(&ctx, g, FallocRange::new(0, 0, 0)).await),
+        "EINVAL"
+    );
+    assert_eq!(
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(COLLAPSE_RANGE, 0, 1))
+                .await
+        ),
         "ENOTSUP"
     );
     assert_eq!(
-        errno(v.s.fallocate(&ctx, g, INSERT_RANGE | KEEP_SIZE, 0, 1).await),
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(INSERT_RANGE | KEEP_SIZE, 0, 1))
+                .await
+        ),
         "EINVAL"
     );
     assert_eq!(errno(v.s.truncate(&ctx, g, C << 31).await), "EFBIG");
-    assert_eq!(errno(v.s.fallocate(&ctx, g, 0, C << 31, 1).await), "EFBIG");
+    assert_eq!(
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(0, C << 31, 1))
+                .await
+        ),
+        "EFBIG"
+    );
     assert_eq!(errno(v.s.truncate(&ctx, d, 0).await), "EPERM");
-    assert_eq!(errno(v.s.fallocate(&ctx, d, 0, 0, 1).await), "EPERM");
+    assert_eq!(
+        errno(v.s.fallocate(&ctx, d, FallocRange::new(0, 0, 1)).await),
+        "EPERM"
+    );
     let (fifo, _) =
         v.s.mknod(&ctx, d, b"p", FileType::Fifo, 0o644, 0, 0)
             .await
             .unwrap();
-    assert_eq!(errno(v.s.fallocate(&ctx, fifo, 0, 0, 1).await), "EPIPE");
+    assert_eq!(
+        errno(v.s.fallocate(&ctx, fifo, FallocRange::new(0, 0, 1)).await),
+        "EPIPE"
+    );
     assert_eq!(errno(v.s.truncate(&ctx, fifo, 0).await), "EPERM");
     let user = Ctx {
         uid: 7,
@@ -955,9 +996,18 @@ async fn resizes(on: TestEngine) {
         pid: 1,
     };
     assert_eq!(errno(v.s.truncate(&user, g, 0).await), "EACCES");
-    assert_eq!(errno(v.s.fallocate(&user, g, 0, 0, 1).await), "EACCES");
+    assert_eq!(
+        errno(v.s.fallocate(&user, g, FallocRange::new(0, 0, 1)).await),
+        "EACCES"
+    );
     assert_eq!(errno(v.s.truncate(&ctx, 1 << 40, 0).await), "ENOENT");
-    assert_eq!(errno(v.s.fallocate(&ctx, 1 << 40, 0, 0, 1).await), "ENOENT");
+    assert_eq!(
+        errno(
+            v.s.fallocate(&ctx, 1 << 40, FallocRange::new(0, 0, 1))
+                .await
+        ),
+        "ENOENT"
+    );
     // An error wrote nothing.
     assert_eq!(v.s.getattr(g).await.unwrap().length, C + 10);
     v.finish().await;

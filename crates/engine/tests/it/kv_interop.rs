@@ -11,6 +11,7 @@
 //!
 //! The SQL engines have their own (`sql_interop.rs`: tables, not keys).
 
+use metabench_engine::FallocRange;
 use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
@@ -213,9 +214,13 @@ async fn juicefs_reads_what_metabench_wrote(store: Store) {
     m.truncate(&c, t, 100).await.unwrap();
     m.truncate(&c, t, (64 << 20) + 5).await.unwrap();
     let (fa, _) = m.create(&c, a, b"fa", 0o644, 0).await.unwrap();
-    m.fallocate(&c, fa, 0, 0, 10_000).await.unwrap();
+    m.fallocate(&c, fa, FallocRange::new(0, 0, 10_000))
+        .await
+        .unwrap();
     let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
-    m.fallocate(&c, fa, punch, 10, 10).await.unwrap();
+    m.fallocate(&c, fa, FallocRange::new(punch, 10, 10))
+        .await
+        .unwrap();
     // Entries that come and go must leave nothing behind.
     let (gone, _) = m.create(&c, a, b"gone", 0o644, 0).await.unwrap();
     write(m, b, volume, gone, 0, 0, 100).await;

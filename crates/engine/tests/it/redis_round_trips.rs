@@ -4,6 +4,7 @@
 //! that command multiset (MULTI/EXEC counts once as a round trip, but every queued
 //! command is a call on the server).
 
+use metabench_engine::FallocRange;
 use metabench_engine::{
     namespace, Ctx, Engine, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
@@ -883,7 +884,10 @@ async fn fallocate_is_4_round_trips() {
     ];
     let l = expect!(
         fx,
-        fx.meta.fallocate(&ctx, ino, 0, 0, C + 10).await.unwrap(),
+        fx.meta
+            .fallocate(&ctx, ino, FallocRange::new(0, 0, C + 10))
+            .await
+            .unwrap(),
         4,
         &plain
     );
@@ -891,7 +895,10 @@ async fn fallocate_is_4_round_trips() {
     // KEEP_SIZE past the end: the length stays, INCRBY is sent anyway (by 0).
     let l = expect!(
         fx,
-        fx.meta.fallocate(&ctx, ino, KEEP_SIZE, C, C).await.unwrap(),
+        fx.meta
+            .fallocate(&ctx, ino, FallocRange::new(KEEP_SIZE, C, C))
+            .await
+            .unwrap(),
         4,
         &plain
     );
@@ -903,7 +910,7 @@ async fn fallocate_is_4_round_trips() {
         expect!(
             fx,
             fx.meta
-                .fallocate(&ctx, ino, mode, C - 5, 100)
+                .fallocate(&ctx, ino, FallocRange::new(mode, C - 5, 100))
                 .await
                 .unwrap(),
             4,
@@ -923,7 +930,12 @@ async fn fallocate_is_4_round_trips() {
         vec![hole(10), hole(95)]
     );
     // Checked before any request.
-    let (_, rtt, got) = measure!(fx, fx.meta.fallocate(&ctx, ino, PUNCH_HOLE, 0, 1).await);
+    let (_, rtt, got) = measure!(
+        fx,
+        fx.meta
+            .fallocate(&ctx, ino, FallocRange::new(PUNCH_HOLE, 0, 1))
+            .await
+    );
     assert_eq!((rtt, got.len()), (0, 0));
 }
 

@@ -11,6 +11,7 @@
 //!   lookup, readdir, getattr and read see.
 
 use crate::sql_common;
+use metabench_engine::FallocRange;
 
 use metabench_engine::{Ctx, Meta};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
@@ -109,9 +110,13 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     s.truncate(&ctx, t, 100).await.unwrap();
     s.truncate(&ctx, t, C + 5).await.unwrap();
     let (fa, _) = s.create(&ctx, a, b"fa", 0o644, 0).await.unwrap();
-    s.fallocate(&ctx, fa, 0, 0, 10_000).await.unwrap();
+    s.fallocate(&ctx, fa, FallocRange::new(0, 0, 10_000))
+        .await
+        .unwrap();
     let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
-    s.fallocate(&ctx, fa, punch, 10, 10).await.unwrap();
+    s.fallocate(&ctx, fa, FallocRange::new(punch, 10, 10))
+        .await
+        .unwrap();
     // a deleted file with data: freed at flush, so fsck sees no leaked slice
     let (gone, _) = s.create(&ctx, a, b"gone", 0o644, 0).await.unwrap();
     let id = s.new_slice().await.unwrap();

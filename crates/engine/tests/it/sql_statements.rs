@@ -7,6 +7,7 @@
 //! `Execute` between its `Prepare` and `Close stmt`: go-sql-driver's 2 round trips).
 
 use crate::sql_common;
+use metabench_engine::FallocRange;
 
 use metabench_engine::{ClientProfile, Ctx, Meta, SessionOptions, SetAttr, XattrFlags};
 use metabench_schema::{FileType, Ino, Slice, Timestamp};
@@ -355,11 +356,18 @@ async fn benchmark_statements(kind: Kind) {
     // fallocate (`doFallocate`): the node's UPDATE, then a hole per zeroed chunk.
     let ino = create(&mut v, p, "falloc").await;
     w.mark(&v);
-    assert_eq!(v.s.fallocate(&ctx, ino, 0, 0, 8192).await.unwrap(), 8192);
+    assert_eq!(
+        v.s.fallocate(&ctx, ino, FallocRange::new(0, 0, 8192))
+            .await
+            .unwrap(),
+        8192
+    );
     w.check(&v, "fallocate", 4);
     let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
     assert_eq!(
-        v.s.fallocate(&ctx, ino, punch, 10, 100).await.unwrap(),
+        v.s.fallocate(&ctx, ino, FallocRange::new(punch, 10, 100))
+            .await
+            .unwrap(),
         8192
     );
     w.check(&v, "fallocate punch_hole", 6);

@@ -16,6 +16,7 @@ use metabench_engine::tkv::kv::{
 };
 use metabench_engine::tkv::mem::MemKv;
 use metabench_engine::tkv::TkvEngine;
+use metabench_engine::FallocRange;
 use metabench_engine::{
     ClientProfile, Ctx, Engine, EngineKind, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
@@ -489,16 +490,22 @@ async fn per_operation(store: Store) {
         fx,
         s,
         "fallocate",
-        s.fallocate(&ctx, w, 0, 0, 4 * C).await.unwrap(),
+        s.fallocate(&ctx, w, FallocRange::new(0, 0, 4 * C))
+            .await
+            .unwrap(),
         ["T", "get", "commit"]
     );
     expect!(
         fx,
         s,
         "fallocate zero_range",
-        s.fallocate(&ctx, w, metabench_engine::falloc::ZERO_RANGE, C - 1, 2)
-            .await
-            .unwrap(),
+        s.fallocate(
+            &ctx,
+            w,
+            FallocRange::new(metabench_engine::falloc::ZERO_RANGE, C - 1, 2)
+        )
+        .await
+        .unwrap(),
         ["T", "get", "get", "get", "commit"]
     );
     assert_eq!(s.read(w, 1).await.unwrap().len(), 1, "one hole in chunk 1");

@@ -3,9 +3,10 @@
 use super::rows::*;
 use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
-use crate::base::Storage;
+use crate::base::{ResizeSteps, Storage};
 use crate::resize::{
-    check_fallocate, check_truncate, fallocate_holes, fallocated_length, Resized, TruncateHoles,
+    check_fallocate, check_truncate, fallocate_holes, fallocated_length, FallocRange, Resized,
+    TruncateHoles,
 };
 use crate::sql::conn::Arg;
 use crate::{ChunkWrite, Ctx, MetaError, Result};
@@ -138,17 +139,32 @@ impl SqlSession {
         Ok(())
     }
 
+    /// `dbMeta.doRead`: the chunk row's slices, none when there is no row.
+    pub(super) async fn read_slices(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
+        let st = self.st.clone();
+        let buf = simple!(self, {
+            let rows = self
+                .fetch(
+                    &st.chunk_get,
+                    &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
+                )
+                .await?;
+            match rows.first() {
+                Some(r) => r.bytes(3)?.to_vec(),
+                None => Vec::new(),
+            }
+        })?;
+        Ok(Slice::decode_all(&buf)?)
+    }
+}
+
+impl ResizeSteps for SqlSession {
     /// `dbMeta.doTruncate` (flags 0, permission checked): the node `SELECT … FOR UPDATE`,
     /// the parents for the quota check, the existing chunks between (`SELECT indx … FOR
     /// UPDATE`, when the range spans more than two chunks), a hole appended to each
     /// ([`SqlSession::append_slice`]), then the node's `UPDATE`. A truncate to the length
     /// the file has writes nothing.
-    pub(super) async fn truncate_txn(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        length: u64,
-    ) -> Result<Resized> {
+    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
         let st = self.st.clone();
         txn!(self, {
             let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
@@ -196,44 +212,21 @@ impl SqlSession {
     /// `dbMeta.doFallocate`: the node `SELECT … FOR UPDATE`, the parents for the quota
     /// check, the node's `UPDATE`, then a hole appended per chunk of a zeroed or punched
     /// range inside the old length.
-    pub(super) async fn fallocate_txn(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        (mode, off, size): (u8, u64, u64),
-    ) -> Result<Resized> {
+    async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
         txn!(self, {
             let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
             let attr = n.to_attr()?;
-            check_fallocate(ctx, &attr, mode)?;
+            check_fallocate(ctx, &attr, range.mode)?;
             let old = attr.length;
-            let length = fallocated_length(old, mode, off, size);
+            let length = fallocated_length(old, range);
             let done = Resized::to_length(attr, length, Timestamp::now());
             let parents = self.quota_parents(ino, done.attr.parent).await?;
             self.check_space_quota(done.space, &parents).await;
             self.update_length(ino, &done.attr).await?;
-            for (indx, hole) in fallocate_holes(mode, off, size, old) {
+            for (indx, hole) in fallocate_holes(range, old) {
                 self.append_slice(ino, indx, hole).await?;
             }
             done
         })
-    }
-
-    /// `dbMeta.doRead`: the chunk row's slices, none when there is no row.
-    pub(super) async fn read_slices(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
-        let st = self.st.clone();
-        let buf = simple!(self, {
-            let rows = self
-                .fetch(
-                    &st.chunk_get,
-                    &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
-                )
-                .await?;
-            match rows.first() {
-                Some(r) => r.bytes(3)?.to_vec(),
-                None => Vec::new(),
-            }
-        })?;
-        Ok(Slice::decode_all(&buf)?)
     }
 }

@@ -25,8 +25,8 @@ use super::dialect::Stmts;
 use super::Target;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::{
-    ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Renamed, Resized, Result,
-    SessionOptions, SessionStats, SetAttr, Xattr,
+    ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Renamed, Result, SessionOptions,
+    SessionStats, SetAttr, Xattr,
 };
 use metabench_schema::sql::Dialect;
 use metabench_schema::{Attr, DirStat, Format, Ino, Slice};
@@ -313,33 +313,6 @@ impl Storage for SqlSession {
 
     async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
         self.write_txn(ino, w).await
-    }
-
-    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
-        self.new_session_record(info).await
-    }
-
-    async fn do_refresh_session(&mut self) -> Result<()> {
-        self.refresh_session_record().await
-    }
-
-    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
-        self.clean_session_record(sid).await
-    }
-
-    async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
-        self.truncate_txn(ctx, ino, length).await
-    }
-
-    async fn do_fallocate(
-        &mut self,
-        ctx: &Ctx,
-        ino: Ino,
-        mode: u8,
-        off: u64,
-        size: u64,
-    ) -> Result<Resized> {
-        self.fallocate_txn(ctx, ino, (mode, off, size)).await
     }
 
     fn session_stats(&self) -> SessionStats {

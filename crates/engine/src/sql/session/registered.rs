@@ -4,14 +4,14 @@
 
 use super::txn::{simple, txn};
 use super::SqlSession;
-use crate::base::{session_expire, session_info};
+use crate::base::{session_expire, session_info, SessionSteps};
 use crate::sql::conn::Arg;
 use crate::{MetaError, Result};
 use metabench_schema::sql::Dialect;
 
-impl SqlSession {
+impl SessionSteps for SqlSession {
     /// `doNewSession`: the `session2` row, in a transaction.
-    pub(super) async fn new_session_record(&mut self, info: &[u8]) -> Result<()> {
+    async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
         let st = self.st.clone();
         let sid = Arg::I64(self.base.sid() as i64);
         txn!(self, {
@@ -25,7 +25,7 @@ impl SqlSession {
 
     /// `doRefreshSession`: the row's expiry moved on, or the row written back when
     /// another client cleaned the session up as stale meanwhile.
-    pub(super) async fn refresh_session_record(&mut self) -> Result<()> {
+    async fn do_refresh_session(&mut self) -> Result<()> {
         let st = self.st.clone();
         let sid = self.base.sid() as i64;
         txn!(self, {
@@ -53,7 +53,7 @@ impl SqlSession {
     /// sustained inodes listed (metabench makes none and frees none: any is an error),
     /// then its `session2` row removed, with the legacy `session` table's row when that
     /// table exists.
-    pub(super) async fn clean_session_record(&mut self, sid: u64) -> Result<()> {
+    async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
         let st = self.st.clone();
         let id = Arg::I64(sid as i64);
         txn!(self, {
