@@ -8,25 +8,9 @@ use metabench_engine::FallocRange;
 use metabench_engine::{Ctx, MetaUrl, SessionOptions};
 use metabench_mount::juicefs::{find_juicefs, Mount, MountOptions};
 use metabench_schema::{Format, Slice, Timestamp, ROOT_INODE};
-use metabench_testkit::{fresh_database, temp_dir, Kind};
-use std::path::Path;
+use metabench_testkit::{fresh_database, temp_dir, write_slice_blocks, Kind};
 
 const C: u64 = 64 << 20;
-
-/// Writes a slice's single block object as the `file` storage keeps it, filled with `byte`.
-fn put_block(bucket: &Path, volume: &str, id: u64, size: u32, byte: u8) {
-    let dir = bucket
-        .join(volume)
-        .join("chunks")
-        .join((id / 1_000_000).to_string())
-        .join((id / 1_000).to_string());
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{id}_0_{size}")),
-        vec![byte; size as usize],
-    )
-    .unwrap();
-}
 
 async fn both_ways(kind: Kind) {
     let _phase = crate::phase(module_path!());
@@ -60,7 +44,7 @@ async fn both_ways(kind: Kind) {
         len: 8192,
     };
     s.write(f, 0, data, Timestamp::now()).await.unwrap();
-    put_block(bucket.path(), volume, id, 8192, b'x');
+    write_slice_blocks(bucket.path(), volume, id, 8192, b'x');
     s.truncate(&ctx, f, 100).await.unwrap();
     s.truncate(&ctx, f, 5000).await.unwrap();
     s.fallocate(&ctx, f, FallocRange::new(PUNCH_HOLE | KEEP_SIZE, 50, 10))

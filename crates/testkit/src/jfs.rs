@@ -68,6 +68,30 @@ pub fn juicefs_dump(meta_url: &str) -> serde_json::Value {
     serde_json::from_slice(&text).unwrap_or_else(|e| panic!("juicefs dump is not JSON: {e}"))
 }
 
+/// Writes the block objects of slice `id` (`size` bytes, every byte `byte`) as JuiceFS's
+/// `file` storage keeps them, so that `juicefs fsck` finds no object missing and a mount
+/// reads the bytes: `<bucket>/<volume>/chunks/<id/1e6>/<id/1e3>/<id>_<block>_<bytes>`, in
+/// 4 MiB blocks.
+pub fn write_slice_blocks(bucket: &Path, volume: &str, id: u64, size: u32, byte: u8) {
+    const BLOCK: u32 = 4 << 20;
+    let dir = bucket
+        .join(volume)
+        .join("chunks")
+        .join((id / 1_000_000).to_string())
+        .join((id / 1_000).to_string());
+    std::fs::create_dir_all(&dir).expect("create the chunk directory");
+    let mut left = size;
+    for i in 0.. {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(BLOCK);
+        std::fs::write(dir.join(format!("{id}_{i}_{n}")), vec![byte; n as usize])
+            .expect("write a block object");
+        left -= n;
+    }
+}
+
 /// `juicefs status META-URL`, parsed: the `Setting`, the `Sessions` (each with `Sid`,
 /// `Expire`, and the session info: `Version`, `HostName`, `ProcessID`, …) and `Stat`;
 /// panics on failure.

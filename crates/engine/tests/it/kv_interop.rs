@@ -16,32 +16,11 @@ use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fsck_problems, juicefs_dump, juicefs_format, juicefs_fsck, juicefs_mdtest, temp_dir,
-    DumpNode, RedisServer,
+    write_slice_blocks, DumpNode, RedisServer,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-
-/// Writes the block objects of a slice as JuiceFS's `file` storage keeps them:
-/// `<bucket>/<volume>/chunks/<id/1e6>/<id/1e3>/<id>_<block>_<bytes>` (4 MiB blocks).
-fn write_slice_objects(bucket: &Path, volume: &str, id: u64, size: u32) {
-    const BLOCK: u32 = 4 << 20;
-    let dir = bucket
-        .join(volume)
-        .join("chunks")
-        .join((id / 1_000_000).to_string())
-        .join((id / 1_000).to_string());
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = (size - 1) / BLOCK;
-    for i in 0..=n {
-        let bytes = if i == n { size - i * BLOCK } else { BLOCK };
-        std::fs::write(
-            dir.join(format!("{id}_{i}_{bytes}")),
-            vec![0u8; bytes as usize],
-        )
-        .unwrap();
-    }
-}
 
 fn typ_name(t: FileType) -> &'static str {
     match t {
@@ -73,7 +52,7 @@ async fn write(
         len: size,
     };
     meta.write(ino, indx, s, Timestamp::now()).await.unwrap();
-    write_slice_objects(bucket, volume, id, size);
+    write_slice_blocks(bucket, volume, id, size, 0);
     s
 }
 
@@ -438,7 +417,7 @@ async fn metabench_reads_what_juicefs_wrote(store: Store) {
         len: 777,
     };
     meta.write(f, 0, s, Timestamp::now()).await.unwrap();
-    write_slice_objects(bucket.path(), "jfsvol", id, 777);
+    write_slice_blocks(bucket.path(), "jfsvol", id, 777, 0);
     let first_file = ours
         .iter()
         .find(|(_, v)| v.1 == "regular")

@@ -17,34 +17,15 @@ use metabench_engine::{Ctx, Meta};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fresh_database, fsck_problems, juicefs_dump, juicefs_format_with, juicefs_fsck,
-    juicefs_mdtest, temp_dir, DumpNode, Kind,
+    juicefs_mdtest, temp_dir, write_slice_blocks, DumpNode, Kind,
 };
 use sql_common::engine;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 const NAME: &str = "mbinterop";
 
 /// Writes the block objects of a slice as a JuiceFS client uploads them:
 /// `<bucket>/<volume>/chunks/<id/1e6>/<id/1e3>/<id>_<block>_<bytes>`, 4 MiB blocks.
-fn put_objects(bucket: &Path, id: u64, size: u32) {
-    let block = 4u32 << 20;
-    let mut left = size;
-    let mut i = 0;
-    while left > 0 {
-        let n = left.min(block);
-        let dir = bucket
-            .join(NAME)
-            .join("chunks")
-            .join((id / 1_000_000).to_string())
-            .join((id / 1000).to_string());
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(format!("{id}_{i}_{n}")), vec![0u8; n as usize]).unwrap();
-        left -= n;
-        i += 1;
-    }
-}
-
 async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     let db = fresh_database(kind);
     let bucket = temp_dir();
@@ -70,7 +51,7 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
             len,
         };
         s.write(file, 0, sl, Timestamp::now()).await.unwrap();
-        put_objects(bucket.path(), id, len);
+        write_slice_blocks(bucket.path(), NAME, id, len, 0);
         slices.push(sl);
     }
     let (g, _) = s.create(&ctx, b, b"g", 0o666, 0o022).await.unwrap();
@@ -106,7 +87,7 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
         len: 4096,
     };
     s.write(t, 0, tdata, Timestamp::now()).await.unwrap();
-    put_objects(bucket.path(), id, 4096);
+    write_slice_blocks(bucket.path(), NAME, id, 4096, 0);
     s.truncate(&ctx, t, 100).await.unwrap();
     s.truncate(&ctx, t, C + 5).await.unwrap();
     let (fa, _) = s.create(&ctx, a, b"fa", 0o644, 0).await.unwrap();
