@@ -4,8 +4,7 @@
 //! `doTruncate` leaves. On Redis and SQLite.
 
 use metabench_engine::falloc::{KEEP_SIZE, PUNCH_HOLE};
-use metabench_engine::FallocRange;
-use metabench_engine::{Ctx, MetaUrl, SessionOptions};
+use metabench_engine::{Ctx, FallocRange, MetaUrl, SessionOptions};
 use metabench_mount::juicefs::{find_juicefs, Mount, MountOptions};
 use metabench_schema::{Format, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{fresh_database, temp_dir, write_slice_blocks, Kind};

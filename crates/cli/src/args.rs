@@ -128,10 +128,12 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "N")]
     pub skip_dir_nlink: Option<u32>,
 
-    /// Register each client's session as a mount does (a session record refreshed every
-    /// 12 s and removed at the end, listed by `juicefs status`; on Redis, lookup as one
-    /// Lua call and resolve answered); `--register-session=false` turns it off under the
-    /// mount profile.
+    /// Register each client's session as a mount does (a session record listed by
+    /// `juicefs status`, refreshed every 12 s by the background work and removed at the
+    /// end; on Redis, lookup as one Lua call and resolve answered); `--register-session=false`
+    /// turns it off under the mount profile. Where background work runs only after the
+    /// windows (gobench) or between phases (parity), a window longer than a minute lets
+    /// the record expire meanwhile.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub register_session: Option<bool>,
 }

@@ -223,6 +223,13 @@ impl Target {
             ),
             (None, None) => "nothing".to_owned(),
         }
+        .to_owned()
+            + &match self.engine.sessions().open().len() {
+                0 => String::new(),
+                n => format!(
+                    "; {n} registered session record(s), which expire within a minute and are then removed by any juicefs client"
+                ),
+            }
     }
 
     /// Removes the records of the sessions the run registered (`--profile mount`), the

@@ -426,8 +426,8 @@ pub trait Meta: Send {
     fn sid(&mut self) -> u64;
 
     /// `CloseSession`: the background work once more, then the session record removed
-    /// (`doCleanStaleSession`) when one was registered. The session stays usable, as an
-    /// unregistered one.
+    /// (`doCleanStaleSession`) when one was registered. The session stays usable with
+    /// sid 0 (on Redis its loaded scripts stay in use).
     async fn close(&mut self) -> Result<()>;
 
     /// `doCleanStaleSession` of session `sid` (another client's, or one of this engine's
@@ -583,18 +583,27 @@ pub trait Engine: Send + Sync {
 
     /// Removes the records of the sessions this engine registered and that were not
     /// closed (dropped after a failure, or left by a stopped run), through an
-    /// unregistered session. Returns how many were removed; the first failure stops it.
+    /// unregistered session; a session still in use stops refreshing its record. Every
+    /// session is tried; returns how many were removed, or the first failure.
     async fn close_sessions(&self) -> Result<usize> {
         let left = self.sessions().open();
         if left.is_empty() {
             return Ok(0);
         }
         let mut s = self.session(&SessionOptions::default()).await?;
+        let mut first = None;
         for &sid in &left {
-            s.clean_session(sid).await?;
-            self.sessions().closed(sid);
+            match s.clean_session(sid).await {
+                Ok(()) => self.sessions().closed(sid),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
         }
-        Ok(left.len())
+        match first {
+            None => Ok(left.len()),
+            Some(e) => Err(e),
+        }
     }
 
     /// Server version and durability settings.

@@ -321,10 +321,15 @@ impl<S: Storage> Meta for S {
     }
 
     async fn fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<u64> {
-        check_fallocate_args(range)?;
-        if range.off >= MAX_FILE_SIZE || range.off + range.size >= MAX_FILE_SIZE {
-            return Err(MetaError::TooBig);
+        // The VFS's checks first (`VFS.Fallocate`: a size of 0, then EFBIG), then base's.
+        if range.size == 0 {
+            return Err(MetaError::Invalid);
         }
+        match range.off.checked_add(range.size) {
+            Some(end) if range.off < MAX_FILE_SIZE && end < MAX_FILE_SIZE => {}
+            _ => return Err(MetaError::TooBig),
+        }
+        check_fallocate_args(range)?;
         let done = self.do_fallocate(ctx, ino, range).await;
         self.state().cache.forget_file(ino);
         let r = done?;

@@ -213,8 +213,9 @@ pub trait SessionSteps: Send {
     /// another client cleaned it up as stale).
     fn do_refresh_session(&mut self) -> impl Future<Output = Result<()>> + Send;
 
-    /// `doCleanStaleSession`: releases session `sid`'s locks and sustained inodes, then
-    /// removes its record.
+    /// `doCleanStaleSession`: releases session `sid`'s locks, then removes its record. A
+    /// session that keeps deleted files open (sustained inodes, which metabench never
+    /// makes) is refused: freeing them is left to juicefs.
     fn do_clean_stale_session(&mut self, sid: u64) -> impl Future<Output = Result<()>> + Send;
 }
 
@@ -619,19 +620,38 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     }
 
     /// `NewSession(true)`: a session id from the `nextSession` counter, then
-    /// `doNewSession`; the session is listed in `registry` until closed, and refreshes
-    /// its record every [`HEARTBEAT`] from then on ([`Storage::flush_background`]).
+    /// `doNewSession`, with a fresh id while the family finds the id taken (EEXIST: SQL's
+    /// duplicate `session2` row). The id is listed in `registry` before its record is
+    /// written, so a record whose write was cut short (a timeout, a lost reply) is still
+    /// removed at the end; an id found taken is another client's and is never listed.
+    /// The session refreshes its record every [`HEARTBEAT`] from then on
+    /// ([`Storage::flush_background`]).
     fn register(&mut self, registry: &SessionRegistry) -> impl Future<Output = Result<u64>> + Send {
         async move {
-            let sid = self.incr_counter("nextSession", 1).await? as u64;
-            self.state().sid = sid;
-            if let Err(e) = self.do_new_session(&session_info()).await {
-                self.state().sid = 0;
-                return Err(e);
+            for _ in 0..MAX_WALK {
+                let sid = self.incr_counter("nextSession", 1).await? as u64;
+                registry.opened(sid);
+                self.state().sid = sid;
+                match self.do_new_session(&session_info()).await {
+                    Ok(()) => {
+                        self.state().registered =
+                            Some((registry.clone(), session::next_heartbeat()));
+                        return Ok(sid);
+                    }
+                    Err(MetaError::Exists) => {
+                        tracing::warn!("session id {sid} is already used");
+                        registry.closed(sid);
+                    }
+                    Err(e) => {
+                        self.state().sid = 0;
+                        return Err(e);
+                    }
+                }
             }
-            registry.opened(sid);
-            self.state().registered = Some((registry.clone(), session::next_heartbeat()));
-            Ok(sid)
+            self.state().sid = 0;
+            Err(MetaError::Engine(
+                "no free session id: every id taken from nextSession was in use".into(),
+            ))
         }
     }
 
@@ -639,7 +659,15 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// [`HEARTBEAT`] (with jitter) has passed.
     fn heartbeat_if_due(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
+            let sid = self.state().sid;
             let due = match &self.state().registered {
+                Some((registry, _)) if !registry.is_open(sid) => {
+                    // The engine removed the record (a run's clean-up): nothing to refresh,
+                    // and refreshing would write it back.
+                    self.state().registered = None;
+                    self.state().sid = 0;
+                    return Ok(());
+                }
                 Some((_, at)) => *at <= std::time::Instant::now(),
                 None => false,
             };
@@ -653,8 +681,9 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
         }
     }
 
-    /// `CloseSession`: the background work (`FlushSession`), then the session's record
-    /// removed (`doCleanStaleSession`) when it was registered. The first error is
+    /// `CloseSession`: the background work (all of it, where `FlushSession` flushes the
+    /// stats), then the session's record removed (`doCleanStaleSession`) when it was
+    /// registered. The first error is
     /// returned; the record is forgotten only once removed.
     fn close_session(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {

@@ -65,6 +65,11 @@ impl SessionRegistry {
         self.ids().remove(&sid);
     }
 
+    /// Whether `sid` is still registered (its record not removed).
+    pub fn is_open(&self, sid: u64) -> bool {
+        self.ids().contains(&sid)
+    }
+
     /// The sessions still registered.
     pub fn open(&self) -> Vec<u64> {
         self.ids().iter().copied().collect()

@@ -4,8 +4,9 @@
 //! `Resolve` answer.
 //!
 //! The scripts are metabench's own, written to do what `lua_scripts.go`'s do, with the
-//! same keys, arguments, replies and error words (`ENOENT`, `ENOTSUP`, `ENOTDIR`,
-//! `EACCESS`); only their SHA differs.
+//! same keys and arguments, the same `{inode, attribute}` answer and the same error words
+//! (`ENOENT`, `ENOTSUP`, `ENOTDIR`, `EACCESS`), raised as plain strings so that every Redis
+//! version passes them on; their SHA and the rest of an error's text differ.
 
 use super::session::RedisSession;
 use super::txn::txn;
@@ -56,7 +57,7 @@ local function may_search(ino)
     end
     local a = redis.call('GET', 'i' .. string.format('%.f', ino))
     if not a then
-        error({err = 'ENOENT'})
+        error('ENOENT')
     end
     local mode, owner, group = be(a, 2, 2), be(a, 4, 4), be(a, 8, 4)
     local bits = mode % 8
@@ -70,20 +71,20 @@ end
 local ino, typ = tonumber(KEYS[1]), 2
 for name in string.gmatch(KEYS[2], '[^/]+') do
     if typ == 3 or ino > 4503599627370495 then
-        error({err = 'ENOTSUP'})
+        error('ENOTSUP')
     elseif typ ~= 2 then
-        error({err = 'ENOTDIR'})
+        error('ENOTDIR')
     elseif ino > 1 and not may_search(ino) then
-        error({err = 'EACCESS'})
+        error('EACCESS')
     end
     local entry = redis.call('HGET', 'd' .. string.format('%.f', ino), name)
     if not entry then
-        error({err = 'ENOENT'})
+        error('ENOENT')
     end
     typ, ino = string.byte(entry, 1), be(entry, 2, 8)
 end
 if ino > 4503599627370495 then
-    error({err = 'ENOTSUP'})
+    error('ENOTSUP')
 end
 return {ino, redis.call('GET', 'i' .. string.format('%.f', ino))}
 "#;

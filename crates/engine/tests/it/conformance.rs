@@ -8,9 +8,9 @@
 //! `scripts/engines.sh`); MariaDB and PostgreSQL
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
-use metabench_engine::FallocRange;
 use metabench_engine::{
-    Ctx, Engine, EngineKind, Meta, MetaError, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+    Ctx, Engine, EngineKind, FallocRange, Meta, MetaError, MetaUrl, SessionOptions, SetAttr,
+    XattrFlags,
 };
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{fresh_database, Kind, TestDb, TestEngine};
@@ -942,7 +942,29 @@ async fn resizes(on: TestEngine) {
     );
     assert_eq!(v.s.read(g, 1).await.unwrap(), vec![Slice::hole(0, 10)]);
 
-    // Errnos: base's argument checks first, then the node's.
+    // Errnos: the VFS's checks first (a size of 0, then EFBIG, overflow included), then
+    // base's argument checks, then the node's.
+    assert_eq!(
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(COLLAPSE_RANGE, 0, 0))
+                .await
+        ),
+        "EINVAL"
+    );
+    assert_eq!(
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(PUNCH_HOLE, C << 31, 1))
+                .await
+        ),
+        "EFBIG"
+    );
+    assert_eq!(
+        errno(
+            v.s.fallocate(&ctx, g, FallocRange::new(0, u64::MAX - 1, 10))
+                .await
+        ),
+        "EFBIG"
+    );
     assert_eq!(
         errno(
             v.s.fallocate(&ctx, g, FallocRange::new(PUNCH_HOLE, 0, 1))
@@ -1107,6 +1129,9 @@ async fn registered_sessions(on: TestEngine) {
     }
     assert_eq!(v.engine.close_sessions().await.unwrap(), 1);
     assert!(v.engine.sessions().open().is_empty());
+    // A session still in use does not write its record back at its next heartbeat.
+    b.flush().await.unwrap();
+    assert_eq!(b.sid(), 0);
     if juicefs_sees {
         assert!(sessions_listed(&v.url).is_empty());
     }

@@ -11,8 +11,7 @@
 //!
 //! The SQL engines have their own (`sql_interop.rs`: tables, not keys).
 
-use metabench_engine::FallocRange;
-use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
+use metabench_engine::{Ctx, Engine, FallocRange, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fsck_problems, juicefs_dump, juicefs_format, juicefs_fsck, juicefs_mdtest, temp_dir,

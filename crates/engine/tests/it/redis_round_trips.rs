@@ -4,9 +4,8 @@
 //! that command multiset (MULTI/EXEC counts once as a round trip, but every queued
 //! command is a call on the server).
 
-use metabench_engine::FallocRange;
 use metabench_engine::{
-    namespace, Ctx, Engine, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+    namespace, Ctx, Engine, FallocRange, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
 };
 use metabench_schema::{Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::RedisServer;

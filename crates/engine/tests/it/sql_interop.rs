@@ -11,9 +11,8 @@
 //!   lookup, readdir, getattr and read see.
 
 use crate::sql_common;
-use metabench_engine::FallocRange;
 
-use metabench_engine::{Ctx, Meta};
+use metabench_engine::{Ctx, FallocRange, Meta};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fresh_database, fsck_problems, juicefs_dump, juicefs_format_with, juicefs_fsck,

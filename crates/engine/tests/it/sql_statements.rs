@@ -7,9 +7,10 @@
 //! `Execute` between its `Prepare` and `Close stmt`: go-sql-driver's 2 round trips).
 
 use crate::sql_common;
-use metabench_engine::FallocRange;
 
-use metabench_engine::{ClientProfile, Ctx, Meta, SessionOptions, SetAttr, XattrFlags};
+use metabench_engine::{
+    ClientProfile, Ctx, Engine, FallocRange, Meta, SessionOptions, SetAttr, XattrFlags,
+};
 use metabench_schema::{FileType, Ino, Slice, Timestamp};
 use metabench_testkit::{
     mysql_general_log, mysql_general_log_enable, pg_log_position, pg_statements_since, Kind,
@@ -581,6 +582,21 @@ async fn registered_session_statements(kind: Kind) {
     // The locks (4), the sustained inodes (1), the row and the legacy table's check (4).
     assert_eq!(Meta::stats(&s).round_trips - opened, 9, "{}", kind.name());
     assert_eq!(Meta::sid(&mut s), 0);
+    // An id another client holds (its row exists) is skipped: `doNewSession` takes the
+    // next one on the duplicate key.
+    v.db.query(&format!(
+        "INSERT INTO jfs_session2 (sid, expire, info) VALUES ({}, 0, 'other')",
+        sid + 1
+    ));
+    let mut next = v.engine.sql_session(&opts).await.unwrap();
+    assert_eq!(Meta::sid(&mut next), sid + 2);
+    assert_eq!(v.engine.sessions().open(), vec![sid + 2]);
+    next.close().await.unwrap();
+    assert_eq!(
+        v.db.query("SELECT sid FROM jfs_session2"),
+        vec![vec![(sid + 1).to_string()]],
+        "the other client's row stays"
+    );
     if kind == Kind::Postgres {
         let pid = s.connection_id().await.unwrap() as u32;
         let texts = pg_statements_since(pos, v.db.name(), Some(pid));

@@ -16,9 +16,9 @@ use metabench_engine::tkv::kv::{
 };
 use metabench_engine::tkv::mem::MemKv;
 use metabench_engine::tkv::TkvEngine;
-use metabench_engine::FallocRange;
 use metabench_engine::{
-    ClientProfile, Ctx, Engine, EngineKind, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+    ClientProfile, Ctx, Engine, EngineKind, FallocRange, Meta, MetaUrl, SessionOptions, SetAttr,
+    XattrFlags,
 };
 use metabench_schema::tkv::TkvKeys;
 use metabench_schema::{FileType, Format, Slice, Timestamp, ROOT_INODE};

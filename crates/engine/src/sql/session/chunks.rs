@@ -161,7 +161,7 @@ impl SqlSession {
 impl ResizeSteps for SqlSession {
     /// `dbMeta.doTruncate` (flags 0, permission checked): the node `SELECT … FOR UPDATE`,
     /// the parents for the quota check, the existing chunks between (`SELECT indx … FOR
-    /// UPDATE`, when the range spans more than two chunks), a hole appended to each
+    /// UPDATE`, when the two ends' chunk indexes are more than one apart), a hole appended to each
     /// ([`SqlSession::append_slice`]), then the node's `UPDATE`. A truncate to the length
     /// the file has writes nothing.
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {

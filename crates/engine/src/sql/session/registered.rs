@@ -2,7 +2,7 @@
 //! and `doCleanStaleSession` of `pkg/meta/sql.go`, statement for statement, except the
 //! `syncTable` checks `doNewSession` makes first (see the family's fidelity notes).
 
-use super::txn::{simple, txn};
+use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
 use crate::base::{session_expire, session_info, SessionSteps};
 use crate::sql::conn::Arg;
@@ -10,7 +10,8 @@ use crate::{MetaError, Result};
 use metabench_schema::sql::Dialect;
 
 impl SessionSteps for SqlSession {
-    /// `doNewSession`: the `session2` row, in a transaction.
+    /// `doNewSession`: the `session2` row, in a transaction; EEXIST when another client
+    /// holds the id (a duplicate key), for the caller to take the next one.
     async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
         let st = self.st.clone();
         let sid = Arg::I64(self.base.sid() as i64);
@@ -19,7 +20,14 @@ impl SessionSteps for SqlSession {
                 &st.session2_insert,
                 &[sid, Arg::I64(session_expire()), Arg::Bytes(info)],
             )
-            .await?;
+            .await
+            .map_err(|d| {
+                if d.duplicate {
+                    TxErr::Meta(MetaError::Exists)
+                } else {
+                    TxErr::Db(d)
+                }
+            })?;
         })
     }
 
