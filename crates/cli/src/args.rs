@@ -105,9 +105,9 @@ pub struct MetaArg {
 pub struct ProfileArgs {
     /// The client to model: `gobench` (JuiceFS's Go benchmark: NewClient defaults, no
     /// caches, background work after the window) or `mount` (a `juicefs mount` with
-    /// default flags: --skip-dir-mtime 100ms, --skip-dir-nlink 20, its caches, background
-    /// work every second in the window). Default: gobench for `ops`, mount for `sweep`
-    /// and `parity`.
+    /// default flags: --skip-dir-mtime 100ms, --skip-dir-nlink 20, a registered session,
+    /// its caches, background work every second in the window). Default: gobench for
+    /// `ops`, mount for `sweep` and `parity`.
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<ClientProfile>,
 
