@@ -225,6 +225,7 @@ impl Target {
         }
         .to_owned()
             + &match self.engine.sessions().open().len() {
+                _ if self.formatted.is_some() => String::new(),
                 0 => String::new(),
                 n => format!(
                     "; {n} registered session record(s), which expire within a minute and are then removed by any juicefs client"
@@ -232,13 +233,16 @@ impl Target {
             }
     }
 
-    /// Removes the records of the sessions the run registered (`--profile mount`), the
-    /// run's namespace (if created), then the volume if this run formatted it. Runs every
-    /// step even if an earlier one failed, and reports the first failure.
+    /// Removes the records of the sessions the run registered (`--profile mount`; not
+    /// needed when the volume goes), the run's namespace (if created), then the volume if
+    /// this run formatted it. Runs every step even if an earlier one failed, and reports
+    /// the first failure.
     async fn finish(self, namespace: Option<&Namespace>) -> Result<(), CliError> {
         let mut first_error = None;
-        if let Err(e) = self.engine.close_sessions().await {
-            first_error.get_or_insert(CliError::Meta(e));
+        if self.formatted.is_none() {
+            if let Err(e) = self.engine.close_sessions().await {
+                first_error.get_or_insert(CliError::Meta(e));
+            }
         }
         if let Some(ns) = namespace {
             let cleanup = async {
