@@ -628,7 +628,7 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// ([`Storage::flush_background`]).
     fn register(&mut self, registry: &SessionRegistry) -> impl Future<Output = Result<u64>> + Send {
         async move {
-            for _ in 0..MAX_WALK {
+            for _ in 0..session::MAX_TAKEN_IDS {
                 let sid = self.incr_counter("nextSession", 1).await? as u64;
                 registry.opened(sid);
                 self.state().sid = sid;
@@ -683,8 +683,7 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
 
     /// `CloseSession`: the background work (all of it, where `FlushSession` flushes the
     /// stats), then the session's record removed (`doCleanStaleSession`) when it was
-    /// registered. The first error is
-    /// returned; the record is forgotten only once removed.
+    /// registered. The first error is returned; the record is forgotten only once removed.
     fn close_session(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
             let flushed = self.flush_background().await;

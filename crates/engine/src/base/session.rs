@@ -10,6 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 /// registered session refreshes its record.
 pub const HEARTBEAT: Duration = Duration::from_secs(12);
 
+/// How many session ids in a row [`crate::Storage::register`] tries when each is found
+/// taken by another client (JuiceFS tries without end).
+pub(crate) const MAX_TAKEN_IDS: usize = 100;
+
 /// `expireTime`: when the record of a session refreshed now expires (five heartbeats), in
 /// Unix seconds. Another client's `CleanStaleSessions` removes it after that.
 pub fn session_expire() -> i64 {
