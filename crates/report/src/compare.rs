@@ -241,12 +241,13 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
     };
     let (b, n) = (base.engine(), current.engine());
     let (was, is) = (b.client_summary(), n.client_summary());
+    // A setting only one run records (an older metabench recorded fewer) is no difference.
+    let agree = b
+        .client_settings
+        .iter()
+        .all(|(k, v)| n.client_settings.get(k).is_none_or(|w| w == v));
     match (b.profile_name(), n.profile_name()) {
-        (Some(x), Some(y))
-            if x == y
-                && (b.client_settings.is_empty()
-                    || n.client_settings.is_empty()
-                    || b.client_settings == n.client_settings) => {}
+        (Some(x), Some(y)) if x == y && agree => {}
         (Some(_), Some(_)) => c.warnings.push(format!(
             "the runs model different clients (baseline {was}; current {is}): the changes below \
              reflect the client settings as well as the engine"
@@ -828,6 +829,22 @@ mod tests {
         let c = compare(&ops_run(&wide_a, 4.0), &mount, 0.05).unwrap();
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         assert!(render(&c).contains("Warning: the runs model different clients"));
+        // A setting recorded by one run only (a newer metabench) is not a difference; one
+        // recorded by both with other values is.
+        let mut newer = ops_run(&wide_a, 4.0);
+        if let AnyResults::Ops(o) = &mut newer {
+            let settings = &mut o.header.engine.client_settings;
+            settings.insert("session".into(), "not registered".into());
+        }
+        let c = compare(&ops_run(&wide_a, 4.0), &newer, 0.05).unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let mut registered = newer.clone();
+        if let AnyResults::Ops(o) = &mut registered {
+            let settings = &mut o.header.engine.client_settings;
+            settings.insert("session".into(), "registered (set)".into());
+        }
+        let c = compare(&newer, &registered, 0.05).unwrap();
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         // Under SkipDirMtime, more round trips are shown, not gated.
         let mut timed = mount.clone();
         if let AnyResults::Ops(o) = &mut timed {
