@@ -203,6 +203,71 @@ fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
     assert!(matches!(keys, Resp::Integer(0)), "keys left: {keys:?}");
 }
 
+/// `--suites objbench` runs `juicefs objbench` on the volume's object store (here the
+/// private `file` bucket) and puts both its tables into the report; objbench's own
+/// prefix is gone from the bucket afterwards.
+#[test]
+fn objbench_reports_the_object_store_under_the_volume() {
+    let _phase = crate::phase(module_path!());
+    let run = Run::new();
+    let db = run.dir.path().join("meta.db");
+    let bucket = run.dir.path().join("bucket");
+    let meta = format!("sqlite3://{}", db.display());
+    let out = run
+        .spawn(
+            &meta,
+            &[
+                "--suites",
+                "objbench",
+                "--bucket",
+                &format!("{}/", bucket.display()),
+            ],
+        )
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("juicefs objbench on file "), "{stdout}");
+    assert!(stdout.contains("put small objects"), "{stdout}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run.json).unwrap()).unwrap();
+    let o = &r["objbench"];
+    assert!(
+        o["params"].as_str().unwrap().contains("NumThreads: 2"),
+        "{o}"
+    );
+    let perf = o["perf"].as_array().unwrap();
+    assert!(perf.len() >= 8, "{o}");
+    for p in perf {
+        assert!(p["value"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    let functions = o["functions"].as_array().unwrap();
+    assert!(
+        functions
+            .iter()
+            .any(|f| f["test"] == "put an object" && f["result"] == "pass"),
+        "{o}"
+    );
+    assert!(
+        r["trees"].as_array().unwrap().is_empty(),
+        "only the suite asked for"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&bucket)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        leftovers
+            .iter()
+            .all(|n| !n.to_string_lossy().starts_with("__juicefs_benchmark")),
+        "{leftovers:?}"
+    );
+    run.assert_clean();
+}
+
 #[test]
 fn sigint_while_mounted_unmounts_and_exits_130() {
     let _phase = crate::phase(module_path!());

@@ -16,7 +16,7 @@ use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
 use metabench_mount::report::{ParityReport, TreeRun, PARITY_SCHEMA_VERSION};
 use metabench_mount::tree::{run_tree, PhaseResult, TreeSpec};
-use metabench_mount::{bench, fio, mdtest, MountError};
+use metabench_mount::{bench, fio, mdtest, objbench, MountError};
 use metabench_report::RunHeader;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +38,10 @@ pub enum Suite {
     Fio,
     /// `juicefs bench` through the mount.
     Bench,
+    /// `juicefs objbench` on the volume's object store (its storage type and bucket, with
+    /// `ACCESS_KEY` / `SECRET_KEY` from the environment as juicefs reads them). Not in the
+    /// default set.
+    Objbench,
 }
 
 /// Arguments of `metabench parity`.
@@ -73,7 +77,7 @@ pub struct ParityArgs {
     #[arg(long, value_enum, default_value = "small")]
     scale: Scale,
 
-    /// Suites to run (default: all).
+    /// Suites to run (default: mdtest, fio and bench; objbench on request).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SUITE,...")]
     suites: Vec<Suite>,
 
@@ -201,6 +205,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         trees: vec![],
         fio: vec![],
         bench: None,
+        objbench: None,
         notes: vec![],
         interrupted: false,
     };
@@ -317,6 +322,20 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             say!("  juicefs bench: {} rows", b.rows.len());
             report.bench = Some(b);
         }
+        if suites.contains(&Suite::Objbench) {
+            let o = objbench::run_objbench(
+                &juicefs,
+                &target.format.storage,
+                &target.format.bucket,
+                tasks,
+                args.scale == Scale::Docs,
+                &stop,
+            )
+            .await
+            .map_err(mount_err)?;
+            say!("  juicefs objbench: {} rows", o.perf.len());
+            report.objbench = Some(o);
+        }
         // Remove through the client, so it frees the data in the bucket.
         let r = root.clone();
         let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&r)).await;
@@ -347,9 +366,11 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     outcome?;
     unmounted?;
     cleanup?;
-    report.notes.push(
-        "native: the same calls issued by metabench on engine sessions (no FUSE, no Go client, no object storage); ratio = native / mount".into(),
-    );
+    if !report.trees.is_empty() {
+        report.notes.push(
+            "native: the same calls issued by metabench on engine sessions (no FUSE, no Go client, no object storage); ratio = native / mount".into(),
+        );
+    }
     out!("{}", report.table());
     // The client both sides modelled, and where metabench's native side differs from it.
     for line in report.header.engine.fidelity_lines() {

@@ -4,14 +4,15 @@
 //! unmounts ([`juicefs::Mount`]); [`tree`] is an mdtest-equivalent driver, generic over
 //! [`tree::FsOps`], with two implementations: POSIX calls through the mount
 //! ([`posix::PosixFs`]) and engine sessions ([`native::NativeFs`]), so both sides run the
-//! same phases on the same tree shape. [`fio`], [`bench`] and [`mdtest`] run the external
-//! benchmarks and parse their output.
+//! same phases on the same tree shape. [`fio`], [`bench`], [`mdtest`] and [`objbench`]
+//! run the external benchmarks and parse their output.
 
 pub mod bench;
 pub mod fio;
 pub mod juicefs;
 pub mod mdtest;
 pub mod native;
+pub mod objbench;
 pub mod posix;
 pub mod report;
 pub mod tree;

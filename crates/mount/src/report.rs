@@ -1,9 +1,10 @@
-//! The parity report: per mdtest phase native vs through-mount rates, fio bandwidths and
-//! `juicefs bench` rows; a table and JSON.
+//! The parity report: per mdtest phase native vs through-mount rates, fio bandwidths,
+//! `juicefs bench` rows and `juicefs objbench`'s tables; a table and JSON.
 
 use crate::bench::BenchResult;
 use crate::fio::FioResult;
 use crate::mdtest::SummaryRow;
+use crate::objbench::ObjbenchResult;
 use crate::tree::{PhaseResult, TreeSpec};
 use metabench_report::RunHeader;
 use serde::Serialize;
@@ -101,6 +102,8 @@ pub struct ParityReport {
     pub fio: Vec<FioResult>,
     /// `juicefs bench` through the mount.
     pub bench: Option<BenchResult>,
+    /// `juicefs objbench` on the volume's object store.
+    pub objbench: Option<ObjbenchResult>,
     /// Notes on what was skipped or how to read the figures.
     pub notes: Vec<String>,
     /// Stopped by Ctrl-C.
@@ -180,6 +183,33 @@ impl ParityReport {
             for r in &b.rows {
                 let _ = writeln!(s, "  {:<18} {:>16} {:>14}", r.item, r.value, r.cost);
             }
+        }
+        if let Some(o) = &self.objbench {
+            let _ = writeln!(s, "\njuicefs objbench on {} ({})", o.storage, o.params);
+            for r in &o.perf {
+                let value = match r.value {
+                    Some(v) => format!("{v} {}", r.value_unit),
+                    None => "-".into(),
+                };
+                let _ = writeln!(s, "  {:<18} {:>22} {:>20}", r.item, value, r.cost);
+            }
+            let failed: Vec<String> = o
+                .functions
+                .iter()
+                .filter(|f| f.result != "pass")
+                .map(|f| format!("{} ({})", f.test, f.result))
+                .collect();
+            let _ = writeln!(
+                s,
+                "  functional tests: {} of {} pass{}",
+                o.functions.len() - failed.len(),
+                o.functions.len(),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not passed: {}", failed.join(", "))
+                }
+            );
         }
         for n in &self.notes {
             let _ = writeln!(s, "* {n}");
