@@ -50,8 +50,8 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          scripts, so lookup is HGET + GET (2 RTT) and resolve is ENOTSUP. Under `mount` each client \
          registers one (`allSessions`, `sessionInfos`, refreshed every 12 s by the background work, \
          removed at the end of the run) and loads the two scripts: lookup is one EVALSHA and \
-         resolve answers. The scripts are metabench's own (same keys, replies and errors; another \
-         SHA). The heartbeat's other reads (the setting, two counters, quotas) are not made. \
+         resolve answers. The scripts are metabench's own (same keys, answers and error words; \
+         another SHA and error text). The heartbeat's other reads (the setting, two counters, quotas) are not made. \
          Unlinked files are never kept open (no `session{sid}` set).",
         "Volumes with TrashDays > 0: deletes (unlink, rmdir, rename over an existing entry) are done \
          as with TrashDays 0, i.e. removed for good instead of moved to `.trash` — the Go benchmark \
