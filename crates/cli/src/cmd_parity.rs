@@ -69,9 +69,16 @@ pub struct ParityArgs {
     #[arg(long, value_name = "DIR")]
     mountpoint: Option<PathBuf>,
 
-    /// Parallel tasks: mdtest ranks, native sessions, fio numjobs, juicefs bench -p.
+    /// Parallel tasks: mdtest ranks, native sessions, and (unless --io-tasks) fio numjobs
+    /// and juicefs bench -p and objbench -p.
     #[arg(long, default_value = "4", value_name = "N", value_parser = parse_count)]
     tasks: u64,
+
+    /// Parallel tasks of the data suites (fio numjobs, juicefs bench -p, objbench -p);
+    /// default: --tasks. The JuiceFS docs run mdtest with 12 tasks and fio and bench with
+    /// 4: `--tasks 12 --io-tasks 4`.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    io_tasks: Option<u64>,
 
     /// small: a run of seconds; docs: the JuiceFS docs' sizes.
     #[arg(long, value_enum, default_value = "small")]
@@ -146,6 +153,10 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         check_output_path(p)?;
     }
     let tasks = u32::try_from(args.tasks).map_err(|_| input("--tasks is too large"))?;
+    let io_tasks = match args.io_tasks {
+        Some(n) => u32::try_from(n).map_err(|_| input("--io-tasks is too large"))?,
+        None => tasks,
+    };
     let suites = if args.suites.is_empty() {
         vec![Suite::Mdtest, Suite::Fio, Suite::Bench]
     } else {
@@ -201,6 +212,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         },
         juicefs_version: juicefs_version(&juicefs),
         tasks,
+        io_tasks,
         scale: format!("{:?}", args.scale).to_lowercase(),
         trees: vec![],
         fio: vec![],
@@ -297,7 +309,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             let dir = root.join("fio");
             std::fs::create_dir(&dir)
                 .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
-            for job in fio::docs_jobs(args.scale == Scale::Docs, tasks) {
+            for job in fio::docs_jobs(args.scale == Scale::Docs, io_tasks) {
                 let r = fio::run_fio(fio_bin, &dir, &job, &stop)
                     .await
                     .map_err(mount_err)?;
@@ -316,7 +328,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             let dir = root.join("bench");
             std::fs::create_dir(&dir)
                 .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
-            let b = bench::run_bench(&juicefs, &dir, tasks, args.scale == Scale::Docs, &stop)
+            let b = bench::run_bench(&juicefs, &dir, io_tasks, args.scale == Scale::Docs, &stop)
                 .await
                 .map_err(mount_err)?;
             say!("  juicefs bench: {} rows", b.rows.len());
@@ -327,7 +339,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
                 &juicefs,
                 &target.format.storage,
                 &target.format.bucket,
-                tasks,
+                io_tasks,
                 args.scale == Scale::Docs,
                 &stop,
             )

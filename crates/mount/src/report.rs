@@ -92,8 +92,10 @@ pub struct ParityReport {
     pub header: RunHeader,
     /// `juicefs version`.
     pub juicefs_version: String,
-    /// Tasks (mdtest ranks, fio numjobs, bench -p).
+    /// Tasks of the mdtest-shaped runs (ranks, native sessions).
     pub tasks: u32,
+    /// Tasks of the data suites (fio numjobs, juicefs bench -p, objbench -p).
+    pub io_tasks: u32,
     /// `small` or `docs`.
     pub scale: String,
     /// mdtest-shaped runs.
@@ -120,10 +122,11 @@ impl ParityReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "parity on {} ({}), {} tasks, scale {}, {}",
+            "parity on {} ({}), {} tasks ({} for fio and bench), scale {}, {}",
             self.header.engine.kind,
             self.header.engine.url,
             self.tasks,
+            self.io_tasks,
             self.scale,
             self.juicefs_version
         );
