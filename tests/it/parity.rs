@@ -63,6 +63,14 @@ impl Run {
             .unwrap()
     }
 
+    /// Runs to the end, asserts it succeeded, and returns its stdout.
+    fn succeed(&self, meta: &str, extra: &[&str]) -> String {
+        let out = self.spawn(meta, extra).wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "parity failed: {stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Nothing of the run is left: no mount, no mount point, no temporary directory.
     fn assert_clean(&self) {
         assert!(!mounted(&self.mountpoint), "still mounted");
@@ -91,12 +99,9 @@ fn run_to_end(run: &Run, meta: &str) -> (serde_json::Value, bool) {
             }
         })
     };
-    let out = run.spawn(meta, &[]).wait_with_output().unwrap();
+    let stdout = run.succeed(meta, &[]);
     done.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "parity failed: {stderr}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("native/mount"), "{stdout}");
     // Both sides model a default mount, and the output names the client and its settings.
     assert!(stdout.contains("client profile: mount"), "{stdout}");
@@ -213,26 +218,17 @@ fn objbench_reports_the_object_store_under_the_volume() {
     let db = run.dir.path().join("meta.db");
     let bucket = run.dir.path().join("bucket");
     let meta = format!("sqlite3://{}", db.display());
-    let out = run
-        .spawn(
-            &meta,
-            &[
-                "--suites",
-                "objbench",
-                "--io-tasks",
-                "1",
-                "--bucket",
-                &format!("{}/", bucket.display()),
-            ],
-        )
-        .wait_with_output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run.succeed(
+        &meta,
+        &[
+            "--suites",
+            "objbench",
+            "--io-tasks",
+            "1",
+            "--bucket",
+            &format!("{}/", bucket.display()),
+        ],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("juicefs objbench on file "), "{stdout}");
     assert!(stdout.contains("put small objects"), "{stdout}");
     let r: serde_json::Value =
@@ -330,15 +326,7 @@ fn parity_inside_an_existing_volume_leaves_it_as_it_was() {
         String::from_utf8_lossy(&o.stdout).trim().to_owned()
     };
     let nodes_before = count("select count(*) from jfs_node");
-    let out = run
-        .spawn(&meta, &["--existing", "--suites", "mdtest,fio"])
-        .wait_with_output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run.succeed(&meta, &["--existing", "--suites", "mdtest,fio"]);
     run.assert_clean();
     // The volume is still there, with nothing of the run left in it.
     assert_eq!(count("select name from jfs_setting"), "format");

@@ -45,6 +45,16 @@ impl RedisKeys {
         format!("{}p{ino}", self.prefix)
     }
 
+    /// `locked{sid}`: the set of lock keys a session holds.
+    pub fn locked(&self, sid: u64) -> String {
+        format!("{}locked{sid}", self.prefix)
+    }
+
+    /// `session{sid}`: the set of a session's sustained inodes.
+    pub fn sustained(&self, sid: u64) -> String {
+        format!("{}session{sid}", self.prefix)
+    }
+
     /// `c{ino}_{indx}`: the slice list of one chunk.
     pub fn chunk(&self, ino: Ino, indx: u32) -> String {
         format!("{}c{ino}_{indx}", self.prefix)
@@ -79,6 +89,14 @@ pub mod names {
     pub const NEXT_INODE: &str = "nextinode";
     /// Last allocated slice id.
     pub const NEXT_CHUNK: &str = "nextchunk";
+    /// Last allocated session id.
+    pub const NEXT_SESSION: &str = "nextsession";
+    /// Registered sessions, scored by their expiry (Unix seconds).
+    pub const ALL_SESSIONS: &str = "allSessions";
+    /// Registered sessions' info (`SessionInfo` JSON) by id.
+    pub const SESSION_INFOS: &str = "sessionInfos";
+    /// The sessions of JuiceFS before 1.0: never prefixed (`legacySessions`).
+    pub const LEGACY_SESSIONS: &str = "sessions";
     /// Bytes in use, updated inside every transaction that changes it.
     pub const USED_SPACE: &str = "usedSpace";
     /// Inodes in use.

@@ -80,15 +80,13 @@ pub fn write_slice_blocks(bucket: &Path, volume: &str, id: u64, size: u32, byte:
         .join((id / 1_000_000).to_string())
         .join((id / 1_000).to_string());
     std::fs::create_dir_all(&dir).expect("create the chunk directory");
-    let mut left = size;
-    for i in 0.. {
-        if left == 0 {
-            break;
-        }
+    let (mut left, mut i) = (size, 0);
+    while left > 0 {
         let n = left.min(BLOCK);
         std::fs::write(dir.join(format!("{id}_{i}_{n}")), vec![byte; n as usize])
             .expect("write a block object");
         left -= n;
+        i += 1;
     }
 }
 

@@ -689,7 +689,9 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
             let flushed = self.flush_background().await;
             let sid = self.state().sid;
             if sid > 0 {
-                self.do_clean_stale_session(sid).await?;
+                if let Err(e) = self.do_clean_stale_session(sid).await {
+                    return flushed.and(Err(e));
+                }
                 if let Some((registry, _)) = self.state().registered.take() {
                     registry.closed(sid);
                 }

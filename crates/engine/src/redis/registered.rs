@@ -13,6 +13,7 @@ use super::txn::txn;
 use crate::base::{session_expire, session_info, SessionSteps};
 use crate::common::looked_up_attr;
 use crate::{Ctx, MetaError, Result};
+use metabench_schema::redis_keys::names;
 use metabench_schema::{Attr, Dentry, Ino};
 use redis::{cmd, Value};
 
@@ -168,20 +169,21 @@ impl RedisSession {
 
     /// The loaded script's SHA, when the session may use it: JuiceFS uses the scripts
     /// only without a key prefix (not on a Redis Cluster's `{db}` keys).
-    fn sha(&self, script: Script) -> Option<String> {
+    fn sha(&self, script: Script) -> Option<&str> {
         if !self.keys.prefix().is_empty() {
             return None;
         }
         match script {
-            Script::Lookup => self.sha_lookup.clone(),
-            Script::Resolve => self.sha_resolve.clone(),
+            Script::Lookup => self.sha_lookup.as_deref(),
+            Script::Resolve => self.sha_resolve.as_deref(),
         }
     }
 
-    fn forget_script(&mut self, script: Script) {
+    /// Where the script's SHA is kept.
+    fn sha_slot(&mut self, script: Script) -> &mut Option<String> {
         match script {
-            Script::Lookup => self.sha_lookup = None,
-            Script::Resolve => self.sha_resolve = None,
+            Script::Lookup => &mut self.sha_lookup,
+            Script::Resolve => &mut self.sha_resolve,
         }
     }
 
@@ -192,35 +194,26 @@ impl RedisSession {
         script: Script,
         keys: &[&[u8]],
         args: &[String],
-    ) -> Result<Option<std::result::Result<(Ino, Attr), MetaError>>> {
+    ) -> Option<Result<(Ino, Attr)>> {
         for _ in 0..2 {
-            let Some(sha) = self.sha(script) else {
-                return Ok(None);
-            };
+            let sha = self.sha(script)?;
             let mut c = cmd("EVALSHA");
-            c.arg(&sha).arg(keys.len());
-            for k in keys {
-                c.arg(*k);
-            }
-            c.arg(args);
+            c.arg(sha).arg(keys.len()).arg(keys).arg(args);
             match lua_answer(self.conn.query_raw(&c).await) {
-                Ok(LuaAnswer::Found(ino, attr)) => return Ok(Some(Ok((ino, attr)))),
-                Ok(LuaAnswer::Errno(e)) => return Ok(Some(Err(e))),
+                Ok(LuaAnswer::Found(ino, attr)) => return Some(Ok((ino, attr))),
+                Ok(LuaAnswer::Errno(e)) => return Some(Err(e)),
                 Ok(LuaAnswer::Reload) => {
                     let sha = self.load_script(script).await;
-                    match script {
-                        Script::Lookup => self.sha_lookup = sha,
-                        Script::Resolve => self.sha_resolve = sha,
-                    }
+                    *self.sha_slot(script) = sha;
                 }
                 Err(msg) => {
                     tracing::warn!("unexpected answer of script {script:?}: {msg}");
-                    self.forget_script(script);
-                    return Ok(None);
+                    *self.sha_slot(script) = None;
+                    return None;
                 }
             }
         }
-        Ok(None)
+        None
     }
 
     /// `doLookup` with the lookup script: one `EVALSHA`; when it answers ENOTSUP (or is
@@ -230,7 +223,7 @@ impl RedisSession {
         let dir = self.keys.entries(parent);
         match self
             .eval(Script::Lookup, &[dir.as_bytes(), name], &[])
-            .await?
+            .await
         {
             Some(Ok(found)) => return Ok(found),
             Some(Err(MetaError::NotSupported)) | None => {}
@@ -255,20 +248,19 @@ impl RedisSession {
         parent: Ino,
         path: &[u8],
     ) -> Result<(Ino, Attr)> {
+        if self.sha(Script::Resolve).is_none() {
+            return Err(MetaError::NotSupported);
+        }
         let parent = parent.to_string();
         let uid = ctx.uid.to_string();
         let gids: Vec<String> = ctx.gids.iter().map(|g| g.to_string()).collect();
-        match self
-            .eval(
-                Script::Resolve,
-                &[parent.as_bytes(), path, uid.as_bytes()],
-                &gids,
-            )
-            .await?
-        {
-            Some(answer) => answer,
-            None => Err(MetaError::NotSupported),
-        }
+        self.eval(
+            Script::Resolve,
+            &[parent.as_bytes(), path, uid.as_bytes()],
+            &gids,
+        )
+        .await
+        .unwrap_or(Err(MetaError::NotSupported))
     }
 }
 
@@ -277,8 +269,8 @@ impl SessionSteps for RedisSession {
     /// `sessionInfos` in one transaction, then the two scripts loaded.
     async fn do_new_session(&mut self, info: &[u8]) -> Result<()> {
         let (all, infos) = (
-            self.keys.named("allSessions"),
-            self.keys.named("sessionInfos"),
+            self.keys.named(names::ALL_SESSIONS),
+            self.keys.named(names::SESSION_INFOS),
         );
         let sid = self.base.sid();
         txn!(self, vec![all.clone(), infos.clone()], |c| {
@@ -289,8 +281,10 @@ impl SessionSteps for RedisSession {
             c.exec(&p).await?;
             Ok(())
         })?;
-        self.sha_lookup = self.load_script(Script::Lookup).await;
-        self.sha_resolve = self.load_script(Script::Resolve).await;
+        for script in [Script::Lookup, Script::Resolve] {
+            let sha = self.load_script(script).await;
+            *self.sha_slot(script) = sha;
+        }
         Ok(())
     }
 
@@ -298,8 +292,8 @@ impl SessionSteps for RedisSession {
     /// client cleaned the session up as stale meanwhile.
     async fn do_refresh_session(&mut self) -> Result<()> {
         let (all, infos) = (
-            self.keys.named("allSessions"),
-            self.keys.named("sessionInfos"),
+            self.keys.named(names::ALL_SESSIONS),
+            self.keys.named(names::SESSION_INFOS),
         );
         let sid = self.base.sid();
         txn!(self, vec![infos.clone(), all.clone()], |c| {
@@ -325,7 +319,7 @@ impl SessionSteps for RedisSession {
     /// its info and expiry removed in one transaction; the legacy `sessions` set is
     /// cleaned when `allSessions` did not list it.
     async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
-        let locked = self.keys.named(&format!("locked{sid}"));
+        let locked = self.keys.locked(sid);
         let held: Vec<String> = self.conn.query(cmd("SMEMBERS").arg(&locked)).await?;
         for key in held {
             let owners: Vec<String> = self.conn.query(cmd("HKEYS").arg(&key)).await?;
@@ -342,7 +336,7 @@ impl SessionSteps for RedisSession {
                 .query::<()>(cmd("SREM").arg(&locked).arg(&key))
                 .await?;
         }
-        let sustained = self.keys.named(&format!("session{sid}"));
+        let sustained = self.keys.sustained(sid);
         let open: Vec<String> = self.conn.query(cmd("SMEMBERS").arg(&sustained)).await?;
         if !open.is_empty() {
             return Err(MetaError::Engine(format!(
@@ -352,8 +346,8 @@ impl SessionSteps for RedisSession {
             )));
         }
         let (all, infos) = (
-            self.keys.named("allSessions"),
-            self.keys.named("sessionInfos"),
+            self.keys.named(names::ALL_SESSIONS),
+            self.keys.named(names::SESSION_INFOS),
         );
         let removed = txn!(self, vec![infos.clone(), all.clone()], |c| {
             let mut p = redis::pipe();
@@ -365,7 +359,7 @@ impl SessionSteps for RedisSession {
         })?;
         if !removed {
             self.conn
-                .query::<()>(cmd("ZREM").arg(self.keys.named("sessions")).arg(sid))
+                .query::<()>(cmd("ZREM").arg(names::LEGACY_SESSIONS).arg(sid))
                 .await?;
         }
         Ok(())

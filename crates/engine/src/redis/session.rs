@@ -77,7 +77,7 @@ impl Storage for RedisSession {
         let (key, last_taken) = match name {
             "nextInode" => (names::NEXT_INODE, true),
             "nextChunk" => (names::NEXT_CHUNK, true),
-            "nextSession" => ("nextsession", false),
+            "nextSession" => (names::NEXT_SESSION, false),
             other => (other, false),
         };
         let v: i64 = self
