@@ -63,15 +63,29 @@ pub fn check_output_path(path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Sets `stop` on the first Ctrl-C, saying what the command does next (e.g. "finishing
-/// the current window and cleaning up"); abort the returned handle when the run is over.
+/// Sets `stop` on the first Ctrl-C (SIGINT) or SIGTERM, saying what the command does next
+/// (e.g. "finishing the current window and cleaning up"); abort the returned handle when
+/// the run is over.
 /// Every command stops through this one flag.
 pub fn watch_ctrl_c(
     stop: metabench_load::StopFlag,
     then: &'static str,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        // SIGTERM too: `kill`, and `mpirun` stopping its ranks after its own Ctrl-C.
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match &mut term {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let signalled = tokio::select! {
+            c = tokio::signal::ctrl_c() => c.is_ok(),
+            t = terminated => t.is_some(),
+        };
+        if signalled {
             say!("metabench: interrupted; {then}");
             stop.stop();
         }

@@ -1,15 +1,20 @@
 //! `metabench sweep`: concurrency sweeps to saturation with per-operation histograms.
 
-use crate::args::{check_output_path, parse_duration, write_file, ClientArgs};
+use crate::args::{check_output_path, parse_duration, write_file, ClientArgs, ClientSettings};
 use crate::error::{input, CliError};
 use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
 use crate::target::TargetArgs;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use indicatif::{ProgressBar, ProgressStyle};
+use metabench_load::team::{answer, from_leader, gather_all, launched_by_mpi, Solo, Team};
+use metabench_load::StopFlag;
+use metabench_report::model::peak_rss_bytes;
+use metabench_report::MpiRun;
+use metabench_schema::Ino;
 
 use metabench_engine::namespace::Namespace;
-use metabench_engine::ClientProfile;
+use metabench_engine::{ClientProfile, EngineKind};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
     run_sweep, Arrivals, ConcSpec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
@@ -189,7 +194,119 @@ fn say(bar: &ProgressBar, line: String) {
     }
 }
 
-/// Runs `metabench sweep`.
+/// The team this sweep runs on: the ranks of the MPI job that started it, or this
+/// process alone.
+fn join_team() -> Result<Box<dyn Team>, CliError> {
+    if !launched_by_mpi() {
+        return Ok(Box::new(Solo::default()));
+    }
+    #[cfg(feature = "mpi")]
+    {
+        metabench_mpi::MpiTeam::join()
+            .map(|t| Box::new(t) as Box<dyn Team>)
+            .map_err(|e| CliError::Io(format!("cannot join the MPI job: {e}")))
+    }
+    #[cfg(not(feature = "mpi"))]
+    Err(input(
+        "mpirun started this metabench as one of several ranks, but it was built without MPI: \
+         build it with `cargo build --release --features mpi`",
+    ))
+}
+
+/// What rank 0 tells the other ranks once the volume and the namespace are ready.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Joined {
+    /// The meta URL the ranks open (the embedded default's, when none was given).
+    meta_url: String,
+    /// The run's namespace directory; each rank works in its own directories below it.
+    namespace: Ino,
+    /// The engine lives in each process (memkv): every rank formats a volume of its own.
+    per_rank_volume: bool,
+}
+
+/// What each rank says of itself at the start: its host, and its wall clock right after a
+/// barrier (their spread bounds the clock skew).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Hello {
+    host: String,
+    wall_s: f64,
+}
+
+/// The volume and namespace of this rank: rank 0 opens (or formats) the volume and makes
+/// the namespace, then tells the others, which enter the same volume (`--existing`);
+/// with an in-process engine every rank makes its own.
+async fn start_rank(
+    args: &SweepArgs,
+    settings: &ClientSettings,
+    team: &dyn Team,
+) -> Result<(Run, Namespace, bool), CliError> {
+    let waiting = StopFlag::default();
+    let on_ctrl_c = "finishing the current window and cleaning up";
+    let leader = team.rank() == 0;
+    let mut joined: Option<Result<Joined, String>> = None;
+    let mut mine = None;
+    if leader {
+        let started = async {
+            let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c).await?;
+            let ns = make_namespace(&run).await;
+            Ok::<_, CliError>((run, ns))
+        }
+        .await;
+        joined = Some(match &started {
+            Ok((run, Ok(ns))) => Ok(Joined {
+                meta_url: run.target.meta_url.clone(),
+                namespace: ns.dir,
+                per_rank_volume: run.target.engine.kind() == EngineKind::Memkv,
+            }),
+            Ok((_, Err(e))) | Err(e) => Err(e.one_line()),
+        });
+        mine = Some(started);
+    }
+    let joined = match team.size() {
+        1 => joined.expect("rank 0 of 1 leads"),
+        _ => from_leader(team, joined.as_ref(), &waiting)
+            .await
+            .map_err(|e| CliError::Io(format!("MPI: {e}")))?,
+    };
+    if let Some(started) = mine {
+        let (run, ns) = started?;
+        return match ns {
+            Ok(ns) => Ok((run, ns, true)),
+            Err(e) => {
+                let _ = run.finish(false, None).await;
+                Err(e)
+            }
+        };
+    }
+    let joined = joined.map_err(|e| CliError::Io(format!("rank 0 could not start: {e}")))?;
+    if joined.per_rank_volume {
+        let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c).await?;
+        let ns = make_namespace(&run).await?;
+        return Ok((run, ns, true));
+    }
+    let shared = TargetArgs {
+        meta: Some(joined.meta_url),
+        existing: true,
+    };
+    let run = Run::start(&shared, settings.clone(), None, on_ctrl_c).await?;
+    let ns = Namespace {
+        top: 0,
+        dir: joined.namespace,
+        run_id: run.run_id.clone(),
+    };
+    Ok((run, ns, false))
+}
+
+/// Makes the run's namespace, `/.metabench/<run-id>`.
+async fn make_namespace(run: &Run) -> Result<Namespace, CliError> {
+    let mut meta = run
+        .target
+        .session(&ClientProfile::Gobench.session_options())
+        .await?;
+    Ok(Namespace::create(meta.as_mut(), &run.run_id).await?)
+}
+
+/// Runs `metabench sweep`, alone or as one rank of an MPI job.
 pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     for p in [&args.json, &args.csv].into_iter().flatten() {
         check_output_path(p)?;
@@ -243,15 +360,41 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
 
+    let team = join_team()?;
+    let (ranks, leader) = (team.size(), team.rank() == 0);
     // The client threads (one runtime per core), before anything is written.
     let exec = client_threads()?;
-    let run = Run::start(
-        &args.target,
-        settings.clone(),
-        None,
-        "finishing the current window and cleaning up",
-    )
-    .await?;
+    let (run, ns, owns_namespace) = start_rank(&args, &settings, team.as_ref()).await?;
+    let stop = run.stop.clone();
+    let mpi = if ranks > 1 {
+        let hello = async {
+            answer(team.barrier(), &stop).await?;
+            let wall_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            let hello = Hello {
+                host: team.host().to_owned(),
+                wall_s,
+            };
+            gather_all(team.as_ref(), &hello, &stop).await
+        };
+        match hello.await {
+            Ok(all) => all.map(|all| MpiRun {
+                ranks: ranks as u32,
+                clock_skew_ms: (all.iter().map(|h| h.wall_s).fold(f64::MIN, f64::max)
+                    - all.iter().map(|h| h.wall_s).fold(f64::MAX, f64::min))
+                    * 1000.0,
+                hosts: all.into_iter().map(|h| h.host).collect(),
+                peak_rss_bytes: Vec::new(),
+            }),
+            Err(e) => {
+                let _ = run.finish(false, owns_namespace.then_some(&ns)).await;
+                return Err(CliError::Io(format!("MPI: {e}")));
+            }
+        }
+    } else {
+        None
+    };
     let loop_kind = match &args.rate {
         None => format!("levels {levels:?}"),
         Some(rate) => format!(
@@ -261,15 +404,26 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             levels[0]
         ),
     };
-    run.say_start(
-        "sweep",
-        &format!(": {loop_kind}, workload {}", workload.name),
-    );
+    if leader {
+        let over = mpi.as_ref().map_or(String::new(), |m| {
+            let mut hosts = m.hosts.clone();
+            hosts.dedup();
+            format!(
+                ", over {ranks} MPI ranks on {} (clock skew ≤ {:.1} ms)",
+                hosts.join(", "),
+                m.clock_skew_ms
+            )
+        });
+        run.say_start(
+            "sweep",
+            &format!(": {loop_kind}, workload {}{over}", workload.name),
+        );
+    }
 
     let live = Arc::new(Live::default());
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("static template"));
-    let ticker = {
+    let ticker = leader.then(|| {
         let (bar, live, phases) = (bar.clone(), live.clone(), workload.phases.clone());
         tokio::spawn(async move {
             let mut last = (0u64, std::time::Instant::now());
@@ -294,7 +448,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
                 bar.tick();
             }
         })
-    };
+    });
 
     let config = SweepConfig {
         levels,
@@ -312,17 +466,21 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             p99_limit: args.p99_limit,
         }),
     };
-    let mut namespace = None;
+    let header = run.header("sweep");
     let mut log_error = None;
-    let outcome = async {
-        let ns = {
-            let mut meta = run
-                .target
-                .session(&ClientProfile::Gobench.session_options())
-                .await?;
-            Namespace::create(meta.as_mut(), &run.run_id).await?
-        };
-        namespace = Some(ns.clone());
+    // Under MPI, rank 0 writes the levels merged so far after each one: a rank that is
+    // killed (and the job with it) leaves them on disk.
+    let mut checkpoint = (ranks > 1).then(|| SweepResults {
+        header: header.clone(),
+        plan: plan.clone(),
+        stopped_early: Some(
+            "the run did not finish: these are the levels merged before it stopped".to_owned(),
+        ),
+        interrupted: true,
+        mpi: mpi.clone().map(Box::new),
+        ..Default::default()
+    });
+    let outcome = {
         let on_level = |level: &Level, hists: &IntervalHistograms| {
             for line in level_lines(level) {
                 say(&bar, line);
@@ -332,26 +490,55 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
                     log_error.get_or_insert(e);
                 }
             }
+            if let (Some(path), Some(partial)) = (&args.json, &mut checkpoint) {
+                partial.levels.push(level.clone());
+                if let Err(e) = write_file(
+                    path,
+                    &(serde_json::to_string_pretty(&*partial).expect("results serialize") + "\n"),
+                ) {
+                    log_error.get_or_insert(e);
+                }
+            }
         };
-        let outcome = run_sweep(
+        run_sweep(
             &exec,
             run.target.engine.clone(),
             ns.dir,
             &config,
-            &run.stop,
+            &stop,
             live.clone(),
+            team.as_ref(),
             on_level,
         )
-        .await?;
-        Ok::<_, CliError>(outcome)
+        .await
+        .map_err(CliError::from)
+    };
+    if let Some(ticker) = ticker {
+        ticker.abort();
     }
-    .await;
-    ticker.abort();
     bar.finish_and_clear();
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
-    let (stop, header) = (run.stop.clone(), run.header("sweep"));
-    let cleanup = run.finish(failed, namespace.as_ref()).await;
+    // The other ranks close their sessions first; rank 0 hears from each (its peak
+    // memory) before it removes the namespace they worked in.
+    let namespace = owns_namespace.then_some(&ns);
+    let (cleanup, ends) = if leader {
+        let ends = gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await;
+        (run.finish(failed, namespace).await, ends)
+    } else {
+        let cleanup = run.finish(failed, namespace).await;
+        (
+            cleanup,
+            gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await,
+        )
+    };
     let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
+    if !leader {
+        leave(team.as_ref(), &stop).await;
+        if let Some(e) = cleanup_error {
+            return Err(e);
+        }
+        return Ok(exit_code(None, stop.is_stopped()));
+    }
 
     let mut run = SweepResults {
         header,
@@ -360,9 +547,13 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         levels: outcome.levels,
         saturation: Default::default(),
         stopped_early: outcome.stopped_early,
-        peak_rss_bytes: metabench_report::model::peak_rss_bytes(),
+        peak_rss_bytes: peak_rss_bytes(),
         interrupted: stop.is_stopped(),
         failure: outcome.failure.map(Box::new),
+        mpi: mpi.map(|mut m| {
+            m.peak_rss_bytes = ends.ok().flatten().unwrap_or_default();
+            Box::new(m)
+        }),
     };
     run.analyse();
     out!("{}", sweep_table(&run));
@@ -388,6 +579,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     if let Some(path) = &args.csv {
         write_file(path, &sweep_csv(&run))?;
     }
+    leave(team.as_ref(), &stop).await;
     if let Some(e) = log_error {
         return Err(e);
     }
@@ -397,3 +589,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     }
     Ok(exit_code(run.failure.as_deref(), run.interrupted))
 }
+
+/// Leaves the MPI job (every rank does, after rank 0 wrote the results). Does not wait
+/// for ranks that stopped answering: `mpirun` ends those.
+async fn leave(team: &dyn Team, stop: &StopFlag) {
+    let _ = tokio::time::timeout(LEAVE_TIMEOUT, answer(team.finish(), stop)).await;
+}
+
+/// How long a rank waits for the others to leave the MPI job.
+const LEAVE_TIMEOUT: Duration = Duration::from_secs(30);

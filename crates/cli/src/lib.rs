@@ -146,6 +146,10 @@ pub fn main() -> i32 {
         out_raw!("{}", String::from_utf8_lossy(&out));
         return 0;
     }
+    if metabench_load::team::launched_by_mpi() && !matches!(cli.command, Command::Sweep(_)) {
+        say!("metabench: error: only `metabench sweep` runs as the ranks of an MPI job (see README, 'Many client hosts')");
+        return 2;
+    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -4,7 +4,8 @@
 
 use crate::catalog::Op;
 use hdrhistogram::Histogram;
-use metabench_report::histogram::new_latency_histogram;
+use metabench_report::histogram::{decode, encode, new_latency_histogram};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -82,9 +83,71 @@ impl OpAcc {
     }
 }
 
+/// An [`OpAcc`] as one rank sends it to rank 0: histograms in their portable form, and
+/// the last call's end as an offset from the rank's own window start (instants do not
+/// cross processes).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct WireAcc {
+    hist: Option<String>,
+    service: Option<String>,
+    busy: Duration,
+    intervals: Vec<String>,
+    service_intervals: Vec<String>,
+    errors: BTreeMap<String, u64>,
+    retries: u64,
+    round_trips: u64,
+    calls: u64,
+    in_flight_at_end: u64,
+    last_end: Option<Duration>,
+    failed_max: Duration,
+}
+
+impl OpAcc {
+    /// The portable form, with `last_end` counted from `measure_from`.
+    pub(crate) fn to_wire(&self, measure_from: Instant) -> WireAcc {
+        let all = |v: &[Histogram<u64>]| v.iter().map(encode).collect();
+        WireAcc {
+            hist: self.hist.as_ref().map(encode),
+            service: self.service.as_ref().map(encode),
+            busy: self.busy,
+            intervals: all(&self.intervals),
+            service_intervals: all(&self.service_intervals),
+            errors: self.errors.clone(),
+            retries: self.retries,
+            round_trips: self.round_trips,
+            calls: self.calls,
+            in_flight_at_end: self.in_flight_at_end,
+            last_end: self
+                .last_end
+                .map(|t| t.saturating_duration_since(measure_from)),
+            failed_max: self.failed_max,
+        }
+    }
+
+    /// Back from the portable form, `last_end` placed after this rank's `measure_from`.
+    pub(crate) fn from_wire(w: WireAcc, measure_from: Instant) -> Result<Self, String> {
+        let one = |s: &Option<String>| s.as_deref().map(decode).transpose();
+        let all = |v: &[String]| v.iter().map(|s| decode(s)).collect::<Result<Vec<_>, _>>();
+        Ok(Self {
+            hist: one(&w.hist)?,
+            service: one(&w.service)?,
+            busy: w.busy,
+            intervals: all(&w.intervals)?,
+            service_intervals: all(&w.service_intervals)?,
+            errors: w.errors,
+            retries: w.retries,
+            round_trips: w.round_trips,
+            calls: w.calls,
+            in_flight_at_end: w.in_flight_at_end,
+            last_end: w.last_end.map(|d| measure_from + d),
+            failed_max: w.failed_max,
+        })
+    }
+}
+
 /// A client's background work in a window (dir-stat and counter flushes, freeing
 /// deleted files' data), kept apart from its calls.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct BackgroundAcc {
     pub(crate) runs: u64,
     pub(crate) round_trips: u64,
@@ -94,7 +157,7 @@ pub(crate) struct BackgroundAcc {
 }
 
 impl BackgroundAcc {
-    fn merge(&mut self, other: BackgroundAcc) {
+    pub(crate) fn merge(&mut self, other: BackgroundAcc) {
         self.runs += other.runs;
         self.round_trips += other.round_trips;
         self.retries += other.retries;
@@ -203,5 +266,41 @@ mod tests {
         let h = acc.hist.as_ref().unwrap();
         assert_eq!((h.len(), h.max() / 1000), (4, 40));
         assert_eq!(acc.intervals[0].len(), 4);
+    }
+
+    #[test]
+    fn an_accumulator_crosses_processes_whole() {
+        let from = Instant::now();
+        let mut acc = OpAcc::default();
+        for us in [10, 20, 5000] {
+            acc.calls += 1;
+            acc.round_trips += 2;
+            acc.record(
+                Duration::from_micros(us),
+                Some(Duration::from_micros(us / 2)),
+                1,
+            );
+        }
+        acc.errors.insert("timeout".into(), 1);
+        acc.last_end = Some(from + Duration::from_millis(1500));
+        acc.failed_max = Duration::from_secs(30);
+        let json = serde_json::to_string(&acc.to_wire(from)).unwrap();
+        let elsewhere = Instant::now() + Duration::from_secs(7);
+        let back = OpAcc::from_wire(serde_json::from_str(&json).unwrap(), elsewhere).unwrap();
+        assert_eq!(back.hist, acc.hist);
+        assert_eq!(back.service, acc.service);
+        assert_eq!(back.intervals, acc.intervals);
+        assert_eq!(back.service_intervals, acc.service_intervals);
+        assert_eq!(back.intervals.len(), 2);
+        assert_eq!(
+            (
+                back.calls,
+                back.round_trips,
+                back.errors.clone(),
+                back.failed_max
+            ),
+            (3, 6, acc.errors.clone(), acc.failed_max)
+        );
+        assert_eq!(back.last_end, Some(elsewhere + Duration::from_millis(1500)));
     }
 }

@@ -5,7 +5,8 @@
 use crate::catalog::{Op, OpState};
 use crate::exec::{reopen, timed_call, ClientBackground, Exec};
 use crate::ops::StopFlag;
-use crate::stats::{histogram, us, OpAcc, Recorder};
+use crate::stats::{histogram, us, BackgroundAcc, OpAcc, Recorder, WireAcc};
+use crate::team::{agree, from_leader, gather_all, share, Team, TeamError};
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;
@@ -15,9 +16,10 @@ use metabench_engine::{
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::Latency;
 use metabench_report::{
-    ClientCheck, EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime,
+    ClientCheck, EngineCheck, IntervalSample, Level, LevelOp, RankLevel, RunFailure, ServiceTime,
 };
 use metabench_schema::Ino;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -650,13 +652,153 @@ fn client_check(
     }
 }
 
+/// What a rank says once it has opened (or failed to open) its sessions for a level.
+#[derive(Serialize, Deserialize)]
+struct SessionsOpened {
+    stopped: bool,
+    /// Why its sessions could not all be opened, and whether the engine still answers.
+    failed: Option<(String, bool)>,
+}
+
+/// Rank 0's word on how a level starts.
+#[derive(Serialize, Deserialize)]
+enum LevelStart {
+    Go,
+    Stop,
+    /// The engine's connection limit: a finding, the sweep ends with what it measured.
+    Limited(String),
+    /// The engine failed while sessions were opened.
+    Failed(String),
+}
+
+/// What a rank says once its level directory for a phase is made.
+#[derive(Serialize, Deserialize)]
+struct DirReady {
+    stopped: bool,
+    failure: Option<RunFailure>,
+    /// `--shared-dir`: the one directory every rank's clients work in (made by rank 0).
+    shared_dir: Option<Ino>,
+}
+
+/// Rank 0's word before a phase's clients start, or before its window opens.
+#[derive(Serialize, Deserialize)]
+struct PhaseGo {
+    go: bool,
+    failure: Option<RunFailure>,
+    shared_dir: Option<Ino>,
+}
+
+/// One rank's phase, as it sends it to rank 0 to be merged.
+#[derive(Serialize, Deserialize)]
+struct PhaseReport {
+    host: String,
+    clients: u32,
+    cores: usize,
+    ops: Vec<(String, WireAcc)>,
+    background: BackgroundAcc,
+    cpu: Duration,
+    lag: String,
+    failure: Option<RunFailure>,
+    stopped: bool,
+}
+
+/// Rank 0's word after a phase: the failure that ends the sweep, or a stop.
+#[derive(Serialize, Deserialize)]
+struct PhaseEnd {
+    failure: Option<RunFailure>,
+    stop: bool,
+}
+
+/// What rank 0 keeps of one rank over a level's phases.
+struct RankPart {
+    host: String,
+    clients: u32,
+    cores: usize,
+    cpu: Duration,
+    lag: Histogram<u64>,
+    calls: u64,
+    ops: Vec<LevelOp>,
+}
+
+impl RankPart {
+    fn new(report: &PhaseReport) -> Self {
+        Self {
+            host: report.host.clone(),
+            clients: report.clients,
+            cores: report.cores,
+            cpu: Duration::ZERO,
+            lag: histogram(),
+            calls: 0,
+            ops: Vec::new(),
+        }
+    }
+}
+
+/// The level's self-check from its ranks': its own when it ran alone; else the CPU and
+/// calls summed, the worst utilisation and lag, and client-bound when any rank was.
+fn level_client_check(ranks: &[RankLevel]) -> ClientCheck {
+    if let [only] = ranks {
+        return only.client.clone();
+    }
+    let cpu_s: f64 = ranks.iter().map(|r| r.client.cpu_s).sum();
+    let calls: f64 = ranks
+        .iter()
+        .map(|r| {
+            if r.client.cpu_us_per_op > 0.0 {
+                r.client.cpu_s * 1e6 / r.client.cpu_us_per_op
+            } else {
+                0.0
+            }
+        })
+        .sum();
+    let worst = |f: fn(&ClientCheck) -> f64| ranks.iter().map(|r| f(&r.client)).fold(0.0, f64::max);
+    let bound = ranks.iter().find(|r| r.client.client_bound);
+    ClientCheck {
+        cpu_s,
+        cpu_us_per_op: if calls > 0.0 {
+            cpu_s * 1e6 / calls
+        } else {
+            0.0
+        },
+        cpu_utilisation: worst(|c| c.cpu_utilisation),
+        lag_p99_us: worst(|c| c.lag_p99_us),
+        lag_max_us: worst(|c| c.lag_max_us),
+        client_bound: bound.is_some(),
+        reason: bound.map(|r| {
+            format!(
+                "rank {} on {}: {}",
+                r.rank,
+                r.host,
+                r.client.reason.as_deref().unwrap_or("client-bound")
+            )
+        }),
+    }
+}
+
+/// Sleeps until `end`, or until `stop` is set.
+async fn wait_until(end: Instant, stop: &StopFlag) {
+    while !stop.is_stopped() {
+        let now = Instant::now();
+        if now >= end {
+            return;
+        }
+        tokio::time::sleep((end - now).min(Duration::from_millis(20))).await;
+    }
+}
+
 /// Runs the sweep below directory `base` (the run's namespace), its clients on `exec`'s
 /// threads. `on_level` hears each finished level with its per-second histograms. Stops
 /// after the current window when `stop` is set, returning the completed levels.
 ///
+/// Run by every rank of `team`: each level's clients are spread over the ranks, which
+/// start each window together. Rank 0 merges the ranks' histograms exactly, decides
+/// when the sweep ends, and alone returns levels (the other ranks return none). A rank
+/// that stops answering ends the sweep with the levels merged so far.
+///
 /// A failed engine is a result, not an error: the sweep ends with the levels measured so
 /// far, the partial level last, and [`SweepOutcome::failure`] naming the level, phase and
 /// operation. `Err` is left for failures before the first level.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_sweep(
     exec: &Exec,
     engine: Arc<dyn Engine>,
@@ -664,14 +806,65 @@ pub async fn run_sweep(
     config: &SweepConfig,
     stop: &StopFlag,
     live: Arc<Live>,
+    team: &dyn Team,
     mut on_level: impl FnMut(&Level, &IntervalHistograms),
 ) -> Result<SweepOutcome> {
     let mut outcome = SweepOutcome::default();
+    match sweep_levels(
+        exec,
+        engine,
+        base,
+        config,
+        stop,
+        live,
+        team,
+        &mut outcome,
+        &mut on_level,
+    )
+    .await
+    {
+        Ok(()) => Ok(outcome),
+        Err(Ended::Engine(e)) => Err(e),
+        Err(Ended::Team(e)) => {
+            outcome.stopped_early = Some(format!("the MPI job stopped: {e}"));
+            Ok(outcome)
+        }
+    }
+}
+
+/// Why the sweep's levels ended before their plan.
+enum Ended {
+    /// The engine failed before the first level.
+    Engine(MetaError),
+    /// A rank stopped answering.
+    Team(TeamError),
+}
+
+impl From<TeamError> for Ended {
+    fn from(e: TeamError) -> Self {
+        Self::Team(e)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn sweep_levels(
+    exec: &Exec,
+    engine: Arc<dyn Engine>,
+    base: Ino,
+    config: &SweepConfig,
+    stop: &StopFlag,
+    live: Arc<Live>,
+    team: &dyn Team,
+    outcome: &mut SweepOutcome,
+    on_level: &mut impl FnMut(&Level, &IntervalHistograms),
+) -> std::result::Result<(), Ended> {
     let mut sessions: Vec<Box<dyn Meta>> = Vec::new();
     let mut totals: Vec<Point> = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let failure_at = |clients: u32, phase: &str, step: &str, e: &MetaError| {
-        RunFailure::at(engine.kind().name(), clients, phase, step, e)
+    let (rank, ranks) = (team.rank(), team.size());
+    let leader = rank == 0;
+    let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
+        RunFailure::at(engine.kind().name(), clients, phase, step, &e.to_string())
     };
     // A closed loop's levels are its concurrencies; an open loop's, its offered rates
     // with the one client pool.
@@ -684,23 +877,58 @@ pub async fn run_sweep(
     };
     let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
     for (clients, rate) in steps {
-        if stop.is_stopped() {
-            break;
-        }
-        let n = clients as usize;
-        if let Err(e) = grow_sessions(exec, &engine, &config.session, &mut sessions, n).await {
-            if engine_answers(exec, &mut sessions, config.op_timeout).await {
-                // The engine's connection limit is a finding, not a failure: keep the
-                // levels measured so far and say why the sweep ended.
-                outcome.stopped_early = Some(format!("could not open {n} sessions: {e}"));
-            } else if outcome.levels.is_empty() {
-                return Err(e);
-            } else {
-                outcome.failure = Some(failure_at(clients, "", "opening sessions", &e));
+        // This rank's share of the level: `n` clients, the first numbered `first`.
+        let (n, first) = share(clients, rank, ranks);
+        let n = n as usize;
+        let opened = if stop.is_stopped() {
+            Ok(())
+        } else {
+            grow_sessions(exec, &engine, &config.session, &mut sessions, n).await
+        };
+        let mut own_error = None;
+        let said = SessionsOpened {
+            stopped: stop.is_stopped(),
+            failed: match opened {
+                Ok(()) => None,
+                Err(e) => {
+                    let answers = engine_answers(exec, &mut sessions, config.op_timeout).await;
+                    let said = (e.to_string(), answers);
+                    own_error = Some(e);
+                    Some(said)
+                }
+            },
+        };
+        let start = agree(team, &said, stop, |all| {
+            if all.iter().any(|s| s.stopped) {
+                return LevelStart::Stop;
             }
-            break;
+            match all.into_iter().find_map(|s| s.failed) {
+                None => LevelStart::Go,
+                Some((e, true)) => {
+                    LevelStart::Limited(format!("could not open {clients} sessions: {e}"))
+                }
+                Some((e, false)) => LevelStart::Failed(e),
+            }
+        })
+        .await?;
+        match start {
+            LevelStart::Go => {}
+            LevelStart::Stop => break,
+            LevelStart::Limited(why) => {
+                outcome.stopped_early = Some(why);
+                break;
+            }
+            LevelStart::Failed(e) => {
+                if outcome.levels.is_empty() && leader {
+                    return Err(Ended::Engine(own_error.unwrap_or(MetaError::Engine(e))));
+                }
+                if leader {
+                    outcome.failure = Some(failure_at(clients, "", "opening sessions", &e));
+                }
+                break;
+            }
         }
-        if outcome.levels.is_empty() && outcome.floor.is_none() {
+        if leader && outcome.levels.is_empty() && outcome.floor.is_none() {
             // On client 0's thread and session, as its calls will be timed.
             let mut meta = sessions.remove(0);
             let measured = exec
@@ -709,9 +937,11 @@ pub async fn run_sweep(
                     (meta, floor)
                 })
                 .await
-                .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
+                .map_err(|e| {
+                    Ended::Engine(MetaError::Engine(format!("client task failed: {e}")))
+                })?;
             sessions.insert(0, measured.0);
-            outcome.floor = measured.1?;
+            outcome.floor = measured.1.map_err(Ended::Engine)?;
         }
         live.clients.store(clients, Ordering::Relaxed);
         let mut level = Level {
@@ -722,45 +952,70 @@ pub async fn run_sweep(
         let (mut achieved, mut pool_busy) = (f64::INFINITY, 0.0f64);
         let (mut telemetry, mut telemetry_error) = (Telemetry::default(), None);
         let mut raw_intervals = IntervalHistograms::new();
-        let (mut cpu, mut lag) = (Duration::ZERO, histogram());
         let mut measured = Duration::ZERO;
-        let mut calls = 0u64;
+        let mut parts: Vec<RankPart> = Vec::new();
         let mut failure = None;
+        let mut stopped = false;
         for (phase_index, phase) in config.workload.phases.iter().enumerate() {
-            if stop.is_stopped() {
-                break;
-            }
             live.phase.store(phase_index as u32, Ordering::Relaxed);
             live.measuring.store(false, Ordering::Relaxed);
             live.completed.store(0, Ordering::Relaxed);
             let ctx = Ctx::root();
-            let level_dir_name = match rate {
+            let mut level_dir_name = match rate {
                 Some(rate) => format!("c{clients}-r{rate}-{}", phase.name),
                 None => format!("c{clients}-{}", phase.name),
-            }
-            .into_bytes();
-            let level_dir = match sessions[0]
-                .mkdir(&ctx, base, &level_dir_name, 0o755, 0)
-                .await
-            {
-                Ok((dir, _)) => dir,
-                Err(e) => {
-                    failure = Some(failure_at(clients, &phase.name, "setup", &e));
-                    break;
-                }
             };
+            // Each rank works in a directory of its own, unless all clients share one.
+            if ranks > 1 && !config.shared_dir {
+                level_dir_name += &format!("-rank{rank}");
+            }
+            let level_dir_name = level_dir_name.into_bytes();
+            let makes_dir = if config.shared_dir { leader } else { n > 0 };
+            let mut ready = DirReady {
+                stopped: stop.is_stopped(),
+                failure: None,
+                shared_dir: None,
+            };
+            let mut own_dir = None;
+            if makes_dir && !ready.stopped {
+                match sessions[0]
+                    .mkdir(&ctx, base, &level_dir_name, 0o755, 0)
+                    .await
+                {
+                    Ok((dir, _)) => {
+                        own_dir = Some(dir);
+                        ready.shared_dir = own_dir.filter(|_| config.shared_dir);
+                    }
+                    Err(e) => ready.failure = Some(failure_at(clients, &phase.name, "setup", &e)),
+                }
+            }
+            let go = agree(team, &ready, stop, |all| PhaseGo {
+                go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
+                shared_dir: all[0].shared_dir,
+                failure: all.into_iter().find_map(|r| r.failure),
+            })
+            .await?;
+            if !go.go {
+                // What was made is in the namespace, removed with it.
+                failure = go.failure;
+                stopped = failure.is_none();
+                break;
+            }
+            let level_dir = go.shared_dir.or(own_dir).unwrap_or(base);
             let barrier = Arc::new(Barrier::new(n + 1));
             let (start_tx, start_rx) = watch::channel(None);
             let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
             let mut tasks = Vec::with_capacity(n);
             for (index, meta) in sessions.drain(..n).enumerate() {
+                // Names and the open loop's schedule follow the client's level-wide number.
+                let global = first as usize + index;
                 let job = ClientJob {
                     index,
                     phase: phase.clone(),
                     dir: level_dir,
-                    own_dir: (!config.shared_dir).then(|| format!("c{index}").into_bytes()),
+                    own_dir: (!config.shared_dir).then(|| format!("c{global}").into_bytes()),
                     tag: if config.shared_dir {
-                        format!("c{index}-")
+                        format!("c{global}-")
                     } else {
                         String::new()
                     },
@@ -768,9 +1023,9 @@ pub async fn run_sweep(
                     session: config.session.clone(),
                     op_timeout: config.op_timeout,
                     background: config.background_in_window,
-                    arrivals: rate
-                        .zip(arrivals)
-                        .map(|(rate, kind)| ClientArrivals::new(rate, n, index, kind)),
+                    arrivals: rate.zip(arrivals).map(|(rate, kind)| {
+                        ClientArrivals::new(rate, clients as usize, global, kind)
+                    }),
                 };
                 tasks.push(exec.spawn(
                     index,
@@ -786,7 +1041,33 @@ pub async fn run_sweep(
                 ));
             }
             barrier.wait().await;
-            if let Err(e) = engine.settle().await {
+            let settled = if leader {
+                engine
+                    .settle()
+                    .await
+                    .err()
+                    .map(|e| failure_at(clients, &phase.name, "setup", &e))
+            } else {
+                None
+            };
+            let ready = DirReady {
+                stopped: stop.is_stopped(),
+                failure: settled,
+                shared_dir: None,
+            };
+            let release = agree(team, &ready, stop, |all| PhaseGo {
+                go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
+                shared_dir: None,
+                failure: all.into_iter().find_map(|r| r.failure),
+            });
+            let release = match release.await {
+                Ok(r) => r,
+                Err(e) => {
+                    drop(start_tx);
+                    return Err(e.into());
+                }
+            };
+            if !release.go {
                 // No window: the clients return at once with their sessions.
                 drop(start_tx);
                 for t in tasks {
@@ -794,7 +1075,8 @@ pub async fn run_sweep(
                         sessions.push(meta);
                     }
                 }
-                failure = Some(failure_at(clients, &phase.name, "setup", &e));
+                failure = release.failure;
+                stopped = failure.is_none();
                 break;
             }
             let now = Instant::now();
@@ -806,19 +1088,24 @@ pub async fn run_sweep(
             let _ = start_tx.send(Some(window));
             // The window is owned by this task, on the coordinator's runtime: the clients
             // run on other threads and cannot keep it from reading CPU time and lag.
-            tokio::time::sleep_until(window.measure_from.into()).await;
+            wait_until(window.measure_from, stop).await;
             live.measuring.store(true, Ordering::Relaxed);
             let cpu_start = process_cpu_time();
-            let probe = exec.lag_probe(n);
-            let engine_start = read_telemetry(engine.as_ref()).await;
-            tokio::time::sleep_until(window.end.into()).await;
-            cpu += process_cpu_time().saturating_sub(cpu_start);
-            lag.add(probe.finish())
-                .expect("auto-resizing histograms merge");
-            match (engine_start, read_telemetry(engine.as_ref()).await) {
-                (Ok(start), Ok(end)) => telemetry.add(&end.since(&start)),
-                (Err(e), _) | (_, Err(e)) => {
-                    telemetry_error.get_or_insert(e);
+            let probe = exec.lag_probe(n.max(1));
+            let engine_start = if leader {
+                Some(read_telemetry(engine.as_ref()).await)
+            } else {
+                None
+            };
+            wait_until(window.end, stop).await;
+            let cpu = process_cpu_time().saturating_sub(cpu_start);
+            let lag = probe.finish();
+            if let Some(engine_start) = engine_start {
+                match (engine_start, read_telemetry(engine.as_ref()).await) {
+                    (Ok(start), Ok(end)) => telemetry.add(&end.since(&start)),
+                    (Err(e), _) | (_, Err(e)) => {
+                        telemetry_error.get_or_insert(e);
+                    }
                 }
             }
             live.measuring.store(false, Ordering::Relaxed);
@@ -827,9 +1114,9 @@ pub async fn run_sweep(
             let mut first_failure = None;
             let mut returned = Vec::with_capacity(n);
             for t in tasks {
-                let (meta, result) = t
-                    .await
-                    .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
+                let (meta, result) = t.await.map_err(|e| {
+                    Ended::Engine(MetaError::Engine(format!("client task failed: {e}")))
+                })?;
                 returned.push(meta);
                 if let Err(f) = result {
                     first_failure.get_or_insert(f);
@@ -837,124 +1124,289 @@ pub async fn run_sweep(
             }
             returned.append(&mut sessions);
             sessions = returned;
-            if first_failure.is_none() {
+            if first_failure.is_none() && own_dir.is_some() && !config.shared_dir {
                 if let Err(e) = remove_tree(sessions[0].as_mut(), base, &level_dir_name).await {
                     first_failure = Some(ClientFailure::new("cleanup", e));
                 }
             }
-            if stop.is_stopped() && first_failure.is_none() {
-                break;
-            }
             let recorder =
                 Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
             let (merged, background) = recorder.merged();
-            // Calls in flight at the window's end were counted: so is the time they took.
-            let real_end = merged
-                .values()
-                .filter_map(|acc| acc.last_end)
-                .fold(window.end, Instant::max);
-            let real_window = real_end - window.measure_from;
-            let phase_calls: u64 = merged.values().map(|acc| acc.calls).sum();
-            achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
-            // The clients' background work keeps them busy too.
-            let busy: Duration =
-                merged.values().map(|acc| acc.busy).sum::<Duration>() + background.busy;
-            pool_busy =
-                pool_busy.max(busy.as_secs_f64() / (config.duration.as_secs_f64() * n as f64));
-            if config.background_in_window {
-                let b = level.background.get_or_insert_with(Default::default);
-                b.runs += background.runs;
-                b.round_trips += background.round_trips;
-                b.retries += background.retries;
-                b.busy_s += background.busy.as_secs_f64();
-                b.errors += background.errors;
-                b.window_s += real_window.as_secs_f64();
+            let report = PhaseReport {
+                host: team.host().to_owned(),
+                clients: n as u32,
+                cores,
+                ops: merged
+                    .iter()
+                    .map(|(op, acc)| (op.name().to_owned(), acc.to_wire(window.measure_from)))
+                    .collect(),
+                background,
+                cpu,
+                lag: metabench_report::histogram::encode(&lag),
+                failure: first_failure.map(|f| failure_at(clients, &phase.name, &f.step, &f.error)),
+                stopped: stop.is_stopped(),
+            };
+            drop(merged);
+            let reports = gather_all(team, &report, stop).await?;
+            let mut end = PhaseEnd {
+                failure: None,
+                stop: false,
+            };
+            if let Some(reports) = reports {
+                end.stop = reports.iter().any(|r| r.stopped);
+                end.failure = reports.iter().find_map(|r| r.failure.clone());
+                if end.failure.is_none() && config.shared_dir {
+                    // Every rank's clients are done with the shared directory.
+                    if let Err(e) = remove_tree(sessions[0].as_mut(), base, &level_dir_name).await {
+                        end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
+                    }
+                }
+                if !(end.stop && end.failure.is_none()) {
+                    let merged = merge_reports(
+                        reports,
+                        window.measure_from,
+                        &mut parts,
+                        &phase.name,
+                        config.duration,
+                    )
+                    .map_err(|e| Ended::Team(TeamError(e)))?;
+                    // Calls in flight at the window's end were counted: so is the time
+                    // they took.
+                    let real_end = merged
+                        .ops
+                        .values()
+                        .filter_map(|acc| acc.last_end)
+                        .fold(window.end, Instant::max);
+                    let real_window = real_end - window.measure_from;
+                    let phase_calls: u64 = merged.ops.values().map(|acc| acc.calls).sum();
+                    achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
+                    // The clients' background work keeps them busy too.
+                    let busy: Duration = merged.ops.values().map(|acc| acc.busy).sum::<Duration>()
+                        + merged.background.busy;
+                    pool_busy = pool_busy
+                        .max(busy.as_secs_f64() / (config.duration.as_secs_f64() * clients as f64));
+                    if config.background_in_window {
+                        let b = level.background.get_or_insert_with(Default::default);
+                        b.runs += merged.background.runs;
+                        b.round_trips += merged.background.round_trips;
+                        b.retries += merged.background.retries;
+                        b.busy_s += merged.background.busy.as_secs_f64();
+                        b.errors += merged.background.errors;
+                        b.window_s += real_window.as_secs_f64();
+                    }
+                    for (op, acc) in merged.ops {
+                        level.ops.push(level_op(op, &phase.name, &acc, real_window));
+                        raw_intervals.insert(op.name().to_owned(), acc.intervals);
+                    }
+                }
             }
-            for (op, acc) in merged {
-                calls += acc.hist.as_ref().map_or(0, |h| h.len());
-                calls += acc.errors.values().sum::<u64>();
-                level.ops.push(level_op(op, &phase.name, &acc, real_window));
-                raw_intervals.insert(op.name().to_owned(), acc.intervals);
+            let end = from_leader(team, leader.then_some(&end), stop).await?;
+            if let Some(f) = end.failure {
+                failure = Some(f);
+                break;
             }
-            if let Some(f) = first_failure {
-                failure = Some(failure_at(clients, &phase.name, &f.step, &f.error));
+            if end.stop {
+                stopped = true;
                 break;
             }
         }
-        if failure.is_none() && stop.is_stopped() {
+        if failure.is_none() && stopped {
             break;
         }
-        level.client = client_check(cpu, measured, cores, &lag, calls);
-        if !telemetry.is_empty() || telemetry_error.is_some() {
-            let reason = engine.engine_bound(&telemetry, measured, clients);
-            level.engine = Some(EngineCheck {
-                counters: telemetry.counters,
-                gauges: telemetry.gauges,
-                engine_bound: reason.is_some(),
-                reason,
-                error: telemetry_error,
-            });
-        }
-        if rate.is_some() && achieved.is_finite() {
-            level.achieved_ops_per_s = Some(achieved);
-            level.pool_busy = Some(pool_busy);
-            let offered = f64::from(rate.unwrap_or_default());
-            let reason = if pool_busy >= POOL_BUSY_LIMIT {
-                Some(format!(
-                    "the pool of {clients} clients was busy {:.0}% of the window: too few clients for this rate (raise --conc)",
-                    pool_busy * 100.0
-                ))
-            } else if achieved < ACHIEVED_SHARE * offered {
-                Some(format!(
-                    "metabench fell behind its schedule ({achieved:.0} of {offered:.0} calls/s) with its pool only {:.0}% busy: the generator, not the engine, set the pace",
-                    pool_busy * 100.0
-                ))
-            } else {
-                None
-            };
-            if let (false, Some(reason)) = (level.client.client_bound, reason) {
-                level.client.client_bound = true;
-                level.client.reason = Some(reason);
+        let mut go_on = false;
+        if leader {
+            level.ranks = parts
+                .into_iter()
+                .enumerate()
+                .map(|(r, part)| RankLevel {
+                    rank: r as u32,
+                    client: client_check(part.cpu, measured, part.cores, &part.lag, part.calls),
+                    host: part.host,
+                    clients: part.clients,
+                    ops: part.ops,
+                })
+                .collect();
+            level.client = level_client_check(&level.ranks);
+            if ranks == 1 {
+                // A run of one process: its level says it all.
+                level.ranks.clear();
             }
+            go_on = finish_level(
+                &mut level,
+                LevelFigures {
+                    rate,
+                    achieved,
+                    pool_busy,
+                    telemetry,
+                    telemetry_error,
+                    measured,
+                },
+                engine.as_ref(),
+                config,
+                failure,
+                &raw_intervals,
+                &mut totals,
+                outcome,
+                on_level,
+            );
         }
-        if let Some(failure) = failure {
-            level.partial = true;
-            on_level(&level, &raw_intervals);
-            outcome.levels.push(level);
-            outcome.failure = Some(failure);
-            break;
-        }
-        on_level(&level, &raw_intervals);
-        totals.push(Point {
-            clients,
-            ops_per_s: level.ops.iter().map(|o| o.ops_per_s).sum(),
-            p99_us: 0.0,
-        });
-        let open_loop_end = config
-            .open_loop
-            .as_ref()
-            .and_then(|open| open_loop_stop(&level, open.p99_limit));
-        outcome.levels.push(level);
-        if let Some(why) = open_loop_end {
-            if rate
-                != config
-                    .open_loop
-                    .as_ref()
-                    .and_then(|o| o.rates.last().copied())
-            {
-                outcome.stopped_early = Some(why);
-            }
-            break;
-        }
-        if config.until_plateau && plateaued(&totals, PLATEAU_GROWTH, PLATEAU_LEVELS) {
-            if clients != *config.levels.last().expect("non-empty") {
-                outcome.stopped_early = Some(format!(
-                    "throughput grew less than {:.0}% over {PLATEAU_LEVELS} levels (--until-plateau)",
-                    PLATEAU_GROWTH * 100.0
-                ));
-            }
+        if !from_leader(team, leader.then_some(&go_on), stop).await? {
             break;
         }
     }
-    Ok(outcome)
+    Ok(())
+}
+
+/// What rank 0 made of one phase's reports: the accumulators merged over every rank.
+struct MergedPhase {
+    ops: BTreeMap<Op, OpAcc>,
+    background: BackgroundAcc,
+}
+
+/// Merges the ranks' phase reports (exactly: histograms are added), keeping each rank's
+/// own figures and self-check inputs in `parts`.
+fn merge_reports(
+    reports: Vec<PhaseReport>,
+    measure_from: Instant,
+    parts: &mut Vec<RankPart>,
+    phase: &str,
+    window: Duration,
+) -> std::result::Result<MergedPhase, String> {
+    let mut merged = MergedPhase {
+        ops: BTreeMap::new(),
+        background: BackgroundAcc::default(),
+    };
+    for (r, report) in reports.into_iter().enumerate() {
+        if parts.len() <= r {
+            parts.push(RankPart::new(&report));
+        }
+        let part = &mut parts[r];
+        part.cpu += report.cpu;
+        part.lag
+            .add(metabench_report::histogram::decode(&report.lag)?)
+            .expect("auto-resizing histograms merge");
+        merged.background.merge(report.background);
+        for (name, wire) in report.ops {
+            let op: Op = name
+                .parse()
+                .map_err(|e| format!("rank {r} sent an unknown operation: {e}"))?;
+            let acc = OpAcc::from_wire(wire, measure_from)?;
+            part.calls += acc.hist.as_ref().map_or(0, |h| h.len());
+            part.calls += acc.errors.values().sum::<u64>();
+            let real_end = acc
+                .last_end
+                .map_or(window, |t| (t - measure_from).max(window));
+            part.ops.push(level_op(op, phase, &acc, real_end));
+            merged.ops.entry(op).or_default().merge(acc);
+        }
+    }
+    Ok(merged)
+}
+
+/// A level's figures that rank 0 gathered over its phases.
+struct LevelFigures {
+    rate: Option<u32>,
+    achieved: f64,
+    pool_busy: f64,
+    telemetry: Telemetry,
+    telemetry_error: Option<String>,
+    measured: Duration,
+}
+
+/// Rank 0 completes a level (engine check, open-loop figures), hands it to `on_level`
+/// and keeps it; says whether the sweep goes on to the next level.
+#[allow(clippy::too_many_arguments)]
+fn finish_level(
+    level: &mut Level,
+    figures: LevelFigures,
+    engine: &dyn Engine,
+    config: &SweepConfig,
+    failure: Option<RunFailure>,
+    raw_intervals: &IntervalHistograms,
+    totals: &mut Vec<Point>,
+    outcome: &mut SweepOutcome,
+    on_level: &mut impl FnMut(&Level, &IntervalHistograms),
+) -> bool {
+    let clients = level.clients;
+    let LevelFigures {
+        rate,
+        achieved,
+        pool_busy,
+        telemetry,
+        telemetry_error,
+        measured,
+    } = figures;
+    if !telemetry.is_empty() || telemetry_error.is_some() {
+        let reason = engine.engine_bound(&telemetry, measured, clients);
+        level.engine = Some(EngineCheck {
+            counters: telemetry.counters,
+            gauges: telemetry.gauges,
+            engine_bound: reason.is_some(),
+            reason,
+            error: telemetry_error,
+        });
+    }
+    if rate.is_some() && achieved.is_finite() {
+        level.achieved_ops_per_s = Some(achieved);
+        level.pool_busy = Some(pool_busy);
+        let offered = f64::from(rate.unwrap_or_default());
+        let reason = if pool_busy >= POOL_BUSY_LIMIT {
+            Some(format!(
+                "the pool of {clients} clients was busy {:.0}% of the window: too few clients for this rate (raise --conc)",
+                pool_busy * 100.0
+            ))
+        } else if achieved < ACHIEVED_SHARE * offered {
+            Some(format!(
+                "metabench fell behind its schedule ({achieved:.0} of {offered:.0} calls/s) with its pool only {:.0}% busy: the generator, not the engine, set the pace",
+                pool_busy * 100.0
+            ))
+        } else {
+            None
+        };
+        if let (false, Some(reason)) = (level.client.client_bound, reason) {
+            level.client.client_bound = true;
+            level.client.reason = Some(reason);
+        }
+    }
+    let level = std::mem::take(level);
+    if let Some(failure) = failure {
+        let mut level = level;
+        level.partial = true;
+        on_level(&level, raw_intervals);
+        outcome.levels.push(level);
+        outcome.failure = Some(failure);
+        return false;
+    }
+    on_level(&level, raw_intervals);
+    totals.push(Point {
+        clients,
+        ops_per_s: level.ops.iter().map(|o| o.ops_per_s).sum(),
+        p99_us: 0.0,
+    });
+    let open_loop_end = config
+        .open_loop
+        .as_ref()
+        .and_then(|open| open_loop_stop(&level, open.p99_limit));
+    outcome.levels.push(level);
+    if let Some(why) = open_loop_end {
+        if rate
+            != config
+                .open_loop
+                .as_ref()
+                .and_then(|o| o.rates.last().copied())
+        {
+            outcome.stopped_early = Some(why);
+        }
+        return false;
+    }
+    if config.until_plateau && plateaued(totals, PLATEAU_GROWTH, PLATEAU_LEVELS) {
+        if clients != *config.levels.last().expect("non-empty") {
+            outcome.stopped_early = Some(format!(
+                "throughput grew less than {:.0}% over {PLATEAU_LEVELS} levels (--until-plateau)",
+                PLATEAU_GROWTH * 100.0
+            ));
+        }
+        return false;
+    }
+    true
 }

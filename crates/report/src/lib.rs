@@ -16,6 +16,6 @@ pub mod table;
 
 pub use model::{
     AnyResults, BackgroundWork, ClientCheck, EngineCheck, EngineInfo, Floor, HostInfo,
-    IntervalSample, Latency, Level, LevelOp, OpResult, OpsPlan, OpsResults, RunFailure, RunHeader,
-    ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
+    IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult, OpsPlan, OpsResults, RankLevel,
+    RunFailure, RunHeader, ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

@@ -581,6 +581,43 @@ pub struct Level {
     /// there (`mount`); none when it runs after them (`gobench`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<BackgroundWork>,
+    /// Under MPI: each rank's part of the level (its clients, its self-check, and its own
+    /// per-operation figures, whose histograms add up to the level's). Empty for a run
+    /// of one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankLevel>,
+}
+
+/// One MPI rank's part of a level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankLevel {
+    /// The rank.
+    pub rank: u32,
+    /// The host it ran on.
+    pub host: String,
+    /// How many of the level's clients it ran.
+    pub clients: u32,
+    /// Its self-check: its process's CPU and scheduling lag (a level is client-bound
+    /// when any rank is).
+    pub client: ClientCheck,
+    /// Its own figures per operation and phase, as the level's are computed.
+    pub ops: Vec<LevelOp>,
+}
+
+/// How a sweep ran under MPI (`mpirun -np N metabench sweep …`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiRun {
+    /// How many ranks ran clients.
+    pub ranks: u32,
+    /// Each rank's host, by rank.
+    pub hosts: Vec<String>,
+    /// The spread of the ranks' wall clocks read right after a barrier, ms: an upper
+    /// bound of the clock skew between hosts (plus the barrier's own exit jitter).
+    pub clock_skew_ms: f64,
+    /// Each rank's peak resident memory, bytes, by rank.
+    pub peak_rss_bytes: Vec<Option<u64>>,
 }
 
 /// The background work of a level's clients inside its windows: dir-stat and counter
@@ -723,6 +760,10 @@ pub struct SweepResults {
     /// one is partial.
     #[serde(default)]
     pub failure: Option<Box<RunFailure>>,
+    /// Set when the sweep ran as the ranks of an MPI job: its ranks and hosts (each
+    /// level's `ranks` holds their parts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<Box<MpiRun>>,
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in bytes.

@@ -1,0 +1,260 @@
+//! The processes one sweep spans: this process alone ([`Solo`]), or the ranks of an MPI
+//! job (`metabench-mpi`). Rank 0 leads: it formats or enters the volume, merges what
+//! every rank measured and decides what happens next; every rank runs its share of each
+//! level's clients. The sweep talks to the team through three collective calls, made by
+//! every rank in the same order: [`Team::barrier`], [`Team::gather`] and
+//! [`Team::broadcast`].
+//!
+//! Each call answers on a channel, so a rank waiting for the others still sees its own
+//! stop flag: [`answer`] gives up shortly after a stop (Ctrl-C, or `mpirun` stopping the
+//! job because a rank died) instead of waiting for a rank that will never come.
+
+use crate::ops::StopFlag;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// How long a rank still waits for the others once its stop flag is set: long enough
+/// for ranks that were stopped together to meet, short enough to clean up before
+/// `mpirun` kills a job it is stopping.
+pub const STOP_GRACE: Duration = Duration::from_millis(300);
+
+/// The answer to a collective call, when every rank has made it.
+pub type Answer<T> = oneshot::Receiver<T>;
+
+/// The processes of one run, each running a share of every level's clients.
+pub trait Team: Send + Sync {
+    /// This process's rank: 0 leads.
+    fn rank(&self) -> usize;
+    /// How many ranks there are.
+    fn size(&self) -> usize;
+    /// The host this rank runs on.
+    fn host(&self) -> &str;
+    /// Answers once every rank has called it.
+    fn barrier(&self) -> Answer<()>;
+    /// Rank 0 gets every rank's bytes, in rank order; the other ranks get `None`.
+    fn gather(&self, bytes: Vec<u8>) -> Answer<Option<Vec<Vec<u8>>>>;
+    /// Every rank gets rank 0's bytes (what the other ranks pass is not sent).
+    fn broadcast(&self, bytes: Vec<u8>) -> Answer<Vec<u8>>;
+    /// Leaves the team once every rank has (MPI: `MPI_Finalize`); no call after it.
+    fn finish(&self) -> Answer<()>;
+}
+
+/// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun`) started this process as one of
+/// several ranks: its environment says so.
+pub fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .any(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 1))
+}
+
+/// Why a rank stopped waiting for the others.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct TeamError(pub String);
+
+/// This process alone: rank 0 of 1.
+#[derive(Debug, Clone)]
+pub struct Solo {
+    host: String,
+}
+
+impl Default for Solo {
+    fn default() -> Self {
+        Self { host: host_name() }
+    }
+}
+
+impl Team for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn barrier(&self) -> Answer<()> {
+        answered(())
+    }
+
+    fn gather(&self, bytes: Vec<u8>) -> Answer<Option<Vec<Vec<u8>>>> {
+        answered(Some(vec![bytes]))
+    }
+
+    fn broadcast(&self, bytes: Vec<u8>) -> Answer<Vec<u8>> {
+        answered(bytes)
+    }
+
+    fn finish(&self) -> Answer<()> {
+        answered(())
+    }
+}
+
+/// A call answered at once.
+fn answered<T>(value: T) -> Answer<T> {
+    let (tx, rx) = oneshot::channel();
+    let _ = tx.send(value);
+    rx
+}
+
+/// This machine's host name (`uname -n`).
+pub fn host_name() -> String {
+    // SAFETY: uname only writes into the struct we pass.
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut name) } != 0 {
+        return "localhost".to_owned();
+    }
+    let bytes: Vec<u8> = name
+        .nodename
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Rank `rank`'s share of `clients` spread over `size` ranks, as evenly as the level
+/// allows (the first `clients % size` ranks run one more): how many clients it runs,
+/// and the level-wide index of its first.
+pub fn share(clients: u32, rank: usize, size: usize) -> (u32, u32) {
+    let (size, rank) = (size.max(1) as u32, rank as u32);
+    let (each, extra) = (clients / size, clients % size);
+    let count = each + u32::from(rank < extra);
+    let first = rank * each + rank.min(extra);
+    (count, first)
+}
+
+/// Waits for a collective call's answer. Gives up [`STOP_GRACE`] after `stop` is set
+/// (a rank that died never answers), or when the team is gone.
+pub async fn answer<T>(mut rx: Answer<T>, stop: &StopFlag) -> Result<T, TeamError> {
+    let mut stopped_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            got = &mut rx => {
+                return got.map_err(|_| TeamError("the MPI ranks are gone".to_owned()));
+            }
+            () = tokio::time::sleep(Duration::from_millis(20)) => {
+                if stop.is_stopped() {
+                    let since = *stopped_at.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= STOP_GRACE {
+                        return Err(TeamError(
+                            "stopped while waiting for the other ranks".to_owned(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every rank's `value`, in rank order, on rank 0 (`None` on the others).
+pub async fn gather_all<T: Serialize + DeserializeOwned>(
+    team: &dyn Team,
+    value: &T,
+    stop: &StopFlag,
+) -> Result<Option<Vec<T>>, TeamError> {
+    let bytes = serde_json::to_vec(value).expect("team messages serialize");
+    let Some(all) = answer(team.gather(bytes), stop).await? else {
+        return Ok(None);
+    };
+    all.iter()
+        .enumerate()
+        .map(|(rank, b)| {
+            serde_json::from_slice(b)
+                .map_err(|e| TeamError(format!("rank {rank} sent what this rank cannot read: {e}")))
+        })
+        .collect::<Result<Vec<T>, _>>()
+        .map(Some)
+}
+
+/// Rank 0's `value` on every rank (`value` is only read on rank 0).
+pub async fn from_leader<T: Serialize + DeserializeOwned>(
+    team: &dyn Team,
+    value: Option<&T>,
+    stop: &StopFlag,
+) -> Result<T, TeamError> {
+    let bytes = match value {
+        Some(v) if team.rank() == 0 => serde_json::to_vec(v).expect("team messages serialize"),
+        _ => Vec::new(),
+    };
+    let got = answer(team.broadcast(bytes), stop).await?;
+    serde_json::from_slice(&got)
+        .map_err(|e| TeamError(format!("rank 0 sent what this rank cannot read: {e}")))
+}
+
+/// Gathers every rank's `value` on rank 0, lets it `decide` from them, and gives the
+/// decision to every rank: one round of agreement (and a barrier).
+pub async fn agree<T, D>(
+    team: &dyn Team,
+    value: &T,
+    stop: &StopFlag,
+    decide: impl FnOnce(Vec<T>) -> D,
+) -> Result<D, TeamError>
+where
+    T: Serialize + DeserializeOwned,
+    D: Serialize + DeserializeOwned,
+{
+    let all = gather_all(team, value, stop).await?;
+    let decision = all.map(decide);
+    from_leader(team, decision.as_ref(), stop).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_and_do_not_overlap() {
+        for size in 1..6 {
+            for clients in 0..40u32 {
+                let shares: Vec<(u32, u32)> = (0..size).map(|r| share(clients, r, size)).collect();
+                assert_eq!(shares.iter().map(|s| s.0).sum::<u32>(), clients);
+                let mut next = 0;
+                for (count, first) in &shares {
+                    assert_eq!(*first, next, "{clients} over {size}: {shares:?}");
+                    next += count;
+                }
+                let (min, max) = (
+                    shares.iter().map(|s| s.0).min().unwrap(),
+                    shares.iter().map(|s| s.0).max().unwrap(),
+                );
+                assert!(max - min <= 1, "{shares:?}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn alone_every_call_answers_at_once() {
+        let (team, stop) = (Solo::default(), StopFlag::default());
+        assert_eq!((team.rank(), team.size()), (0, 1));
+        assert!(!team.host().is_empty());
+        answer(team.barrier(), &stop).await.unwrap();
+        let all = gather_all(&team, &7u32, &stop).await.unwrap();
+        assert_eq!(all, Some(vec![7]));
+        let decided = agree(&team, &3u32, &stop, |v| v.iter().sum::<u32>() * 2)
+            .await
+            .unwrap();
+        assert_eq!(decided, 6);
+    }
+
+    #[tokio::test]
+    async fn a_rank_that_never_answers_is_given_up_after_a_stop() {
+        let stop = StopFlag::default();
+        let (_tx, rx) = oneshot::channel::<()>();
+        stop.stop();
+        let started = Instant::now();
+        let e = answer(rx, &stop).await.unwrap_err();
+        assert!(e.0.contains("stopped"), "{e}");
+        assert!(started.elapsed() >= STOP_GRACE);
+        let (tx, rx) = oneshot::channel::<()>();
+        drop(tx);
+        assert!(answer(rx, &StopFlag::default()).await.is_err());
+    }
+}
