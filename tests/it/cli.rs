@@ -525,3 +525,24 @@ fn completions_cover_every_command_for_each_shell() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
 }
+
+#[test]
+fn under_mpirun_only_sweep_runs() {
+    let _phase = crate::phase(module_path!());
+    // What mpirun puts in each rank's environment; no MPI job is needed to refuse.
+    let o = metabench()
+        .args(["ops", "--ops", "getattr"])
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .output()
+        .unwrap();
+    let line = one_error_line(&o, 2);
+    assert!(line.contains("only `metabench sweep` runs"), "{line}");
+    // One rank of one is a plain run.
+    let o = metabench()
+        .args(["ops", "--ops", "getattr", "--iterations", "10"])
+        .env("OMPI_COMM_WORLD_SIZE", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

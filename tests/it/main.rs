@@ -11,6 +11,8 @@ mod cli;
 mod compare;
 mod matrix;
 mod mounted_resizes;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod parity;
 mod report;
 mod sweep;

@@ -72,20 +72,33 @@ pub fn watch_ctrl_c(
     then: &'static str,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        // SIGTERM too: `kill`, and `mpirun` stopping its ranks after its own Ctrl-C.
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let terminated = async {
-            match &mut term {
-                Some(t) => t.recv().await,
-                None => std::future::pending().await,
+        use tokio::signal::unix::{signal, SignalKind};
+        // SIGTERM too (`kill`). Under MPI also SIGCONT: Open MPI's `mpirun`, on its own
+        // Ctrl-C or when a rank dies, sends its ranks SIGCONT, then SIGTERM and SIGKILL
+        // each `odls_base_sigkill_timeout` seconds later (1 s by default); stopping at
+        // the first leaves the most time to clean up.
+        let wait_for = |kind: SignalKind| {
+            let mut stream = signal(kind).ok();
+            async move {
+                match &mut stream {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
             }
         };
+        let terminated = wait_for(SignalKind::terminate());
+        let mpi_ends = wait_for(if metabench_load::team::launched_by_mpi() {
+            SignalKind::from_raw(libc::SIGCONT)
+        } else {
+            SignalKind::terminate()
+        });
         let signalled = tokio::select! {
             c = tokio::signal::ctrl_c() => c.is_ok(),
             t = terminated => t.is_some(),
+            t = mpi_ends => t.is_some(),
         };
         if signalled {
+            tracing::info!("stop asked by a signal");
             say!("metabench: interrupted; {then}");
             stop.stop();
         }

@@ -368,7 +368,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let stop = run.stop.clone();
     let mpi = if ranks > 1 {
         let hello = async {
-            answer(team.barrier(), &stop).await?;
+            answer(team.as_ref(), team.barrier(), &stop).await?;
             let wall_s = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
@@ -513,11 +513,13 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         .await
         .map_err(CliError::from)
     };
+    tracing::info!("rank {}: the sweep ended", team.rank());
     if let Some(ticker) = ticker {
         ticker.abort();
     }
     bar.finish_and_clear();
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
+    let team_lost = matches!(&outcome, Ok(o) if o.team_lost);
     // The other ranks close their sessions first; rank 0 hears from each (its peak
     // memory) before it removes the namespace they worked in.
     let namespace = owns_namespace.then_some(&ns);
@@ -531,6 +533,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await,
         )
     };
+    tracing::info!("rank {}: cleaned up", team.rank());
     let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
     if !leader {
         leave(team.as_ref(), &stop).await;
@@ -579,21 +582,45 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     if let Some(path) = &args.csv {
         write_file(path, &sweep_csv(&run))?;
     }
-    leave(team.as_ref(), &stop).await;
-    if let Some(e) = log_error {
-        return Err(e);
-    }
-    if let Some(e) = cleanup_error {
+    let result = match (log_error, cleanup_error) {
+        (Some(e), _) => Err(e),
         // The results are written; what the run could not remove is the error.
-        return Err(e);
+        (None, Some(e)) => Err(e),
+        (None, None) => Ok(exit_code(run.failure.as_deref(), run.interrupted)),
+    };
+    if team_lost {
+        // A rank stopped answering: end the job rather than leave any rank waiting.
+        let code = match &result {
+            Ok(code) => *code,
+            Err(e) => {
+                say!("metabench: error: {}", e.one_line());
+                e.exit_code()
+            }
+        };
+        team.abort(code);
     }
-    Ok(exit_code(run.failure.as_deref(), run.interrupted))
+    leave(team.as_ref(), &stop).await;
+    result
 }
 
-/// Leaves the MPI job (every rank does, after rank 0 wrote the results). Does not wait
-/// for ranks that stopped answering: `mpirun` ends those.
+/// Leaves the MPI job, every rank once rank 0 has written the results and cleaned up:
+/// a rank that exits early with an error code makes `mpirun` kill the others at once.
+///
+/// After a stop, `mpirun` is ending the job already and `MPI_Finalize` would wait for
+/// it: rank 0 exits at once, and the other ranks a moment later, so that rank 0's exit
+/// code is the one `mpirun` sees first. Rank 0 does not wait for ranks that stopped
+/// answering.
 async fn leave(team: &dyn Team, stop: &StopFlag) {
-    let _ = tokio::time::timeout(LEAVE_TIMEOUT, answer(team.finish(), stop)).await;
+    if answer(team, team.barrier(), stop).await.is_err() {
+        return;
+    }
+    if stop.is_stopped() {
+        if team.rank() != 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        return;
+    }
+    let _ = tokio::time::timeout(LEAVE_TIMEOUT, answer(team, team.finish(), stop)).await;
 }
 
 /// How long a rank waits for the others to leave the MPI job.

@@ -234,8 +234,8 @@ impl Target {
     }
 
     /// Removes the records of the sessions the run registered (`--profile mount`; not
-    /// needed when the volume goes), the run's namespace (if created), then the volume if
-    /// this run formatted it. Runs every step even if an earlier one failed, and reports
+    /// needed when the volume goes), then the volume if this run formatted it, else the
+    /// run's namespace (if created). Runs every step even if an earlier one failed, and reports
     /// the first failure.
     async fn finish(self, namespace: Option<&Namespace>) -> Result<(), CliError> {
         let mut first_error = None;
@@ -244,7 +244,8 @@ impl Target {
                 first_error.get_or_insert(CliError::Meta(e));
             }
         }
-        if let Some(ns) = namespace {
+        // A volume this run formatted goes whole: its namespace need not be removed first.
+        if let (Some(ns), None) = (namespace, &self.formatted) {
             let cleanup = async {
                 let mut meta = self
                     .engine

@@ -151,6 +151,9 @@ pub struct SweepOutcome {
     pub floor: Option<metabench_report::Floor>,
     /// Set when the engine failed mid-sweep: `levels` ends with the partial level.
     pub failure: Option<RunFailure>,
+    /// Set when this rank gave up on the others (one stopped answering after a stop):
+    /// the rank should end the job once it has written and cleaned up.
+    pub team_lost: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -437,7 +440,8 @@ async fn client_body(
             }
         }
     }
-    // Untimed: what background work is left, then the client's own directory.
+    // Untimed: what background work is left, then the client's own directory (after a
+    // stop, the run's namespace goes whole, sooner).
     let cleanup = async {
         meta.flush().await?;
         if let Some(name) = &job.own_dir {
@@ -445,7 +449,30 @@ async fn client_body(
         }
         Ok::<_, MetaError>(())
     };
-    cleanup.await.map_err(|e| ClientFailure::new("cleanup", e))
+    unless_stopped(cleanup, stop)
+        .await
+        .unwrap_or(Ok(()))
+        .map_err(|e| ClientFailure::new("cleanup", e))
+}
+
+/// Runs untimed bookkeeping (a cleanup) unless a stop comes first: after a stop, the
+/// run's namespace goes whole, sooner, and `mpirun` gives its ranks one second.
+async fn unless_stopped<T>(
+    work: impl std::future::Future<Output = T>,
+    stop: &StopFlag,
+) -> Option<T> {
+    let stopped = async {
+        while !stop.is_stopped() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let done = tokio::select! {
+        biased;
+        () = stopped => None,
+        done = work => Some(done),
+    };
+    // A stop also ends the sessions' work half-way: what failed then is no failure.
+    done.filter(|_| !stop.is_stopped())
 }
 
 /// Replaces a client's session after `step` failed with `e` and left it unusable. An
@@ -827,6 +854,7 @@ pub async fn run_sweep(
         Err(Ended::Engine(e)) => Err(e),
         Err(Ended::Team(e)) => {
             outcome.stopped_early = Some(format!("the MPI job stopped: {e}"));
+            outcome.team_lost = true;
             Ok(outcome)
         }
     }
@@ -1098,6 +1126,10 @@ async fn sweep_levels(
                 None
             };
             wait_until(window.end, stop).await;
+            tracing::debug!(
+                "rank {rank}: window of {clients} clients, {} over",
+                phase.name
+            );
             let cpu = process_cpu_time().saturating_sub(cpu_start);
             let lag = probe.finish();
             if let Some(engine_start) = engine_start {
@@ -1124,8 +1156,10 @@ async fn sweep_levels(
             }
             returned.append(&mut sessions);
             sessions = returned;
+            tracing::debug!("rank {rank}: clients of {clients}, {} returned", phase.name);
             if first_failure.is_none() && own_dir.is_some() && !config.shared_dir {
-                if let Err(e) = remove_tree(sessions[0].as_mut(), base, &level_dir_name).await {
+                let removed = remove_tree(sessions[0].as_mut(), base, &level_dir_name);
+                if let Some(Err(e)) = unless_stopped(removed, stop).await {
                     first_failure = Some(ClientFailure::new("cleanup", e));
                 }
             }
@@ -1148,6 +1182,7 @@ async fn sweep_levels(
             };
             drop(merged);
             let reports = gather_all(team, &report, stop).await?;
+            tracing::debug!("rank {rank}: reports of {clients}, {} gathered", phase.name);
             let mut end = PhaseEnd {
                 failure: None,
                 stop: false,

@@ -5,9 +5,11 @@
 //! every rank in the same order: [`Team::barrier`], [`Team::gather`] and
 //! [`Team::broadcast`].
 //!
-//! Each call answers on a channel, so a rank waiting for the others still sees its own
-//! stop flag: [`answer`] gives up shortly after a stop (Ctrl-C, or `mpirun` stopping the
-//! job because a rank died) instead of waiting for a rank that will never come.
+//! Each call answers on a channel, so rank 0, waiting for the others, still sees its
+//! own stop flag: shortly after a stop (`mpirun` stopping the job on Ctrl-C or because a
+//! rank died) it gives up on ranks that do not come, and writes what it merged and
+//! cleans up before `mpirun` kills it. The other ranks wait for rank 0 (or for `mpirun`):
+//! one that left early would make `mpirun` end the job at once.
 
 use crate::ops::StopFlag;
 use serde::de::DeserializeOwned;
@@ -15,10 +17,10 @@ use serde::Serialize;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// How long a rank still waits for the others once its stop flag is set: long enough
+/// How long rank 0 still waits for the others once its stop flag is set: long enough
 /// for ranks that were stopped together to meet, short enough to clean up before
-/// `mpirun` kills a job it is stopping.
-pub const STOP_GRACE: Duration = Duration::from_millis(300);
+/// `mpirun` kills a job it is stopping (SIGTERM and SIGKILL 1 s apart by default).
+pub const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// The answer to a collective call, when every rank has made it.
 pub type Answer<T> = oneshot::Receiver<T>;
@@ -39,6 +41,9 @@ pub trait Team: Send + Sync {
     fn broadcast(&self, bytes: Vec<u8>) -> Answer<Vec<u8>>;
     /// Leaves the team once every rank has (MPI: `MPI_Finalize`); no call after it.
     fn finish(&self) -> Answer<()>;
+    /// Ends this process with `code`, and with it the whole job (MPI: `MPI_Abort`): the
+    /// last resort of a rank that gave up on the others, so that none is left waiting.
+    fn abort(&self, code: i32) -> !;
 }
 
 /// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun`) started this process as one of
@@ -95,6 +100,10 @@ impl Team for Solo {
     fn finish(&self) -> Answer<()> {
         answered(())
     }
+
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
 }
 
 /// A call answered at once.
@@ -131,9 +140,21 @@ pub fn share(clients: u32, rank: usize, size: usize) -> (u32, u32) {
     (count, first)
 }
 
-/// Waits for a collective call's answer. Gives up [`STOP_GRACE`] after `stop` is set
-/// (a rank that died never answers), or when the team is gone.
-pub async fn answer<T>(mut rx: Answer<T>, stop: &StopFlag) -> Result<T, TeamError> {
+/// Waits for `team`'s answer to a collective call: on rank 0, gives up [`STOP_GRACE`]
+/// after `stop` is set (a rank that died never answers); on the others, waits for it.
+/// Fails when the team is gone.
+pub async fn answer<T>(team: &dyn Team, rx: Answer<T>, stop: &StopFlag) -> Result<T, TeamError> {
+    let patience = (team.rank() == 0).then_some(STOP_GRACE);
+    answer_within(rx, stop, patience).await
+}
+
+/// Waits for a collective call's answer, giving up `patience` after `stop` is set (never
+/// without it), or when the team is gone.
+async fn answer_within<T>(
+    mut rx: Answer<T>,
+    stop: &StopFlag,
+    patience: Option<Duration>,
+) -> Result<T, TeamError> {
     let mut stopped_at: Option<Instant> = None;
     loop {
         tokio::select! {
@@ -141,9 +162,9 @@ pub async fn answer<T>(mut rx: Answer<T>, stop: &StopFlag) -> Result<T, TeamErro
                 return got.map_err(|_| TeamError("the MPI ranks are gone".to_owned()));
             }
             () = tokio::time::sleep(Duration::from_millis(20)) => {
-                if stop.is_stopped() {
+                if let (true, Some(patience)) = (stop.is_stopped(), patience) {
                     let since = *stopped_at.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= STOP_GRACE {
+                    if since.elapsed() >= patience {
                         return Err(TeamError(
                             "stopped while waiting for the other ranks".to_owned(),
                         ));
@@ -161,7 +182,7 @@ pub async fn gather_all<T: Serialize + DeserializeOwned>(
     stop: &StopFlag,
 ) -> Result<Option<Vec<T>>, TeamError> {
     let bytes = serde_json::to_vec(value).expect("team messages serialize");
-    let Some(all) = answer(team.gather(bytes), stop).await? else {
+    let Some(all) = answer(team, team.gather(bytes), stop).await? else {
         return Ok(None);
     };
     all.iter()
@@ -184,7 +205,7 @@ pub async fn from_leader<T: Serialize + DeserializeOwned>(
         Some(v) if team.rank() == 0 => serde_json::to_vec(v).expect("team messages serialize"),
         _ => Vec::new(),
     };
-    let got = answer(team.broadcast(bytes), stop).await?;
+    let got = answer(team, team.broadcast(bytes), stop).await?;
     serde_json::from_slice(&got)
         .map_err(|e| TeamError(format!("rank 0 sent what this rank cannot read: {e}")))
 }
@@ -235,7 +256,7 @@ mod tests {
         let (team, stop) = (Solo::default(), StopFlag::default());
         assert_eq!((team.rank(), team.size()), (0, 1));
         assert!(!team.host().is_empty());
-        answer(team.barrier(), &stop).await.unwrap();
+        answer(&team, team.barrier(), &stop).await.unwrap();
         let all = gather_all(&team, &7u32, &stop).await.unwrap();
         assert_eq!(all, Some(vec![7]));
         let decided = agree(&team, &3u32, &stop, |v| v.iter().sum::<u32>() * 2)
@@ -250,11 +271,17 @@ mod tests {
         let (_tx, rx) = oneshot::channel::<()>();
         stop.stop();
         let started = Instant::now();
-        let e = answer(rx, &stop).await.unwrap_err();
+        let e = answer(&Solo::default(), rx, &stop).await.unwrap_err();
         assert!(e.0.contains("stopped"), "{e}");
         assert!(started.elapsed() >= STOP_GRACE);
+        // A rank other than 0 waits on (until mpirun ends the job).
+        let (_tx, rx) = oneshot::channel::<()>();
+        let waited = tokio::time::timeout(STOP_GRACE * 3, answer_within(rx, &stop, None)).await;
+        assert!(waited.is_err(), "gave up: {waited:?}");
         let (tx, rx) = oneshot::channel::<()>();
         drop(tx);
-        assert!(answer(rx, &StopFlag::default()).await.is_err());
+        assert!(answer(&Solo::default(), rx, &StopFlag::default())
+            .await
+            .is_err());
     }
 }

@@ -1,9 +1,11 @@
 //! metabench's ranks under Open MPI: a [`Team`] whose members are the processes of an
 //! MPI job (`mpirun -np N metabench sweep …`), built on the `mpi` crate (rsmpi).
 //!
-//! MPI is driven from one thread of its own, which initialises it, makes every MPI call
-//! (`MPI_THREAD_FUNNELED`) and finalises it. The sweep hands it calls and awaits their
-//! answers, so a rank blocked in a collective whose peer died still sees its stop flag.
+//! MPI is driven from one thread of its own, which initialises it, makes the collective
+//! calls and finalises it. The sweep hands it calls and awaits their answers, so a rank
+//! blocked in a collective whose peer died still sees its stop flag. MPI is initialised
+//! with `MPI_THREAD_MULTIPLE` where the library offers it, so that a rank that gave up on
+//! the others can call `MPI_Abort` while that thread is still blocked.
 
 use metabench_load::team::{Answer, Team};
 use mpi::datatype::PartitionMut;
@@ -25,7 +27,17 @@ pub struct MpiTeam {
     rank: usize,
     size: usize,
     host: String,
+    /// Whether any thread may call MPI (`MPI_THREAD_MULTIPLE`).
+    multiple: bool,
     calls: mpsc::Sender<Call>,
+}
+
+/// Who this rank is, as MPI's thread found out.
+struct Joined {
+    rank: usize,
+    size: usize,
+    host: String,
+    multiple: bool,
 }
 
 impl MpiTeam {
@@ -33,18 +45,19 @@ impl MpiTeam {
     /// thread). Fails in one line when MPI cannot be initialised.
     pub fn join() -> Result<Self, String> {
         let (calls, inbox) = mpsc::channel::<Call>();
-        let (joined_tx, joined) = mpsc::channel::<Result<(usize, usize, String), String>>();
+        let (joined_tx, joined) = mpsc::channel::<Result<Joined, String>>();
         std::thread::Builder::new()
             .name("metabench-mpi".to_owned())
             .spawn(move || serve(inbox, joined_tx))
             .map_err(|e| format!("cannot start MPI's thread: {e}"))?;
-        let (rank, size, host) = joined
+        let joined = joined
             .recv()
             .map_err(|_| "MPI's thread ended while initialising MPI".to_owned())??;
         Ok(Self {
-            rank,
-            size,
-            host,
+            rank: joined.rank,
+            size: joined.size,
+            host: joined.host,
+            multiple: joined.multiple,
             calls,
         })
     }
@@ -85,15 +98,21 @@ impl Team for MpiTeam {
     fn finish(&self) -> Answer<()> {
         self.call(Call::Finish)
     }
+
+    fn abort(&self, code: i32) -> ! {
+        if self.multiple {
+            mpi::topology::SimpleCommunicator::world().abort(code)
+        }
+        // Without MPI_THREAD_MULTIPLE only MPI's thread may call MPI: exiting with an
+        // error code makes mpirun end the job.
+        std::process::exit(code)
+    }
 }
 
 /// MPI's thread: initialises MPI, says who this rank is, then makes the calls it is
 /// handed until `Finish` (or until the team is dropped), and finalises MPI.
-fn serve(
-    inbox: mpsc::Receiver<Call>,
-    joined: mpsc::Sender<Result<(usize, usize, String), String>>,
-) {
-    let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+fn serve(inbox: mpsc::Receiver<Call>, joined: mpsc::Sender<Result<Joined, String>>) {
+    let Some((universe, threading)) = mpi::initialize_with_threading(mpi::Threading::Multiple)
     else {
         let _ = joined.send(Err("MPI was already initialised in this process".to_owned()));
         return;
@@ -102,7 +121,13 @@ fn serve(
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let host =
         mpi::environment::processor_name().unwrap_or_else(|_| metabench_load::team::host_name());
-    if joined.send(Ok((rank, size, host))).is_err() {
+    let me = Joined {
+        rank,
+        size,
+        host,
+        multiple: threading == mpi::Threading::Multiple,
+    };
+    if joined.send(Ok(me)).is_err() {
         return;
     }
     let root = world.process_at_rank(0);
