@@ -50,5 +50,9 @@ for a in "$@"; do
     [[ "$a" == -- ]] && break
     case "$a" in -p | -p* | --package | --package=*) scope=() ;; esac
 done
-step "cargo test ${scope[*]} --all-targets $*"
-cargo test "${scope[@]}" --all-targets "$@"
+# The whole workspace is built with the mpi feature (the MPI tests need it); a single
+# crate (`-p`) is built as it is.
+features=()
+[[ ${#scope[@]} -gt 0 ]] && features=(--features mpi)
+step "cargo test ${scope[*]} ${features[*]} --all-targets $*"
+cargo test "${scope[@]}" "${features[@]}" --all-targets "$@"

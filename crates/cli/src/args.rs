@@ -64,7 +64,7 @@ pub fn check_output_path(path: &Path) -> Result<(), CliError> {
 }
 
 /// Sets `stop` on the first Ctrl-C (SIGINT) or SIGTERM, saying what the command does next
-/// (e.g. "finishing the current window and cleaning up"); abort the returned handle when
+/// (e.g. "dropping the level in progress and cleaning up"); abort the returned handle when
 /// the run is over.
 /// Every command stops through this one flag.
 pub fn watch_ctrl_c(

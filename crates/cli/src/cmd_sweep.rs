@@ -241,7 +241,7 @@ async fn start_rank(
     team: &dyn Team,
 ) -> Result<(Run, Namespace, bool), CliError> {
     let waiting = StopFlag::default();
-    let on_ctrl_c = "finishing the current window and cleaning up";
+    let on_ctrl_c = "dropping the level in progress and cleaning up";
     let leader = team.rank() == 0;
     let mut joined: Option<Result<Joined, String>> = None;
     let mut mine = None;
