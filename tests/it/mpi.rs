@@ -20,6 +20,24 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// `dir/pid.RANK` and its exit code in `dir/rc.RANK`, and passes on the signals `mpirun`
 /// sends its ranks (so metabench sees them as it would as the rank itself).
 fn mpirun(np: u32, dir: &Path, args: &[&str]) -> Command {
+    mpirun_apps(&[(np, "", args)], dir, &[])
+}
+
+/// [`mpirun`] for a job the test stops: after a stop, Open MPI's SIGTERM and SIGKILL
+/// follow 1 s apart by default, too soon for rank 0's cleanup on two cores shared with
+/// the rest of the suite; 10 s, as the README advises users (`mpirun` then waits out
+/// both delays before it exits).
+fn mpirun_to_stop(np: u32, dir: &Path, args: &[&str]) -> Command {
+    mpirun_apps(
+        &[(np, "", args)],
+        dir,
+        &["--mca", "odls_base_sigkill_timeout", "10"],
+    )
+}
+
+/// `mpirun` of several apps (`-np N … : -np M …`), each rank wrapped as in [`mpirun`]
+/// after its own shell prefix (e.g. `unset META_PASSWORD;`), with `options` for `mpirun`.
+fn mpirun_apps(apps: &[(u32, &str, &[&str])], dir: &Path, options: &[&str]) -> Command {
     let mut c = Command::new("mpirun");
     for var in ["METABENCH_META", "META_PASSWORD", "REDIS_PASSWORD"] {
         c.env_remove(var);
@@ -28,24 +46,30 @@ fn mpirun(np: u32, dir: &Path, args: &[&str]) -> Command {
     let script = format!(
         "\"$0\" \"$@\" & c=$!; echo $c > {pid}; \
          for s in INT TERM CONT; do trap \"kill -$s $c\" $s; done; \
-         while kill -0 $c 2>/dev/null; do wait $c; rc=$?; done; echo $rc > {rc}",
+         while kill -0 $c 2>/dev/null; do wait $c; rc=$?; done; echo $rc > {rc}; exit $rc",
         pid = rank.replace("{}", "pid"),
         rc = rank.replace("{}", "rc"),
     );
     // Open MPI refuses to run as root unless told twice (CI runs as root).
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args([
+        .arg("--oversubscribe")
+        .args(options)
+        .stdin(Stdio::null());
+    for (i, (np, prefix, args)) in apps.iter().enumerate() {
+        if i > 0 {
+            c.arg(":");
+        }
+        c.args([
             "-np",
             &np.to_string(),
-            "--oversubscribe",
             "sh",
             "-c",
-            &script,
+            &format!("{prefix}{script}"),
         ])
         .arg(env!("CARGO_BIN_EXE_metabench"))
-        .args(args)
-        .stdin(Stdio::null());
+        .args(*args);
+    }
     c
 }
 
@@ -189,6 +213,15 @@ fn assert_merged_exactly(run: &SweepResults, ranks: u32) {
                 op.intervals.iter().map(|i| i.count).sum::<u64>(),
                 op.latency.count
             );
+            // Each rank's figures are over the level's window: their rates add up.
+            let rates: f64 = parts.iter().map(|p| p.ops_per_s).sum();
+            assert!(
+                (rates - op.ops_per_s).abs() <= 1e-6 * op.ops_per_s,
+                "{} at {}: ranks {rates} vs level {}",
+                op.op,
+                level.clients,
+                op.ops_per_s
+            );
         }
     }
 }
@@ -324,7 +357,7 @@ fn ctrl_c_to_mpirun_stops_every_rank_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     metabench_testkit::juicefs_format(&url, "mpiint", &dir.path().join("bucket"));
     let (json, log) = (dir.path().join("mpi.json"), dir.path().join("log.txt"));
-    let child = mpirun(
+    let child = mpirun_to_stop(
         3,
         dir.path(),
         &[
@@ -387,7 +420,7 @@ fn a_killed_rank_ends_the_job_with_the_levels_on_disk() {
     let url = redis.url(1);
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("mpi.json"), dir.path().join("log.txt"));
-    let child = mpirun(
+    let child = mpirun_to_stop(
         3,
         dir.path(),
         &[
@@ -431,4 +464,105 @@ fn a_killed_rank_ends_the_job_with_the_levels_on_disk() {
         metabench_testkit::Resp::Integer(0),
         "{text}"
     );
+}
+
+#[test]
+fn ranks_that_cannot_run_the_same_sweep_are_refused_before_anything_is_written() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let redis = RedisServer::start();
+    let url = redis.url(0);
+    let dir = tempfile::tempdir().unwrap();
+    metabench_testkit::juicefs_format(&url, "mpivol", &dir.path().join("bucket"));
+    let keys_before = redis.command(&["DBSIZE"]);
+    redis.reset_stats();
+    let sweep = |ops: &'static str| -> Vec<&str> {
+        let mut args = vec!["sweep", "--meta", &url, "--existing", "--conc", "2"];
+        args.extend(["--ops", ops, "--warmup", "100ms", "--duration", "500ms"]);
+        args
+    };
+    let (create, getattr) = (sweep("create"), sweep("getattr"));
+    // Rank 1 was started with other operations than rank 0.
+    let out = mpirun_apps(&[(1, "", &create), (1, "", &getattr)], dir.path(), &[])
+        .output()
+        .unwrap();
+    let text = metabench_testkit::output_text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("rank 1 on") && text.contains("would run another sweep than rank 0"),
+        "{text}"
+    );
+    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
+    for rank in 0..2 {
+        assert_eq!(rank_file(dir.path(), "rc", rank), "2", "{text}");
+    }
+    // Nothing was written: no key made, no write command sent.
+    assert_eq!(redis.command(&["DBSIZE"]), keys_before, "{text}");
+    let writes: Vec<_> = redis
+        .commandstats()
+        .into_keys()
+        .filter(|c| {
+            !c.starts_with("config")
+                && ["set", "incr", "del", "add", "push", "exec", "eval"]
+                    .iter()
+                    .any(|w| c.contains(w))
+        })
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}\n{text}");
+    assert!(!text.contains(redis.password()), "a password was printed");
+
+    // Rank 1 was not given the password (`mpirun -x META_PASSWORD` forgotten): rank 0
+    // had made the namespace, and removes it.
+    let bare = format!("redis://127.0.0.1:{}/0", redis.port());
+    let sweep = ["sweep", "--meta", &bare, "--existing", "--conc", "2"];
+    let out = mpirun_apps(
+        &[(1, "", &sweep), (1, "unset META_PASSWORD; ", &sweep)],
+        dir.path(),
+        &[],
+    )
+    .env("META_PASSWORD", redis.password())
+    .output()
+    .unwrap();
+    let text = metabench_testkit::output_text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("rank 1 on") && text.contains("could not start"),
+        "{text}"
+    );
+    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
+    for rank in 0..2 {
+        assert_eq!(rank_file(dir.path(), "rc", rank), "1", "{text}");
+    }
+    assert!(!text.contains(redis.password()), "a password was printed");
+    let tree = metabench_testkit::dump_tree(&metabench_testkit::juicefs_dump(&url));
+    assert!(
+        tree.keys().all(|p| !p.contains(".metabench")),
+        "{:?}",
+        tree.keys().collect::<Vec<_>>()
+    );
+    let status = metabench_testkit::juicefs_status(&url);
+    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
+
+    // With memkv every rank has its own store: no directory all ranks can share.
+    let out = mpirun(
+        2,
+        dir.path(),
+        &[
+            "sweep",
+            "--meta",
+            "memkv://x",
+            "--shared-dir",
+            "--conc",
+            "2",
+        ],
+    )
+    .output()
+    .unwrap();
+    let text = metabench_testkit::output_text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("--shared-dir under MPI"), "{text}");
+    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
+    for rank in 0..2 {
+        assert_eq!(rank_file(dir.path(), "rc", rank), "2", "{text}");
+    }
 }

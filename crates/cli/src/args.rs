@@ -99,16 +99,34 @@ pub fn watch_ctrl_c(
         };
         if signalled {
             tracing::info!("stop asked by a signal");
-            say!("metabench: interrupted; {then}");
+            // Under MPI every rank hears the signal; rank 0 speaks for the job.
+            if metabench_load::team::launched_rank() == 0 {
+                say!("metabench: interrupted; {then}");
+            }
             stop.stop();
         }
     })
 }
 
 /// Writes a results file, mapping failures to one-line errors.
+/// A regular file is written whole or not at all: to a temporary file beside it, then
+/// renamed over it, so that a process killed while writing leaves the previous version.
+/// Anything else (`/dev/stdout`, a pipe, a symbolic link) is written in place.
 pub fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
-    std::fs::write(path, text)
-        .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+    let in_place = std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file());
+    if in_place {
+        return std::fs::write(path, text)
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())));
+    }
+    let name = path
+        .file_name()
+        .map_or_else(|| "results".into(), |n| n.to_string_lossy().into_owned());
+    let partial = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+    let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        CliError::Io(format!("cannot write {}: {e}", path.display()))
+    })
 }
 
 /// `--meta URL` where a command needs one: the JuiceFS meta URL, also read from

@@ -7,7 +7,9 @@ use crate::target::TargetArgs;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use indicatif::{ProgressBar, ProgressStyle};
-use metabench_load::team::{answer, from_leader, gather_all, launched_by_mpi, Solo, Team};
+use metabench_load::team::{
+    agree, answer, from_leader, gather_all, launched_by_mpi, Solo, Team, TeamError,
+};
 use metabench_load::StopFlag;
 use metabench_report::model::peak_rss_bytes;
 use metabench_report::MpiRun;
@@ -213,108 +215,27 @@ fn join_team() -> Result<Box<dyn Team>, CliError> {
     ))
 }
 
-/// What rank 0 tells the other ranks once the volume and the namespace are ready.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Joined {
-    /// The meta URL the ranks open (the embedded default's, when none was given).
-    meta_url: String,
-    /// The run's namespace directory; each rank works in its own directories below it.
-    namespace: Ino,
-    /// The engine lives in each process (memkv): every rank formats a volume of its own.
-    per_rank_volume: bool,
+/// What a sweep is asked to do, read from its arguments before anything is written.
+struct Prepared {
+    workload: Workload,
+    levels: Vec<u32>,
+    settings: ClientSettings,
+    plan: SweepPlan,
 }
 
-/// What each rank says of itself at the start: its host, and its wall clock right after a
-/// barrier (their spread bounds the clock skew).
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Hello {
-    host: String,
-    wall_s: f64,
-}
-
-/// The volume and namespace of this rank: rank 0 opens (or formats) the volume and makes
-/// the namespace, then tells the others, which enter the same volume (`--existing`);
-/// with an in-process engine every rank makes its own.
-async fn start_rank(
-    args: &SweepArgs,
-    settings: &ClientSettings,
-    team: &dyn Team,
-) -> Result<(Run, Namespace, bool), CliError> {
-    let waiting = StopFlag::default();
-    let on_ctrl_c = "dropping the level in progress and cleaning up";
-    let leader = team.rank() == 0;
-    let mut joined: Option<Result<Joined, String>> = None;
-    let mut mine = None;
-    if leader {
-        let started = async {
-            let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c).await?;
-            let ns = make_namespace(&run).await;
-            Ok::<_, CliError>((run, ns))
+/// Reads and checks the arguments; only the `writer` (rank 0) checks the outputs, which it
+/// alone writes.
+fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliError> {
+    if writer {
+        for p in [&args.json, &args.csv].into_iter().flatten() {
+            check_output_path(p)?;
         }
-        .await;
-        joined = Some(match &started {
-            Ok((run, Ok(ns))) => Ok(Joined {
-                meta_url: run.target.meta_url.clone(),
-                namespace: ns.dir,
-                per_rank_volume: run.target.engine.kind() == EngineKind::Memkv,
-            }),
-            Ok((_, Err(e))) | Err(e) => Err(e.one_line()),
-        });
-        mine = Some(started);
-    }
-    let joined = match team.size() {
-        1 => joined.expect("rank 0 of 1 leads"),
-        _ => from_leader(team, joined.as_ref(), &waiting)
-            .await
-            .map_err(|e| CliError::Io(format!("MPI: {e}")))?,
-    };
-    if let Some(started) = mine {
-        let (run, ns) = started?;
-        return match ns {
-            Ok(ns) => Ok((run, ns, true)),
-            Err(e) => {
-                let _ = run.finish(false, None).await;
-                Err(e)
+        if let Some(dir) = &args.hdr_dir {
+            if !dir.is_dir() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    input(format!("cannot create --hdr-dir {}: {e}", dir.display()))
+                })?;
             }
-        };
-    }
-    let joined = joined.map_err(|e| CliError::Io(format!("rank 0 could not start: {e}")))?;
-    if joined.per_rank_volume {
-        let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c).await?;
-        let ns = make_namespace(&run).await?;
-        return Ok((run, ns, true));
-    }
-    let shared = TargetArgs {
-        meta: Some(joined.meta_url),
-        existing: true,
-    };
-    let run = Run::start(&shared, settings.clone(), None, on_ctrl_c).await?;
-    let ns = Namespace {
-        top: 0,
-        dir: joined.namespace,
-        run_id: run.run_id.clone(),
-    };
-    Ok((run, ns, false))
-}
-
-/// Makes the run's namespace, `/.metabench/<run-id>`.
-async fn make_namespace(run: &Run) -> Result<Namespace, CliError> {
-    let mut meta = run
-        .target
-        .session(&ClientProfile::Gobench.session_options())
-        .await?;
-    Ok(Namespace::create(meta.as_mut(), &run.run_id).await?)
-}
-
-/// Runs `metabench sweep`, alone or as one rank of an MPI job.
-pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
-    for p in [&args.json, &args.csv].into_iter().flatten() {
-        check_output_path(p)?;
-    }
-    if let Some(dir) = &args.hdr_dir {
-        if !dir.is_dir() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| input(format!("cannot create --hdr-dir {}: {e}", dir.display())))?;
         }
     }
     let workload = match (&args.workload, args.ops.is_empty()) {
@@ -359,37 +280,353 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         rate: args.rate.as_ref().map(ToString::to_string),
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
+    Ok(Prepared {
+        workload,
+        levels,
+        settings,
+        plan,
+    })
+}
 
+/// Why rank 0 refused a job of several ranks, for all of them: the message and the exit
+/// code.
+type Refusal = (String, i32);
+
+/// The error rank 0 reports for a refusal.
+fn refusal_error((message, code): Refusal) -> CliError {
+    match code {
+        2 => CliError::Input(message),
+        _ => CliError::Io(message),
+    }
+}
+
+/// What each rank says before anything is written: its host and the sweep it would run,
+/// so that rank 0 refuses a job whose ranks cannot run the same one.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Ready {
+    host: String,
+    /// This rank's metabench version and plan (JSON), or why it cannot run the sweep.
+    sweep: Result<String, Refusal>,
+}
+
+impl Ready {
+    fn new(prepared: &Result<Prepared, CliError>) -> Self {
+        Self {
+            host: metabench_load::team::host_name(),
+            sweep: match prepared {
+                Ok(p) => Ok(format!(
+                    "{} {}",
+                    env!("CARGO_PKG_VERSION"),
+                    serde_json::to_string(&p.plan).expect("plans serialize")
+                )),
+                Err(e) => Err((e.one_line(), e.exit_code())),
+            },
+        }
+    }
+}
+
+/// Rank 0's check of every rank's [`Ready`]: each could read its arguments, and all would
+/// run the same sweep.
+fn check_ready(all: Vec<Ready>) -> Result<(), Refusal> {
+    let first = all[0].sweep.clone();
+    for (rank, ready) in all.iter().enumerate() {
+        match (&ready.sweep, &first) {
+            (Err((e, code)), _) if rank == 0 => return Err((e.clone(), *code)),
+            (Err((e, code)), _) => {
+                return Err((format!("rank {rank} on {}: {e}", ready.host), *code))
+            }
+            (Ok(mine), Ok(first)) if mine != first => {
+                return Err((
+                    format!(
+                        "rank {rank} on {} would run another sweep than rank 0 (another metabench \
+                         version, or other workload files): every rank must run the same build \
+                         with the same arguments",
+                        ready.host
+                    ),
+                    2,
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// What rank 0 tells the other ranks once the volume and the namespace are ready.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Joined {
+    /// The meta URL the ranks open (the embedded default's, when none was given).
+    meta_url: String,
+    /// The run's namespace directory; each rank works in its own directories below it.
+    namespace: Ino,
+    /// The engine lives in each process (memkv): every rank formats a volume of its own.
+    per_rank_volume: bool,
+}
+
+/// Why a rank has no run to sweep on.
+enum StartFailed {
+    /// Rank 0 could not start, and told every rank.
+    Told(CliError),
+    /// This rank alone could not start: it tells the others at the next step.
+    Alone(CliError),
+    /// The MPI job failed.
+    Lost(CliError),
+}
+
+/// The volume and namespace of this rank: rank 0 opens (or formats) the volume and makes
+/// the namespace, then tells the others, which enter the same volume (`--existing`);
+/// with an in-process engine every rank makes its own.
+async fn start_rank(
+    args: &SweepArgs,
+    settings: &ClientSettings,
+    team: &dyn Team,
+) -> Result<(Run, Namespace, bool), StartFailed> {
+    let waiting = StopFlag::default();
+    let on_ctrl_c = "dropping the level in progress and cleaning up";
+    let mut joined: Option<Result<Joined, Refusal>> = None;
+    let mut mine = None;
+    if team.rank() == 0 {
+        let started = async {
+            if team.size() > 1 && args.shared_dir && is_memkv(&args.target) {
+                return Err(input(
+                    "--shared-dir under MPI needs one volume all ranks share; with memkv:// each \
+                     rank has its own store: use a server engine, or drop --shared-dir",
+                ));
+            }
+            let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c).await?;
+            match make_namespace(&run).await {
+                Ok(ns) => Ok((run, ns)),
+                Err(e) => {
+                    if let Err(left) = run.finish(false, None).await {
+                        say!("left behind: {left}");
+                    }
+                    Err(e)
+                }
+            }
+        }
+        .await;
+        joined = Some(match &started {
+            Ok((run, ns)) => Ok(Joined {
+                meta_url: run.target.meta_url.clone(),
+                namespace: ns.dir,
+                per_rank_volume: run.target.engine.kind() == EngineKind::Memkv,
+            }),
+            Err(e) => Err((e.one_line(), e.exit_code())),
+        });
+        mine = Some(started);
+    }
+    let joined = match team.size() {
+        1 => joined.expect("rank 0 of 1 leads"),
+        _ => from_leader(team, joined.as_ref(), &waiting)
+            .await
+            .map_err(|e| StartFailed::Lost(CliError::Io(format!("MPI: {e}"))))?,
+    };
+    if let Some(started) = mine {
+        let (run, ns) = started.map_err(StartFailed::Told)?;
+        return Ok((run, ns, true));
+    }
+    let joined = joined.map_err(|refusal| StartFailed::Told(refusal_error(refusal)))?;
+    let alone = StartFailed::Alone;
+    if joined.per_rank_volume {
+        let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c)
+            .await
+            .map_err(alone)?;
+        return match make_namespace(&run).await {
+            Ok(ns) => Ok((run, ns, true)),
+            Err(e) => {
+                let _ = run.finish(false, None).await;
+                Err(StartFailed::Alone(e))
+            }
+        };
+    }
+    let shared = TargetArgs {
+        meta: Some(joined.meta_url),
+        existing: true,
+    };
+    let run = Run::start(&shared, settings.clone(), None, on_ctrl_c)
+        .await
+        .map_err(alone)?;
+    let ns = Namespace {
+        top: 0,
+        dir: joined.namespace,
+        run_id: run.run_id.clone(),
+    };
+    Ok((run, ns, false))
+}
+
+/// Whether the target is the in-process memkv engine.
+fn is_memkv(target: &TargetArgs) -> bool {
+    target
+        .meta
+        .as_deref()
+        .is_some_and(|url| url.trim_start().starts_with("memkv:"))
+}
+
+/// Makes the run's namespace, `/.metabench/<run-id>`.
+async fn make_namespace(run: &Run) -> Result<Namespace, CliError> {
+    let mut meta = run
+        .target
+        .session(&ClientProfile::Gobench.session_options())
+        .await?;
+    Ok(Namespace::create(meta.as_mut(), &run.run_id).await?)
+}
+
+/// What each rank says of itself once started: its host, its wall clock right after a
+/// barrier (their spread bounds the clock skew), and why it could not start, if so.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Hello {
+    host: String,
+    wall_s: f64,
+    failed: Option<String>,
+}
+
+/// The ranks' hellos: the MPI run's facts, or rank 0's refusal to go on (a rank could not
+/// start, or the ranks span hosts but the volume is a file on rank 0's).
+async fn hello(
+    team: &dyn Team,
+    stop: &StopFlag,
+    failed: Option<String>,
+    volume_on_rank0: bool,
+) -> Result<Result<MpiRun, Refusal>, TeamError> {
+    answer(team, team.barrier(), stop).await?;
+    let wall_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let me = Hello {
+        host: team.host().to_owned(),
+        wall_s,
+        failed,
+    };
+    let ranks = team.size() as u32;
+    agree(team, &me, stop, |all| {
+        let mut hosts: Vec<String> = Vec::new();
+        for h in &all {
+            if !hosts.contains(&h.host) {
+                hosts.push(h.host.clone());
+            }
+        }
+        if volume_on_rank0 && hosts.len() > 1 {
+            return Err((
+                "the embedded default volume is a SQLite file on rank 0's host, which ranks on \
+                 other hosts cannot open: give --meta a URL every host reaches"
+                    .to_owned(),
+                2,
+            ));
+        }
+        if let Some((rank, h)) = all.iter().enumerate().find(|(_, h)| h.failed.is_some()) {
+            let why = h.failed.as_deref().unwrap_or_default();
+            return Err((
+                format!("rank {rank} on {} could not start: {why}", h.host),
+                1,
+            ));
+        }
+        let clock = |f: fn(f64, f64) -> f64, from: f64| all.iter().map(|h| h.wall_s).fold(from, f);
+        Ok(MpiRun {
+            ranks,
+            clock_skew_ms: (clock(f64::max, f64::MIN) - clock(f64::min, f64::MAX)) * 1000.0,
+            hosts: all.into_iter().map(|h| h.host).collect(),
+            peak_rss_bytes: Vec::new(),
+        })
+    })
+    .await
+}
+
+/// Ends this rank after rank 0 refused the job for every rank: all leave the MPI job
+/// together; rank 0 says why, the others exit quietly with the same code.
+async fn refused(team: &dyn Team, stop: &StopFlag, error: CliError) -> Result<i32, CliError> {
+    leave(team, stop).await;
+    match team.rank() {
+        0 => Err(error),
+        _ => Ok(error.exit_code()),
+    }
+}
+
+/// This rank lost the MPI job (a rank stopped answering), its own part cleaned up.
+/// Rank 0 says so and ends the job (`MPI_Abort`), so that no rank is left waiting; another
+/// rank exits with the error.
+fn lost(team: &dyn Team, stop: &StopFlag, error: CliError) -> Result<i32, CliError> {
+    if team.rank() != 0 {
+        return Err(CliError::Io(format!(
+            "rank {}: {}",
+            team.rank(),
+            error.one_line()
+        )));
+    }
+    say!("metabench: error: {}", error.one_line());
+    team.abort(if stop.is_stopped() {
+        130
+    } else {
+        error.exit_code()
+    })
+}
+
+/// Cleans up a run that ends before its sweep, saying what it left behind.
+async fn end_early(run: Run, namespace: Option<&Namespace>) {
+    if let Err(left) = run.finish(false, namespace).await {
+        say!("left behind: {left}");
+    }
+}
+
+/// Runs `metabench sweep`, alone or as one rank of an MPI job.
+///
+/// Under MPI every rank takes the same steps, each ending in the same collective calls:
+/// check the arguments (nothing written yet), start (rank 0 first), say hello, sweep,
+/// clean up (the other ranks first), leave. A refusal at a step is rank 0's, for all;
+/// a rank that stops answering ends the job (`MPI_Abort`) once rank 0 has cleaned up.
+pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let team = join_team()?;
     let (ranks, leader) = (team.size(), team.rank() == 0);
+    let prepared = prepare(&args, leader);
+    if ranks > 1 {
+        let waiting = StopFlag::default();
+        let verdict = agree(team.as_ref(), &Ready::new(&prepared), &waiting, check_ready)
+            .await
+            .map_err(|e| CliError::Io(format!("MPI: {e}")));
+        match verdict {
+            Err(e) => return lost(team.as_ref(), &waiting, e),
+            Ok(Err(refusal)) => {
+                let error = match prepared {
+                    Err(own) if leader => own,
+                    _ => refusal_error(refusal),
+                };
+                return refused(team.as_ref(), &waiting, error).await;
+            }
+            Ok(Ok(())) => {}
+        }
+    }
+    let Prepared {
+        workload,
+        levels,
+        settings,
+        plan,
+    } = prepared?;
     // The client threads (one runtime per core), before anything is written.
     let exec = client_threads()?;
-    let (run, ns, owns_namespace) = start_rank(&args, &settings, team.as_ref()).await?;
+    let (run, ns, owns_namespace) = match start_rank(&args, &settings, team.as_ref()).await {
+        Ok(started) => started,
+        Err(StartFailed::Told(e)) => return refused(team.as_ref(), &StopFlag::default(), e).await,
+        Err(StartFailed::Lost(e)) => return lost(team.as_ref(), &StopFlag::default(), e),
+        Err(StartFailed::Alone(e)) => {
+            // Told to rank 0 in the hello, which refuses the job for all.
+            let waiting = StopFlag::default();
+            return match hello(team.as_ref(), &waiting, Some(e.one_line()), false).await {
+                Ok(_) => refused(team.as_ref(), &waiting, e).await,
+                Err(lost_team) => lost(team.as_ref(), &waiting, CliError::Io(lost_team.0)),
+            };
+        }
+    };
     let stop = run.stop.clone();
     let mpi = if ranks > 1 {
-        let hello = async {
-            answer(team.as_ref(), team.barrier(), &stop).await?;
-            let wall_s = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64());
-            let hello = Hello {
-                host: team.host().to_owned(),
-                wall_s,
-            };
-            gather_all(team.as_ref(), &hello, &stop).await
-        };
-        match hello.await {
-            Ok(all) => all.map(|all| MpiRun {
-                ranks: ranks as u32,
-                clock_skew_ms: (all.iter().map(|h| h.wall_s).fold(f64::MIN, f64::max)
-                    - all.iter().map(|h| h.wall_s).fold(f64::MAX, f64::min))
-                    * 1000.0,
-                hosts: all.into_iter().map(|h| h.host).collect(),
-                peak_rss_bytes: Vec::new(),
-            }),
+        let volume_on_rank0 = args.target.meta.is_none();
+        match hello(team.as_ref(), &stop, None, volume_on_rank0).await {
+            Ok(Ok(mpi)) => Some(mpi),
+            Ok(Err(refusal)) => {
+                end_early(run, owns_namespace.then_some(&ns)).await;
+                return refused(team.as_ref(), &stop, refusal_error(refusal)).await;
+            }
             Err(e) => {
-                let _ = run.finish(false, owns_namespace.then_some(&ns)).await;
-                return Err(CliError::Io(format!("MPI: {e}")));
+                end_early(run, owns_namespace.then_some(&ns)).await;
+                return lost(team.as_ref(), &stop, CliError::Io(format!("MPI: {e}")));
             }
         }
     } else {
@@ -406,8 +643,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     };
     if leader {
         let over = mpi.as_ref().map_or(String::new(), |m| {
-            let mut hosts = m.hosts.clone();
-            hosts.dedup();
+            let mut hosts: Vec<&str> = Vec::new();
+            for host in &m.hosts {
+                if !hosts.contains(&host.as_str()) {
+                    hosts.push(host);
+                }
+            }
             format!(
                 ", over {ranks} MPI ranks on {} (clock skew ≤ {:.1} ms)",
                 hosts.join(", "),
@@ -513,7 +754,6 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         .await
         .map_err(CliError::from)
     };
-    tracing::info!("rank {}: the sweep ended", team.rank());
     if let Some(ticker) = ticker {
         ticker.abort();
     }
@@ -521,26 +761,39 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
     let team_lost = matches!(&outcome, Ok(o) if o.team_lost);
     // The other ranks close their sessions first; rank 0 hears from each (its peak
-    // memory) before it removes the namespace they worked in.
+    // memory) before it removes the namespace they worked in. A rank that lost the
+    // team calls on it no more.
     let namespace = owns_namespace.then_some(&ns);
-    let (cleanup, ends) = if leader {
+    let (cleanup, ends) = if leader && !team_lost {
         let ends = gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await;
         (run.finish(failed, namespace).await, ends)
     } else {
         let cleanup = run.finish(failed, namespace).await;
-        (
-            cleanup,
-            gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await,
-        )
+        let ends = match team_lost {
+            true => Ok(None),
+            false => gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await,
+        };
+        (cleanup, ends)
     };
-    tracing::info!("rank {}: cleaned up", team.rank());
-    let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
+    let (outcome, cleanup_error) = match after_cleanup(outcome, cleanup, |o| o.failure.as_mut()) {
+        Ok(settled) => settled,
+        // The engine failed before the first level: every rank was told so.
+        Err(e) => return refused(team.as_ref(), &stop, e).await,
+    };
     if !leader {
-        leave(team.as_ref(), &stop).await;
-        if let Some(e) = cleanup_error {
-            return Err(e);
+        if team_lost {
+            let why = outcome.stopped_early.unwrap_or_default();
+            return lost(
+                team.as_ref(),
+                &stop,
+                cleanup_error.unwrap_or(CliError::Io(why)),
+            );
         }
-        return Ok(exit_code(None, stop.is_stopped()));
+        leave(team.as_ref(), &stop).await;
+        return match cleanup_error {
+            Some(e) => Err(e),
+            None => Ok(exit_code(None, stop.is_stopped())),
+        };
     }
 
     let mut run = SweepResults {
@@ -572,17 +825,20 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             rss as f64 / (1 << 20) as f64
         );
     }
+    let mut write_error = None;
     if let Some(path) = &args.json {
-        write_file(
-            path,
-            &(serde_json::to_string_pretty(&run).expect("results serialize") + "\n"),
-        )?;
-        say!("results written to {}", path.display());
+        let text = serde_json::to_string_pretty(&run).expect("results serialize") + "\n";
+        match write_file(path, &text) {
+            Ok(()) => say!("results written to {}", path.display()),
+            Err(e) => write_error = Some(e),
+        }
     }
     if let Some(path) = &args.csv {
-        write_file(path, &sweep_csv(&run))?;
+        if let Err(e) = write_file(path, &sweep_csv(&run)) {
+            write_error.get_or_insert(e);
+        }
     }
-    let result = match (log_error, cleanup_error) {
+    let result = match (write_error.or(log_error), cleanup_error) {
         (Some(e), _) => Err(e),
         // The results are written; what the run could not remove is the error.
         (None, Some(e)) => Err(e),
@@ -590,14 +846,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     };
     if team_lost {
         // A rank stopped answering: end the job rather than leave any rank waiting.
-        let code = match &result {
-            Ok(code) => *code,
-            Err(e) => {
-                say!("metabench: error: {}", e.one_line());
-                e.exit_code()
-            }
-        };
-        team.abort(code);
+        let why = run.stopped_early.clone().unwrap_or_default();
+        return lost(
+            team.as_ref(),
+            &stop,
+            result.err().unwrap_or(CliError::Io(why)),
+        );
     }
     leave(team.as_ref(), &stop).await;
     result

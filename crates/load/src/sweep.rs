@@ -748,6 +748,7 @@ struct RankPart {
 }
 
 impl RankPart {
+    /// An empty part for the rank that sent `report`, its first of the level.
     fn new(report: &PhaseReport) -> Self {
         Self {
             host: report.host.clone(),
@@ -761,23 +762,15 @@ impl RankPart {
     }
 }
 
-/// The level's self-check from its ranks': its own when it ran alone; else the CPU and
-/// calls summed, the worst utilisation and lag, and client-bound when any rank was.
-fn level_client_check(ranks: &[RankLevel]) -> ClientCheck {
+/// The level's self-check from its ranks' (which made `calls` calls in all): its own
+/// when it ran alone; else the CPU and calls summed, the worst utilisation and lag, and
+/// client-bound when any rank was.
+fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck {
     if let [only] = ranks {
         return only.client.clone();
     }
     let cpu_s: f64 = ranks.iter().map(|r| r.client.cpu_s).sum();
-    let calls: f64 = ranks
-        .iter()
-        .map(|r| {
-            if r.client.cpu_us_per_op > 0.0 {
-                r.client.cpu_s * 1e6 / r.client.cpu_us_per_op
-            } else {
-                0.0
-            }
-        })
-        .sum();
+    let calls = calls as f64;
     let worst = |f: fn(&ClientCheck) -> f64| ranks.iter().map(|r| f(&r.client)).fold(0.0, f64::max);
     let bound = ranks.iter().find(|r| r.client.client_bound);
     ClientCheck {
@@ -802,6 +795,28 @@ fn level_client_check(ranks: &[RankLevel]) -> ClientCheck {
     }
 }
 
+/// Measures the floor on client 0's thread and session (the first of `sessions`), once.
+async fn measure_floor_on(
+    exec: &Exec,
+    sessions: &mut Vec<Box<dyn Meta>>,
+    outcome: &mut SweepOutcome,
+) -> Result<()> {
+    if outcome.floor.is_some() {
+        return Ok(());
+    }
+    let mut meta = sessions.remove(0);
+    let measured = exec
+        .spawn(0, async move {
+            let floor = crate::floor::measure_floor(meta.as_mut()).await;
+            (meta, floor)
+        })
+        .await
+        .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
+    sessions.insert(0, measured.0);
+    outcome.floor = measured.1?;
+    Ok(())
+}
+
 /// Sleeps until `end`, or until `stop` is set.
 async fn wait_until(end: Instant, stop: &StopFlag) {
     while !stop.is_stopped() {
@@ -814,8 +829,9 @@ async fn wait_until(end: Instant, stop: &StopFlag) {
 }
 
 /// Runs the sweep below directory `base` (the run's namespace), its clients on `exec`'s
-/// threads. `on_level` hears each finished level with its per-second histograms. Stops
-/// after the current window when `stop` is set, returning the completed levels.
+/// threads. `on_level` hears each finished level with its per-second histograms. When
+/// `stop` is set, the window in progress ends at once, its level is dropped and the
+/// completed levels are returned; the level's directories are left to the namespace.
 ///
 /// Run by every rank of `team`: each level's clients are spread over the ranks, which
 /// start each window together. Rank 0 merges the ranks' histograms exactly, decides
@@ -874,6 +890,8 @@ impl From<TeamError> for Ended {
     }
 }
 
+/// The levels of [`run_sweep`], adding each to `outcome`; `Err` when a rank stopped
+/// answering, or (rank 0) when the engine failed before the first level.
 #[allow(clippy::too_many_arguments)]
 async fn sweep_levels(
     exec: &Exec,
@@ -914,17 +932,26 @@ async fn sweep_levels(
             grow_sessions(exec, &engine, &config.session, &mut sessions, n).await
         };
         let mut own_error = None;
+        let mut failed = match opened {
+            Ok(()) => None,
+            Err(e) => {
+                let answers = engine_answers(exec, &mut sessions, config.op_timeout).await;
+                let said = (e.to_string(), answers);
+                own_error = Some(e);
+                Some(said)
+            }
+        };
+        if leader && failed.is_none() && !stop.is_stopped() && outcome.levels.is_empty() {
+            // The floor, before the first level, on client 0's thread and session, as
+            // its calls will be timed. A failure is the level's, decided for all ranks.
+            if let Err(e) = measure_floor_on(exec, &mut sessions, outcome).await {
+                failed = Some((format!("measuring the floor: {e}"), false));
+                own_error = Some(e);
+            }
+        }
         let said = SessionsOpened {
             stopped: stop.is_stopped(),
-            failed: match opened {
-                Ok(()) => None,
-                Err(e) => {
-                    let answers = engine_answers(exec, &mut sessions, config.op_timeout).await;
-                    let said = (e.to_string(), answers);
-                    own_error = Some(e);
-                    Some(said)
-                }
-            },
+            failed,
         };
         let start = agree(team, &said, stop, |all| {
             if all.iter().any(|s| s.stopped) {
@@ -955,21 +982,6 @@ async fn sweep_levels(
                 }
                 break;
             }
-        }
-        if leader && outcome.levels.is_empty() && outcome.floor.is_none() {
-            // On client 0's thread and session, as its calls will be timed.
-            let mut meta = sessions.remove(0);
-            let measured = exec
-                .spawn(0, async move {
-                    let floor = crate::floor::measure_floor(meta.as_mut()).await;
-                    (meta, floor)
-                })
-                .await
-                .map_err(|e| {
-                    Ended::Engine(MetaError::Engine(format!("client task failed: {e}")))
-                })?;
-            sessions.insert(0, measured.0);
-            outcome.floor = measured.1.map_err(Ended::Engine)?;
         }
         live.clients.store(clients, Ordering::Relaxed);
         let mut level = Level {
@@ -1126,10 +1138,6 @@ async fn sweep_levels(
                 None
             };
             wait_until(window.end, stop).await;
-            tracing::debug!(
-                "rank {rank}: window of {clients} clients, {} over",
-                phase.name
-            );
             let cpu = process_cpu_time().saturating_sub(cpu_start);
             let lag = probe.finish();
             if let Some(engine_start) = engine_start {
@@ -1146,17 +1154,25 @@ async fn sweep_levels(
             let mut first_failure = None;
             let mut returned = Vec::with_capacity(n);
             for t in tasks {
-                let (meta, result) = t.await.map_err(|e| {
-                    Ended::Engine(MetaError::Engine(format!("client task failed: {e}")))
-                })?;
-                returned.push(meta);
-                if let Err(f) = result {
-                    first_failure.get_or_insert(f);
+                // A client task that failed lost its session; the level fails on every
+                // rank alike, through the reports.
+                match t.await {
+                    Ok((meta, result)) => {
+                        returned.push(meta);
+                        if let Err(f) = result {
+                            first_failure.get_or_insert(f);
+                        }
+                    }
+                    Err(e) => {
+                        first_failure.get_or_insert(ClientFailure::new(
+                            "client task",
+                            MetaError::Engine(format!("client task failed: {e}")),
+                        ));
+                    }
                 }
             }
             returned.append(&mut sessions);
             sessions = returned;
-            tracing::debug!("rank {rank}: clients of {clients}, {} returned", phase.name);
             if first_failure.is_none() && own_dir.is_some() && !config.shared_dir {
                 let removed = remove_tree(sessions[0].as_mut(), base, &level_dir_name);
                 if let Some(Err(e)) = unless_stopped(removed, stop).await {
@@ -1182,7 +1198,6 @@ async fn sweep_levels(
             };
             drop(merged);
             let reports = gather_all(team, &report, stop).await?;
-            tracing::debug!("rank {rank}: reports of {clients}, {} gathered", phase.name);
             let mut end = PhaseEnd {
                 failure: None,
                 stop: false,
@@ -1196,23 +1211,22 @@ async fn sweep_levels(
                         end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
                     }
                 }
-                if !(end.stop && end.failure.is_none()) {
-                    let merged = merge_reports(
-                        reports,
-                        window.measure_from,
-                        &mut parts,
-                        &phase.name,
-                        config.duration,
-                    )
-                    .map_err(|e| Ended::Team(TeamError(e)))?;
-                    // Calls in flight at the window's end were counted: so is the time
-                    // they took.
-                    let real_end = merged
-                        .ops
-                        .values()
-                        .filter_map(|acc| acc.last_end)
-                        .fold(window.end, Instant::max);
-                    let real_window = real_end - window.measure_from;
+                let merged = if end.stop && end.failure.is_none() {
+                    None
+                } else {
+                    match merge_reports(reports, &window, &mut parts, &phase.name) {
+                        Ok(merged) => Some(merged),
+                        Err(e) => {
+                            // Told to every rank, like an engine failure.
+                            end.failure.get_or_insert_with(|| {
+                                failure_at(clients, &phase.name, "merging the ranks' results", &e)
+                            });
+                            None
+                        }
+                    }
+                };
+                if let Some(merged) = merged {
+                    let real_window = merged.real_window;
                     let phase_calls: u64 = merged.ops.values().map(|acc| acc.calls).sum();
                     achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
                     // The clients' background work keeps them busy too.
@@ -1250,6 +1264,7 @@ async fn sweep_levels(
         }
         let mut go_on = false;
         if leader {
+            let calls: u64 = parts.iter().map(|p| p.calls).sum();
             level.ranks = parts
                 .into_iter()
                 .enumerate()
@@ -1261,7 +1276,7 @@ async fn sweep_levels(
                     ops: part.ops,
                 })
                 .collect();
-            level.client = level_client_check(&level.ranks);
+            level.client = level_client_check(&level.ranks, calls);
             if ranks == 1 {
                 // A run of one process: its level says it all.
                 level.ranks.clear();
@@ -1296,22 +1311,41 @@ async fn sweep_levels(
 struct MergedPhase {
     ops: BTreeMap<Op, OpAcc>,
     background: BackgroundAcc,
+    /// The measured window, stretched to the end of the last call in flight at its end
+    /// on any rank: those calls were counted, so is the time they took.
+    real_window: Duration,
 }
 
 /// Merges the ranks' phase reports (exactly: histograms are added), keeping each rank's
-/// own figures and self-check inputs in `parts`.
+/// own figures and self-check inputs in `parts`. Each rank's figures are over the same
+/// window as the level's, so that the ranks' ops/s add up to the level's.
 fn merge_reports(
     reports: Vec<PhaseReport>,
-    measure_from: Instant,
+    window: &Window,
     parts: &mut Vec<RankPart>,
     phase: &str,
-    window: Duration,
 ) -> std::result::Result<MergedPhase, String> {
+    let mut decoded = Vec::with_capacity(reports.len());
+    for (r, mut report) in reports.into_iter().enumerate() {
+        let mut ops = Vec::with_capacity(report.ops.len());
+        for (name, wire) in std::mem::take(&mut report.ops) {
+            let op: Op = name
+                .parse()
+                .map_err(|e| format!("rank {r} sent an unknown operation: {e}"))?;
+            ops.push((op, OpAcc::from_wire(wire, window.measure_from)?));
+        }
+        decoded.push((report, ops));
+    }
+    let real_end = decoded
+        .iter()
+        .flat_map(|(_, ops)| ops.iter().filter_map(|(_, acc)| acc.last_end))
+        .fold(window.end, Instant::max);
     let mut merged = MergedPhase {
         ops: BTreeMap::new(),
         background: BackgroundAcc::default(),
+        real_window: real_end - window.measure_from,
     };
-    for (r, report) in reports.into_iter().enumerate() {
+    for (r, (report, ops)) in decoded.into_iter().enumerate() {
         if parts.len() <= r {
             parts.push(RankPart::new(&report));
         }
@@ -1321,17 +1355,10 @@ fn merge_reports(
             .add(metabench_report::histogram::decode(&report.lag)?)
             .expect("auto-resizing histograms merge");
         merged.background.merge(report.background);
-        for (name, wire) in report.ops {
-            let op: Op = name
-                .parse()
-                .map_err(|e| format!("rank {r} sent an unknown operation: {e}"))?;
-            let acc = OpAcc::from_wire(wire, measure_from)?;
+        for (op, acc) in ops {
             part.calls += acc.hist.as_ref().map_or(0, |h| h.len());
             part.calls += acc.errors.values().sum::<u64>();
-            let real_end = acc
-                .last_end
-                .map_or(window, |t| (t - measure_from).max(window));
-            part.ops.push(level_op(op, phase, &acc, real_end));
+            part.ops.push(level_op(op, phase, &acc, merged.real_window));
             merged.ops.entry(op).or_default().merge(acc);
         }
     }

@@ -49,10 +49,19 @@ pub trait Team: Send + Sync {
 /// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun`) started this process as one of
 /// several ranks: its environment says so.
 pub fn launched_by_mpi() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
         .iter()
         .filter_map(|v| std::env::var(v).ok())
         .any(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 1))
+}
+
+/// This process's rank as its MPI launcher set it (0 when none did): known before the
+/// team is joined, e.g. to let rank 0 alone speak.
+pub fn launched_rank() -> u32 {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Why a rank stopped waiting for the others.

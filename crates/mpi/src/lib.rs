@@ -138,7 +138,8 @@ fn serve(inbox: mpsc::Receiver<Call>, joined: mpsc::Sender<Result<Joined, String
                 let _ = tx.send(());
             }
             Call::Gather(bytes, tx) => {
-                let len = bytes.len() as Count;
+                // A rank's report is kilobytes; MPI counts bytes in an `i32`.
+                let len = Count::try_from(bytes.len()).expect("a report under 2 GiB");
                 let all = if rank == 0 {
                     let mut counts = vec![0 as Count; size];
                     root.gather_into_root(&len, &mut counts[..]);
@@ -146,7 +147,7 @@ fn serve(inbox: mpsc::Receiver<Call>, joined: mpsc::Sender<Result<Joined, String
                         .iter()
                         .scan(0, |at, &n| {
                             let here = *at;
-                            *at += n;
+                            *at = Count::checked_add(*at, n).expect("reports under 2 GiB in all");
                             Some(here)
                         })
                         .collect();
