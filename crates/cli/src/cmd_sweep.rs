@@ -610,7 +610,10 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             // Told to rank 0 in the hello, which refuses the job for all.
             let waiting = StopFlag::default();
             return match hello(team.as_ref(), &waiting, Some(e.one_line()), false).await {
-                Ok(_) => refused(team.as_ref(), &waiting, e).await,
+                Ok(verdict) => {
+                    let error = verdict.err().map_or(e, refusal_error);
+                    refused(team.as_ref(), &waiting, error).await
+                }
                 Err(lost_team) => lost(team.as_ref(), &waiting, CliError::Io(lost_team.0)),
             };
         }

@@ -720,7 +720,9 @@ struct PhaseGo {
 struct PhaseReport {
     host: String,
     clients: u32,
+    /// The cores this rank may use, and the cores its host has.
     cores: usize,
+    host_cores: usize,
     ops: Vec<(String, WireAcc)>,
     background: BackgroundAcc,
     cpu: Duration,
@@ -741,6 +743,7 @@ struct RankPart {
     host: String,
     clients: u32,
     cores: usize,
+    host_cores: usize,
     cpu: Duration,
     lag: Histogram<u64>,
     calls: u64,
@@ -754,12 +757,49 @@ impl RankPart {
             host: report.host.clone(),
             clients: report.clients,
             cores: report.cores,
+            host_cores: report.host_cores,
             cpu: Duration::ZERO,
             lag: histogram(),
             calls: 0,
             ops: Vec::new(),
         }
     }
+}
+
+/// The cores online on this host, whatever this process may use.
+fn online_cores() -> usize {
+    // SAFETY: sysconf reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+/// Ranks on one host share its cores: each may have stayed under the client-bound limit
+/// while together they used the host's cores up. Says so of the first host where they
+/// did. A host's capacity is the cores its ranks may use, at most the cores it has.
+fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<String> {
+    let mut hosts: BTreeMap<&str, (Vec<usize>, Duration, usize, usize)> = BTreeMap::new();
+    for (rank, part) in parts.iter().enumerate() {
+        let host = hosts.entry(part.host.as_str()).or_default();
+        host.0.push(rank);
+        host.1 += part.cpu;
+        host.2 += part.cores;
+        host.3 = host.3.max(part.host_cores);
+    }
+    hosts
+        .into_iter()
+        .filter(|(_, (ranks, ..))| ranks.len() > 1)
+        .find_map(|(host, (ranks, cpu, cores, host_cores))| {
+            let capacity = cores.min(host_cores).max(1);
+            let used = cpu.as_secs_f64() / (measured.as_secs_f64() * capacity as f64).max(1e-9);
+            (used >= CLIENT_CPU_LIMIT).then(|| {
+                let ranks: Vec<String> = ranks.iter().map(ToString::to_string).collect();
+                format!(
+                    "ranks {} on {host} together used {:.0}% of its {capacity} cores: run fewer ranks per host, or more hosts",
+                    ranks.join(", "),
+                    used * 100.0
+                )
+            })
+        })
 }
 
 /// The level's self-check from its ranks' (which made `calls` calls in all): its own
@@ -1186,6 +1226,7 @@ async fn sweep_levels(
                 host: team.host().to_owned(),
                 clients: n as u32,
                 cores,
+                host_cores: online_cores(),
                 ops: merged
                     .iter()
                     .map(|(op, acc)| (op.name().to_owned(), acc.to_wire(window.measure_from)))
@@ -1265,6 +1306,7 @@ async fn sweep_levels(
         let mut go_on = false;
         if leader {
             let calls: u64 = parts.iter().map(|p| p.calls).sum();
+            let crowded = crowded_host(&parts, measured);
             level.ranks = parts
                 .into_iter()
                 .enumerate()
@@ -1277,6 +1319,10 @@ async fn sweep_levels(
                 })
                 .collect();
             level.client = level_client_check(&level.ranks, calls);
+            if let (false, Some(reason)) = (level.client.client_bound, crowded) {
+                level.client.client_bound = true;
+                level.client.reason = Some(reason);
+            }
             if ranks == 1 {
                 // A run of one process: its level says it all.
                 level.ranks.clear();
@@ -1471,4 +1517,43 @@ fn finish_level(
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(host: &str, cores: usize, host_cores: usize, cpu_s: f64) -> RankPart {
+        RankPart {
+            host: host.to_owned(),
+            clients: 1,
+            cores,
+            host_cores,
+            cpu: Duration::from_secs_f64(cpu_s),
+            lag: histogram(),
+            calls: 0,
+            ops: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ranks_sharing_a_host_share_its_cores() {
+        let second = Duration::from_secs(1);
+        // Four unbound ranks on a 2-core host, each at half a core: each alone used 25%
+        // of the cores it sees, together all of them.
+        let unbound: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.5)).collect();
+        let why = crowded_host(&unbound, second).expect("the host is full");
+        assert!(
+            why.starts_with("ranks 0, 1, 2, 3 on a together used 100% of its 2 cores"),
+            "{why}"
+        );
+        // Two ranks bound to one core each on a 4-core host: their two cores are full.
+        let bound = [part("b", 1, 4, 0.95), part("b", 1, 4, 0.95)];
+        assert!(crowded_host(&bound, second).is_some());
+        // The same use spread over two hosts, or under the limit, is not.
+        let spread = [part("a", 2, 2, 0.9), part("b", 2, 2, 0.9)];
+        assert_eq!(crowded_host(&spread, second), None);
+        let light: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.4)).collect();
+        assert_eq!(crowded_host(&light, second), None);
+    }
 }
