@@ -109,24 +109,33 @@ pub fn watch_ctrl_c(
 }
 
 /// Writes a results file, mapping failures to one-line errors.
-/// A regular file is written whole or not at all: to a temporary file beside it, then
-/// renamed over it, so that a process killed while writing leaves the previous version.
-/// Anything else (`/dev/stdout`, a pipe, a symbolic link) is written in place.
+/// A regular file is written whole or not at all where the directory allows it: to a
+/// temporary file beside it (with the old file's permissions), then renamed over it, so
+/// that a process killed while writing leaves the previous version. Anything else
+/// (`/dev/stdout`, a pipe, a symbolic link), or a directory that refuses the temporary
+/// file, is written in place.
 pub fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
-    let in_place = std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file());
-    if in_place {
-        return std::fs::write(path, text)
-            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())));
+    let failed = |e: std::io::Error| CliError::Io(format!("cannot write {}: {e}", path.display()));
+    let old = std::fs::symlink_metadata(path).ok();
+    if old.as_ref().is_some_and(|m| !m.is_file()) {
+        return std::fs::write(path, text).map_err(failed);
     }
     let name = path
         .file_name()
         .map_or_else(|| "results".into(), |n| n.to_string_lossy().into_owned());
-    let partial = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-    let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
-    written.map_err(|e| {
+    // One fixed name: a temporary file a killed run left is replaced by the next.
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    let whole = std::fs::write(&partial, text)
+        .and_then(|()| match &old {
+            Some(old) => std::fs::set_permissions(&partial, old.permissions()),
+            None => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&partial, path));
+    if whole.is_err() {
         let _ = std::fs::remove_file(&partial);
-        CliError::Io(format!("cannot write {}: {e}", path.display()))
-    })
+        return std::fs::write(path, text).map_err(failed);
+    }
+    Ok(())
 }
 
 /// `--meta URL` where a command needs one: the JuiceFS meta URL, also read from
@@ -318,4 +327,35 @@ pub struct ClientArgs {
     /// as a `timeout` error, and its client goes on with a fresh session.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub op_timeout: std::time::Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn results_files_are_replaced_whole_and_keep_their_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        write_file(&path, "first").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A temporary file a killed run left behind is replaced, not kept.
+        std::fs::write(dir.path().join(".run.json.partial"), "stale").unwrap();
+        write_file(&path, "second").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "second");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["run.json"]);
+        // A symbolic link is written through, and stays a link.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        write_file(&link, "third").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "third");
+    }
 }

@@ -19,7 +19,7 @@ use metabench_engine::namespace::Namespace;
 use metabench_engine::{ClientProfile, EngineKind};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
-    run_sweep, Arrivals, ConcSpec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
+    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
 };
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
 use metabench_report::{Level, SweepPlan, SweepResults};
@@ -217,6 +217,8 @@ fn join_team() -> Result<Box<dyn Team>, CliError> {
 
 /// What a sweep is asked to do, read from its arguments before anything is written.
 struct Prepared {
+    /// The client threads (one runtime per core), started before anything is written.
+    exec: Exec,
     workload: Workload,
     levels: Vec<u32>,
     settings: ClientSettings,
@@ -281,6 +283,7 @@ fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliError> {
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
     Ok(Prepared {
+        exec: client_threads()?,
         workload,
         levels,
         settings,
@@ -417,9 +420,15 @@ async fn start_rank(
     }
     let joined = match team.size() {
         1 => joined.expect("rank 0 of 1 leads"),
-        _ => from_leader(team, joined.as_ref(), &waiting)
-            .await
-            .map_err(|e| StartFailed::Lost(CliError::Io(format!("MPI: {e}"))))?,
+        _ => match from_leader(team, joined.as_ref(), &waiting).await {
+            Ok(joined) => joined,
+            Err(e) => {
+                if let Some(Ok((run, ns))) = mine {
+                    end_early(run, Some(&ns)).await;
+                }
+                return Err(StartFailed::Lost(CliError::Io(format!("MPI: {e}"))));
+            }
+        },
     };
     if let Some(started) = mine {
         let (run, ns) = started.map_err(StartFailed::Told)?;
@@ -595,13 +604,12 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         }
     }
     let Prepared {
+        exec,
         workload,
         levels,
         settings,
         plan,
     } = prepared?;
-    // The client threads (one runtime per core), before anything is written.
-    let exec = client_threads()?;
     let (run, ns, owns_namespace) = match start_rank(&args, &settings, team.as_ref()).await {
         Ok(started) => started,
         Err(StartFailed::Told(e)) => return refused(team.as_ref(), &StopFlag::default(), e).await,
@@ -611,6 +619,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             let waiting = StopFlag::default();
             return match hello(team.as_ref(), &waiting, Some(e.one_line()), false).await {
                 Ok(verdict) => {
+                    // Nothing to clean up: straight to the barrier after which rank 0
+                    // cleans up (see the refusal after the hello below).
+                    let _ = answer(team.as_ref(), team.barrier(), &waiting).await;
                     let error = verdict.err().map_or(e, refusal_error);
                     refused(team.as_ref(), &waiting, error).await
                 }
@@ -624,7 +635,15 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         match hello(team.as_ref(), &stop, None, volume_on_rank0).await {
             Ok(Ok(mpi)) => Some(mpi),
             Ok(Err(refusal)) => {
-                end_early(run, owns_namespace.then_some(&ns)).await;
+                // As after a sweep: the other ranks close their sessions before rank 0
+                // removes the namespace they entered.
+                if leader {
+                    let _ = answer(team.as_ref(), team.barrier(), &stop).await;
+                    end_early(run, owns_namespace.then_some(&ns)).await;
+                } else {
+                    end_early(run, owns_namespace.then_some(&ns)).await;
+                    let _ = answer(team.as_ref(), team.barrier(), &stop).await;
+                }
                 return refused(team.as_ref(), &stop, refusal_error(refusal)).await;
             }
             Err(e) => {

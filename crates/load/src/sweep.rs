@@ -778,7 +778,7 @@ fn online_cores() -> usize {
 /// did. A host's capacity is the cores its ranks may use, at most the cores it has.
 fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<String> {
     let mut hosts: BTreeMap<&str, (Vec<usize>, Duration, usize, usize)> = BTreeMap::new();
-    for (rank, part) in parts.iter().enumerate() {
+    for (rank, part) in parts.iter().enumerate().filter(|(_, p)| p.clients > 0) {
         let host = hosts.entry(part.host.as_str()).or_default();
         host.0.push(rank);
         host.1 += part.cpu;
@@ -1380,26 +1380,25 @@ fn merge_reports(
                 .map_err(|e| format!("rank {r} sent an unknown operation: {e}"))?;
             ops.push((op, OpAcc::from_wire(wire, window.measure_from)?));
         }
-        decoded.push((report, ops));
+        let lag = metabench_report::histogram::decode(&report.lag)?;
+        decoded.push((report, ops, lag));
     }
     let real_end = decoded
         .iter()
-        .flat_map(|(_, ops)| ops.iter().filter_map(|(_, acc)| acc.last_end))
+        .flat_map(|(_, ops, _)| ops.iter().filter_map(|(_, acc)| acc.last_end))
         .fold(window.end, Instant::max);
     let mut merged = MergedPhase {
         ops: BTreeMap::new(),
         background: BackgroundAcc::default(),
         real_window: real_end - window.measure_from,
     };
-    for (r, (report, ops)) in decoded.into_iter().enumerate() {
+    for (r, (report, ops, lag)) in decoded.into_iter().enumerate() {
         if parts.len() <= r {
             parts.push(RankPart::new(&report));
         }
         let part = &mut parts[r];
         part.cpu += report.cpu;
-        part.lag
-            .add(metabench_report::histogram::decode(&report.lag)?)
-            .expect("auto-resizing histograms merge");
+        part.lag.add(lag).expect("auto-resizing histograms merge");
         merged.background.merge(report.background);
         for (op, acc) in ops {
             part.calls += acc.hist.as_ref().map_or(0, |h| h.len());
