@@ -962,7 +962,7 @@ async fn sweep_levels(
         }
     };
     let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
-    for (clients, rate) in steps {
+    for (level_index, (clients, rate)) in steps.into_iter().enumerate() {
         // This rank's share of the level: `n` clients, the first numbered `first`.
         let (n, first) = share(clients, rank, ranks);
         let n = n as usize;
@@ -1014,7 +1014,8 @@ async fn sweep_levels(
                 break;
             }
             LevelStart::Failed(e) => {
-                if outcome.levels.is_empty() && leader {
+                // Before the first level (which only rank 0 keeps), every rank fails alike.
+                if level_index == 0 {
                     return Err(Ended::Engine(own_error.unwrap_or(MetaError::Engine(e))));
                 }
                 if leader {
