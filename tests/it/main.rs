@@ -59,3 +59,16 @@ pub fn metabench(args: &[&str]) -> std::process::Output {
 pub fn metabench_cmd() -> std::process::Command {
     metabench_testkit::metabench_command(env!("CARGO_BIN_EXE_metabench"))
 }
+
+/// The volume at `url` keeps no trace of a run: no `.metabench` namespace in
+/// `juicefs dump`, and no session (the mount profile registers them) in `juicefs status`.
+pub fn assert_left_clean(url: &str) {
+    let tree = metabench_testkit::dump_tree(&metabench_testkit::juicefs_dump(url));
+    assert!(
+        tree.keys().all(|p| !p.contains(".metabench")),
+        "{:?}",
+        tree.keys().collect::<Vec<_>>()
+    );
+    let status = metabench_testkit::juicefs_status(url);
+    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
+}

@@ -346,15 +346,7 @@ fn four_ranks_on_redis_share_one_volume_and_leave_it_clean() {
         assert!(getattr.errors.is_empty(), "{:?}", getattr.errors);
     }
     // One volume, shared: the namespace and every rank's session are gone.
-    let dump = metabench_testkit::juicefs_dump(&url);
-    let tree = metabench_testkit::dump_tree(&dump);
-    assert!(
-        tree.keys().all(|p| !p.contains(".metabench")),
-        "{:?}",
-        tree.keys().collect::<Vec<_>>()
-    );
-    let status = metabench_testkit::juicefs_status(&url);
-    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
+    crate::assert_left_clean(&url);
 }
 
 #[test]
@@ -411,14 +403,7 @@ fn ctrl_c_to_mpirun_stops_every_rank_cleanly() {
         run.levels.len()
     );
     assert_merged_exactly(&run, 3);
-    let tree = metabench_testkit::dump_tree(&metabench_testkit::juicefs_dump(&url));
-    assert!(
-        tree.keys().all(|p| !p.contains(".metabench")),
-        "{:?}",
-        tree.keys().collect::<Vec<_>>()
-    );
-    let status = metabench_testkit::juicefs_status(&url);
-    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
+    crate::assert_left_clean(&url);
 }
 
 #[test]
@@ -475,6 +460,19 @@ fn a_killed_rank_ends_the_job_with_the_levels_on_disk() {
     );
 }
 
+/// A job of two ranks was refused: `mpirun` failed, one error line saying `says`, and
+/// both ranks exited with `code`. Returns the job's output.
+fn assert_refused(out: &std::process::Output, dir: &Path, code: i32, says: &[&str]) -> String {
+    let text = metabench_testkit::output_text(out);
+    assert!(!out.status.success(), "{text}");
+    assert!(says.iter().all(|s| text.contains(s)), "{says:?}:\n{text}");
+    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
+    for rank in 0..2 {
+        assert_eq!(rank_file(dir, "rc", rank), code.to_string(), "{text}");
+    }
+    text
+}
+
 #[test]
 fn ranks_that_cannot_run_the_same_sweep_are_refused_before_anything_is_written() {
     let _phase = crate::phase(module_path!());
@@ -495,16 +493,12 @@ fn ranks_that_cannot_run_the_same_sweep_are_refused_before_anything_is_written()
     let out = mpirun_apps(&[(1, "", &create), (1, "", &getattr)], dir.path(), REFUSED)
         .output()
         .unwrap();
-    let text = metabench_testkit::output_text(&out);
-    assert!(!out.status.success(), "{text}");
-    assert!(
-        text.contains("rank 1 on") && text.contains("would run another sweep than rank 0"),
-        "{text}"
+    let text = assert_refused(
+        &out,
+        dir.path(),
+        2,
+        &["rank 1 on", "would run another sweep"],
     );
-    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
-    for rank in 0..2 {
-        assert_eq!(rank_file(dir.path(), "rc", rank), "2", "{text}");
-    }
     // Nothing was written: no key made, no write command sent.
     assert_eq!(redis.command(&["DBSIZE"]), keys_before, "{text}");
     let writes: Vec<_> = redis
@@ -532,25 +526,9 @@ fn ranks_that_cannot_run_the_same_sweep_are_refused_before_anything_is_written()
     .env("META_PASSWORD", redis.password())
     .output()
     .unwrap();
-    let text = metabench_testkit::output_text(&out);
-    assert!(!out.status.success(), "{text}");
-    assert!(
-        text.contains("rank 1 on") && text.contains("could not start"),
-        "{text}"
-    );
-    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
-    for rank in 0..2 {
-        assert_eq!(rank_file(dir.path(), "rc", rank), "1", "{text}");
-    }
+    let text = assert_refused(&out, dir.path(), 1, &["rank 1 on", "could not start"]);
     assert!(!text.contains(redis.password()), "a password was printed");
-    let tree = metabench_testkit::dump_tree(&metabench_testkit::juicefs_dump(&url));
-    assert!(
-        tree.keys().all(|p| !p.contains(".metabench")),
-        "{:?}",
-        tree.keys().collect::<Vec<_>>()
-    );
-    let status = metabench_testkit::juicefs_status(&url);
-    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
+    crate::assert_left_clean(&url);
 
     // With memkv every rank has its own store: no directory all ranks can share.
     let out = mpirun_apps(
@@ -571,11 +549,5 @@ fn ranks_that_cannot_run_the_same_sweep_are_refused_before_anything_is_written()
     )
     .output()
     .unwrap();
-    let text = metabench_testkit::output_text(&out);
-    assert!(!out.status.success(), "{text}");
-    assert!(text.contains("--shared-dir under MPI"), "{text}");
-    assert_eq!(text.matches("metabench: error:").count(), 1, "{text}");
-    for rank in 0..2 {
-        assert_eq!(rank_file(dir.path(), "rc", rank), "2", "{text}");
-    }
+    assert_refused(&out, dir.path(), 2, &["--shared-dir under MPI"]);
 }

@@ -286,16 +286,7 @@ fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
         run.levels.len()
     );
     // Only the root (and the trash) remain: the namespace is gone.
-    let dump = metabench_testkit::juicefs_dump(&url);
-    let tree = metabench_testkit::dump_tree(&dump);
-    assert!(
-        tree.keys().all(|p| !p.contains(".metabench")),
-        "{:?}",
-        tree.keys().collect::<Vec<_>>()
-    );
-    // The clients' registered sessions (the mount profile) are gone too.
-    let status = metabench_testkit::juicefs_status(&url);
-    assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
+    crate::assert_left_clean(&url);
 }
 
 /// Starts `metabench sweep` on `url` with `args`, its stderr in `log`.

@@ -109,6 +109,7 @@ pub fn watch_ctrl_c(
 }
 
 /// Writes a results file, mapping failures to one-line errors.
+///
 /// A regular file is written whole or not at all where the directory allows it: to a
 /// temporary file beside it (with the old file's permissions), then renamed over it, so
 /// that a process killed while writing leaves the previous version. Anything else

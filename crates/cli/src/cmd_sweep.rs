@@ -16,7 +16,7 @@ use metabench_report::MpiRun;
 use metabench_schema::Ino;
 
 use metabench_engine::namespace::Namespace;
-use metabench_engine::{ClientProfile, EngineKind};
+use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
     run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
@@ -313,9 +313,9 @@ struct Ready {
 }
 
 impl Ready {
-    fn new(prepared: &Result<Prepared, CliError>) -> Self {
+    fn new(team: &dyn Team, prepared: &Result<Prepared, CliError>) -> Self {
         Self {
-            host: metabench_load::team::host_name(),
+            host: team.host().to_owned(),
             sweep: match prepared {
                 Ok(p) => Ok(format!(
                     "{} {}",
@@ -465,10 +465,8 @@ async fn start_rank(
 
 /// Whether the target is the in-process memkv engine.
 fn is_memkv(target: &TargetArgs) -> bool {
-    target
-        .meta
-        .as_deref()
-        .is_some_and(|url| url.trim_start().starts_with("memkv:"))
+    let url = target.meta.as_deref().map(MetaUrl::parse);
+    url.is_some_and(|url| url.is_ok_and(|url| url.scheme() == Scheme::Memkv))
 }
 
 /// Makes the run's namespace, `/.metabench/<run-id>`.
@@ -508,13 +506,7 @@ async fn hello(
     };
     let ranks = team.size() as u32;
     agree(team, &me, stop, |all| {
-        let mut hosts: Vec<String> = Vec::new();
-        for h in &all {
-            if !hosts.contains(&h.host) {
-                hosts.push(h.host.clone());
-            }
-        }
-        if volume_on_rank0 && hosts.len() > 1 {
+        if volume_on_rank0 && distinct(all.iter().map(|h| h.host.as_str())).len() > 1 {
             return Err((
                 "the embedded default volume is a SQLite file on rank 0's host, which ranks on \
                  other hosts cannot open: give --meta a URL every host reaches"
@@ -538,6 +530,17 @@ async fn hello(
         })
     })
     .await
+}
+
+/// The hosts of the ranks, each once, in rank order.
+fn distinct<'a>(hosts: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = Vec::new();
+    for host in hosts {
+        if !seen.contains(&host) {
+            seen.push(host);
+        }
+    }
+    seen
 }
 
 /// Ends this rank after rank 0 refused the job for every rank: all leave the MPI job
@@ -588,9 +591,14 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let prepared = prepare(&args, leader);
     if ranks > 1 {
         let waiting = StopFlag::default();
-        let verdict = agree(team.as_ref(), &Ready::new(&prepared), &waiting, check_ready)
-            .await
-            .map_err(|e| CliError::Io(format!("MPI: {e}")));
+        let verdict = agree(
+            team.as_ref(),
+            &Ready::new(team.as_ref(), &prepared),
+            &waiting,
+            check_ready,
+        )
+        .await
+        .map_err(|e| CliError::Io(format!("MPI: {e}")));
         match verdict {
             Err(e) => return lost(team.as_ref(), &waiting, e),
             Ok(Err(refusal)) => {
@@ -665,12 +673,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     };
     if leader {
         let over = mpi.as_ref().map_or(String::new(), |m| {
-            let mut hosts: Vec<&str> = Vec::new();
-            for host in &m.hosts {
-                if !hosts.contains(&host.as_str()) {
-                    hosts.push(host);
-                }
-            }
+            let hosts = distinct(m.hosts.iter().map(String::as_str));
             format!(
                 ", over {ranks} MPI ranks on {} (clock skew ≤ {:.1} ms)",
                 hosts.join(", "),

@@ -777,19 +777,27 @@ fn online_cores() -> usize {
 /// while together they used the host's cores up. Says so of the first host where they
 /// did. A host's capacity is the cores its ranks may use, at most the cores it has.
 fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<String> {
-    let mut hosts: BTreeMap<&str, (Vec<usize>, Duration, usize, usize)> = BTreeMap::new();
+    /// The ranks with clients on one host, their CPU and their cores.
+    #[derive(Default)]
+    struct Host {
+        ranks: Vec<usize>,
+        cpu: Duration,
+        usable_cores: usize,
+        online_cores: usize,
+    }
+    let mut hosts: BTreeMap<&str, Host> = BTreeMap::new();
     for (rank, part) in parts.iter().enumerate().filter(|(_, p)| p.clients > 0) {
         let host = hosts.entry(part.host.as_str()).or_default();
-        host.0.push(rank);
-        host.1 += part.cpu;
-        host.2 += part.cores;
-        host.3 = host.3.max(part.host_cores);
+        host.ranks.push(rank);
+        host.cpu += part.cpu;
+        host.usable_cores += part.cores;
+        host.online_cores = host.online_cores.max(part.host_cores);
     }
     hosts
         .into_iter()
-        .filter(|(_, (ranks, ..))| ranks.len() > 1)
-        .find_map(|(host, (ranks, cpu, cores, host_cores))| {
-            let capacity = cores.min(host_cores).max(1);
+        .filter(|(_, h)| h.ranks.len() > 1)
+        .find_map(|(host, Host { ranks, cpu, usable_cores, online_cores })| {
+            let capacity = usable_cores.min(online_cores).max(1);
             let used = cpu.as_secs_f64() / (measured.as_secs_f64() * capacity as f64).max(1e-9);
             (used >= CLIENT_CPU_LIMIT).then(|| {
                 let ranks: Vec<String> = ranks.iter().map(ToString::to_string).collect();
