@@ -681,3 +681,77 @@ fn engines_without_counters_report_no_telemetry() {
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.levels[0].engine.is_none());
 }
+
+/// `--threads-per-client`: a level's workers grouped into JuiceFS clients, one registered
+/// session per client (Redis's `nextsession` counts them), and results that say so.
+#[test]
+fn workers_grouped_into_clients_register_one_session_per_client() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    // Database 0, which the test's own commands read.
+    let url = redis.url(0);
+    metabench_testkit::juicefs_format(&url, "workers", &dir.path().join("bucket"));
+    let sessions_taken = || match redis.command(&["GET", "nextsession"]) {
+        metabench_testkit::Resp::Bulk(Some(b)) => {
+            String::from_utf8(b).unwrap().parse::<i64>().unwrap()
+        }
+        metabench_testkit::Resp::Bulk(None) => 0,
+        other => panic!("GET nextsession answered {other:?}"),
+    };
+    let mut taken = Vec::new();
+    for per_client in ["4", "1"] {
+        let json = dir.path().join(format!("k{per_client}.json"));
+        let before = sessions_taken();
+        let o = metabench()
+            .args(["sweep", "--meta", &url, "--existing", "--conc", "8"])
+            .args(["--threads-per-client", per_client, "--profile", "mount"])
+            .args(["--ops", "create", "--warmup", "100ms", "--duration", "1s"])
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        taken.push(sessions_taken() - before);
+        let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(run.plan.threads_per_client.to_string(), per_client);
+        let create = &run.levels[0].ops[0];
+        assert!(
+            create.latency.count > 0 && create.errors.is_empty(),
+            "{create:?}"
+        );
+        let said = run.header.engine.client_settings.get("threads_per_client");
+        if per_client == "4" {
+            assert!(
+                said.is_some_and(|s| s.starts_with("4 workers share each client")),
+                "{said:?}"
+            );
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert!(stdout.contains("4 workers share each client"), "{stdout}");
+        } else {
+            assert!(said.is_none(), "{said:?}");
+        }
+    }
+    // 8 workers: 2 clients of 4, then 8 clients of 1.
+    assert_eq!(taken, vec![2, 8]);
+    crate::assert_left_clean(&url);
+}
+
+#[test]
+fn threads_per_client_of_zero_is_refused() {
+    let _phase = crate::phase(module_path!());
+    let o = metabench()
+        .args([
+            "sweep",
+            "--meta",
+            "memkv://tpc0",
+            "--threads-per-client",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--threads-per-client"), "{err}");
+}

@@ -218,6 +218,7 @@ impl ProfileArgs {
             } else {
                 BackgroundPlacement::AfterWindow
             },
+            threads_per_client: 1,
         }
     }
 }
@@ -233,6 +234,8 @@ pub struct ClientSettings {
     /// Where background work runs (the profile's choice, unless a command cannot:
     /// `parity`'s native side runs it between phases).
     pub background: BackgroundPlacement,
+    /// Workers sharing one client (`sweep --threads-per-client`); 1 elsewhere.
+    pub threads_per_client: u32,
 }
 
 /// Where a run's background work (dir-stat and counter flushes, freeing deleted files'
@@ -312,6 +315,16 @@ impl ClientSettings {
             "background_work".to_owned(),
             self.background.describe().to_owned(),
         );
+        if self.threads_per_client > 1 {
+            out.insert(
+                "threads_per_client".to_owned(),
+                format!(
+                    "{} workers share each client (its state, session and transaction \
+                     locks; a connection each)",
+                    self.threads_per_client
+                ),
+            );
+        }
         out
     }
 }

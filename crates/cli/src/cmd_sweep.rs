@@ -84,6 +84,14 @@ pub struct SweepArgs {
     #[arg(long)]
     shared_dir: bool,
 
+    /// Group each level's workers (--conc counts them) into JuiceFS clients of this many,
+    /// as the threads of one mount: the workers of a client share its state (id batches,
+    /// buffers, caches), its registered session and JuiceFS's process-local transaction
+    /// locks, each with a connection of its own. `--conc 12 --threads-per-client 4` is
+    /// 12 threads on 3 mounts. Default 1: every worker is a client of its own.
+    #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u32).range(1..))]
+    threads_per_client: u32,
+
     /// Report the first level whose p99 exceeds this latency, e.g. 10ms (with --rate:
     /// stop there).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -254,7 +262,10 @@ fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliError> {
             args.conc
         )));
     }
-    let settings = args.client.profile.settings(ClientProfile::Mount);
+    let settings = ClientSettings {
+        threads_per_client: args.threads_per_client,
+        ..args.client.profile.settings(ClientProfile::Mount)
+    };
     let plan = SweepPlan {
         conc: args.conc.to_string(),
         levels: levels.clone(),
@@ -275,6 +286,7 @@ fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliError> {
         warmup_s: args.warmup.as_secs_f64(),
         duration_s: args.duration.as_secs_f64(),
         shared_dir: args.shared_dir,
+        threads_per_client: args.threads_per_client,
         p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
         until_plateau: args.until_plateau,
         client_cache: settings.session.client_cache,
@@ -726,6 +738,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         session: run.client.session.clone(),
         background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
+        threads_per_client: args.threads_per_client,
         open_loop: args.rate.as_ref().map(|rate| OpenLoop {
             rates: rate.rates().to_vec(),
             arrivals: args.arrivals,

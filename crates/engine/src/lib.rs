@@ -20,7 +20,7 @@ pub mod telemetry;
 pub mod tkv;
 pub mod url;
 
-pub use base::{ClientState, ResizeSteps, SessionSteps, Storage};
+pub use base::{ClientState, ResizeSteps, SessionSteps, Storage, TxGuard, TxLock};
 pub use error::{MetaError, Result};
 pub use meta::{
     ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,

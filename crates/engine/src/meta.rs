@@ -425,6 +425,10 @@ pub trait Meta: Send {
     /// The session id: 0 unless registered ([`SessionOptions::register`]).
     fn sid(&mut self) -> u64;
 
+    /// This session's client, shared with the client's other workers; [`Engine::worker`]
+    /// opens one more of them.
+    fn client(&self) -> crate::ClientState;
+
     /// `CloseSession`: the background work once more, then the session record removed
     /// (`doCleanStaleSession`) when one was registered. The session stays usable with
     /// sid 0 (on Redis its loaded scripts stay in use).
@@ -577,6 +581,16 @@ pub trait Engine: Send + Sync {
     /// Opens a session: one JuiceFS client with its own connection, registered when
     /// `opts.register` (listed in [`Engine::sessions`] until closed).
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>>;
+
+    /// Opens one more worker of `client` (another session's [`Meta::client`]), as one more
+    /// goroutine of a mount: a connection of its own (JuiceFS's pool gives one per
+    /// goroutine in flight), and the client's state, registered session and transaction
+    /// locks shared. `opts` are the client's. Nothing is registered.
+    async fn worker(
+        &self,
+        opts: &SessionOptions,
+        client: &crate::ClientState,
+    ) -> Result<Box<dyn Meta>>;
 
     /// The sessions this engine registered and that were not closed.
     fn sessions(&self) -> &crate::base::SessionRegistry;

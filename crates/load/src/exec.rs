@@ -15,7 +15,9 @@
 use crate::catalog::OpState;
 use crate::stats::BackgroundAcc;
 use hdrhistogram::Histogram;
-use metabench_engine::{Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
+use metabench_engine::{
+    ClientState, Engine, Meta, MetaError, Result, SessionOptions, SessionStats,
+};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -350,17 +352,26 @@ const REOPEN_PAUSE: Duration = Duration::from_millis(100);
 /// Replaces a client's session after a call left it unusable (a timeout half-way through
 /// a request, a dropped connection): opens a fresh one on this thread, each attempt
 /// bounded by `op_timeout`, until one opens or `give_up_at` passes (then the last
-/// reason). The old session is dropped (its connection closed) once the fresh one is
-/// open; a client that could not reopen keeps it, and stops.
+/// reason). The fresh one is a new client, or, given the worker's `client`, a fresh
+/// connection of that client (as JuiceFS's pool replaces a broken connection). The old
+/// session is dropped (its connection closed) once the fresh one is open; a client that
+/// could not reopen keeps it, and stops.
 pub(crate) async fn reopen(
     meta: &mut Box<dyn Meta>,
     engine: &dyn Engine,
     opts: &SessionOptions,
+    client: Option<&ClientState>,
     op_timeout: Duration,
     give_up_at: Instant,
 ) -> Result<()> {
     loop {
-        let error = match tokio::time::timeout(op_timeout, engine.session(opts)).await {
+        let open = async {
+            match client {
+                Some(c) => engine.worker(opts, c).await,
+                None => engine.session(opts).await,
+            }
+        };
+        let error = match tokio::time::timeout(op_timeout, open).await {
             Ok(Ok(fresh)) => {
                 *meta = fresh;
                 return Ok(());

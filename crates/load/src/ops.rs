@@ -162,13 +162,20 @@ async fn run_one(
                 tracing::warn!("background work failed: {e}");
                 if e.breaks_session() {
                     let give_up_at = Instant::now() + config.op_timeout;
-                    reopen(meta, engine, &config.session, config.op_timeout, give_up_at)
-                        .await
-                        .map_err(|r| {
-                            MetaError::Engine(format!(
-                                "background work failed: {e}; no fresh session: {r}"
-                            ))
-                        })?;
+                    reopen(
+                        meta,
+                        engine,
+                        &config.session,
+                        None,
+                        config.op_timeout,
+                        give_up_at,
+                    )
+                    .await
+                    .map_err(|r| {
+                        MetaError::Engine(format!(
+                            "background work failed: {e}; no fresh session: {r}"
+                        ))
+                    })?;
                     b.session_replaced();
                 }
             }
@@ -207,7 +214,15 @@ async fn run_one(
                 *errors.entry(e.kind().to_owned()).or_default() += 1;
                 if e.breaks_session() {
                     let give_up_at = Instant::now() + config.op_timeout;
-                    reopen(meta, engine, &config.session, config.op_timeout, give_up_at).await?;
+                    reopen(
+                        meta,
+                        engine,
+                        &config.session,
+                        None,
+                        config.op_timeout,
+                        give_up_at,
+                    )
+                    .await?;
                 }
                 consecutive_errors += 1;
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {

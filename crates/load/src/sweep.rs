@@ -118,6 +118,11 @@ pub struct SweepConfig {
     /// How long one call may take: a call without an answer by then counts as a
     /// `timeout` error and its client continues on a fresh session.
     pub op_timeout: Duration,
+    /// Workers per JuiceFS client (`--threads-per-client`): a level's workers are grouped
+    /// in this order into clients of this many, each group sharing one client (its state,
+    /// registered session and transaction locks) with a connection per worker. The
+    /// client's first worker runs its background work. 1: every worker is a client.
+    pub threads_per_client: u32,
 }
 
 /// `--op-timeout`'s default: JuiceFS's own Redis read timeout, long enough that only a
@@ -200,8 +205,11 @@ struct ClientJob {
     engine: Arc<dyn Engine>,
     session: SessionOptions,
     op_timeout: Duration,
-    /// Whether background work runs between the calls.
+    /// Whether background work runs between the calls (on a client's first worker).
     background: bool,
+    /// Whether this worker shares its client with others: a broken session is replaced
+    /// by a fresh connection of the same client, not by a new client.
+    shares_client: bool,
     /// Open loop only: this client's share of the schedule.
     arrivals: Option<ClientArrivals>,
 }
@@ -486,54 +494,85 @@ async fn replace_session(
     e: &MetaError,
 ) -> std::result::Result<(), ClientFailure> {
     let give_up_at = window.end + job.op_timeout;
-    reopen(meta, &*job.engine, &job.session, job.op_timeout, give_up_at)
-        .await
-        .map_err(|reopening| {
-            ClientFailure::new(
-                step,
-                MetaError::Engine(format!(
-                    "{e}; no fresh session until {:?} after the window: {reopening}",
-                    job.op_timeout
-                )),
-            )
-        })
+    let keep = job.shares_client.then(|| meta.client());
+    reopen(
+        meta,
+        &*job.engine,
+        &job.session,
+        keep.as_ref(),
+        job.op_timeout,
+        give_up_at,
+    )
+    .await
+    .map_err(|reopening| {
+        ClientFailure::new(
+            step,
+            MetaError::Engine(format!(
+                "{e}; no fresh session until {:?} after the window: {reopening}",
+                job.op_timeout
+            )),
+        )
+    })
 }
 
 /// Opens sessions until there are `n`, each on the client thread that will drive it.
+/// Session `i` is a worker of client `i / per_client`: the client's first worker opens
+/// it, and the others join it ([`Engine::worker`]) once that one is open.
 async fn grow_sessions(
     exec: &Exec,
     engine: &Arc<dyn Engine>,
     opts: &SessionOptions,
+    per_client: usize,
     sessions: &mut Vec<Box<dyn Meta>>,
     n: usize,
 ) -> Result<()> {
+    let per_client = per_client.max(1);
     while sessions.len() < n {
         let batch = (n - sessions.len()).min(64);
         let first = sessions.len();
-        let opening: Vec<_> = (first..first + batch)
-            .map(|index| {
-                let engine = engine.clone();
-                let opts = opts.clone();
-                exec.spawn(index, async move { engine.session(&opts).await })
-            })
-            .collect();
-        // In client order, so session i stays on client i's thread.
-        let mut failed = None;
-        for task in opening {
-            match task.await {
-                Ok(Ok(meta)) if failed.is_none() => sessions.push(meta),
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => {
-                    failed.get_or_insert(e);
-                }
-                Err(e) => {
-                    failed.get_or_insert(MetaError::Engine(format!("session task failed: {e}")));
+        let mut opened: BTreeMap<usize, Box<dyn Meta>> = BTreeMap::new();
+        for opening_clients in [true, false] {
+            let opening: Vec<_> = (first..first + batch)
+                .filter(|i| (i % per_client == 0) == opening_clients)
+                .map(|index| {
+                    let engine = engine.clone();
+                    let opts = opts.clone();
+                    let lead = index - index % per_client;
+                    let client = (!opening_clients).then(|| match opened.get(&lead) {
+                        Some(m) => m.client(),
+                        None => sessions[lead].client(),
+                    });
+                    let task = exec.spawn(index, async move {
+                        match client {
+                            None => engine.session(&opts).await,
+                            Some(c) => engine.worker(&opts, &c).await,
+                        }
+                    });
+                    (index, task)
+                })
+                .collect();
+            let mut failed = None;
+            for (index, task) in opening {
+                match task.await {
+                    Ok(Ok(meta)) if failed.is_none() => {
+                        opened.insert(index, meta);
+                    }
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => {
+                        failed.get_or_insert(e);
+                    }
+                    Err(e) => {
+                        failed
+                            .get_or_insert(MetaError::Engine(format!("session task failed: {e}")));
+                    }
                 }
             }
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        // In client order, so session i stays on client i's thread.
+        sessions.extend(opened.into_values());
     }
     Ok(())
 }
@@ -977,7 +1016,8 @@ async fn sweep_levels(
         let opened = if stop.is_stopped() {
             Ok(())
         } else {
-            grow_sessions(exec, &engine, &config.session, &mut sessions, n).await
+            let per_client = config.threads_per_client as usize;
+            grow_sessions(exec, &engine, &config.session, per_client, &mut sessions, n).await
         };
         let mut own_error = None;
         let mut failed = match opened {
@@ -1111,7 +1151,9 @@ async fn sweep_levels(
                     engine: engine.clone(),
                     session: config.session.clone(),
                     op_timeout: config.op_timeout,
-                    background: config.background_in_window,
+                    background: config.background_in_window
+                        && index % config.threads_per_client.max(1) as usize == 0,
+                    shares_client: config.threads_per_client > 1,
                     arrivals: rate.zip(arrivals).map(|(rate, kind)| {
                         ClientArrivals::new(rate, clients as usize, global, kind)
                     }),

@@ -420,6 +420,10 @@ pub struct SweepPlan {
     pub duration_s: f64,
     /// Whether all clients worked in one shared directory.
     pub shared_dir: bool,
+    /// Workers per JuiceFS client (`--threads-per-client`): a level's `clients` are its
+    /// workers, grouped into clients of this many (1 in files written before it existed).
+    #[serde(default = "one_worker")]
+    pub threads_per_client: u32,
     /// The `--p99-limit`, µs.
     pub p99_limit_us: Option<f64>,
     /// Whether the sweep stops at a plateau.
@@ -436,6 +440,11 @@ pub struct SweepPlan {
     /// An open loop's arrival schedule: `constant` or `poisson`.
     #[serde(default)]
     pub arrivals: Option<String>,
+}
+
+/// One worker per client: what a plan without `threads_per_client` ran.
+fn one_worker() -> u32 {
+    1
 }
 
 /// Service time in an open loop: from each call's actual start (latency runs from its

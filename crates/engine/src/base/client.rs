@@ -37,7 +37,7 @@ fn created_or_existing_file((ino, made): (Ino, Made)) -> Result<(Ino, Attr)> {
 /// both parents, and those of the entry replaced or exchanged (with no quotas loaded, the
 /// `updateDirQuota` calls do nothing). An entry that did not move counts with JuiceFS's
 /// zero attribute: no length, no `dirParents` change.
-fn rename_bookkeeping(state: &mut ClientState, r: &Rename<'_>, done: &Renamed) {
+fn rename_bookkeeping(state: &ClientState, r: &Rename<'_>, done: &Renamed) {
     let (ps, pd) = (r.parent_src, r.parent_dst);
     let exchange = r.flags == RENAME_EXCHANGE;
     let length = |attr: &Attr| {
@@ -313,7 +313,7 @@ impl<S: Storage> Meta for S {
             return Err(MetaError::TooBig);
         }
         let done = self.do_truncate(ctx, ino, length).await;
-        self.state().cache.forget_file(ino);
+        self.state().data().cache.forget_file(ino);
         let r = done?;
         self.update_parent_stat(ino, r.attr.parent, r.length, r.space)
             .await;
@@ -331,7 +331,7 @@ impl<S: Storage> Meta for S {
         }
         check_fallocate_args(range)?;
         let done = self.do_fallocate(ctx, ino, range).await;
-        self.state().cache.forget_file(ino);
+        self.state().data().cache.forget_file(ino);
         let r = done?;
         self.update_parent_stat(ino, r.attr.parent, r.length, r.space)
             .await;
@@ -344,6 +344,10 @@ impl<S: Storage> Meta for S {
 
     fn sid(&mut self) -> u64 {
         self.state().sid()
+    }
+
+    fn client(&self) -> ClientState {
+        self.state().clone()
     }
 
     async fn close(&mut self) -> Result<()> {
@@ -405,47 +409,47 @@ mod tests {
     #[test]
     fn rename_bookkeeping_follows_base_rename() {
         // A 5000-byte file replaces a 100-byte file in another directory.
-        let mut s = ClientState::new(true, &SessionOptions::default());
+        let s = ClientState::new(true, &SessionOptions::default());
         let done = Renamed {
             ino: 7,
             attr: attr(FileType::File, 5000),
             moved: true,
             target: Some((8, attr(FileType::File, 100))),
         };
-        rename_bookkeeping(&mut s, &rename(0), &done);
+        rename_bookkeeping(&s, &rename(0), &done);
         assert_eq!(
-            s.dir_stats.drain(),
+            s.data().dir_stats.drain(),
             vec![(10, stat(-5000, -8192, -1)), (20, stat(4900, 4096, 0))]
         );
 
         // A directory exchanged with a directory: each keeps the other's old parent.
-        let mut s = ClientState::new(true, &SessionOptions::default());
+        let s = ClientState::new(true, &SessionOptions::default());
         let done = Renamed {
             ino: 7,
             attr: attr(FileType::Directory, 4096),
             moved: true,
             target: Some((8, attr(FileType::Directory, 4096))),
         };
-        rename_bookkeeping(&mut s, &rename(RENAME_EXCHANGE), &done);
-        assert_eq!((s.dir_parents[&7], s.dir_parents[&8]), (20, 10));
+        rename_bookkeeping(&s, &rename(RENAME_EXCHANGE), &done);
+        assert_eq!((s.dir_parent(7), s.dir_parent(8)), (Some(20), Some(10)));
         assert_eq!(
-            s.dir_stats.drain(),
+            s.data().dir_stats.drain(),
             vec![(10, stat(0, 0, 0)), (20, stat(0, 0, 0))]
         );
 
         // Two names of one inode: nothing moved, yet both parents count an entry of no
         // length (align4K(0) is 4096), as JuiceFS does with the zero attribute doRename
         // leaves.
-        let mut s = ClientState::new(true, &SessionOptions::default());
+        let s = ClientState::new(true, &SessionOptions::default());
         let done = Renamed {
             ino: 7,
             attr: attr(FileType::File, 5000),
             moved: false,
             target: None,
         };
-        rename_bookkeeping(&mut s, &rename(0), &done);
+        rename_bookkeeping(&s, &rename(0), &done);
         assert_eq!(
-            s.dir_stats.drain(),
+            s.data().dir_stats.drain(),
             vec![(10, stat(0, -4096, -1)), (20, stat(0, 4096, 1))]
         );
     }

@@ -24,19 +24,20 @@ mod client_cache;
 mod dir_stats;
 mod ids;
 mod session;
+mod state;
+mod tx_locks;
 
-pub(crate) use client_cache::ClientCache;
 pub use dir_stats::DirStatBuffer;
 pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
 pub use session::{session_expire, session_info, SessionRegistry, HEARTBEAT};
+pub use state::{ClientState, TakenStats};
+pub use tx_locks::{TxGuard, TxLock, TX_LOCKS};
 
 use crate::common::{access, check_new_entry, check_rename, implicit_dir_attr, is_trash};
-use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SessionOptions, SetAttr, Xattr};
-use crate::parent_rule::ParentRule;
+use crate::meta::{ChunkWrite, NewNode, Rename, Renamed, SetAttr, Xattr};
 use crate::resize::{FallocRange, Resized};
 use crate::{Ctx, Entry, Made, MetaError, Result, SessionStats};
 use metabench_schema::{align4k, Attr, DirStat, FileType, Ino, Slice, ROOT_INODE};
-use std::collections::HashMap;
 use std::future::Future;
 
 /// Work a session hands to a background task (it must own what it uses).
@@ -44,140 +45,6 @@ pub type Background<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> +
 
 /// How far the quota walk climbs before it gives up (a loop in the tree).
 const MAX_WALK: usize = 4096;
-
-/// What one JuiceFS client keeps between calls (the fields of `baseMeta`).
-#[derive(Debug)]
-pub struct ClientState {
-    /// `Format.DirStats`: whether dir stats are kept (and the quota walk runs).
-    dir_stats_on: bool,
-    /// `freeInodes` and `prefetchedInodes`.
-    pub(crate) inodes: InodeIds,
-    /// `freeSlices`.
-    slices: SliceIds,
-    /// `dirStats`.
-    dir_stats: DirStatBuffer,
-    /// `newSpace` and `newInodes`: volume counters not yet written (`updateStats`).
-    new_space: i64,
-    new_inodes: i64,
-    /// Files whose data is still to be freed: (inode, length).
-    deleted: Vec<(Ino, u64)>,
-    /// Writes to hard-linked files (parent 0) whose parents' dir stats are still to be
-    /// updated (`updateParentStat`'s goroutine): (inode, length delta, space delta).
-    link_writes: Vec<(Ino, i64, i64)>,
-    /// `dirParents`: directory → parent.
-    dir_parents: HashMap<Ino, Ino>,
-    /// Chunk and symlink caches (`--client-cache`).
-    pub(crate) cache: ClientCache,
-    /// `Config.SkipDirMtime` and `SkipDirNlink`.
-    skip_dir_mtime: std::time::Duration,
-    skip_dir_nlink: u32,
-    /// `sid`: 0 unless the session is registered.
-    sid: u64,
-    /// Where a registered session is listed until closed, and when its next heartbeat is.
-    registered: Option<(SessionRegistry, std::time::Instant)>,
-}
-
-impl ClientState {
-    /// A fresh client on a volume that keeps dir stats when `dir_stats_on`, with the
-    /// caches and `Config` fields of `opts`.
-    pub fn new(dir_stats_on: bool, opts: &SessionOptions) -> Self {
-        Self {
-            dir_stats_on,
-            inodes: InodeIds::default(),
-            slices: SliceIds::default(),
-            dir_stats: DirStatBuffer::default(),
-            new_space: 0,
-            new_inodes: 0,
-            deleted: Vec::new(),
-            link_writes: Vec::new(),
-            dir_parents: HashMap::new(),
-            cache: ClientCache::new(opts.client_cache),
-            skip_dir_mtime: opts.skip_dir_mtime,
-            skip_dir_nlink: opts.skip_dir_nlink,
-            sid: 0,
-            registered: None,
-        }
-    }
-
-    /// The session id (`sid`): 0 unless registered.
-    pub fn sid(&self) -> u64 {
-        self.sid
-    }
-
-    /// When Redis and SQL transactions rewrite a parent (`redis.go`, `sql.go`).
-    pub(crate) fn parent_rule(&self) -> ParentRule {
-        ParentRule::plain(self.skip_dir_mtime)
-    }
-
-    /// `SkipDirMtime` and `SkipDirNlink`, for TKV transactions, whose rule depends on the
-    /// try ([`ParentRule::kv`]).
-    pub(crate) fn dir_skips(&self) -> (std::time::Duration, u32) {
-        (self.skip_dir_mtime, self.skip_dir_nlink)
-    }
-
-    /// `updateDirStat`: buffers a change below `dir`, when the volume keeps dir stats.
-    pub fn update_dir_stat(&mut self, dir: Ino, length: i64, space: i64, inodes: i64) {
-        if self.dir_stats_on {
-            self.dir_stats.update(dir, length, space, inodes);
-        }
-    }
-
-    /// Forgets the parent of a directory that was removed or moved (`dirParents`).
-    pub fn forget_dir_parent(&mut self, dir: Ino) {
-        self.dir_parents.remove(&dir);
-    }
-
-    /// Remembers a directory's parent (`dirParents`), as `GetAttr` and `Mkdir` do.
-    pub fn keep_dir_parent(&mut self, dir: Ino, parent: Ino) {
-        self.dir_parents.insert(dir, parent);
-    }
-
-    /// `updateStats`: buffers a change of the volume's used space and inode count.
-    pub fn update_stats(&mut self, space: i64, inodes: i64) {
-        self.new_space += space;
-        self.new_inodes += inodes;
-    }
-
-    /// Deleted files whose data is still to be freed.
-    pub fn deleted_pending(&self) -> usize {
-        self.deleted.len()
-    }
-
-    /// The volume-counter changes not yet written: (space, inodes).
-    pub fn pending_stats(&self) -> (i64, i64) {
-        (self.new_space, self.new_inodes)
-    }
-
-    /// Marks counter changes as written.
-    pub fn stats_flushed(&mut self, space: i64, inodes: i64) {
-        self.new_space -= space;
-        self.new_inodes -= inodes;
-    }
-
-    /// `updateParentStat`: a file's length grew by `length` (`space` after rounding).
-    /// The parent's dir stat is buffered; for a hard-linked file (parent 0) its parents are
-    /// looked up by the background flush.
-    pub fn buffer_parent_stat(&mut self, ino: Ino, parent: Ino, length: i64, space: i64) {
-        if length == 0 && space == 0 {
-            return;
-        }
-        self.update_stats(space, 0);
-        if !self.dir_stats_on {
-            return;
-        }
-        if parent > 0 {
-            self.dir_stats.update(parent, length, space, 0);
-        } else {
-            self.link_writes.push((ino, length, space));
-        }
-    }
-
-    /// Queues a deleted file's data to be freed (`tryDeleteFileData`).
-    pub fn file_deleted(&mut self, ino: Ino, length: u64) {
-        self.deleted.push((ino, length));
-        self.cache.forget_file(ino);
-    }
-}
 
 /// The steps of JuiceFS's `engine` interface that resize a file, implemented by each
 /// family beside its transactions (`resize.rs`).
@@ -223,8 +90,8 @@ pub trait SessionSteps: Send {
 /// the client logic written once over them. A family implements only the steps (these,
 /// [`ResizeSteps`] and [`SessionSteps`]); the provided methods are `baseMeta`'s.
 pub trait Storage: ResizeSteps + SessionSteps + Send {
-    /// The client's state.
-    fn state(&mut self) -> &mut ClientState;
+    /// The client's state (shared with the client's other workers).
+    fn state(&self) -> &ClientState;
 
     /// `incrCounter`: adds `by` to a counter in one transaction and returns the counter's
     /// new value; for `nextInode` and `nextChunk` that is the next unused id.
@@ -388,24 +255,25 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// the prefetched one is taken if it arrived, else one is allocated inline.
     fn next_inode(&mut self) -> impl Future<Output = Result<Ino>> + Send {
         async move {
+            // `freeMu`, held across an inline allocation as JuiceFS holds it.
+            let client = self.state().clone();
+            let mut ids = client.ids().await;
             loop {
-                if let Some((id, prefetch)) = self.state().inodes.take() {
+                if let Some((id, prefetch)) = ids.inodes.take() {
                     if prefetch {
                         let fetch = self.prefetch_inodes();
-                        self.state().inodes.prefetching(tokio::spawn(async move {
+                        ids.inodes.prefetching(tokio::spawn(async move {
                             let v = fetch.await?;
                             Some(IdRange::ending_at(v as u64, INODE_BATCH))
                         }));
                     }
                     return Ok(id);
                 }
-                if self.state().inodes.take_prefetched().await {
+                if ids.inodes.take_prefetched().await {
                     continue;
                 }
                 let v = self.incr_counter("nextInode", INODE_BATCH as i64).await?;
-                self.state()
-                    .inodes
-                    .refill(IdRange::ending_at(v as u64, INODE_BATCH));
+                ids.inodes.refill(IdRange::ending_at(v as u64, INODE_BATCH));
             }
         }
     }
@@ -478,14 +346,14 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// `GetAttr`. With no quotas set, nothing else happens.
     fn quota_walk(&mut self, mut ino: Ino) -> impl Future<Output = ()> + Send {
         async move {
-            if !self.state().dir_stats_on {
+            if !self.state().dir_stats_on() {
                 return;
             }
             for _ in 0..MAX_WALK {
                 if ino <= ROOT_INODE {
                     return;
                 }
-                let cached = self.state().dir_parents.get(&ino).copied();
+                let cached = self.state().dir_parent(ino);
                 ino = match cached {
                     Some(p) => p,
                     None => match self.get_attr(ino).await {
@@ -540,12 +408,14 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// per batch.
     fn next_slice(&mut self) -> impl Future<Output = Result<u64>> + Send {
         async move {
+            let client = self.state().clone();
+            let mut ids = client.ids().await;
             loop {
-                if let Some(id) = self.state().slices.take() {
+                if let Some(id) = ids.slices.take() {
                     return Ok(id);
                 }
                 let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await?;
-                self.state().slices.refill(v as u64);
+                ids.slices.refill(v as u64);
             }
         }
     }
@@ -554,7 +424,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// without a target is EIO, a node that is not a link EINVAL.
     fn read_link(&mut self, ino: Ino) -> impl Future<Output = Result<Vec<u8>>> + Send {
         async move {
-            if let Some(t) = self.state().cache.symlink(ino) {
+            let cached = self.state().data().cache.symlink(ino);
+            if let Some(t) = cached {
                 return Ok(t);
             }
             let target = self.do_readlink(ino).await?;
@@ -562,7 +433,7 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
                 let attr = self.get_attr(ino).await?;
                 return Err(crate::common::readlink_without_target(&attr));
             }
-            self.state().cache.keep_symlink(ino, &target);
+            self.state().data().cache.keep_symlink(ino, &target);
             Ok(target)
         }
     }
@@ -604,7 +475,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
         indx: u32,
     ) -> impl Future<Output = Result<Vec<Slice>>> + Send {
         async move {
-            if let Some(s) = self.state().cache.chunk(ino, indx) {
+            let cached = self.state().data().cache.chunk(ino, indx);
+            if let Some(s) = cached {
                 return Ok(s);
             }
             let slices = self.do_read(ino, indx).await?;
@@ -614,7 +486,7 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
                 }
                 return Ok(slices);
             }
-            self.state().cache.keep_chunk(ino, indx, &slices);
+            self.state().data().cache.keep_chunk(ino, indx, &slices);
             Ok(slices)
         }
     }
@@ -631,10 +503,10 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
             for _ in 0..session::MAX_TAKEN_IDS {
                 let sid = self.incr_counter("nextSession", 1).await? as u64;
                 registry.opened(sid);
-                self.state().sid = sid;
+                self.state().data().sid = sid;
                 match self.do_new_session(&session_info()).await {
                     Ok(()) => {
-                        self.state().registered =
+                        self.state().data().registered =
                             Some((registry.clone(), session::next_heartbeat()));
                         return Ok(sid);
                     }
@@ -643,12 +515,12 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
                         registry.closed(sid);
                     }
                     Err(e) => {
-                        self.state().sid = 0;
+                        self.state().data().sid = 0;
                         return Err(e);
                     }
                 }
             }
-            self.state().sid = 0;
+            self.state().data().sid = 0;
             Err(MetaError::Engine(
                 "no free session id: every id taken from nextSession was in use".into(),
             ))
@@ -656,26 +528,30 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     }
 
     /// `refresh`'s heartbeat: `doRefreshSession` once the registered session's
-    /// [`HEARTBEAT`] (with jitter) has passed.
+    /// [`HEARTBEAT`] (with jitter) has passed. Of a client's workers, the first to find it
+    /// due sends it.
     fn heartbeat_if_due(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
-            let sid = self.state().sid;
-            let due = match &self.state().registered {
-                Some((registry, _)) if !registry.is_open(sid) => {
-                    // The engine removed the record (a run's clean-up): nothing to refresh,
-                    // and refreshing would write it back.
-                    self.state().registered = None;
-                    self.state().sid = 0;
-                    return Ok(());
+            let due = {
+                let mut d = self.state().data();
+                let sid = d.sid;
+                match &mut d.registered {
+                    Some((registry, _)) if !registry.is_open(sid) => {
+                        // The engine removed the record (a run's clean-up): nothing to
+                        // refresh, and refreshing would write it back.
+                        d.registered = None;
+                        d.sid = 0;
+                        false
+                    }
+                    Some((_, at)) if *at <= std::time::Instant::now() => {
+                        *at = session::next_heartbeat();
+                        true
+                    }
+                    _ => false,
                 }
-                Some((_, at)) => *at <= std::time::Instant::now(),
-                None => false,
             };
             if !due {
                 return Ok(());
-            }
-            if let Some((_, at)) = &mut self.state().registered {
-                *at = session::next_heartbeat();
             }
             self.do_refresh_session().await
         }
@@ -687,15 +563,16 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     fn close_session(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
             let flushed = self.flush_background().await;
-            let sid = self.state().sid;
+            let sid = self.state().sid();
             if sid > 0 {
                 if let Err(e) = self.do_clean_stale_session(sid).await {
                     return flushed.and(Err(e));
                 }
-                if let Some((registry, _)) = self.state().registered.take() {
+                let mut d = self.state().data();
+                if let Some((registry, _)) = d.registered.take() {
                     registry.closed(sid);
                 }
-                self.state().sid = 0;
+                d.sid = 0;
             }
             flushed
         }
@@ -710,7 +587,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     fn flush_background(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
             let mut first: Option<MetaError> = self.heartbeat_if_due().await.err();
-            for (ino, length, space) in std::mem::take(&mut self.state().link_writes) {
+            let link_writes = std::mem::take(&mut self.state().data().link_writes);
+            for (ino, length, space) in link_writes {
                 match self.do_get_parents(ino).await {
                     Ok(parents) => {
                         for (p, n) in parents {
@@ -723,8 +601,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
                     }
                 }
             }
-            let batch = self.state().dir_stats.drain();
-            if self.state().dir_stats_on && !batch.is_empty() {
+            let batch = self.state().data().dir_stats.drain();
+            if self.state().dir_stats_on() && !batch.is_empty() {
                 if let Err(e) = self.do_update_dir_stat(batch).await {
                     first.get_or_insert(e);
                 }
@@ -740,27 +618,54 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     }
 
     /// Frees the data of the deleted files (`doDeleteFileData`), each on its own, as
-    /// JuiceFS does: a file that fails stays queued for the next try; the first error is
-    /// returned.
+    /// JuiceFS does: a file that fails goes back in the queue for the next try; the first
+    /// error is returned. The queue is taken whole first, so two workers of one client
+    /// freeing at once never free one file twice.
     fn free_deleted_files(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
-            // A file leaves the queue only once freed, so a pass cancelled half-way (the
-            // op timeout) loses nothing.
+            let mut files = std::mem::take(&mut self.state().data().deleted);
             let mut first: Option<MetaError> = None;
-            let mut i = 0;
-            while i < self.state().deleted.len() {
-                let (ino, length) = self.state().deleted[i];
-                match self.do_delete_file_data(ino, length).await {
-                    Ok(()) => {
-                        self.state().deleted.swap_remove(i);
-                    }
-                    Err(e) => {
-                        first.get_or_insert(e);
-                        i += 1;
-                    }
+            while let Some((ino, length)) = files.pop() {
+                // Out of the queue only while freed: a pass cancelled half-way (the op
+                // timeout) puts this file and the rest back when dropped.
+                let mut rest = std::mem::take(&mut files);
+                rest.push((ino, length));
+                let rest = PutBack {
+                    state: self.state().clone(),
+                    files: rest,
+                };
+                let freed = self.do_delete_file_data(ino, length).await;
+                files = rest.keep();
+                if let Err(e) = freed {
+                    first.get_or_insert(e);
+                    self.state().data().deleted.push((ino, length));
                 }
             }
             first.map_or(Ok(()), Err)
+        }
+    }
+}
+
+/// Deleted files taken out of the queue while one of them is freed; dropped without
+/// [`PutBack::keep`] (the pass was cancelled), they go back in the queue.
+struct PutBack {
+    state: ClientState,
+    files: Vec<(Ino, u64)>,
+}
+
+impl PutBack {
+    /// The files but the last (the one being freed), for the pass to go on with.
+    fn keep(mut self) -> Vec<(Ino, u64)> {
+        let mut files = std::mem::take(&mut self.files);
+        files.pop();
+        files
+    }
+}
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        if !self.files.is_empty() {
+            self.state.data().deleted.append(&mut self.files);
         }
     }
 }

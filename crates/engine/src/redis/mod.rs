@@ -19,7 +19,7 @@ mod wire;
 
 pub use session::RedisSession;
 
-use crate::base::{SessionRegistry, Storage};
+use crate::base::{ClientState, SessionRegistry, Storage};
 use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::url::Address;
@@ -149,6 +149,36 @@ impl RedisEngine {
             keys: RedisKeys::default(),
             sessions: SessionRegistry::default(),
         })
+    }
+
+    /// A session on a connection of its own: a new client (registered when
+    /// `opts.register`), or one more worker of `client` (which loads the Lua scripts when
+    /// the client is registered, as its first session did).
+    async fn open_session(
+        &self,
+        opts: &SessionOptions,
+        client: Option<&ClientState>,
+    ) -> Result<RedisSession> {
+        let mut conn = Conn::new(self.new_session_connection().await?);
+        // NewClient → Load: GET setting.
+        let body: Option<Vec<u8>> = conn
+            .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
+            .await?;
+        let format = crate::meta::loaded_format(body, &self.url)?;
+        let base = match client {
+            Some(c) => c.add_worker(),
+            None => ClientState::new(format.dir_stats, opts),
+        };
+        let mut s = RedisSession::new(conn, self.admin.clone(), self.keys.clone(), format, base);
+        match client {
+            Some(c) if c.sid() > 0 => s.load_scripts().await,
+            Some(_) => {}
+            None if opts.register => {
+                s.register(&self.sessions).await?;
+            }
+            None => {}
+        }
+        Ok(s)
     }
 
     async fn new_session_connection(&self) -> Result<Wire> {
@@ -439,17 +469,11 @@ impl Engine for RedisEngine {
     }
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
-        let mut conn = Conn::new(self.new_session_connection().await?);
-        // NewClient → Load: GET setting.
-        let body: Option<Vec<u8>> = conn
-            .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
-            .await?;
-        let format = crate::meta::loaded_format(body, &self.url)?;
-        let mut s = RedisSession::new(conn, self.admin.clone(), self.keys.clone(), format, opts);
-        if opts.register {
-            s.register(&self.sessions).await?;
-        }
-        Ok(Box::new(s))
+        Ok(Box::new(self.open_session(opts, None).await?))
+    }
+
+    async fn worker(&self, opts: &SessionOptions, client: &ClientState) -> Result<Box<dyn Meta>> {
+        Ok(Box::new(self.open_session(opts, Some(client)).await?))
     }
 
     fn sessions(&self) -> &SessionRegistry {

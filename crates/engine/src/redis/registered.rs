@@ -156,6 +156,15 @@ fn lua_answer(reply: redis::RedisResult<Value>) -> std::result::Result<LuaAnswer
 impl RedisSession {
     /// `SCRIPT LOAD` of one script (1 RTT); `None`, with a warning, when the server
     /// refuses it (the session then works without it, as JuiceFS does).
+    /// Loads both scripts (`doNewSession` after the record; a new worker of a registered
+    /// client too, on its own connection).
+    pub(super) async fn load_scripts(&mut self) {
+        for script in [Script::Lookup, Script::Resolve] {
+            let sha = self.load_script(script).await;
+            *self.sha_slot(script) = sha;
+        }
+    }
+
     async fn load_script(&mut self, script: Script) -> Option<String> {
         let load = cmd("SCRIPT").arg("LOAD").arg(script.text()).clone();
         match self.conn.query_raw::<String>(&load).await {
@@ -281,10 +290,7 @@ impl SessionSteps for RedisSession {
             c.exec(&p).await?;
             Ok(())
         })?;
-        for script in [Script::Lookup, Script::Resolve] {
-            let sha = self.load_script(script).await;
-            *self.sha_slot(script) = sha;
-        }
+        self.load_scripts().await;
         Ok(())
     }
 

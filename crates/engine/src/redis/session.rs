@@ -10,7 +10,7 @@ use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
     merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
-use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
@@ -41,15 +41,16 @@ pub struct RedisSession {
 }
 
 impl RedisSession {
+    /// A session of client `base` on connection `conn`.
     pub(super) fn new(
         conn: Conn,
         bg: MultiplexedConnection,
         keys: RedisKeys,
         format: Format,
-        opts: &SessionOptions,
+        base: ClientState,
     ) -> Self {
         Self {
-            base: ClientState::new(format.dir_stats, opts),
+            base,
             conn,
             bg,
             keys,
@@ -67,8 +68,8 @@ impl RedisSession {
 }
 
 impl Storage for RedisSession {
-    fn state(&mut self) -> &mut ClientState {
-        &mut self.base
+    fn state(&self) -> &ClientState {
+        &self.base
     }
 
     /// `redisMeta.incrCounter`: one `INCRBY`. The id counters hold the last id taken, so
@@ -187,8 +188,9 @@ impl Storage for RedisSession {
     /// Redis writes `usedSpace` and `totalInodes` inside each transaction
     /// (`redisMeta.doFlushStats` is empty): what was buffered is already written.
     async fn do_flush_stats(&mut self) -> Result<()> {
-        let (space, inodes) = self.base.pending_stats();
-        self.base.stats_flushed(space, inodes);
+        let mut written = self.base.take_pending_stats();
+        written.space_written();
+        written.inodes_written();
         Ok(())
     }
 
@@ -558,7 +560,7 @@ impl Storage for RedisSession {
             c.exec(&p).await?;
             Ok((attr.parent, dlen, dspace))
         })?;
-        self.base.cache.forget_chunk(ino, indx);
+        self.base.data().cache.forget_chunk(ino, indx);
         self.update_parent_stat(ino, parent, dlen, dspace).await;
         Ok(())
     }

@@ -126,7 +126,8 @@ impl Conn {
     }
 }
 
-/// Runs `$body` as one JuiceFS Redis transaction on `$sess.conn`: `WATCH $keys`, the body
+/// Runs `$body` as one JuiceFS Redis transaction on `$sess.conn`, holding the client's
+/// transaction lock of the first key (`txLock`): `WATCH $keys`, the body
 /// (reads, then usually one [`Conn::exec`]), then `UNWATCH`, retrying on
 /// [`TxErr::Retry`] as `redisMeta.txn` does. `$c` names the connection inside the body;
 /// the body is an async block whose value is `Result<T, TxErr>`. Evaluates to
@@ -134,6 +135,14 @@ impl Conn {
 macro_rules! txn {
     ($sess:expr, $keys:expr, |$c:ident| $body:block) => {{
         let keys: Vec<String> = $keys;
+        // `txLock` on the hash of the first key, held through every try.
+        let _locked = $sess
+            .base
+            .tx_lock(match keys.first() {
+                Some(k) => $crate::base::TxLock::Key(k),
+                None => $crate::base::TxLock::None,
+            })
+            .await;
         let mut attempt: u32 = 0;
         loop {
             let mut $c = $sess.conn.clone();

@@ -422,6 +422,7 @@ impl SqlEngine {
             self.st.clone(),
             self.admin.clone(),
             opts.clone(),
+            None,
         )
         .await?;
         if opts.register {
@@ -649,6 +650,22 @@ impl Engine for SqlEngine {
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
         Ok(Box::new(self.sql_session(opts).await?))
+    }
+
+    async fn worker(
+        &self,
+        opts: &SessionOptions,
+        client: &crate::ClientState,
+    ) -> Result<Box<dyn Meta>> {
+        let s = SqlSession::open(
+            self.target.clone(),
+            self.st.clone(),
+            self.admin.clone(),
+            opts.clone(),
+            Some(client),
+        )
+        .await?;
+        Ok(Box::new(s))
     }
 
     fn sessions(&self) -> &SessionRegistry {

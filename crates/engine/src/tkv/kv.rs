@@ -428,12 +428,21 @@ impl Txn {
     }
 }
 
-/// Runs `$body` as one JuiceFS TKV transaction (`kvMeta.txn` → `client.txn`): a fresh
+/// Runs `$body` as one JuiceFS TKV transaction (`kvMeta.txn` → `client.txn`), holding the
+/// client's transaction locks of the inodes given as `[ino, …]` (none when left out): a fresh
 /// [`Txn`] named `$tx`, the body (an async block yielding `Result<T, TxErr>`), then the
 /// commit; a conflict anywhere runs it all again, up to 50 tries with a random
 /// 0..(i+1)² ms sleep, counting retries in `$sess.retries`. Evaluates to `crate::Result<T>`.
 macro_rules! txn {
-    ($sess:expr, |$tx:ident| $body:block) => {{
+    ($sess:expr, |$tx:ident| $body:block) => {
+        txn!($sess, [], |$tx| $body)
+    };
+    ($sess:expr, [$($ino:expr),*], |$tx:ident| $body:block) => {{
+        // `txBatchLock` of the inodes the `pkg/meta/tkv.go` call site names.
+        let _locked = $sess
+            .base
+            .tx_lock($crate::base::TxLock::Inodes(&[$($ino),*]))
+            .await;
         let kv = $sess.kv.clone();
         let calls = $sess.calls.clone();
         let mut attempt: u32 = 0;

@@ -96,6 +96,30 @@ fn kv_err(e: KvError) -> MetaError {
 }
 
 impl TkvEngine {
+    /// A session loading the format (`NewClient` → `Load`: `S{get setting}`): a new
+    /// client, or one more worker of `client`.
+    async fn open_session(
+        &self,
+        opts: &SessionOptions,
+        client: Option<&crate::ClientState>,
+    ) -> Result<TkvSession> {
+        let calls = CallCounter::default();
+        let mut tx = Txn::simple(self.kv.clone(), calls.clone());
+        let setting = tx.get(&self.keys.setting()).await.map_err(kv_err)?;
+        let format = crate::meta::loaded_format(setting, &self.url)?;
+        let base = match client {
+            Some(c) => c.add_worker(),
+            None => crate::ClientState::new(format.dir_stats, opts),
+        };
+        Ok(TkvSession::new(
+            self.kv.clone(),
+            calls,
+            self.keys.clone(),
+            format,
+            base,
+        ))
+    }
+
     /// Connects to the store (memkv: finds or creates the named in-process store).
     pub async fn open(url: &MetaUrl) -> Result<Self> {
         match url.scheme() {
@@ -292,16 +316,21 @@ impl Engine for TkvEngine {
     }
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
-        let calls = CallCounter::default();
-        // NewClient → Load: S{get setting}.
-        let mut tx = Txn::simple(self.kv.clone(), calls.clone());
-        let setting = tx.get(&self.keys.setting()).await.map_err(kv_err)?;
-        let format = crate::meta::loaded_format(setting, &self.url)?;
-        let mut s = TkvSession::new(self.kv.clone(), calls, self.keys.clone(), format, opts);
+        let mut s = self.open_session(opts, None).await?;
         if opts.register {
             s.register(&self.sessions).await?;
         }
         Ok(Box::new(s))
+    }
+
+    /// One more worker of `client`: its own call counter on the engine's client (which,
+    /// as in JuiceFS, every session of a process shares).
+    async fn worker(
+        &self,
+        opts: &SessionOptions,
+        client: &crate::ClientState,
+    ) -> Result<Box<dyn Meta>> {
+        Ok(Box::new(self.open_session(opts, Some(client)).await?))
     }
 
     fn sessions(&self) -> &SessionRegistry {

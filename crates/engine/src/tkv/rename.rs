@@ -29,7 +29,7 @@ impl TkvSession {
             moved: bool,
         }
         let (skip_mtime, skip_nlink) = self.base.dir_skips();
-        let moved = txn!(self, |tx| {
+        let moved = txn!(self, [pd, ps], |tx| {
             let kes = keys.entry(ps, name_src);
             let ked = keys.entry(pd, name_dst);
             let buf = tx.get(&kes).await?.ok_or(MetaError::NotFound)?;

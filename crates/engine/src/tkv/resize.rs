@@ -57,7 +57,7 @@ impl ResizeSteps for TkvSession {
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
         let keys = self.keys.clone();
         let kn = keys.inode(ino);
-        txn!(self, |tx| {
+        txn!(self, [ino], |tx| {
             let attr = get_attr(&mut tx, &kn).await?;
             check_truncate(ctx, &attr)?;
             if length == attr.length {
@@ -94,7 +94,7 @@ impl ResizeSteps for TkvSession {
     async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
         let keys = self.keys.clone();
         let kn = keys.inode(ino);
-        txn!(self, |tx| {
+        txn!(self, [ino], |tx| {
             let attr = get_attr(&mut tx, &kn).await?;
             check_fallocate(ctx, &attr, range.mode)?;
             let old = attr.length;

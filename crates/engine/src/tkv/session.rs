@@ -11,7 +11,7 @@ use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
     looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, RENAME_NOREPLACE,
 };
-use crate::meta::{Ctx, Entry, SessionOptions, SetAttr, XattrFlags};
+use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
 use crate::parent_rule::ParentRule;
 use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
@@ -56,10 +56,10 @@ impl TkvSession {
         calls: CallCounter,
         keys: TkvKeys,
         format: Format,
-        opts: &SessionOptions,
+        base: ClientState,
     ) -> Self {
         Self {
-            base: ClientState::new(format.dir_stats, opts),
+            base,
             kv,
             calls,
             keys,
@@ -80,14 +80,15 @@ impl TkvSession {
 
     /// `doFlushStats`: one `incrCounter` transaction per non-zero counter.
     async fn flush_stats(&mut self) -> Result<()> {
-        let (space, inodes) = self.base.pending_stats();
+        let mut taken = self.base.take_pending_stats();
+        let (space, inodes) = (taken.space, taken.inodes);
         if space != 0 {
             self.incr_counter("usedSpace", space).await?;
-            self.base.stats_flushed(space, 0);
+            taken.space_written();
         }
         if inodes != 0 {
             self.incr_counter("totalInodes", inodes).await?;
-            self.base.stats_flushed(0, inodes);
+            taken.inodes_written();
         }
         Ok(())
     }
@@ -169,7 +170,7 @@ impl TkvSession {
                 Ok(tx.scan(KeyRange::new(&prefix, &end).keys_only()).await?)
             })?;
             for (ck, _) in chunks {
-                let zero = txn!(self, |tx| {
+                let zero = txn!(self, [ino], |tx| {
                     let mut zero = Vec::new();
                     let buf = tx.get(&ck).await?.unwrap_or_default();
                     tx.delete(&ck);
@@ -201,8 +202,8 @@ impl TkvSession {
 }
 
 impl Storage for TkvSession {
-    fn state(&mut self) -> &mut ClientState {
-        &mut self.base
+    fn state(&self) -> &ClientState {
+        &self.base
     }
 
     /// `incrCounter` in its own transaction: `T{incrBy C<name> delta}`.
@@ -247,7 +248,7 @@ impl Storage for TkvSession {
             keys.inode(ino),
         );
         let (skip_mtime, skip_nlink) = self.base.dir_skips();
-        txn!(self, |tx| {
+        txn!(self, [parent], |tx| {
             let rs = tx.gets(&[ki.clone(), ke.clone()]).await?;
             let mut pattr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
             check_parent_to_add(ctx, &pattr)?;
@@ -393,7 +394,7 @@ impl Storage for TkvSession {
             keys.entry(parent, name),
         );
         let (skip_mtime, skip_nlink) = self.base.dir_skips();
-        let iattr = txn!(self, |tx| {
+        let iattr = txn!(self, [parent], |tx| {
             let rs = tx.gets(&[ki.clone(), kn.clone(), ke.clone()]).await?;
             let (Some(pb), Some(ib)) = (&rs[0], &rs[1]) else {
                 return Err(MetaError::NotFound.into());
@@ -441,7 +442,7 @@ impl Storage for TkvSession {
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
         let (skip_mtime, skip_nlink) = self.base.dir_skips();
-        let (typ, ino, attr, space, inodes) = txn!(self, |tx| {
+        let (typ, ino, attr, space, inodes) = txn!(self, [parent], |tx| {
             let buf = tx.get(&ke).await?.ok_or(MetaError::NotFound)?;
             let d = Dentry::decode(&buf)?;
             if d.typ == FileType::Directory {
@@ -483,7 +484,7 @@ impl Storage for TkvSession {
         let keys = self.keys.clone();
         let (ki, ke) = (keys.inode(parent), keys.entry(parent, name));
         let (skip_mtime, skip_nlink) = self.base.dir_skips();
-        let ino = txn!(self, |tx| {
+        let ino = txn!(self, [parent], |tx| {
             let buf = tx.get(&ke).await?.ok_or(MetaError::NotFound)?;
             let d = Dentry::decode(&buf)?;
             if d.typ != FileType::Directory {
@@ -544,7 +545,7 @@ impl Storage for TkvSession {
     /// `doSetAttr`: `T{get A<ino>I; set A<ino>I}`.
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let kn = self.keys.inode(ino);
-        txn!(self, |tx| {
+        txn!(self, [ino], |tx| {
             let cur = decode(&tx.get(&kn).await?.ok_or(MetaError::NotFound)?)?;
             if cur.parent > TRASH_INODE {
                 return Err(MetaError::Perm.into());
@@ -588,7 +589,7 @@ impl Storage for TkvSession {
         let ChunkWrite { indx, slice, mtime } = w;
         let keys = self.keys.clone();
         let (kn, kc) = (keys.inode(ino), keys.chunk(ino, indx));
-        let (attr, dlen, dspace) = txn!(self, |tx| {
+        let (attr, dlen, dspace) = txn!(self, [ino], |tx| {
             let rs = tx.gets(&[kn.clone(), kc.clone()]).await?;
             let mut attr = decode(rs[0].as_ref().ok_or(MetaError::NotFound)?)?;
             if attr.typ != FileType::File {
@@ -628,7 +629,7 @@ impl Storage for TkvSession {
             tx.set(&kc, &new).await?;
             Ok((attr, dlen, dspace))
         })?;
-        self.base.cache.forget_chunk(ino, indx);
+        self.base.data().cache.forget_chunk(ino, indx);
         self.update_parent_stat(ino, attr.parent, dlen, dspace)
             .await;
         Ok(())

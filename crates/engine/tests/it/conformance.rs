@@ -10,7 +10,7 @@
 
 use metabench_engine::{
     Ctx, Engine, EngineKind, FallocRange, Meta, MetaError, MetaUrl, SessionOptions, SetAttr,
-    XattrFlags,
+    TxLock, XattrFlags,
 };
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{fresh_database, Kind, TestDb, TestEngine};
@@ -138,6 +138,7 @@ metabench_testkit::engine_matrix!(
     skipped_parent_updates,
     resizes,
     registered_sessions,
+    workers_share_one_client,
 );
 
 fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
@@ -1138,5 +1139,94 @@ async fn registered_sessions(on: TestEngine) {
     // The sessions go on working, unregistered.
     assert_eq!(a.lookup(&ctx, d, b"f").await.unwrap().0, f);
     drop(b);
+    v.finish().await;
+}
+
+/// Workers of one client (`--threads-per-client`): one registered session, one id batch,
+/// and JuiceFS's process-local transaction locks, which another client does not share.
+async fn workers_share_one_client(on: TestEngine) {
+    let Some(v) = volume(on).await else {
+        return;
+    };
+    let opts = SessionOptions {
+        register: true,
+        ..Default::default()
+    };
+    let mut a = v.engine.session(&opts).await.unwrap();
+    let mut a2 = v.engine.worker(&opts, &a.client()).await.unwrap();
+    let mut b = v.engine.session(&opts).await.unwrap();
+    assert!(a.client().same_client(&a2.client()));
+    assert!(!a.client().same_client(&b.client()));
+    let (sa, sb) = (a.sid(), b.sid());
+    assert!(sa > 0 && a2.sid() == sa, "one session for both workers");
+    assert_eq!(v.engine.sessions().open(), vec![sa, sb]);
+    if on != TestEngine::Memkv {
+        assert_eq!(sessions_listed(&v.url), vec![sa, sb]);
+    }
+
+    // One inode batch and one slice batch for the client's workers; the other client
+    // takes batches of its own.
+    let ctx = v.ctx.clone();
+    let (d1, _) = a.mkdir(&ctx, ROOT_INODE, b"w1", 0o755, 0).await.unwrap();
+    let (d2, _) = a2.mkdir(&ctx, ROOT_INODE, b"w2", 0o755, 0).await.unwrap();
+    let (d3, _) = b.mkdir(&ctx, ROOT_INODE, b"w3", 0o755, 0).await.unwrap();
+    assert_eq!(
+        d2,
+        d1 + 1,
+        "the second worker takes the next id of the batch"
+    );
+    assert!(
+        d3 / 1024 > d1 / 1024,
+        "another client has a batch of its own: {d1} {d3}"
+    );
+    let s1 = a2.new_slice().await.unwrap();
+    assert_eq!(a.new_slice().await.unwrap(), s1 + 1);
+    assert!(b.new_slice().await.unwrap() / 4096 > s1 / 4096);
+
+    // setattr's transaction locks the inode (Redis: the hash of its first key, the
+    // inode's; SQLite: inode 1 for every transaction). While the client holds that lock,
+    // its worker waits; the other client does not.
+    let lock_key = format!("i{d1}");
+    let lock = match on {
+        TestEngine::Db(Kind::Redis) => TxLock::Key(&lock_key),
+        TestEngine::Db(Kind::Sqlite) => TxLock::Inodes(&[ROOT_INODE]),
+        _ => TxLock::Inodes(&[d1]),
+    };
+    let chmod = |mode| SetAttr {
+        mode: Some(mode),
+        ..Default::default()
+    };
+    let held = a.client().tx_lock(lock).await;
+    let waited = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        a2.setattr(&ctx, d1, &chmod(0o700)),
+    )
+    .await;
+    assert!(waited.is_err(), "the worker waited for its client's lock");
+    let other = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        b.setattr(&ctx, d1, &chmod(0o711)),
+    )
+    .await;
+    assert_eq!(
+        other.expect("another client is not held").unwrap().mode,
+        0o711
+    );
+    drop(held);
+    assert_eq!(
+        a2.setattr(&ctx, d1, &chmod(0o750)).await.unwrap().mode,
+        0o750
+    );
+
+    // Either worker's close removes the one record; the other then closes nothing.
+    a2.close().await.unwrap();
+    assert_eq!((a.sid(), a2.sid()), (0, 0));
+    assert_eq!(v.engine.sessions().open(), vec![sb]);
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    assert!(v.engine.sessions().open().is_empty());
+    if on != TestEngine::Memkv {
+        assert!(sessions_listed(&v.url).is_empty());
+    }
     v.finish().await;
 }

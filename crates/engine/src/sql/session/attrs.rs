@@ -40,7 +40,7 @@ impl SqlSession {
 
     pub(super) async fn setattr_txn(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let st = self.st.clone();
-        txn!(self, {
+        txn!(self, [ino], {
             let cur = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
             let cattr = cur.to_attr()?;
             if cattr.parent > TRASH_INODE {

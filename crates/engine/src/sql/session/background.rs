@@ -204,7 +204,8 @@ impl SqlSession {
 
     /// `doFlushStats`: one transaction updating both counters.
     pub(super) async fn flush_stats(&mut self) -> Result<()> {
-        let (space, inodes) = self.base.pending_stats();
+        let mut taken = self.base.take_pending_stats();
+        let (space, inodes) = (taken.space, taken.inodes);
         if space == 0 && inodes == 0 {
             return Ok(());
         }
@@ -213,7 +214,8 @@ impl SqlSession {
             self.exec(&st.stats_inodes, &[Arg::I64(inodes)]).await?;
             self.exec(&st.stats_space, &[Arg::I64(space)]).await?;
         })?;
-        self.base.stats_flushed(space, inodes);
+        taken.space_written();
+        taken.inodes_written();
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ impl SqlSession {
         let ChunkWrite { indx, slice, mtime } = w;
         let st = self.st.clone();
         let buf = slice.encode();
-        let (parent, dlen, dspace) = txn!(self, {
+        let (parent, dlen, dspace) = txn!(self, [ino], {
             let mut n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
             if n.typ != TYPE_FILE {
                 return Err(MetaError::Perm.into());
@@ -75,7 +75,7 @@ impl SqlSession {
             }
             (parent, dlen, dspace)
         })?;
-        self.base.cache.forget_chunk(ino, indx);
+        self.base.data().cache.forget_chunk(ino, indx);
         self.update_parent_stat(ino, parent as Ino, dlen, dspace)
             .await;
         Ok(())
@@ -166,7 +166,7 @@ impl ResizeSteps for SqlSession {
     /// the file has writes nothing.
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
         let st = self.st.clone();
-        txn!(self, {
+        txn!(self, [ino], {
             let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
             let attr = n.to_attr()?;
             check_truncate(ctx, &attr)?;
@@ -213,7 +213,7 @@ impl ResizeSteps for SqlSession {
     /// check, the node's `UPDATE`, then a hole appended per chunk of a zeroed or punched
     /// range inside the old length.
     async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
-        txn!(self, {
+        txn!(self, [ino], {
             let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
             let attr = n.to_attr()?;
             check_fallocate(ctx, &attr, range.mode)?;

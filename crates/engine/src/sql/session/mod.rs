@@ -45,8 +45,6 @@ pub struct SqlSession {
     trash_days: i64,
     /// The trash sub-directory of the current hour (`subTrash`).
     sub_trash: Option<(String, Ino)>,
-    /// SQLite: JuiceFS serialises all write transactions of a client (one writer).
-    sqlite_lock: Option<Arc<Mutex<()>>>,
     /// What the client keeps between calls (`baseMeta`'s fields).
     base: ClientState,
 }
@@ -57,6 +55,7 @@ impl SqlSession {
         st: Arc<Stmts>,
         bg: Arc<Mutex<Option<Conn>>>,
         opts: SessionOptions,
+        client: Option<&ClientState>,
     ) -> Result<Self> {
         let mut conn = target.connect().await?;
         // NewClient loads the format first.
@@ -77,8 +76,14 @@ impl SqlSession {
             }
         };
         format.check_version().map_err(MetaError::Engine)?;
+        let base = match client {
+            Some(c) => c.add_worker(),
+            None => ClientState::new(format.dir_stats, &opts),
+        };
+        if st.dialect == Dialect::Sqlite {
+            base.always_lock();
+        }
         Ok(Self {
-            sqlite_lock: (st.dialect == Dialect::Sqlite).then(|| Arc::new(Mutex::new(()))),
             st,
             target,
             bg,
@@ -90,7 +95,7 @@ impl SqlSession {
                 format.trash_days
             },
             sub_trash: None,
-            base: ClientState::new(format.dir_stats, &opts),
+            base,
         })
     }
 
@@ -121,8 +126,8 @@ impl SqlSession {
 }
 
 impl Storage for SqlSession {
-    fn state(&mut self) -> &mut ClientState {
-        &mut self.base
+    fn state(&self) -> &ClientState {
+        &self.base
     }
 
     /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
@@ -151,12 +156,10 @@ impl Storage for SqlSession {
     /// SQLite writer lock.
     fn prefetch_inodes(&mut self) -> Background<Option<i64>> {
         let (bg, target, st) = (self.bg.clone(), self.target.clone(), self.st.clone());
-        let lock = self.sqlite_lock.clone();
+        let (base, dialect) = (self.base.clone(), self.st.dialect);
         Box::pin(async move {
-            let _g = match lock {
-                Some(l) => Some(l.lock_owned().await),
-                None => None,
-            };
+            // `incrCounter`'s `txn`, which takes no lock but SQLite's.
+            let _g = base.tx_lock(txn::tx_lock_of(dialect, &[])).await;
             let mut guard = bg.lock().await;
             if guard.is_none() {
                 match target.connect().await {

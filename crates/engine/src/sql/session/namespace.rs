@@ -96,7 +96,8 @@ impl SqlSession {
     ) -> Result<Attr> {
         let st = self.st.clone();
         let rule = self.base.parent_rule();
-        let attr = txn!(self, {
+        // `doLink` locks the inode, not the parent.
+        let attr = txn!(self, [ino], {
             let mut pn = self
                 .get_node(parent, false)
                 .await?
@@ -430,7 +431,8 @@ impl SqlSession {
             moved: bool,
         }
         let rule = self.base.parent_rule();
-        let out = txn!(self, {
+        // `parentLocks`: the destination, then the source.
+        let out = txn!(self, [pd, ps], {
             let mut trash = trash0;
             let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
             let mut dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;

@@ -4,6 +4,7 @@
 
 use super::rows::*;
 use super::SqlSession;
+use crate::base::{TxGuard, TxLock};
 use crate::common::check_parent_to_remove;
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::sql::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
@@ -11,7 +12,16 @@ use crate::sql::dialect::Stmts;
 use crate::{Ctx, MetaError};
 use metabench_schema::sql::{Dialect, NodeRow};
 use metabench_schema::{align4k, Attr, Ino};
-use tokio::sync::OwnedMutexGuard;
+
+/// What a transaction of `dialect` locks (`dbMeta.txn`): on SQLite inode 1, whatever the
+/// call site names; elsewhere the call site's inodes.
+pub(super) fn tx_lock_of(dialect: Dialect, inodes: &[Ino]) -> TxLock<'_> {
+    if dialect == Dialect::Sqlite {
+        TxLock::Inodes(&[metabench_schema::ROOT_INODE])
+    } else {
+        TxLock::Inodes(inodes)
+    }
+}
 
 /// Why a transaction attempt failed.
 pub(crate) enum TxErr {
@@ -64,11 +74,16 @@ pub(crate) fn final_error(e: TxErr, retryable: bool) -> MetaError {
     }
 }
 
-/// A write transaction (`dbMeta.txn`). The body is a block evaluated inside the
+/// A write transaction (`dbMeta.txn`), holding the client's transaction locks of the
+/// inodes its `pkg/meta/sql.go` call site names (`[ino, …]`, none when left out; inode 1
+/// for every transaction on SQLite). The body is a block evaluated inside the
 /// transaction; `?` in it aborts the attempt.
 macro_rules! txn {
-    ($s:ident, $body:block) => {{
-        let _guard = $s.write_guard().await;
+    ($s:ident, $body:block) => {
+        txn!($s, [], $body)
+    };
+    ($s:ident, [$($ino:expr),*], $body:block) => {{
+        let _guard = $s.write_guard(&[$($ino),*]).await;
         let mut attempt: u32 = 0;
         loop {
             let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = async {
@@ -268,11 +283,10 @@ impl SqlSession {
         }
     }
 
-    pub(super) async fn write_guard(&self) -> Option<OwnedMutexGuard<()>> {
-        match &self.sqlite_lock {
-            Some(l) => Some(l.clone().lock_owned().await),
-            None => None,
-        }
+    /// `txBatchLock` of `dbMeta.txn`: the client's locks of `inodes`, or of inode 1 on
+    /// SQLite, where JuiceFS lets one transaction of a client write at a time.
+    pub(super) async fn write_guard(&self, inodes: &[Ino]) -> TxGuard {
+        self.base.tx_lock(tx_lock_of(self.st.dialect, inodes)).await
     }
 
     pub(super) async fn get_node(
