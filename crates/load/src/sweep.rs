@@ -6,7 +6,7 @@ use crate::catalog::{Op, OpState};
 use crate::exec::{reopen, timed_call, ClientBackground, Exec};
 use crate::ops::StopFlag;
 use crate::stats::{histogram, us, BackgroundAcc, OpAcc, Recorder, WireAcc};
-use crate::team::{agree, from_leader, gather_all, share, Team, TeamError};
+use crate::team::{agree, from_leader, gather_all, share_clients, Team, TeamError};
 use crate::workload::{Phase, Workload};
 use hdrhistogram::Histogram;
 use metabench_engine::namespace::remove_tree;
@@ -1011,7 +1011,7 @@ async fn sweep_levels(
     let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
     for (level_index, (clients, rate)) in steps.into_iter().enumerate() {
         // This rank's share of the level: `n` clients, the first numbered `first`.
-        let (n, first) = share(clients, rank, ranks);
+        let (n, first) = share_clients(clients, config.threads_per_client, rank, ranks);
         let n = n as usize;
         let opened = if stop.is_stopped() {
             Ok(())

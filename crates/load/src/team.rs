@@ -149,6 +149,18 @@ pub fn share(clients: u32, rank: usize, size: usize) -> (u32, u32) {
     (count, first)
 }
 
+/// Rank `rank`'s share of `workers` grouped into clients of `per_client` (the last one
+/// smaller when they do not divide): whole clients spread as [`share`] spreads clients,
+/// so no client is split over two ranks. How many workers the rank runs, and the
+/// level-wide index of its first.
+pub fn share_clients(workers: u32, per_client: u32, rank: usize, size: usize) -> (u32, u32) {
+    let per_client = per_client.max(1);
+    let (clients, first_client) = share(workers.div_ceil(per_client), rank, size);
+    let first = (first_client * per_client).min(workers);
+    let end = ((first_client + clients) * per_client).min(workers);
+    (end - first, first)
+}
+
 /// Waits for `team`'s answer to a collective call: on rank 0, gives up [`STOP_GRACE`]
 /// after `stop` is set (a rank that died never answers); on the others, waits for it.
 /// Fails when the team is gone.
@@ -239,6 +251,21 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_are_spread_in_whole_clients() {
+        // 12 workers in clients of 4 over 2 ranks: clients 0, 1 and 2 go 2 + 1.
+        assert_eq!(share_clients(12, 4, 0, 2), (8, 0));
+        assert_eq!(share_clients(12, 4, 1, 2), (4, 8));
+        // 10 in clients of 4: clients of 4, 4 and 2, spread 2 + 1; a rank may get none.
+        assert_eq!(share_clients(10, 4, 0, 2), (8, 0));
+        assert_eq!(share_clients(10, 4, 1, 2), (2, 8));
+        assert_eq!(share_clients(4, 4, 1, 2), (0, 4));
+        // One worker per client is `share`.
+        for rank in 0..3 {
+            assert_eq!(share_clients(10, 1, rank, 3), share(10, rank, 3));
+        }
+    }
 
     #[test]
     fn shares_add_up_and_do_not_overlap() {
