@@ -319,8 +319,8 @@ impl ClientSettings {
             out.insert(
                 "threads_per_client".to_owned(),
                 format!(
-                    "{} workers share each client (its state, session and transaction \
-                     locks; a connection each)",
+                    "{} workers share each client (its state, id batches, transaction locks \
+                     and registered session, if any)",
                     self.threads_per_client
                 ),
             );

@@ -86,9 +86,10 @@ pub struct SweepArgs {
 
     /// Group each level's workers (--conc counts them) into JuiceFS clients of this many,
     /// as the threads of one mount: the workers of a client share its state (id batches,
-    /// buffers, caches), its registered session and JuiceFS's process-local transaction
-    /// locks, each with a connection of its own. `--conc 12 --threads-per-client 4` is
-    /// 12 threads on 3 mounts. Default 1: every worker is a client of its own.
+    /// buffers, caches), its registered session (under the mount profile) and JuiceFS's
+    /// process-local transaction locks; each has a connection of its own (TKV engines:
+    /// the process's one engine client, as in JuiceFS). `--conc 12 --threads-per-client 4`
+    /// is 12 threads on 3 mounts. Default 1: every worker is a client of its own.
     #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u32).range(1..))]
     threads_per_client: u32,
 
@@ -151,8 +152,22 @@ fn write_interval_log(
         .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
 }
 
-/// One progress line per operation of a finished level.
-fn level_lines(level: &Level) -> Vec<String> {
+/// Who ran a level: its clients, or with several workers per client its workers and the
+/// clients they make up.
+fn level_who(clients: u32, per_client: u32) -> String {
+    if per_client > 1 {
+        format!(
+            "{clients:>6} workers ({} clients)",
+            clients.div_ceil(per_client)
+        )
+    } else {
+        format!("{clients:>6} clients")
+    }
+}
+
+/// One progress line per operation of a finished level (`per_client`: workers per client).
+fn level_lines(level: &Level, per_client: u32) -> Vec<String> {
+    let who = level_who(level.clients, per_client);
     let bound = match (level.partial, level.client.client_bound) {
         (true, _) => "  (partial: the engine failed)",
         (false, true) => "  (client-bound)",
@@ -166,11 +181,14 @@ fn level_lines(level: &Level) -> Vec<String> {
         .iter()
         .map(|o| {
             let service = o.service.as_ref().map_or(String::new(), |s| {
-                format!("  (service p50 {} µs, p99 {} µs)", fmt_us(s.p50_us), fmt_us(s.p99_us))
+                format!(
+                    "  (service p50 {} µs, p99 {} µs)",
+                    fmt_us(s.p50_us),
+                    fmt_us(s.p99_us)
+                )
             });
             format!(
-                "{:>6} clients{offered}  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{service}{bound}",
-                level.clients,
+                "{who}{offered}  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{service}{bound}",
                 o.op,
                 o.ops_per_s,
                 fmt_us(o.latency.p50_us),
@@ -179,8 +197,7 @@ fn level_lines(level: &Level) -> Vec<String> {
         })
         .chain(level.background.as_ref().map(|b| {
             format!(
-                "{:>6} clients  background: {} passes, {:.0} round trips/s, {:.1} ms of client time{}",
-                level.clients,
+                "{who}  background: {} passes, {:.0} round trips/s, {:.1} ms of client time{}",
                 b.runs,
                 b.round_trips_per_s(),
                 b.busy_s * 1000.0,
@@ -703,6 +720,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("static template"));
     let ticker = leader.then(|| {
         let (bar, live, phases) = (bar.clone(), live.clone(), workload.phases.clone());
+        let per_client = args.threads_per_client;
         tokio::spawn(async move {
             let mut last = (0u64, std::time::Instant::now());
             loop {
@@ -720,8 +738,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
                     "setting up / warming up".to_owned()
                 };
                 bar.set_message(format!(
-                    "{} clients · {phase} · {state}",
-                    live.clients.load(Ordering::Relaxed)
+                    "{} · {phase} · {state}",
+                    level_who(live.clients.load(Ordering::Relaxed), per_client).trim_start()
                 ));
                 bar.tick();
             }
@@ -761,7 +779,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     });
     let outcome = {
         let on_level = |level: &Level, hists: &IntervalHistograms| {
-            for line in level_lines(level) {
+            for line in level_lines(level, args.threads_per_client) {
                 say(&bar, line);
             }
             if let Some(dir) = &args.hdr_dir {

@@ -431,7 +431,9 @@ pub trait Meta: Send {
 
     /// `CloseSession`: the background work once more, then the session record removed
     /// (`doCleanStaleSession`) when one was registered. The session stays usable with
-    /// sid 0 (on Redis its loaded scripts stay in use).
+    /// sid 0 (on Redis its loaded scripts stay in use). The record is the client's: with
+    /// several workers ([`Engine::worker`]), closing any of them closes it for all, so
+    /// close one once the others are done.
     async fn close(&mut self) -> Result<()>;
 
     /// `doCleanStaleSession` of session `sid` (another client's, or one of this engine's

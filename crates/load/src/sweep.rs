@@ -515,6 +515,15 @@ async fn replace_session(
     })
 }
 
+/// Where session `index` runs ([`Exec::spawn`]'s index): with one worker per client,
+/// client `index`'s thread; with several, each client's workers go round the threads
+/// starting one further than the client before, so the clients' first workers (which
+/// run the background work) do not all land on one thread.
+fn thread_slot(index: usize, per_client: usize) -> usize {
+    let per_client = per_client.max(1);
+    index / per_client + index % per_client
+}
+
 /// Opens sessions until there are `n`, each on the client thread that will drive it.
 /// Session `i` is a worker of client `i / per_client`: the client's first worker opens
 /// it, and the others join it ([`Engine::worker`]) once that one is open.
@@ -542,7 +551,7 @@ async fn grow_sessions(
                         Some(m) => m.client(),
                         None => sessions[lead].client(),
                     });
-                    let task = exec.spawn(index, async move {
+                    let task = exec.spawn(thread_slot(index, per_client), async move {
                         match client {
                             None => engine.session(&opts).await,
                             Some(c) => engine.worker(&opts, &c).await,
@@ -1159,7 +1168,7 @@ async fn sweep_levels(
                     }),
                 };
                 tasks.push(exec.spawn(
-                    index,
+                    thread_slot(index, config.threads_per_client as usize),
                     run_client(
                         meta,
                         job,
@@ -1572,6 +1581,19 @@ fn finish_level(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_clients_workers_go_round_the_threads() {
+        // One worker per client: session i on slot i.
+        assert!((0..8).all(|i| thread_slot(i, 1) == i));
+        // Clients of 4 on 2 threads: the first workers of clients 0 and 1 land on
+        // threads 0 and 1, and each client's workers alternate.
+        let thread = |i| thread_slot(i, 4) % 2;
+        assert_eq!(
+            (0..8).map(thread).collect::<Vec<_>>(),
+            [0, 1, 0, 1, 1, 0, 1, 0]
+        );
+    }
 
     fn part(host: &str, cores: usize, host_cores: usize, cpu_s: f64) -> RankPart {
         RankPart {

@@ -257,6 +257,16 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
              different clients"
         )),
     }
+    if let (AnyResults::Sweep(a), AnyResults::Sweep(b)) = (base, current) {
+        let per_client = |r: &SweepResults| r.plan.threads_per_client.max(1);
+        let (x, y) = (per_client(a), per_client(b));
+        if x != y {
+            c.warnings.push(format!(
+                "the runs group their workers differently (baseline {x}, current {y} per \
+                 client, --threads-per-client): a level's workers make up other clients"
+            ));
+        }
+    }
     c.round_trips_timed = base.engine().skips_dir_mtime() || current.engine().skips_dir_mtime();
     Ok(c)
 }
@@ -907,5 +917,24 @@ mod tests {
         assert_eq!(parse_percent("25").unwrap(), 0.25);
         assert!(parse_percent("ten").is_err());
         assert!(parse_percent("-1%").is_err());
+    }
+
+    #[test]
+    fn sweeps_grouping_workers_differently_are_said_to() {
+        let base = sweep(1000.0, 0.0, 10, 1.0, 7);
+        let mut grouped = sweep(1000.0, 0.0, 10, 1.0, 7);
+        if let AnyResults::Sweep(s) = &mut grouped {
+            s.plan.threads_per_client = 4;
+        }
+        let c = compare(&base, &grouped, 0.05).unwrap();
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("baseline 1, current 4 per client")),
+            "{:?}",
+            c.warnings
+        );
+        let same = compare(&base, &base, 0.05).unwrap();
+        assert!(!same.warnings.iter().any(|w| w.contains("per client")));
     }
 }

@@ -182,8 +182,9 @@ impl ClientState {
         self.data().deleted.len()
     }
 
-    /// Takes the volume-counter changes not yet written, as `doFlushStats` swaps
-    /// `newSpace` and `newInodes` to 0: two workers flushing at once never write one change
+    /// Takes the volume-counter changes not yet written (`newSpace`, `newInodes`). JuiceFS's
+    /// `doFlushStats` reads them and subtracts what it wrote once written; taking them out
+    /// first comes to the same, and two workers flushing at once never write one change
     /// twice. What is not marked written goes back when the taken stats are dropped (a
     /// failed or cancelled flush).
     pub fn take_pending_stats(&self) -> TakenStats {

@@ -29,7 +29,9 @@ impl TkvSession {
             moved: bool,
         }
         let (skip_mtime, skip_nlink) = self.base.dir_skips();
-        let moved = txn!(self, [pd, ps], |tx| {
+        // `parentLocks`: the destination, and the source unless it is in the trash.
+        let src_lock = if is_trash(ps) { pd } else { ps };
+        let moved = txn!(self, [pd, src_lock], |tx| {
             let kes = keys.entry(ps, name_src);
             let ked = keys.entry(pd, name_dst);
             let buf = tx.get(&kes).await?.ok_or(MetaError::NotFound)?;

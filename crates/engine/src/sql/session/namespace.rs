@@ -431,8 +431,9 @@ impl SqlSession {
             moved: bool,
         }
         let rule = self.base.parent_rule();
-        // `parentLocks`: the destination, then the source.
-        let out = txn!(self, [pd, ps], {
+        // `parentLocks`: the destination, and the source unless it is in the trash.
+        let src_lock = if is_trash(ps) { pd } else { ps };
+        let out = txn!(self, [pd, src_lock], {
             let mut trash = trash0;
             let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
             let mut dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;
