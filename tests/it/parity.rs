@@ -127,7 +127,22 @@ fn check_report(r: &serde_json::Value) {
     );
     assert_eq!((&r["tasks"], &r["io_tasks"]), (&2.into(), &2.into()));
     let trees = r["trees"].as_array().unwrap();
-    assert_eq!(trees.len(), 2);
+    let names: Vec<&str> = trees.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "metadata",
+            "metadata-shared",
+            "small-files",
+            "small-files-shared"
+        ]
+    );
+    // Every phase ran natively both ways: 2 clients, and 1 client × 2 threads.
+    for t in trees {
+        for p in t["phases"].as_array().unwrap() {
+            assert!(p["native_threads_ops_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        }
+    }
     // metadata: -b 3 -z 1 -I 10 -u on 2 tasks: 2 trees of 4 directories, 80 items.
     let md = &trees[0];
     assert_eq!(md["mdtest_args"], "-b 3 -z 1 -I 10 -u");
@@ -156,10 +171,57 @@ fn check_report(r: &serde_json::Value) {
         assert!(p["mount_ops_per_s"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
     }
+    // juicefs mdtest cannot run -u: the docs' trees say so, and their shared, files-only
+    // twins carry its column, parsed from the real binary's log, for the two phases it
+    // times, with the items the other sides made.
+    assert!(
+        md["go_missing"]
+            .as_str()
+            .unwrap()
+            .contains("see metadata-shared"),
+        "{md}"
+    );
+    assert!(md["phases"][4]["go_ops_per_s"].is_null());
+    let mds = &trees[1];
+    assert_eq!(mds["mdtest_args"], "-F -b 3 -z 1 -I 10");
+    assert!(mds["go_missing"].is_null(), "{mds}");
+    let rows: Vec<(&str, u64, bool)> = mds["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["phase"].as_str().unwrap(),
+                p["items"].as_u64().unwrap(),
+                p["go_ops_per_s"].as_f64().is_some_and(|g| g > 0.0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Tree creation", 4, true),
+            ("File creation", 80, true),
+            ("File stat", 80, false),
+            ("File read", 80, false),
+            ("File removal", 80, false),
+            ("Tree removal", 4, false),
+        ]
+    );
+    assert_eq!(
+        mds["go_mdtest"]["phases"],
+        serde_json::json!([
+            ["tree_creation", 4, mds["phases"][0]["go_ops_per_s"]],
+            ["file_creation", 80, mds["phases"][1]["go_ops_per_s"]]
+        ])
+    );
     // small files: -F -z 0 -I 20 -w 4096 -u on 2 tasks.
-    let sf = &trees[1];
+    let sf = &trees[2];
     assert_eq!(sf["phases"].as_array().unwrap().len(), 6);
     assert_eq!(sf["phases"][1]["items"], 40);
+    let sfs = &trees[3];
+    assert_eq!(sfs["mdtest_args"], "-F -z 0 -I 20 -w 4096");
+    assert_eq!(sfs["go_mdtest"]["phases"][1][1], 40);
     let fio: Vec<&str> = r["fio"]
         .as_array()
         .unwrap()

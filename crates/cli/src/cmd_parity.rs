@@ -11,6 +11,7 @@ use crate::target::TargetArgs;
 use crate::EXIT_INTERRUPTED;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::{ClientProfile, Ctx};
+use metabench_mount::go_mdtest::{self, GoMdtestOptions};
 use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
 use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
@@ -127,7 +128,8 @@ fn specs(scale: Scale, tasks: u32) -> Vec<(&'static str, TreeSpec)> {
     }
 }
 
-fn say_phase(side: &'static str, name: &'static str) -> impl FnMut(&PhaseResult) {
+fn say_phase(side: &'static str, name: &str) -> impl FnMut(&PhaseResult) {
+    let name = name.to_owned();
     move |r: &PhaseResult| {
         say!(
             "  {side:<6} {name:<11} {:<20} {:>7} items {:>10.0} ops/s",
@@ -238,20 +240,59 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             vec![]
         };
 
-        // Natively first, on an idle engine.
+        // Each tree as the docs give it, and, where `juicefs mdtest` cannot run that shape
+        // (`-u`, directories), the same size in the shape it runs: one shared tree, files
+        // only. Only those trees get the Go client's column.
+        let trees: Vec<(String, TreeSpec)> = specs
+            .iter()
+            .flat_map(|(name, spec)| {
+                let mut t = vec![(name.to_string(), spec.clone())];
+                if !go_mdtest::runs_shape(spec) {
+                    t.push((format!("{name}-shared"), spec.shared_files_only()));
+                }
+                t
+            })
+            .collect();
+
+        // Natively first, on an idle engine: the tasks as clients of their own, then as
+        // threads of one client (`--threads-per-client`), the shape of the Go client and
+        // of the mount.
         let mut native = Vec::new();
-        for (name, spec) in &specs {
-            let (base, _) = meta
-                .mkdir(&Ctx::root(), ns.dir, format!("native-{name}").as_bytes(), 0o755, 0)
-                .await?;
-            let mut clients = Vec::new();
-            for _ in 0..tasks {
-                clients.push(NativeFs::new(target.session(&opts).await?));
+        for (name, spec) in &trees {
+            let mut runs = Vec::new();
+            for (shape, threads) in [("native", false), ("native×thr", true)] {
+                let (base, _) = meta
+                    .mkdir(
+                        &Ctx::root(),
+                        ns.dir,
+                        format!("{shape}-{name}").replace('×', "-").as_bytes(),
+                        0o755,
+                        0,
+                    )
+                    .await?;
+                let mut clients = Vec::new();
+                // With `threads`, the first session's client, which the others join.
+                let mut shared = None;
+                for _ in 0..tasks {
+                    let session = match &shared {
+                        Some(c) => target.engine.worker(&opts, c).await?,
+                        None => {
+                            let s = target.session(&opts).await?;
+                            if threads {
+                                shared = Some(s.client());
+                            }
+                            s
+                        }
+                    };
+                    clients.push(NativeFs::new(session));
+                }
+                let label: &'static str = if threads { "native×thr" } else { "native" };
+                let r = run_tree(clients, base, spec, &stop, say_phase(label, name))
+                    .await
+                    .map_err(mount_err)?;
+                runs.push(r);
             }
-            let r = run_tree(clients, base, spec, &stop, say_phase("native", name))
-                .await
-                .map_err(mount_err)?;
-            native.push(r);
+            native.push(runs);
         }
         meta.flush().await?;
         drop(meta);
@@ -276,7 +317,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             return Err(mount_err(MountError::Interrupted));
         }
         let mdtest_bin = mdtest::find_mdtest();
-        for ((name, spec), native) in specs.iter().zip(&native) {
+        for ((name, spec), native) in trees.iter().zip(&native) {
             let base = root.join(format!("mount-{name}"));
             std::fs::create_dir(&base)
                 .map_err(|e| CliError::Io(format!("cannot create {}: {e}", base.display())))?;
@@ -284,7 +325,39 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
             let through = run_tree(clients, base.clone(), spec, &stop, say_phase("mount", name))
                 .await
                 .map_err(mount_err)?;
-            let mut run = TreeRun::pair(name, spec, native, &through);
+            let mut run = TreeRun::pair(name, spec, &native[0], &through)
+                .with_native_threads(&native[1]);
+            run = if go_mdtest::runs_shape(spec) {
+                let go = GoMdtestOptions {
+                    juicefs: juicefs.clone(),
+                    meta_url: target.meta_url.clone(),
+                    path: format!("/.metabench/{run_id}/go-{name}"),
+                    skip_dir_mtime: client.session.skip_dir_mtime,
+                    skip_dir_nlink: client.session.skip_dir_nlink,
+                    cache_dir: work.path().join("go-cache"),
+                };
+                match go_mdtest::run_go_mdtest(&go, spec, &stop).await {
+                    Ok(g) => {
+                        for (phase, items, rate) in &g.phases {
+                            say!(
+                                "  go     {name:<11} {:<20} {items:>7} items {rate:>10.0} ops/s",
+                                phase.label()
+                            );
+                        }
+                        run.with_go(&g)
+                    }
+                    Err(MountError::Interrupted) => {
+                        return Err(mount_err(MountError::Interrupted))
+                    }
+                    Err(e) => run.without_go(format!("juicefs mdtest failed: {e}")),
+                }
+            } else {
+                run.without_go(format!(
+                    "juicefs mdtest runs one shared tree of files only, not {}: see \
+                     {name}-shared",
+                    spec.mdtest_args().join(" ")
+                ))
+            };
             if let Some(bin) = &mdtest_bin {
                 let dir = root.join(format!("mdtest-{name}"));
                 match mdtest::run_mdtest(bin, &dir, spec, &stop).await {

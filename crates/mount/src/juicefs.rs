@@ -297,11 +297,18 @@ impl Drop for Mount {
 }
 
 /// Runs a program to completion, killing it when `stop` is set; returns its stdout.
-pub async fn run_tool(
+pub async fn run_tool(cmd: tokio::process::Command, what: &str, stop: &StopFlag) -> Result<String> {
+    let out = run_tool_output(cmd, what, stop).await?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// [`run_tool`], answering the tool's whole output (standard error too: `juicefs mdtest`
+/// logs its results there).
+pub async fn run_tool_output(
     mut cmd: tokio::process::Command,
     what: &str,
     stop: &StopFlag,
-) -> Result<String> {
+) -> Result<std::process::Output> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -344,7 +351,7 @@ pub async fn run_tool(
             out.status
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out)
 }
 
 #[cfg(test)]

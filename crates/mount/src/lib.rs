@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod fio;
+pub mod go_mdtest;
 pub mod juicefs;
 pub mod mdtest;
 pub mod native;

@@ -3,26 +3,50 @@
 
 use crate::bench::BenchResult;
 use crate::fio::FioResult;
+use crate::go_mdtest::GoMdtest;
 use crate::mdtest::SummaryRow;
 use crate::objbench::ObjbenchResult;
-use crate::tree::{PhaseResult, TreeSpec};
+use crate::tree::{Phase, PhaseResult, TreeSpec};
 use metabench_report::RunHeader;
 use serde::Serialize;
 use std::fmt::Write;
 
-/// One phase, both ways.
+/// One phase, each way it ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseRow {
     /// mdtest's label.
     pub phase: String,
-    /// Calls (all tasks), the same on both sides.
+    /// Calls (all tasks), the same on every side.
     pub items: u64,
-    /// Native rate, ops/s.
+    /// Native rate, ops/s: metabench, one client per task (a session each).
     pub native_ops_per_s: f64,
+    /// Native rate, ops/s: metabench, the tasks as threads of one client
+    /// (`--threads-per-client`), the shape of `juicefs mdtest` and of the mount.
+    pub native_threads_ops_per_s: Option<f64>,
+    /// `juicefs mdtest`'s rate, ops/s (its threads are one Go client's, no FUSE); `None`
+    /// when it does not run this phase or this tree's shape.
+    pub go_ops_per_s: Option<f64>,
     /// Through-mount rate, ops/s.
     pub mount_ops_per_s: f64,
     /// native / mount: the cost of FUSE plus the Go client.
     pub ratio: f64,
+}
+
+impl PhaseRow {
+    /// Client cost: metabench's threads of one client / the Go client's (same shape, no
+    /// FUSE on either side).
+    pub fn client_ratio(&self) -> Option<f64> {
+        ratio(self.native_threads_ops_per_s?, self.go_ops_per_s?)
+    }
+
+    /// FUSE cost: the Go client without FUSE / the mount (one client's threads on both).
+    pub fn fuse_ratio(&self) -> Option<f64> {
+        ratio(self.go_ops_per_s?, self.mount_ops_per_s)
+    }
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
 }
 
 /// One mdtest-shaped workload, both ways.
@@ -40,6 +64,10 @@ pub struct TreeRun {
     pub phases: Vec<PhaseRow>,
     /// The real mdtest's SUMMARY through the mount, when an mdtest binary ran.
     pub mdtest_summary: Option<Vec<SummaryRow>>,
+    /// What `juicefs mdtest` logged for this tree (its phases, items and rates).
+    pub go_mdtest: Option<GoMdtest>,
+    /// Why this tree has no `juicefs mdtest` column, when it has none.
+    pub go_missing: Option<String>,
 }
 
 impl TreeRun {
@@ -58,6 +86,8 @@ impl TreeRun {
                     phase: n.phase.label().to_owned(),
                     items: n.items,
                     native_ops_per_s: n.ops_per_s,
+                    native_threads_ops_per_s: None,
+                    go_ops_per_s: None,
                     mount_ops_per_s: m.ops_per_s,
                     ratio: if m.ops_per_s > 0.0 {
                         n.ops_per_s / m.ops_per_s
@@ -74,7 +104,36 @@ impl TreeRun {
             mount_driver: "metabench".into(),
             phases,
             mdtest_summary: None,
+            go_mdtest: None,
+            go_missing: Some("not run".into()),
         }
+    }
+
+    /// Adds the native run with the tasks as threads of one client.
+    pub fn with_native_threads(mut self, threads: &[PhaseResult]) -> Self {
+        for row in &mut self.phases {
+            row.native_threads_ops_per_s = threads
+                .iter()
+                .find(|t| t.phase.label() == row.phase)
+                .map(|t| t.ops_per_s);
+        }
+        self
+    }
+
+    /// Adds `juicefs mdtest`'s rates, for the phases it runs.
+    pub fn with_go(mut self, go: &GoMdtest) -> Self {
+        for row in &mut self.phases {
+            row.go_ops_per_s = Phase::from_label(&row.phase).and_then(|p| go.rate(p));
+        }
+        self.go_missing = None;
+        self.go_mdtest = Some(go.clone());
+        self
+    }
+
+    /// Says why this tree has no `juicefs mdtest` column.
+    pub fn without_go(mut self, why: impl Into<String>) -> Self {
+        self.go_missing = Some(why.into());
+        self
     }
 }
 
@@ -142,17 +201,54 @@ impl ParityReport {
                     "metabench's mdtest-equivalent driver"
                 }
             );
+            let tasks = t.spec.tasks;
             let _ = writeln!(
                 s,
-                "  {:<20} {:>8} {:>14} {:>14} {:>13}",
-                "phase", "items", "native ops/s", "mount ops/s", "native/mount"
+                "  ops/s: native = metabench on the engine, {tasks} clients | 1 client × {tasks} \
+                 threads; go = juicefs mdtest, 1 Go client × {tasks} threads, no FUSE; mount = \
+                 {tasks} threads through one mount"
             );
+            let _ = writeln!(
+                s,
+                "  {:<20} {:>8} {:>12} {:>12} {:>10} {:>10} {:>13} {:>12} {:>10}",
+                "phase",
+                "items",
+                "native ×cl",
+                "native ×thr",
+                "go",
+                "mount",
+                "native/mount",
+                "client cost",
+                "FUSE cost"
+            );
+            let opt =
+                |v: Option<f64>, prec: usize| v.map_or("-".to_owned(), |v| format!("{v:.prec$}"));
             for p in &t.phases {
                 let _ = writeln!(
                     s,
-                    "  {:<20} {:>8} {:>14.0} {:>14.0} {:>12.2}x",
-                    p.phase, p.items, p.native_ops_per_s, p.mount_ops_per_s, p.ratio
+                    "  {:<20} {:>8} {:>12.0} {:>12} {:>10} {:>10.0} {:>12.2}x {:>12} {:>10}",
+                    p.phase,
+                    p.items,
+                    p.native_ops_per_s,
+                    opt(p.native_threads_ops_per_s, 0),
+                    opt(p.go_ops_per_s, 0),
+                    p.mount_ops_per_s,
+                    p.ratio,
+                    opt(p.client_ratio(), 2),
+                    opt(p.fuse_ratio(), 2)
                 );
+            }
+            match &t.go_missing {
+                Some(why) => {
+                    let _ = writeln!(s, "  go: {why}");
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "  go: juicefs mdtest times tree and file creation only (\"-\" in other \
+                         rows); client cost = native ×thr / go, FUSE cost = go / mount"
+                    );
+                }
             }
             if let Some(rows) = &t.mdtest_summary {
                 let _ = writeln!(s, "  mdtest SUMMARY (mean ops/s):");

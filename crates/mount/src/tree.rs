@@ -144,6 +144,17 @@ impl TreeSpec {
         }
     }
 
+    /// The shape `juicefs mdtest` runs with this tree's size: one tree that all tasks
+    /// share (no `-u`), files only, the same `-b`, `-z`, `-I` and `-w`.
+    pub fn shared_files_only(&self) -> Self {
+        Self {
+            unique_dir: false,
+            files_only: true,
+            dirs_only: false,
+            ..self.clone()
+        }
+    }
+
     /// The mdtest arguments that ask for this work (without `-d`).
     pub fn mdtest_args(&self) -> Vec<String> {
         let mut a = vec![];
