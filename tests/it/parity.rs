@@ -246,6 +246,8 @@ fn parity_on_sqlite_mounts_runs_everything_and_cleans_up() {
     assert!(seen, "the mount never appeared in /proc/mounts");
     check_report(&report);
     assert_eq!(report["engine"]["kind"], "sqlite");
+    // The docs did not run SQLite: no published column.
+    assert!(report["docs_engine"].is_null(), "{}", report["docs_engine"]);
     run.assert_clean();
     // The volume metabench formatted is gone again.
     let tables = Command::new("sqlite3")
@@ -260,11 +262,30 @@ fn parity_on_sqlite_mounts_runs_everything_and_cleans_up() {
 fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
     let _phase = crate::phase(module_path!());
     let redis = RedisServer::start();
+    // The docs' Redis-Always setup: the AOF on, fsync'd at every write.
+    for (name, value) in [("appendonly", "yes"), ("appendfsync", "always")] {
+        let set = redis.command(&["CONFIG", "SET", name, value]);
+        assert!(matches!(set, Resp::Simple(_)), "{set:?}");
+    }
     let run = Run::new();
     let (report, seen) = run_to_end(&run, &redis.url(1));
     assert!(seen, "the mount never appeared in /proc/mounts");
     check_report(&report);
     assert_eq!(report["engine"]["kind"], "redis");
+    // The docs' published rates of that setup sit beside the docs' own trees, as
+    // multiples of Redis-Always (1 here); the shared twins, which the docs did not run,
+    // have none.
+    assert_eq!(report["docs_engine"], "Redis-Always");
+    assert!(report["docs_source"]
+        .as_str()
+        .unwrap()
+        .contains("Metadata Engines Benchmark"));
+    let metadata_file_creation = &report["trees"][0]["phases"][4];
+    assert_eq!(metadata_file_creation["phase"], "File creation");
+    assert_eq!(metadata_file_creation["docs_ops_per_s"], 5472.628);
+    assert_eq!(metadata_file_creation["docs_vs_redis_always"], 1.0);
+    assert!(report["trees"][1]["phases"][1]["docs_ops_per_s"].is_null());
+    assert_eq!(report["trees"][2]["phases"][1]["docs_ops_per_s"], 295.067);
     run.assert_clean();
     let keys = redis.command(&["DBSIZE"]);
     assert!(matches!(keys, Resp::Integer(0)), "keys left: {keys:?}");

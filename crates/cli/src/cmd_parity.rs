@@ -17,7 +17,7 @@ use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
 use metabench_mount::report::{ParityReport, TreeRun, PARITY_SCHEMA_VERSION};
 use metabench_mount::tree::{run_tree, PhaseResult, TreeSpec};
-use metabench_mount::{bench, fio, mdtest, objbench, MountError};
+use metabench_mount::{bench, docs_figures, fio, mdtest, objbench, MountError};
 use metabench_report::RunHeader;
 use std::path::{Path, PathBuf};
 
@@ -220,9 +220,21 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         fio: vec![],
         bench: None,
         objbench: None,
+        docs_engine: None,
+        docs_source: None,
         notes: vec![],
         interrupted: false,
     };
+    // The JuiceFS docs' published column for this engine, when they ran it.
+    let docs_column = {
+        let engine = &report.header.engine;
+        let setting = |name: &str| engine.durability.get(name).map(String::as_str);
+        docs_figures::column(&engine.kind, setting("appendonly"), setting("appendfsync"))
+    };
+    if let Some(col) = docs_column {
+        report.docs_engine = Some(docs_figures::ENGINES[col].to_owned());
+        report.docs_source = Some(docs_figures::SOURCE.to_owned());
+    }
     let mountpoint = args
         .mountpoint
         .clone()
@@ -327,6 +339,9 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
                 .map_err(mount_err)?;
             let mut run = TreeRun::pair(name, spec, &native[0], &through)
                 .with_native_threads(&native[1]);
+            if let Some(col) = docs_column {
+                run = run.with_docs(col);
+            }
             run = if go_mdtest::runs_shape(spec) {
                 let go = GoMdtestOptions {
                     juicefs: juicefs.clone(),

@@ -30,6 +30,11 @@ pub struct PhaseRow {
     pub mount_ops_per_s: f64,
     /// native / mount: the cost of FUSE plus the Go client.
     pub ratio: f64,
+    /// The JuiceFS docs' published rate for this engine, phase and tree
+    /// ([`crate::docs_figures`]), when the docs ran them.
+    pub docs_ops_per_s: Option<f64>,
+    /// That rate as a multiple of the docs' Redis-Always rate, as the docs compare engines.
+    pub docs_vs_redis_always: Option<f64>,
 }
 
 impl PhaseRow {
@@ -89,6 +94,8 @@ impl TreeRun {
                     native_threads_ops_per_s: None,
                     go_ops_per_s: None,
                     mount_ops_per_s: m.ops_per_s,
+                    docs_ops_per_s: None,
+                    docs_vs_redis_always: None,
                     ratio: if m.ops_per_s > 0.0 {
                         n.ops_per_s / m.ops_per_s
                     } else {
@@ -130,6 +137,18 @@ impl TreeRun {
         self
     }
 
+    /// Adds the JuiceFS docs' published rates of engine column `col`
+    /// ([`crate::docs_figures::ENGINES`]) for the phases of this tree the docs ran.
+    pub fn with_docs(mut self, col: usize) -> Self {
+        for row in &mut self.phases {
+            if let Some((rate, ratio)) = crate::docs_figures::figure(&self.name, &row.phase, col) {
+                row.docs_ops_per_s = Some(rate);
+                row.docs_vs_redis_always = Some(ratio);
+            }
+        }
+        self
+    }
+
     /// Says why this tree has no `juicefs mdtest` column.
     pub fn without_go(mut self, why: impl Into<String>) -> Self {
         self.go_missing = Some(why.into());
@@ -165,6 +184,11 @@ pub struct ParityReport {
     pub bench: Option<BenchResult>,
     /// `juicefs objbench` on the volume's object store.
     pub objbench: Option<ObjbenchResult>,
+    /// The JuiceFS docs' engine column set beside this run (e.g. `PostgreSQL`), when the
+    /// docs ran this engine.
+    pub docs_engine: Option<String>,
+    /// Where those published figures come from, and on what hardware.
+    pub docs_source: Option<String>,
     /// Notes on what was skipped or how to read the figures.
     pub notes: Vec<String>,
     /// Stopped by Ctrl-C.
@@ -208,9 +232,13 @@ impl ParityReport {
                  threads; go = juicefs mdtest, 1 Go client × {tasks} threads, no FUSE; mount = \
                  {tasks} threads through one mount"
             );
+            let docs_head = self
+                .docs_engine
+                .as_ref()
+                .map_or(String::new(), |e| format!("  docs {e} (×Redis-Always)"));
             let _ = writeln!(
                 s,
-                "  {:<20} {:>8} {:>12} {:>12} {:>10} {:>10} {:>13} {:>12} {:>10}",
+                "  {:<20} {:>8} {:>12} {:>12} {:>10} {:>10} {:>13} {:>12} {:>10}{docs_head}",
                 "phase",
                 "items",
                 "native ×cl",
@@ -224,9 +252,14 @@ impl ParityReport {
             let opt =
                 |v: Option<f64>, prec: usize| v.map_or("-".to_owned(), |v| format!("{v:.prec$}"));
             for p in &t.phases {
+                let docs = match (&self.docs_engine, p.docs_ops_per_s, p.docs_vs_redis_always) {
+                    (Some(_), Some(rate), Some(x)) => format!("  {rate:>10.0} ({x:.2})"),
+                    (Some(_), _, _) => format!("  {:>10}", "-"),
+                    _ => String::new(),
+                };
                 let _ = writeln!(
                     s,
-                    "  {:<20} {:>8} {:>12.0} {:>12} {:>10} {:>10.0} {:>12.2}x {:>12} {:>10}",
+                    "  {:<20} {:>8} {:>12.0} {:>12} {:>10} {:>10.0} {:>12.2}x {:>12} {:>10}{docs}",
                     p.phase,
                     p.items,
                     p.native_ops_per_s,
@@ -308,6 +341,23 @@ impl ParityReport {
                 } else {
                     format!("; not passed: {}", failed.join(", "))
                 }
+            );
+        }
+        if let (Some(e), Some(src)) = (&self.docs_engine, &self.docs_source) {
+            let sizes = if self.scale == "docs" && self.tasks == 12 {
+                String::new()
+            } else {
+                format!(
+                    " The docs ran their sizes with 12 tasks; this run is scale {} with {} \
+                     tasks, so even the multiples are only a rough guide.",
+                    self.scale, self.tasks
+                )
+            };
+            let _ = writeln!(
+                s,
+                "* docs: the published rate of {e} for the docs' two trees, and its multiple \
+                 of Redis-Always's; from {src}. Other hardware and a 3-host run: compare the \
+                 multiples across engines, not the rates with this machine's.{sizes}"
             );
         }
         for n in &self.notes {
