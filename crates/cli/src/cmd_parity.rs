@@ -132,7 +132,7 @@ fn say_phase(side: &'static str, name: &str) -> impl FnMut(&PhaseResult) {
     let name = name.to_owned();
     move |r: &PhaseResult| {
         say!(
-            "  {side:<6} {name:<11} {:<20} {:>7} items {:>10.0} ops/s",
+            "  {side:<10} {name:<18} {:<20} {:>7} items {:>10.0} ops/s",
             r.phase.label(),
             r.items,
             r.ops_per_s
@@ -355,7 +355,8 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
                     Ok(g) => {
                         for (phase, items, rate) in &g.phases {
                             say!(
-                                "  go     {name:<11} {:<20} {items:>7} items {rate:>10.0} ops/s",
+                                "  {:<10} {name:<18} {:<20} {items:>7} items {rate:>10.0} ops/s",
+                                "go",
                                 phase.label()
                             );
                         }

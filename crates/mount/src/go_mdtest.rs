@@ -102,12 +102,44 @@ pub async fn run_go_mdtest(
     let mut cmd = tokio::process::Command::new(&o.juicefs);
     cmd.args(args(o, spec));
     let out = run_tool_output(cmd, "juicefs mdtest", stop).await?;
-    parse_go_mdtest(&String::from_utf8_lossy(&out.stderr))
+    let go = parse_go_mdtest(&String::from_utf8_lossy(&out.stderr))?;
+    check_items(&go, spec)?;
+    Ok(go)
+}
+
+/// `juicefs mdtest` logs a failed create and goes on, then reports the items it planned:
+/// its counts must be the tree's (all of its directories; every task's files in each).
+fn check_items(go: &GoMdtest, spec: &TreeSpec) -> Result<()> {
+    let dirs = spec.dirs_in_tree();
+    for (phase, items, _) in &go.phases {
+        let want = match phase {
+            Phase::TreeCreation => dirs,
+            _ => dirs * u64::from(spec.tasks) * spec.items,
+        };
+        if *items != want {
+            return Err(MountError::Parse(format!(
+                "juicefs mdtest reported {items} items for {}, where the tree has {want}",
+                phase.label()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Parses the two result lines of `juicefs mdtest`'s log (1.4.x): `Created N dirs in T
 /// (R dirs/s)` and `Created N files in T (R files/s)`.
 pub fn parse_go_mdtest(log: &str) -> Result<GoMdtest> {
+    // A create that failed is logged and skipped, and the run still exits 0.
+    if let Some(line) = log
+        .lines()
+        .find(|l| l.contains("<ERROR>") || l.contains("<FATAL>"))
+    {
+        let what = line.split_once("]: ").map_or(line, |(_, m)| m);
+        return Err(MountError::Command(format!(
+            "juicefs mdtest logged an error: {}",
+            what.trim()
+        )));
+    }
     let mut phases = Vec::new();
     for (unit, phase) in [
         ("dirs", Phase::TreeCreation),
@@ -153,6 +185,26 @@ mod tests {
         );
         assert_eq!(r.rate(Phase::FileStat), None);
         assert!(parse_go_mdtest("Created 3 dirs in 1ms (3000 dirs/s)").is_err());
+        // A failed create is logged, and the run must not count.
+        let failed = crate::test_data("juicefs-mdtest-1.4.2.txt").replace(
+            "<INFO>: Create 30 files",
+            "<ERROR>: Create: create /x/file.mdtest.0.0: no space left on device [runTest@mdtest.go:143]\n<INFO>: Create 30 files",
+        );
+        let e = parse_go_mdtest(&failed).unwrap_err().to_string();
+        assert!(e.contains("no space left on device"), "{e}");
+        // The counts must be the tree's: 3 directories, 2 tasks × 5 files in each.
+        let spec = TreeSpec {
+            branch: 2,
+            depth: 1,
+            items: 5,
+            tasks: 2,
+            unique_dir: false,
+            files_only: true,
+            ..TreeSpec::docs_metadata(2)
+        };
+        assert!(check_items(&r, &spec).is_ok());
+        let bigger = TreeSpec { items: 6, ..spec };
+        assert!(check_items(&r, &bigger).is_err());
     }
 
     #[test]

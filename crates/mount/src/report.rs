@@ -39,13 +39,21 @@ pub struct PhaseRow {
 
 impl PhaseRow {
     /// Client cost: metabench's threads of one client / the Go client's (same shape, no
-    /// FUSE on either side).
+    /// FUSE on either side). None for tree creation, whose Go timer also runs two more
+    /// mkdirs and the path's lookups.
     pub fn client_ratio(&self) -> Option<f64> {
+        if self.phase == Phase::TreeCreation.label() {
+            return None;
+        }
         ratio(self.native_threads_ops_per_s?, self.go_ops_per_s?)
     }
 
     /// FUSE cost: the Go client without FUSE / the mount (one client's threads on both).
+    /// None for tree creation, as [`PhaseRow::client_ratio`].
     pub fn fuse_ratio(&self) -> Option<f64> {
+        if self.phase == Phase::TreeCreation.label() {
+            return None;
+        }
         ratio(self.go_ops_per_s?, self.mount_ops_per_s)
     }
 }
@@ -279,7 +287,10 @@ impl ParityReport {
                     let _ = writeln!(
                         s,
                         "  go: juicefs mdtest times tree and file creation only (\"-\" in other \
-                         rows); client cost = native ×thr / go, FUSE cost = go / mount"
+                         rows; its tree timer also runs two more mkdirs, so that row has no \
+                         ratios). Its threads visit the subdirectories in a shuffled order, \
+                         metabench's in one order. client cost = native ×thr / go, FUSE cost = \
+                         go / mount"
                     );
                 }
             }

@@ -239,8 +239,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
         batch: Vec<(Ino, DirStat)>,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// `doFlushStats`: writes the buffered volume counters ([`ClientState::pending_stats`]),
-    /// marking what was written.
+    /// `doFlushStats`: writes the buffered volume counters, taken with
+    /// [`ClientState::take_pending_stats`], marking what was written (the rest goes back).
     fn do_flush_stats(&mut self) -> impl Future<Output = Result<()>> + Send;
 
     /// `doDeleteFileData`: frees a deleted file's chunks and its delete-queue record.
