@@ -112,6 +112,25 @@ pub async fn run_ops(
     outcome
 }
 
+/// Replaces the one client's session, which a call left unusable, with a fresh client,
+/// trying for one op timeout ([`reopen`]).
+async fn fresh_session(
+    meta: &mut Box<dyn Meta>,
+    engine: &dyn Engine,
+    config: &OpsConfig,
+) -> Result<()> {
+    let give_up_at = Instant::now() + config.op_timeout;
+    reopen(
+        meta,
+        engine,
+        &config.session,
+        None,
+        config.op_timeout,
+        give_up_at,
+    )
+    .await
+}
+
 async fn run_one(
     meta: &mut Box<dyn Meta>,
     engine: &dyn Engine,
@@ -161,17 +180,7 @@ async fn run_one(
             {
                 tracing::warn!("background work failed: {e}");
                 if e.breaks_session() {
-                    let give_up_at = Instant::now() + config.op_timeout;
-                    reopen(
-                        meta,
-                        engine,
-                        &config.session,
-                        None,
-                        config.op_timeout,
-                        give_up_at,
-                    )
-                    .await
-                    .map_err(|r| {
+                    fresh_session(meta, engine, config).await.map_err(|r| {
                         MetaError::Engine(format!(
                             "background work failed: {e}; no fresh session: {r}"
                         ))
@@ -213,16 +222,7 @@ async fn run_one(
             Err(e) => {
                 *errors.entry(e.kind().to_owned()).or_default() += 1;
                 if e.breaks_session() {
-                    let give_up_at = Instant::now() + config.op_timeout;
-                    reopen(
-                        meta,
-                        engine,
-                        &config.session,
-                        None,
-                        config.op_timeout,
-                        give_up_at,
-                    )
-                    .await?;
+                    fresh_session(meta, engine, config).await?;
                 }
                 consecutive_errors += 1;
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {

@@ -90,7 +90,8 @@ pub async fn run_bench(
     stop: &StopFlag,
 ) -> Result<BenchResult> {
     let mut cmd = tokio::process::Command::new(juicefs);
-    cmd.args(["--no-agent", "--no-color", "bench"])
+    cmd.args(crate::juicefs::GLOBAL_FLAGS)
+        .arg("bench")
         .arg(dir)
         .arg("-p")
         .arg(threads.to_string());

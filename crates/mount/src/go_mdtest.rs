@@ -5,7 +5,7 @@
 //! recorded, no data uploaded) in every directory. It times two phases and logs them:
 //! `Created N dirs in T (R dirs/s)` and `Created N files in T (R files/s)`.
 
-use crate::juicefs::run_tool_output;
+use crate::juicefs::{client_options, run_tool_output, GLOBAL_FLAGS};
 use crate::tree::{Phase, TreeSpec};
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
@@ -53,37 +53,32 @@ pub fn runs_shape(spec: &TreeSpec) -> bool {
     !spec.unique_dir && spec.files_only && !spec.dirs_only
 }
 
-/// The arguments of `juicefs mdtest` for `spec` (which [`runs_shape`] accepts).
+/// The arguments of `juicefs mdtest` for `spec` (which [`runs_shape`] accepts): the tree's
+/// shape, and the client options a mount gets ([`client_options`]).
 fn args(o: &GoMdtestOptions, spec: &TreeSpec) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> = vec![
-        "--no-agent".into(),
-        "--no-color".into(),
+    let mut a: Vec<std::ffi::OsString> = GLOBAL_FLAGS.map(Into::into).into();
+    a.extend([
         "mdtest".into(),
         o.meta_url.clone().into(),
         o.path.clone().into(),
-    ];
-    let flags = [
+    ]);
+    for (flag, value) in [
         ("--threads", spec.tasks.to_string()),
         ("--dirs", spec.branch.to_string()),
         ("--depth", spec.depth.to_string()),
         ("--files", spec.items.to_string()),
         ("--write", spec.write_bytes.to_string()),
-        (
-            "--skip-dir-mtime",
-            format!("{}ns", o.skip_dir_mtime.as_nanos()),
-        ),
-        ("--skip-dir-nlink", o.skip_dir_nlink.to_string()),
         // Beside a running mount, whose metrics port is the default one.
         ("--metrics", "127.0.0.1:0".to_owned()),
-        ("--backup-meta", "0".to_owned()),
-    ];
-    for (flag, value) in flags {
+    ] {
         a.push(flag.into());
         a.push(value.into());
     }
-    a.push("--cache-dir".into());
-    a.push(o.cache_dir.clone().into());
-    a.extend(["--no-usage-report".into(), "--no-bgjob".into()]);
+    a.extend(client_options(
+        o.skip_dir_mtime,
+        o.skip_dir_nlink,
+        &o.cache_dir,
+    ));
     a
 }
 

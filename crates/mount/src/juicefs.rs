@@ -96,27 +96,46 @@ pub struct Mount {
     log: PathBuf,
 }
 
-/// The arguments of `juicefs mount` for `opts` on the mount point `mp`: in the
-/// background, without usage reports, hourly jobs or metadata backups, with the client
-/// profile's `--skip-dir-mtime` (in ns) and `--skip-dir-nlink`, and a private cache and log.
-fn mount_args(opts: &MountOptions, mp: &Path, cache: &Path, log: &Path) -> Vec<std::ffi::OsString> {
+/// The options every `juicefs` command metabench runs gets first: no background agent,
+/// no colours in its log.
+pub(crate) const GLOBAL_FLAGS: [&str; 2] = ["--no-agent", "--no-color"];
+
+/// The client options `juicefs mount` and `juicefs mdtest` both take, as metabench runs a
+/// JuiceFS client: without usage reports, hourly jobs or metadata backups, with the client
+/// profile's `--skip-dir-mtime` (in ns, keeping its precision) and `--skip-dir-nlink`, and
+/// a private cache.
+pub(crate) fn client_options(
+    skip_dir_mtime: std::time::Duration,
+    skip_dir_nlink: u32,
+    cache: &Path,
+) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> =
-        vec!["mount".into(), opts.meta_url.clone().into(), mp.into()];
-    for a in [
-        "-d",
-        "--no-usage-report",
-        "--no-bgjob",
-        "--backup-meta",
-        "0",
-    ] {
-        args.push(a.into());
-    }
+        ["--no-usage-report", "--no-bgjob", "--backup-meta", "0"]
+            .map(Into::into)
+            .into();
     args.push("--skip-dir-mtime".into());
-    args.push(format!("{}ns", opts.skip_dir_mtime.as_nanos()).into());
+    args.push(format!("{}ns", skip_dir_mtime.as_nanos()).into());
     args.push("--skip-dir-nlink".into());
-    args.push(opts.skip_dir_nlink.to_string().into());
+    args.push(skip_dir_nlink.to_string().into());
     args.push("--cache-dir".into());
     args.push(cache.into());
+    args
+}
+
+/// The arguments of `juicefs mount` for `opts` on the mount point `mp`: in the
+/// background, with [`client_options`] and a private log.
+fn mount_args(opts: &MountOptions, mp: &Path, cache: &Path, log: &Path) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "mount".into(),
+        opts.meta_url.clone().into(),
+        mp.into(),
+        "-d".into(),
+    ];
+    args.extend(client_options(
+        opts.skip_dir_mtime,
+        opts.skip_dir_nlink,
+        cache,
+    ));
     args.push("--log".into());
     args.push(log.into());
     args
@@ -124,7 +143,7 @@ fn mount_args(opts: &MountOptions, mp: &Path, cache: &Path, log: &Path) -> Vec<s
 
 fn juicefs_cmd(bin: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(bin);
-    c.args(["--no-agent", "--no-color"]);
+    c.args(GLOBAL_FLAGS);
     c
 }
 

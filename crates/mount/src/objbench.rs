@@ -113,7 +113,8 @@ pub async fn run_objbench(
     stop: &StopFlag,
 ) -> Result<ObjbenchResult> {
     let mut cmd = tokio::process::Command::new(juicefs);
-    cmd.args(["--no-agent", "--no-color", "objbench", "--storage", storage])
+    cmd.args(crate::juicefs::GLOBAL_FLAGS)
+        .args(["objbench", "--storage", storage])
         .arg(bucket)
         .arg("-p")
         .arg(threads.to_string());

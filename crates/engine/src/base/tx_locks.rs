@@ -18,7 +18,8 @@ pub const TX_LOCKS: usize = 1024;
 pub enum TxLock<'a> {
     /// No lock (the call site passes no inode).
     None,
-    /// The slots of these inodes, each once, in ascending order.
+    /// The slots of these inodes, each once, in ascending order: at most two, as
+    /// JuiceFS's call sites name (one inode, or rename's two parents).
     Inodes(&'a [Ino]),
     /// The slot of this Redis key.
     Key(&'a str),
@@ -34,11 +35,12 @@ pub(crate) struct TxLocks {
     slots: Mutex<HashMap<usize, Arc<AsyncMutex<()>>>>,
 }
 
-/// The locks a transaction holds until it is dropped.
+/// The locks a transaction holds until it is dropped (at most two; no allocation per
+/// transaction).
 #[must_use = "the locks are released when the guard is dropped"]
 #[derive(Debug, Default)]
 pub struct TxGuard {
-    _held: Vec<OwnedMutexGuard<()>>,
+    _held: [Option<OwnedMutexGuard<()>>; 2],
 }
 
 impl TxLocks {
@@ -53,19 +55,27 @@ impl TxLocks {
         if !self.enabled.load(Ordering::Relaxed) {
             return TxGuard::default();
         }
-        let mut wanted: Vec<usize> = match lock {
+        let (a, b) = match lock {
             TxLock::None => return TxGuard::default(),
-            TxLock::Inodes(inodes) => inodes.iter().map(|&i| slot_of(i)).collect(),
-            TxLock::Key(key) => vec![fnv1_32(key.as_bytes()) as usize % TX_LOCKS],
+            TxLock::Key(key) => (fnv1_32(key.as_bytes()) as usize % TX_LOCKS, None),
+            TxLock::Inodes(inodes) => match *inodes {
+                [] => return TxGuard::default(),
+                [i] => (slot_of(i), None),
+                [i, j] => {
+                    let (x, y) = (slot_of(i), slot_of(j));
+                    (x.min(y), (x != y).then_some(x.max(y)))
+                }
+                _ => panic!("a transaction names at most two inodes to lock: {inodes:?}"),
+            },
         };
-        wanted.sort_unstable();
-        wanted.dedup();
-        let mut held = Vec::with_capacity(wanted.len());
-        for slot in wanted {
-            let m = self.slot(slot);
-            held.push(m.lock_owned().await);
+        let first = self.slot(a).lock_owned().await;
+        let second = match b {
+            Some(b) => Some(self.slot(b).lock_owned().await),
+            None => None,
+        };
+        TxGuard {
+            _held: [Some(first), second],
         }
-        TxGuard { _held: held }
     }
 
     fn slot(&self, slot: usize) -> Arc<AsyncMutex<()>> {
@@ -107,7 +117,7 @@ mod tests {
         let b = tokio::time::timeout(Duration::from_secs(1), locks.lock(TxLock::Inodes(&[5])))
             .await
             .expect("no lock before a second worker");
-        assert!(a._held.is_empty() && b._held.is_empty());
+        assert!(a._held.iter().chain(&b._held).all(Option::is_none));
     }
 
     #[tokio::test]
@@ -115,10 +125,11 @@ mod tests {
         let locks = TxLocks::default();
         locks.enable();
         // 7 and 7 + 1024 share a slot: taken once, not twice (which would deadlock).
-        let held = locks
-            .lock(TxLock::Inodes(&[7, 7 + TX_LOCKS as u64, 9]))
-            .await;
-        assert_eq!(held._held.len(), 2);
+        let once = locks.lock(TxLock::Inodes(&[7 + TX_LOCKS as u64, 7])).await;
+        assert!(once._held[0].is_some() && once._held[1].is_none());
+        drop(once);
+        let held = locks.lock(TxLock::Inodes(&[9, 7])).await;
+        assert!(held._held.iter().all(Option::is_some));
         let waiting =
             tokio::time::timeout(Duration::from_millis(50), locks.lock(TxLock::Inodes(&[9]))).await;
         assert!(waiting.is_err(), "slot 9 is held");
