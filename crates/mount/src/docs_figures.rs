@@ -21,91 +21,104 @@ pub const ENGINES: [&str; 7] = [
     "FoundationDB",
 ];
 
-/// "EMPTY FILES": `-b 3 -z 1 -I 100 -u`.
-const EMPTY_FILES: [(&str, [f64; 7]); 9] = [
+/// Per tree and phase, the rates of [`ENGINES`]: `metadata` is the docs' "EMPTY FILES"
+/// (`-b 3 -z 1 -I 100 -u`), `small-files` their "SMALL FILES" (`-F -w 102400 -I 1000 -z 0
+/// -u`), rows in the docs' order.
+const FIGURES: [(&str, &str, [f64; 7]); 15] = [
     (
+        "metadata",
         "Directory creation",
         [
             4901.342, 9990.029, 1252.421, 4091.934, 4041.304, 1910.768, 3065.578,
         ],
     ),
     (
+        "metadata",
         "Directory stat",
         [
             289992.466, 379692.576, 9359.278, 69384.097, 49465.223, 6500.178, 17746.670,
         ],
     ),
     (
+        "metadata",
         "Directory removal",
         [
             5131.614, 10356.293, 902.077, 1254.890, 3210.518, 1450.842, 2460.604,
         ],
     ),
     (
+        "metadata",
         "File creation",
         [
             5472.628, 9984.824, 1326.613, 4726.582, 4053.610, 1801.956, 2908.526,
         ],
     ),
     (
+        "metadata",
         "File stat",
         [
             288951.216, 253218.558, 9135.571, 233148.252, 50432.658, 6276.787, 14939.411,
         ],
     ),
     (
+        "metadata",
         "File read",
         [
             64560.148, 60861.397, 8445.953, 20013.027, 18411.280, 9094.627, 11087.931,
         ],
     ),
     (
+        "metadata",
         "File removal",
         [
             6084.791, 12221.083, 1073.063, 3961.855, 3742.269, 1648.734, 2214.311,
         ],
     ),
     (
+        "metadata",
         "Tree creation",
         [80.121, 83.546, 34.420, 61.937, 77.875, 56.299, 74.982],
     ),
     (
+        "metadata",
         "Tree removal",
         [218.535, 95.599, 42.330, 44.696, 114.414, 76.002, 64.036],
     ),
-];
-
-/// "SMALL FILES": `-F -w 102400 -I 1000 -z 0 -u`.
-const SMALL_FILES: [(&str, [f64; 7]); 6] = [
     (
+        "small-files",
         "File creation",
         [
             295.067, 312.182, 275.588, 289.627, 307.121, 275.578, 263.487,
         ],
     ),
     (
+        "small-files",
         "File stat",
         [
             54069.827, 52800.108, 8760.709, 19841.728, 14076.214, 8214.318, 10009.670,
         ],
     ),
     (
+        "small-files",
         "File read",
         [
             62341.568, 57998.398, 4639.571, 19244.678, 23376.733, 5477.754, 6533.787,
         ],
     ),
     (
+        "small-files",
         "File removal",
         [
             5615.018, 11573.415, 1061.600, 3907.740, 3411.663, 1024.421, 1750.613,
         ],
     ),
     (
+        "small-files",
         "Tree creation",
         [57.860, 57.080, 23.723, 52.621, 44.590, 19.998, 11.243],
     ),
     (
+        "small-files",
         "Tree removal",
         [96.756, 65.279, 23.227, 19.511, 27.616, 17.868, 10.571],
     ),
@@ -135,12 +148,7 @@ pub fn column(kind: &str, appendonly: Option<&str>, appendfsync: Option<&str>) -
 /// The docs' rate of `phase` in tree `tree` (`metadata` or `small-files`) for engine
 /// column `col`, and its ratio to Redis-Always's (the docs' reference column).
 pub fn figure(tree: &str, phase: &str, col: usize) -> Option<(f64, f64)> {
-    let rows: &[(&str, [f64; 7])] = match tree {
-        "metadata" => &EMPTY_FILES,
-        "small-files" => &SMALL_FILES,
-        _ => return None,
-    };
-    let (_, v) = rows.iter().find(|(p, _)| *p == phase)?;
+    let (_, _, v) = FIGURES.iter().find(|(t, p, _)| *t == tree && *p == phase)?;
     let rate = *v.get(col)?;
     Some((rate, rate / v[0]))
 }
