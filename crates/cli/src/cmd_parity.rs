@@ -226,11 +226,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
         interrupted: false,
     };
     // The JuiceFS docs' published column for this engine, when they ran it.
-    let docs_column = {
-        let engine = &report.header.engine;
-        let setting = |name: &str| engine.durability.get(name).map(String::as_str);
-        docs_figures::column(&engine.kind, setting("appendonly"), setting("appendfsync"))
-    };
+    let docs_column = docs_figures::column_of(&report.header.engine);
     if let Some(col) = docs_column {
         report.docs_engine = Some(docs_figures::ENGINES[col].to_owned());
         report.docs_source = Some(docs_figures::SOURCE.to_owned());

@@ -124,6 +124,13 @@ const FIGURES: [(&str, &str, [f64; 7]); 15] = [
     ),
 ];
 
+/// The docs' column for the engine a run recorded: its kind, and for Redis its durability
+/// settings ([`column`]).
+pub fn column_of(engine: &metabench_report::EngineInfo) -> Option<usize> {
+    let setting = |name: &str| engine.durability.get(name).map(String::as_str);
+    column(&engine.kind, setting("appendonly"), setting("appendfsync"))
+}
+
 /// The docs' column for an engine of this kind (`redis`, `mysql`, `postgres`, `tikv`,
 /// `etcd`, `fdb`), Redis by its `appendonly` and `appendfsync` (the docs ran it with the
 /// AOF on); `None` for setups the docs did not run (Redis without the AOF, SQLite, memkv)
