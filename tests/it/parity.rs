@@ -291,6 +291,137 @@ fn parity_on_redis_mounts_runs_everything_and_cleans_up() {
     assert!(matches!(keys, Resp::Integer(0)), "keys left: {keys:?}");
 }
 
+/// `metabench report` sets parity runs on several engines side by side as the docs do:
+/// each phase's columns as multiples of the Redis-Always run (picked by its durability,
+/// not its place on the command line), beside the docs' published multiples. Bad parity
+/// files get one line and exit 2.
+#[test]
+fn report_sets_parity_runs_beside_redis_always_and_the_docs() {
+    let _phase = crate::phase(module_path!());
+    let redis = RedisServer::start();
+    for (name, value) in [("appendonly", "yes"), ("appendfsync", "always")] {
+        let set = redis.command(&["CONFIG", "SET", name, value]);
+        assert!(matches!(set, Resp::Simple(_)), "{set:?}");
+    }
+    let (lite, always) = (Run::new(), Run::new());
+    let db = lite.dir.path().join("meta.db");
+    lite.succeed(
+        &format!("sqlite3://{}", db.display()),
+        &["--suites", "mdtest"],
+    );
+    always.succeed(&redis.url(1), &["--suites", "mdtest"]);
+    let dir = temp_dir();
+    let (lite_json, always_json) = (dir.path().join("lite.json"), dir.path().join("always.json"));
+    std::fs::copy(&lite.json, &lite_json).unwrap();
+    std::fs::copy(&always.json, &always_json).unwrap();
+    let out = crate::metabench(&[
+        "report",
+        lite_json.to_str().unwrap(),
+        always_json.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{csv}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each table's block, its last row ending in a newline as the others.
+    let blocks: Vec<String> = csv.split("\n\n").map(|b| format!("{b}\n")).collect();
+    let runs = blocks
+        .iter()
+        .find(|b| b.starts_with("# Parity runs"))
+        .unwrap();
+    assert!(runs.contains("\nlite,sqlite,"), "{runs}");
+    assert!(runs.contains(",–,\"small, 2 tasks\","), "{runs}");
+    assert!(runs.contains(",Redis-Always,\"small, 2 tasks\","), "{runs}");
+    let metadata = blocks
+        .iter()
+        .find(|b| b.starts_with("# Parity, mdtest -b 3 -z 1 -I 10 -u (metadata)"))
+        .unwrap();
+    assert!(
+        metadata.contains("relative to always, the Redis-Always run"),
+        "{metadata}"
+    );
+    // Every cell is the file's rate, and SQLite's its multiple of Redis's.
+    let json = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (l, a) = (json(&lite_json), json(&always_json));
+    let rows = |v: &serde_json::Value| v["trees"][0]["phases"].as_array().unwrap().clone();
+    let (lite_rows, always_rows) = (rows(&l), rows(&a));
+    assert_eq!(lite_rows.len(), 9);
+    for (lr, ar) in lite_rows.iter().zip(&always_rows) {
+        let phase = lr["phase"].as_str().unwrap();
+        let mut want_lite = vec![phase.to_owned(), "lite".to_owned()];
+        let mut want_always = vec![phase.to_owned(), "always".to_owned()];
+        for key in [
+            "native_ops_per_s",
+            "native_threads_ops_per_s",
+            "go_ops_per_s",
+            "mount_ops_per_s",
+        ] {
+            match (lr[key].as_f64(), ar[key].as_f64()) {
+                (Some(x), Some(base)) => {
+                    want_lite.push(format!("{x:.0} (×{:.2})", x / base));
+                    want_always.push(format!("{base:.0}"));
+                }
+                (x, base) => {
+                    assert!(x.is_none() && base.is_none(), "{phase} {key}");
+                    want_lite.push("–".into());
+                    want_always.push("–".into());
+                }
+            }
+        }
+        want_lite.push("–".into());
+        want_always.push(match ar["docs_ops_per_s"].as_f64() {
+            Some(rate) => format!("{rate:.0} (×1.00)"),
+            None => "–".into(),
+        });
+        for want in [want_lite, want_always] {
+            let line = format!("\n{}\n", want.join(","));
+            assert!(metadata.contains(&line), "no {line:?} in\n{metadata}");
+        }
+    }
+    assert!(metadata.contains("\nFile creation,always,"), "{metadata}");
+    assert!(metadata.contains(",5473 (×1.00)\n"), "{metadata}");
+    let notes = blocks
+        .iter()
+        .find(|b| b.starts_with("# Parity notes"))
+        .unwrap();
+    assert!(notes.contains("the docs ran no setup like lite"), "{notes}");
+    assert!(notes.contains("Metadata Engines Benchmark"), "{notes}");
+
+    // An older layout, and a field this metabench does not write, are refused in one line.
+    let mut old = a.clone();
+    old["schema_version"] = 1.into();
+    let mut odd = a;
+    odd["trees"][0]["phases"][0]["surprise"] = 1.into();
+    for (name, v, want) in [
+        (
+            "old.json",
+            old,
+            "results schema version 1 is older than this metabench reads (2)",
+        ),
+        (
+            "odd.json",
+            odd,
+            "unknown field `trees[0].phases[0].surprise`",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, v.to_string()).unwrap();
+        let out = crate::metabench(&["report", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+    lite.assert_clean();
+    always.assert_clean();
+}
+
 /// `--suites objbench` runs `juicefs objbench` on the volume's object store (here the
 /// private `file` bucket) and puts both its tables into the report; objbench's own
 /// prefix is gone from the bucket afterwards.

@@ -1,7 +1,7 @@
 //! `metabench matrix`: the same plan on every engine of a set of configs, then the
 //! cross-engine report of those that could be reached.
 
-use crate::cmd_report::{label_runs, ReportOutput};
+use crate::cmd_report::{LabeledFiles, ReportOutput};
 use crate::error::{input, CliError};
 use crate::EXIT_INTERRUPTED;
 use metabench_report::cross::Unreachable;
@@ -191,7 +191,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         }
         return Ok(1);
     }
-    let runs = label_runs(&files)?;
+    let runs = LabeledFiles::read(&files)?;
     args.report.write(&runs, &unreachable)?;
     Ok(0)
 }

@@ -1,18 +1,22 @@
 //! `metabench report`: several results files as one cross-engine report (table,
-//! Markdown, CSV or HTML) and SVG plots of the sweeps.
+//! Markdown, CSV or HTML) and SVG plots of the sweeps. Parity runs get the docs' layout:
+//! each engine's mdtest phases as multiples of the Redis-Always run, beside the docs'.
 
 use crate::args::write_file;
-use crate::cmd_compare::read_results;
 use crate::error::{input, CliError};
-use metabench_report::cross::{render_html, render_report, Format, LabeledRun, Unreachable};
+use metabench_mount::cross_engine::{self, LabeledParity};
+use metabench_mount::report::ParityReport;
+use metabench_report::cross::{render_html, render_report, Format, Grid, LabeledRun, Unreachable};
 use metabench_report::plot::plots;
+use metabench_report::{kind_of, AnyResults};
 use std::path::PathBuf;
 
 /// Arguments of `metabench report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Results files (`ops --json`, `sweep --json`); each is named by its file stem, and
-    /// "(×N)" is relative to the first.
+    /// Results files (`ops --json`, `sweep --json`, `parity --json`); each is named by its
+    /// file stem. "(×N)" is relative to the first ops run, and for parity runs to the
+    /// Redis-Always run (appendonly yes, appendfsync always) when there is one.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
 
@@ -20,24 +24,46 @@ pub struct ReportArgs {
     output: ReportOutput,
 }
 
-/// Names each file by its stem, adding `#2`, `#3` to repeated names.
-pub fn label_runs(files: &[PathBuf]) -> Result<Vec<LabeledRun>, CliError> {
-    let mut runs: Vec<LabeledRun> = Vec::new();
-    for f in files {
-        let run = read_results(f)?;
-        let stem = f
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| run.engine().kind.clone());
-        let mut label = stem.clone();
-        let mut n = 1;
-        while runs.iter().any(|r| r.label == label) {
-            n += 1;
-            label = format!("{stem}#{n}");
+/// The results files of a report, each named by its file stem (`#2`, `#3` added to
+/// repeated names).
+#[derive(Debug, Default)]
+pub struct LabeledFiles {
+    /// The `ops` and `sweep` runs.
+    pub runs: Vec<LabeledRun>,
+    /// The `parity` runs.
+    pub parities: Vec<LabeledParity>,
+}
+
+impl LabeledFiles {
+    /// Reads and names `files`, in order; a file that is not a results file this
+    /// metabench reads is a one-line input error.
+    pub fn read(files: &[PathBuf]) -> Result<Self, CliError> {
+        let mut out = Self::default();
+        let mut labels: Vec<String> = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| input(format!("cannot read {}: {e}", f.display())))?;
+            let bad = |e: String| input(format!("{}: {e}", f.display()));
+            let stem = f
+                .file_stem()
+                .map_or_else(|| "run".to_owned(), |s| s.to_string_lossy().into_owned());
+            let mut label = stem.clone();
+            let mut n = 1;
+            while labels.contains(&label) {
+                n += 1;
+                label = format!("{stem}#{n}");
+            }
+            labels.push(label.clone());
+            if kind_of(&text).map_err(bad)?.as_deref() == Some("parity") {
+                let run = ParityReport::from_json(&text).map_err(bad)?;
+                out.parities.push(LabeledParity { label, run });
+            } else {
+                let run = AnyResults::from_json(&text).map_err(bad)?;
+                out.runs.push(LabeledRun { label, run });
+            }
         }
-        runs.push(LabeledRun { label, run });
+        Ok(out)
     }
-    Ok(runs)
 }
 
 /// Where and how `report` and `matrix` write the report and its plots.
@@ -75,8 +101,10 @@ impl ReportOutput {
         Ok(())
     }
 
-    /// Writes the report of `runs` (and the engines that could not be measured).
-    pub fn write(&self, runs: &[LabeledRun], unreachable: &[Unreachable]) -> Result<(), CliError> {
+    /// Writes the report of `files` (and the engines that could not be measured).
+    pub fn write(&self, files: &LabeledFiles, unreachable: &[Unreachable]) -> Result<(), CliError> {
+        let runs = &files.runs;
+        let parity: Vec<Grid> = cross_engine::grids(&files.parities);
         let plots = plots(runs).map_err(|e| CliError::Io(format!("cannot plot: {e}")))?;
         if let Some(dir) = self.plot.as_deref() {
             std::fs::create_dir_all(dir)
@@ -91,8 +119,8 @@ impl ReportOutput {
             }
         }
         let text = match self.format {
-            Format::Html => render_html(runs, unreachable, &plots),
-            f => render_report(runs, unreachable, f),
+            Format::Html => render_html(runs, &parity, unreachable, &plots),
+            f => render_report(runs, &parity, unreachable, f),
         };
         match self.output.as_deref() {
             Some(path) => {
@@ -108,7 +136,7 @@ impl ReportOutput {
 /// Runs `metabench report`.
 pub fn run(args: ReportArgs) -> Result<i32, CliError> {
     args.output.check()?;
-    let runs = label_runs(&args.files)?;
-    args.output.write(&runs, &[])?;
+    let files = LabeledFiles::read(&args.files)?;
+    args.output.write(&files, &[])?;
     Ok(0)
 }

@@ -3,11 +3,11 @@
 use crate::juicefs::run_tool;
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One row of `juicefs bench`'s table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchRow {
     /// ITEM, e.g. `Write big file`.
     pub item: String,
@@ -26,7 +26,7 @@ pub struct BenchRow {
 }
 
 /// A parsed `juicefs bench` report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
     /// The parameter line (`BlockSize: …, NumThreads: N`).
     pub params: String,

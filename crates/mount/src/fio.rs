@@ -4,7 +4,7 @@
 use crate::juicefs::run_tool;
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// One fio job of the JuiceFS docs.
@@ -76,7 +76,7 @@ pub fn docs_jobs(docs_scale: bool, numjobs: u32) -> Vec<FioJob> {
 }
 
 /// What a fio run measured, summed over its jobs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FioResult {
     /// Job name.
     pub name: String,

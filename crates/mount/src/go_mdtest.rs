@@ -9,13 +9,13 @@ use crate::juicefs::{client_options, run_tool_output, GLOBAL_FLAGS};
 use crate::tree::{Phase, TreeSpec};
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// What one `juicefs mdtest` run measured: per phase it times, the items and the rate it
 /// logged.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoMdtest {
     /// `(phase, items, ops/s)`: tree creation, then file creation.
     pub phases: Vec<(Phase, u64, f64)>,

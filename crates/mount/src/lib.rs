@@ -8,6 +8,7 @@
 //! run the external benchmarks and parse their output.
 
 pub mod bench;
+pub mod cross_engine;
 pub mod docs_figures;
 pub mod fio;
 pub mod go_mdtest;

@@ -4,11 +4,11 @@ use crate::juicefs::run_tool;
 use crate::tree::{Phase, TreeSpec};
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// One SUMMARY rate row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryRow {
     /// The phase.
     pub phase: Phase,

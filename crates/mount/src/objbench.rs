@@ -7,11 +7,11 @@
 use crate::juicefs::run_tool;
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One row of the functional table: a feature of the store and whether it works.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjFunction {
     /// CATEGORY (`basic`, `sync`).
     pub category: String,
@@ -22,7 +22,7 @@ pub struct ObjFunction {
 }
 
 /// One row of the performance table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjPerf {
     /// ITEM, e.g. `put small objects`.
     pub item: String,
@@ -35,7 +35,7 @@ pub struct ObjPerf {
 }
 
 /// A parsed `juicefs objbench` report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjbenchResult {
     /// The storage type and bucket it ran on.
     pub storage: String,

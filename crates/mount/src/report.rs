@@ -8,11 +8,11 @@ use crate::mdtest::SummaryRow;
 use crate::objbench::ObjbenchResult;
 use crate::tree::{Phase, PhaseResult, TreeSpec};
 use metabench_report::RunHeader;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// One phase, each way it ran.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseRow {
     /// mdtest's label.
     pub phase: String,
@@ -63,7 +63,7 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 }
 
 /// One mdtest-shaped workload, both ways.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TreeRun {
     /// `metadata` or `small-files`.
     pub name: String,
@@ -170,7 +170,7 @@ impl TreeRun {
 pub const PARITY_SCHEMA_VERSION: u32 = 2;
 
 /// The whole parity run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParityReport {
     /// Kind `parity` ([`PARITY_SCHEMA_VERSION`]), who wrote it, when, on what (the meta
     /// URL with its password redacted is the engine's).
@@ -208,6 +208,16 @@ fn mib(b: f64) -> f64 {
 }
 
 impl ParityReport {
+    /// Reads a parity results file (`parity --json`): its kind and layout version
+    /// ([`PARITY_SCHEMA_VERSION`]) are checked first, and an unknown field is refused.
+    pub fn from_json(s: &str) -> Result<Self, String> {
+        metabench_report::read_results_of(
+            s,
+            "parity",
+            PARITY_SCHEMA_VERSION..=PARITY_SCHEMA_VERSION,
+        )
+    }
+
     /// The terminal table.
     pub fn table(&self) -> String {
         let mut s = String::new();

@@ -17,7 +17,7 @@
 use crate::{MountError, Result};
 use async_trait::async_trait;
 use metabench_load::StopFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// The calls the driver makes, one instance per task.
@@ -45,7 +45,7 @@ pub trait FsOps: Send + 'static {
 }
 
 /// mdtest's options that shape the work.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeSpec {
     /// `-b`: directories per tree directory.
     pub branch: u32,
@@ -183,7 +183,7 @@ impl TreeSpec {
 }
 
 /// One mdtest phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Tree creation.

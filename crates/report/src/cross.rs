@@ -421,11 +421,20 @@ pub fn background_grid(runs: &[LabeledRun]) -> Option<Grid> {
     })
 }
 
-/// The whole report as text (`table`, `markdown` or `csv`).
-pub fn render_report(runs: &[LabeledRun], unreachable: &[Unreachable], format: Format) -> String {
+/// The whole report as text (`table`, `markdown` or `csv`): the runs' context and tables,
+/// then `more` (tables built elsewhere, e.g. of parity runs).
+pub fn render_report(
+    runs: &[LabeledRun],
+    more: &[Grid],
+    unreachable: &[Unreachable],
+    format: Format,
+) -> String {
     let mut out = String::new();
-    let all: Vec<Grid> = std::iter::once(context_grid(runs))
+    let context = (!runs.is_empty()).then(|| context_grid(runs));
+    let all: Vec<Grid> = context
+        .into_iter()
         .chain(grids(runs))
+        .chain(more.iter().cloned())
         .collect();
     for g in &all {
         match format {
@@ -454,10 +463,11 @@ pub fn render_report(runs: &[LabeledRun], unreachable: &[Unreachable], format: F
     out
 }
 
-/// The report as one standalone HTML page: run context, tables, the plots inline, and the
-/// engines that could not be measured.
+/// The report as one standalone HTML page: run context, tables (the runs', then `more`),
+/// the plots inline, and the engines that could not be measured.
 pub fn render_html(
     runs: &[LabeledRun],
+    more: &[Grid],
     unreachable: &[Unreachable],
     plots: &[crate::plot::Plot],
 ) -> String {
@@ -471,7 +481,9 @@ pub fn render_html(
          figure{margin:0 0 1.5em}\n.plots svg{max-width:100%;height:auto;border:1px solid #eee}\n\
          </style></head><body>\n<h1>metabench report</h1>\n",
     );
-    out += &render_html_table(&context_grid(runs));
+    if !runs.is_empty() {
+        out += &render_html_table(&context_grid(runs));
+    }
     if !unreachable.is_empty() {
         out += "<h2>Unreachable engines (not measured)</h2>\n<ul>\n";
         for u in unreachable {
@@ -500,8 +512,8 @@ pub fn render_html(
         out += "</div>\n";
     }
     out += "<h2>Tables</h2>\n";
-    for g in grids(runs) {
-        out += &render_html_table(&g);
+    for g in grids(runs).iter().chain(more) {
+        out += &render_html_table(g);
     }
     out + "</body></html>\n"
 }
@@ -609,7 +621,7 @@ mod tests {
                 .to_vec()]
         );
         assert!(background_grid(&runs[..2]).is_none());
-        let text = render_report(&runs, &[], Format::Markdown);
+        let text = render_report(&runs, &[], &[], Format::Markdown);
         assert!(
             text.contains("Where metabench differs from the client it models"),
             "{text}"
@@ -630,16 +642,16 @@ mod tests {
             label: "tikv".into(),
             reason: "connection refused".into(),
         }];
-        let md = render_report(&runs, &unreachable, Format::Markdown);
+        let md = render_report(&runs, &[], &unreachable, Format::Markdown);
         assert!(
             md.contains("| mkdir  | 600          | 1100 (×1.8) |") || md.contains("1100 (×1.8)"),
             "{md}"
         );
         assert!(md.contains("- tikv: connection refused"), "{md}");
-        let csv = render_report(&runs, &unreachable, Format::Csv);
+        let csv = render_report(&runs, &[], &unreachable, Format::Csv);
         assert!(csv.contains("mkdir,600,1100 (×1.8)\n"), "{csv}");
         assert!(csv.contains("tikv,connection refused"), "{csv}");
-        let html = render_html(&runs, &unreachable, &[]);
+        let html = render_html(&runs, &[], &unreachable, &[]);
         assert!(html.contains("<td>1100 (×1.8)</td>"), "{html}");
         assert!(html.contains("appendfsync=always"), "{html}");
         assert!(html.contains("7.0.15"), "{html}");

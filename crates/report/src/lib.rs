@@ -14,6 +14,7 @@ pub mod plot;
 pub mod stats;
 pub mod table;
 
+pub use model::{kind_of, read_results_of};
 pub use model::{
     AnyResults, BackgroundWork, ClientCheck, EngineCheck, EngineInfo, Floor, HostInfo,
     IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult, OpsPlan, OpsResults, RankLevel,

@@ -313,8 +313,9 @@ impl RunHeader {
     }
 }
 
-/// The kind a results file says it holds, read before anything else.
-fn kind_of(s: &str) -> Result<Option<String>, String> {
+/// The kind a results file says it holds (`ops`, `sweep`, `parity`), read before
+/// anything else.
+pub fn kind_of(s: &str) -> Result<Option<String>, String> {
     #[derive(Deserialize)]
     struct Kind {
         kind: Option<String>,
@@ -324,11 +325,21 @@ fn kind_of(s: &str) -> Result<Option<String>, String> {
         .map_err(|e| format!("not a metabench results file: {e}"))
 }
 
-/// Reads a results file of `kind`: the kind and the layout version are checked before
-/// anything else, and a field this metabench does not know, at any depth, is refused.
+/// Reads a results file of `kind` and layout [`SCHEMA_VERSION`] ([`read_results_of`]).
 fn read_results<T: Serialize + serde::de::DeserializeOwned>(
     s: &str,
     kind: &str,
+) -> Result<T, String> {
+    read_results_of(s, kind, 1..=SCHEMA_VERSION)
+}
+
+/// Reads a results file of `kind` whose layout version is in `versions`: the kind and
+/// the version are checked before anything else, and a field this metabench does not
+/// know, at any depth, is refused.
+pub fn read_results_of<T: Serialize + serde::de::DeserializeOwned>(
+    s: &str,
+    kind: &str,
+    versions: std::ops::RangeInclusive<u32>,
 ) -> Result<T, String> {
     let top: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(s).map_err(|e| format!("not a metabench results file: {e}"))?;
@@ -344,9 +355,15 @@ fn read_results<T: Serialize + serde::de::DeserializeOwned>(
         ));
     }
     let version = top.get("schema_version").and_then(|v| v.as_u64());
-    if let Some(v) = version.filter(|&v| v > u64::from(SCHEMA_VERSION)) {
+    let (oldest, newest) = (u64::from(*versions.start()), u64::from(*versions.end()));
+    if let Some(v) = version.filter(|&v| v > newest) {
         return Err(format!(
-            "results schema version {v} is newer than this metabench understands ({SCHEMA_VERSION})"
+            "results schema version {v} is newer than this metabench understands ({newest})"
+        ));
+    }
+    if let Some(v) = version.filter(|&v| v < oldest) {
+        return Err(format!(
+            "results schema version {v} is older than this metabench reads ({oldest}); run it again"
         ));
     }
     let parsed: T =

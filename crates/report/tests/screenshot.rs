@@ -76,7 +76,7 @@ fn html_report_screenshot_shows_the_plots() {
     let plots = sweep_plots(&runs).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
-    std::fs::write(&html, render_html(&runs, &[], &plots)).unwrap();
+    std::fs::write(&html, render_html(&runs, &[], &[], &plots)).unwrap();
     let shot = dir.path().join("shot.png");
     let t0 = Instant::now();
     let out = Command::new("chromium")
