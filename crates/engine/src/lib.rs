@@ -29,7 +29,7 @@ pub use meta::{
 pub use resize::{falloc, FallocRange, Resized};
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;
-pub use url::{MetaUrl, Scheme};
+pub use url::{Address, MetaUrl, Scheme};
 
 use std::sync::Arc;
 
@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// answers. Nothing is written.
 pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
     match url.scheme() {
-        Scheme::Redis | Scheme::Rediss => redis::open(url).await,
+        Scheme::Redis | Scheme::Rediss | Scheme::Unix => redis::open(url).await,
         Scheme::Mysql | Scheme::Postgres | Scheme::Sqlite => sql::open(url).await,
         Scheme::Etcd | Scheme::Tikv | Scheme::Memkv | Scheme::Fdb => tkv::open(url).await,
     }

@@ -2,9 +2,9 @@
 //!
 //! | scheme | form |
 //! |---|---|
-//! | Redis | `redis://[user][:pass@]host[:port][/db]`, `rediss://…`, or `host:port/db` |
+//! | Redis | `redis://[user][:pass@]host[:port][/db]`, `rediss://…[?tls options]`, `host:port/db`, or `unix://[user][:pass@]/path/redis.sock[?db=N]` |
 //! | MySQL / MariaDB | `mysql://user[:pass]@(host:port)/db[?params]` (also `tcp(…)`, `unix(/sock)`) |
-//! | PostgreSQL | `postgres://user[:pass]@host[:port]/db[?sslmode=disable]` |
+//! | PostgreSQL | `postgres://user[:pass]@host[:port]/db[?sslmode=disable]`, or `postgres://user[:pass]@/db?host=/socket/dir[&port=N]` |
 //! | SQLite | `sqlite3://path.db` or `sqlite3:///abs/path.db` |
 //!
 //! When the URL carries no password, Redis reads `REDIS_PASSWORD`, then `META_PASSWORD`,
@@ -23,6 +23,8 @@ pub enum Scheme {
     Redis,
     /// `rediss://` (TLS).
     Rediss,
+    /// `unix://` (Redis on a Unix socket).
+    Unix,
     /// `mysql://` (MySQL or MariaDB).
     Mysql,
     /// `postgres://`.
@@ -45,6 +47,7 @@ impl Scheme {
         match self {
             Self::Redis => "redis",
             Self::Rediss => "rediss",
+            Self::Unix => "unix",
             Self::Mysql => "mysql",
             Self::Postgres => "postgres",
             Self::Sqlite => "sqlite3",
@@ -66,7 +69,7 @@ pub enum Address {
         /// Port.
         port: u16,
     },
-    /// A Unix socket path (MySQL `unix(/path)`).
+    /// A Unix socket path (MySQL `unix(/path)`, Redis `unix:///path`).
     Unix(String),
     /// A local file (SQLite).
     File(String),
@@ -107,6 +110,7 @@ impl MetaUrl {
         let (scheme, rest) = s.split_once("://").expect("checked above");
         let mut url = match scheme {
             "redis" | "rediss" => parse_redis(scheme, rest)?,
+            "unix" => parse_redis_unix(rest)?,
             "mysql" => parse_mysql(rest)?,
             "postgres" | "postgresql" => parse_postgres(rest)?,
             "sqlite3" => parse_sqlite(rest)?,
@@ -114,7 +118,7 @@ impl MetaUrl {
             "tikv" => parse_tikv(rest)?,
             "memkv" => parse_memkv(rest)?,
             "fdb" => parse_fdb(rest)?,
-            "badger" | "unix" | "keydb" | "oceanbase" | "sqlite" => {
+            "badger" | "keydb" | "oceanbase" | "sqlite" => {
                 return Err(bad(&format!(
                     "the '{scheme}' engine is not supported yet (supported: redis, mysql, postgres, sqlite3, etcd, tikv, memkv)"
                 )))
@@ -123,7 +127,9 @@ impl MetaUrl {
         };
         if url.password.is_none() {
             let vars: &[&str] = match url.scheme {
-                Scheme::Redis | Scheme::Rediss => &["REDIS_PASSWORD", "META_PASSWORD"],
+                Scheme::Redis | Scheme::Rediss | Scheme::Unix => {
+                    &["REDIS_PASSWORD", "META_PASSWORD"]
+                }
                 Scheme::Mysql | Scheme::Postgres | Scheme::Etcd => &["META_PASSWORD"],
                 Scheme::Sqlite | Scheme::Memkv | Scheme::Fdb | Scheme::Tikv => &[],
             };
@@ -199,6 +205,9 @@ impl MetaUrl {
             (Address::Tcp { host, port }, Scheme::Mysql) => {
                 s += &format!("{cred}({host}:{port})/{}", self.database)
             }
+            (Address::Unix(p), Scheme::Unix) => s += &format!("{cred}{p}"),
+            // The socket directory is in the query (`?host=/dir`).
+            (Address::Unix(_), Scheme::Postgres) => s += &format!("{cred}/{}", self.database),
             (Address::Unix(p), _) => s += &format!("{cred}unix({p})/{}", self.database),
             (Address::Tcp { .. }, _) => {
                 let hosts: Vec<String> = self
@@ -311,8 +320,63 @@ fn parse_host_port(hp: &str, default_port: u16) -> Result<(String, u16)> {
     Ok((host, port))
 }
 
+/// The query options of a Redis URL that metabench honours: on `rediss://`, JuiceFS's
+/// TLS options (`newRedisMeta`); on `unix://`, the database. Any other option (JuiceFS's
+/// timeouts and retries, its client-side cache, go-redis's pool settings) would change
+/// what is measured without metabench modelling it, so it is refused.
+pub(crate) const REDIS_TLS_OPTIONS: [&str; 5] = [
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-ca-cert-file",
+    "tls-server-name",
+    "insecure-skip-verify",
+];
+
+fn check_redis_options(query: &[(String, String)], also: &[&str]) -> Result<()> {
+    match query
+        .iter()
+        .find(|(k, _)| !REDIS_TLS_OPTIONS.contains(&k.as_str()) && !also.contains(&k.as_str()))
+    {
+        Some((k, _)) => Err(bad(&format!(
+            "metabench does not honour the Redis URL option '{k}' (it takes {} on \
+             rediss://, and db on unix://)",
+            REDIS_TLS_OPTIONS.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `unix://[user][:pass@]/path/to/redis.sock[?db=N]`, as go-redis's `ParseURL` reads it.
+fn parse_redis_unix(rest: &str) -> Result<MetaUrl> {
+    let (rest, query) = split_query(rest);
+    check_redis_options(&query, &["db"])?;
+    let (user, password, path) = split_userinfo(rest);
+    if !path.starts_with('/') || path.len() < 2 {
+        return Err(bad(
+            "Redis socket URLs look like unix:///path/to/redis.sock?db=1",
+        ));
+    }
+    let db = query
+        .iter()
+        .find(|(k, _)| k == "db")
+        .map_or("0", |(_, v)| v.as_str())
+        .to_owned();
+    if db.parse::<u32>().is_err() {
+        return Err(bad(&format!("Redis database must be a number, got '{db}'")));
+    }
+    Ok(MetaUrl::server(
+        Scheme::Unix,
+        (user, password),
+        Address::Unix(decode(path)),
+        Vec::new(),
+        &db,
+        query,
+    ))
+}
+
 fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
     let (rest, query) = split_query(rest);
+    check_redis_options(&query, &[])?;
     let (authority, path) = match rest.split_once('/') {
         Some((a, p)) => (a, p),
         None => (rest, ""),
@@ -387,11 +451,29 @@ fn parse_postgres(rest: &str) -> Result<MetaUrl> {
         return Err(bad("PostgreSQL URL has no database name"));
     }
     let (user, password, hp) = split_userinfo(authority);
-    let (host, port) = parse_host_port(hp, 5432)?;
+    // libpq's form for a Unix socket: no host in the authority, the socket's directory as
+    // `?host=/dir` (and the port, which names the socket file, as `?port=N`).
+    let socket_dir = query
+        .iter()
+        .find(|(k, _)| k == "host")
+        .map(|(_, v)| v.as_str())
+        .filter(|h| h.starts_with('/'));
+    let address = match (hp, socket_dir) {
+        ("", Some(dir)) => Address::Unix(dir.to_owned()),
+        ("", None) => {
+            return Err(bad(
+                "no host (give host:port, or a socket directory as ?host=/var/run/postgresql)",
+            ))
+        }
+        _ => {
+            let (host, port) = parse_host_port(hp, 5432)?;
+            Address::Tcp { host, port }
+        }
+    };
     Ok(MetaUrl::server(
         Scheme::Postgres,
         (user, password),
-        Address::Tcp { host, port },
+        address,
         Vec::new(),
         db,
         query,
@@ -537,6 +619,32 @@ mod tests {
         assert!(MetaUrl::parse_with_env("redis://h:99999/1", no_env).is_err());
         assert!(MetaUrl::parse_with_env("redis://h:6379/x", no_env).is_err());
         assert!(MetaUrl::parse_with_env("redis://h1,h2/1", no_env).is_err());
+        let tls = MetaUrl::parse_with_env(
+            "rediss://:pw@cache.example.com/2?tls-ca-cert-file=/ca.pem&insecure-skip-verify",
+            no_env,
+        )
+        .unwrap();
+        assert_eq!(tls.scheme(), Scheme::Rediss);
+        assert_eq!(tls.param("insecure-skip-verify"), Some(""));
+        assert_eq!(
+            tls.to_string(),
+            "rediss://:****@cache.example.com:6379/2?tls-ca-cert-file=/ca.pem&insecure-skip-verify="
+        );
+        let sock =
+            MetaUrl::parse_with_env("unix://u:pw@/run/redis/redis.sock?db=4", no_env).unwrap();
+        assert_eq!(sock.scheme(), Scheme::Unix);
+        assert_eq!(
+            sock.address(),
+            &Address::Unix("/run/redis/redis.sock".into())
+        );
+        assert_eq!(
+            (sock.user(), sock.password(), sock.database()),
+            ("u", Some("pw"), "4")
+        );
+        assert_eq!(sock.to_string(), "unix://u:****@/run/redis/redis.sock?db=4");
+        let env = |k: &str| (k == "REDIS_PASSWORD").then(|| "from-env".to_owned());
+        let sock = MetaUrl::parse_with_env("unix:///run/redis.sock", env).unwrap();
+        assert_eq!((sock.password(), sock.database()), (Some("from-env"), "0"));
     }
 
     #[test]
@@ -571,6 +679,21 @@ mod tests {
         assert_eq!(
             u.to_string(),
             "postgres://u:****@localhost:5433/meta?sslmode=disable"
+        );
+        let sock = MetaUrl::parse_with_env(
+            "postgres://u:pw@/meta?host=/var/run/postgresql&port=5433",
+            no_env,
+        )
+        .unwrap();
+        assert_eq!(sock.address(), &Address::Unix("/var/run/postgresql".into()));
+        assert_eq!(
+            sock.to_string(),
+            "postgres://u:****@/meta?host=/var/run/postgresql&port=5433"
+        );
+        let err = MetaUrl::parse_with_env("postgres://u@/meta", no_env).unwrap_err();
+        assert!(
+            err.to_string().contains("?host=/var/run/postgresql"),
+            "{err}"
         );
         let s = MetaUrl::parse_with_env("sqlite3:///tmp/x.db", no_env).unwrap();
         assert_eq!(s.address(), &Address::File("/tmp/x.db".into()));

@@ -39,6 +39,7 @@ mod jfs;
 mod logs;
 mod matrix;
 mod redis;
+mod tls;
 mod util;
 
 pub use cli::{metabench_command, output_text, run_metabench};
@@ -54,6 +55,7 @@ pub use logs::{
 };
 pub use matrix::TestEngine;
 pub use redis::{RedisServer, Resp};
+pub use tls::TestCerts;
 pub use util::{temp_dir, unique_name};
 
 /// The password of every test engine (shared servers and private Redis servers).

@@ -8,14 +8,16 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A `redis-server` of the test's own on a free 127.0.0.1 port, with a password, no
-/// persistence (`--save ''`, `--appendonly no`) and 64 databases. Nothing else talks to
-/// it, so `INFO commandstats` deltas count exactly what the test sent.
+/// A `redis-server` of the test's own on a free 127.0.0.1 port and a Unix socket in its
+/// temp dir, with a password, no persistence (`--save ''`, `--appendonly no`) and 64
+/// databases; with [`RedisServer::start_tls`] also a TLS port. Nothing else talks to it,
+/// so `INFO commandstats` deltas count exactly what the test sent.
 ///
 /// Dropping it kills the process (by its PID) and removes its temp dir.
 pub struct RedisServer {
     child: Child,
     port: u16,
+    tls_port: Option<u16>,
     dir: tempfile::TempDir,
 }
 
@@ -25,11 +27,36 @@ impl RedisServer {
     /// Panics when `redis-server` is missing (run `scripts/test.sh`, which installs it)
     /// or does not come up.
     pub fn start() -> RedisServer {
+        Self::spawn(None)
+    }
+
+    /// As [`RedisServer::start`], plus a TLS port with the server certificate of `certs`,
+    /// which takes clients with or without a certificate its authority signed
+    /// (`--tls-auth-clients optional`).
+    pub fn start_tls(certs: &crate::TestCerts) -> RedisServer {
+        Self::spawn(Some(certs))
+    }
+
+    fn spawn(certs: Option<&crate::TestCerts>) -> RedisServer {
         let mut last_log = String::new();
         for _ in 0..10 {
             let dir = temp_dir();
             let port = free_port();
+            let tls_port = certs.map(|_| free_port());
             let mut cmd = Command::new("redis-server");
+            if let (Some(c), Some(p)) = (certs, tls_port) {
+                let (cert, key) = c.server();
+                cmd.args(["--tls-port", &p.to_string(), "--tls-cert-file"])
+                    .arg(cert)
+                    .arg("--tls-key-file")
+                    .arg(key)
+                    .arg("--tls-ca-cert-file")
+                    .arg(c.ca())
+                    .args(["--tls-auth-clients", "optional"]);
+            }
+            cmd.arg("--unixsocket")
+                .arg(dir.path().join("redis.sock"))
+                .args(["--unixsocketperm", "700"]);
             cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
                 .args(["--requirepass", PASSWORD])
                 .args(["--save", "", "--appendonly", "no", "--databases", "64"])
@@ -47,7 +74,12 @@ impl RedisServer {
             let child = cmd.spawn().unwrap_or_else(|e| {
                 panic!("cannot spawn redis-server ({e}): run the tests with scripts/test.sh, which installs it")
             });
-            let mut server = RedisServer { child, port, dir };
+            let mut server = RedisServer {
+                child,
+                port,
+                tls_port,
+                dir,
+            };
             let deadline = Instant::now() + Duration::from_secs(20);
             loop {
                 if let Ok(Some(_)) = server.child.try_wait() {
@@ -75,6 +107,24 @@ impl RedisServer {
     /// The meta URL of database `db`: `redis://:PASSWORD@127.0.0.1:PORT/db`.
     pub fn url(&self, db: u32) -> String {
         format!("redis://:{PASSWORD}@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// The meta URL of database `db` on the TLS port, `rediss://:PASSWORD@127.0.0.1:PORT/db`,
+    /// followed by `query` (e.g. `?tls-ca-cert-file=…`). Panics on a server without TLS.
+    pub fn tls_url(&self, db: u32, query: &str) -> String {
+        let port = self.tls_port.expect("a server started with start_tls");
+        format!("rediss://:{PASSWORD}@127.0.0.1:{port}/{db}{query}")
+    }
+
+    /// The Unix socket it listens on.
+    pub fn socket(&self) -> std::path::PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
+    /// The meta URL of database `db` over the Unix socket, as JuiceFS writes it:
+    /// `unix://:PASSWORD@/path/redis.sock?db=N`.
+    pub fn unix_url(&self, db: u32) -> String {
+        format!("unix://:{PASSWORD}@{}?db={db}", self.socket().display())
     }
 
     /// The TCP port.

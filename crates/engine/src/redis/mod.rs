@@ -14,6 +14,7 @@ mod registered;
 mod rename;
 mod resize;
 mod session;
+mod stream;
 pub(crate) mod txn;
 mod wire;
 
@@ -22,16 +23,16 @@ pub use session::RedisSession;
 use crate::base::{ClientState, SessionRegistry, Storage};
 use crate::common::format_dir_attr;
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
-use crate::url::Address;
-use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
+use crate::{Engine, Meta, MetaError, MetaUrl, Result};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
+use redis::{AsyncConnectionConfig, RedisConnectionInfo};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use stream::Dialer;
 use txn::Conn;
 use wire::Wire;
 
@@ -79,8 +80,8 @@ pub fn fidelity_notes() -> &'static [&'static str] {
 /// A Redis server (standalone) holding, or about to hold, a JuiceFS volume.
 pub struct RedisEngine {
     url: MetaUrl,
-    host: String,
-    port: u16,
+    /// How every connection of the engine is opened (TCP, TLS or a Unix socket).
+    dialer: Dialer,
     db: i64,
     /// Shared by the engine-level calls and the sessions' background inode prefetches.
     admin: MultiplexedConnection,
@@ -102,20 +103,12 @@ impl RedisEngine {
             url: url.redacted(),
             reason,
         };
-        if url.scheme() == Scheme::Rediss {
-            return Err(fail(
-                "TLS (rediss://) is not supported by this build of metabench".into(),
-            ));
-        }
-        let (host, port) = match url.address() {
-            Address::Tcp { host, port } => (host.clone(), *port),
-            other => return Err(fail(format!("unsupported Redis address {other:?}"))),
-        };
+        let dialer = Dialer::from_url(url).map_err(MetaError::BadUrl)?;
         let db: i64 = url
             .database()
             .parse()
             .map_err(|_| MetaError::BadUrl(format!("bad Redis DB '{}'", url.database())))?;
-        let mut admin = connect(url, &host, port, db).await.map_err(fail)?;
+        let mut admin = connect(url, &dialer, db).await.map_err(fail)?;
         // newRedisMeta: a server in cluster mode answers CLUSTER INFO with a cluster_state.
         let cluster: std::result::Result<String, redis::RedisError> = redis::cmd("CLUSTER")
             .arg("INFO")
@@ -142,8 +135,7 @@ impl RedisEngine {
             .map_err(|e| fail(reason_of(&e, url.password())))?;
         Ok(Self {
             url: url.clone(),
-            host,
-            port,
+            dialer,
             db,
             admin,
             keys: RedisKeys::default(),
@@ -182,7 +174,7 @@ impl RedisEngine {
     }
 
     async fn new_session_connection(&self) -> Result<Wire> {
-        connect_wire(&self.url, &self.host, self.port, self.db)
+        connect_wire(&self.url, &self.dialer, self.db)
             .await
             .map_err(|reason| MetaError::Connect {
                 url: self.url.redacted(),
@@ -208,41 +200,38 @@ impl RedisEngine {
 }
 
 /// Opens the engine's shared connection (probe, format, destroy, server facts and the
-/// sessions' background inode prefetch): TCP, then [`handshake`]. Returns a one-line
-/// reason (never the password) on failure.
+/// sessions' background inode prefetch): dialled as every connection is, multiplexed by
+/// redis-rs (its driver runs as a task), then [`handshake`]. Returns a one-line reason
+/// (never the password) on failure.
 async fn connect(
     url: &MetaUrl,
-    host: &str,
-    port: u16,
+    dialer: &Dialer,
     db: i64,
 ) -> std::result::Result<MultiplexedConnection, String> {
     let pw = url.password();
-    let info = ConnectionAddr::Tcp(host.to_owned(), port)
-        .into_connection_info()
-        .map_err(|e| reason_of(&e, pw))?
-        .set_redis_settings(RedisConnectionInfo::default().set_skip_set_lib_name());
-    let client = redis::Client::open(info).map_err(|e| reason_of(&e, pw))?;
-    let cfg = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        .set_response_timeout(Some(RESPONSE_TIMEOUT));
-    let mut con = client
-        .get_multiplexed_async_connection_with_config(&cfg)
+    let stream = dialer
+        .dial(CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| reason_of(&e.into(), pw))?;
+    let cfg = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+    let settings = RedisConnectionInfo::default().set_skip_set_lib_name();
+    let (mut con, driver) = MultiplexedConnection::new_with_config(&settings, stream, cfg)
         .await
         .map_err(|e| reason_of(&e, pw))?;
+    tokio::spawn(driver);
     handshake(&mut con, url, db).await?;
     Ok(con)
 }
 
-/// Opens a session's own connection, which its task drives directly ([`Wire`]): TCP, then
+/// Opens a session's own connection, which its task drives directly ([`Wire`]), then
 /// [`handshake`].
 async fn connect_wire(
     url: &MetaUrl,
-    host: &str,
-    port: u16,
+    dialer: &Dialer,
     db: i64,
 ) -> std::result::Result<Wire, String> {
     let pw = url.password();
-    let mut wire = Wire::connect(host, port, CONNECT_TIMEOUT, RESPONSE_TIMEOUT)
+    let mut wire = Wire::connect(dialer, CONNECT_TIMEOUT, RESPONSE_TIMEOUT)
         .await
         .map_err(|e| reason_of(&e, pw))?;
     handshake(&mut wire, url, db).await?;

@@ -7,18 +7,18 @@
 //! [`redis::Value`]s (error replies through redis-rs's own parser) and implements
 //! [`ConnectionLike`] so that `query_async` works on it unchanged.
 
+use super::stream::{Dialer, Stream};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Bytes read from the socket per `read` call at least.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// One TCP connection to Redis, used by one task at a time.
+/// One connection to Redis (TCP, TLS or a Unix socket), used by one task at a time.
 pub(crate) struct Wire {
-    stream: TcpStream,
+    stream: Stream,
     /// Bytes received and not yet handed out as values, from `start`.
     rbuf: Vec<u8>,
     start: usize,
@@ -39,23 +39,13 @@ fn protocol_err(what: &'static str, detail: String) -> RedisError {
 }
 
 impl Wire {
-    /// Connects (TCP_NODELAY on, as Go sets it on every TCP connection) within `timeout`.
+    /// Connects through `dialer` within `timeout`.
     pub(crate) async fn connect(
-        host: &str,
-        port: u16,
+        dialer: &Dialer,
         timeout: Duration,
         response_timeout: Duration,
     ) -> RedisResult<Self> {
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
-            Ok(s) => s.map_err(io_err)?,
-            Err(_) => {
-                return Err(io_err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "connect timed out",
-                )))
-            }
-        };
-        stream.set_nodelay(true).map_err(io_err)?;
+        let stream = dialer.dial(timeout).await.map_err(io_err)?;
         Ok(Self {
             stream,
             rbuf: Vec::with_capacity(READ_CHUNK),
@@ -91,6 +81,8 @@ impl Wire {
         self.broken = true;
         let work = async {
             self.stream.write_all(&self.wbuf).await.map_err(io_err)?;
+            // TLS holds records back until flushed; on TCP and Unix sockets a no-op.
+            self.stream.flush().await.map_err(io_err)?;
             for i in 0..n {
                 keep(i, self.read_value().await?);
             }

@@ -100,7 +100,16 @@ impl Target {
                 }
                 o = match url.address() {
                     Address::Tcp { host, port } => o.host(host).port(*port),
-                    Address::Unix(path) => o.socket(path),
+                    // The socket file is `.s.PGSQL.<port>` in that directory, as libpq names it.
+                    Address::Unix(dir) => {
+                        let port = match url.param("port") {
+                            None => 5432,
+                            Some(p) => p.parse().map_err(|_| {
+                                MetaError::BadUrl(format!("bad PostgreSQL port '{p}'"))
+                            })?,
+                        };
+                        o.socket(dir).port(port)
+                    }
                     Address::File(_) => {
                         return Err(MetaError::BadUrl("PostgreSQL needs a host".into()))
                     }

@@ -15,3 +15,4 @@ mod sql_semantics;
 mod sql_statements;
 mod tkv_calls;
 mod tkv_volume;
+mod url_forms;

@@ -1,0 +1,269 @@
+//! Where a Redis connection goes and how it is dialled: TCP, TLS over TCP (`rediss://`,
+//! with JuiceFS's TLS options), or a Unix socket (`unix://`), as go-redis dials them for
+//! `newRedisMeta` (`pkg/meta/redis.go`). Every connection of an engine, the sessions' and
+//! the shared one, goes through one [`Dialer`].
+
+use crate::url::{Address, MetaUrl, Scheme, REDIS_TLS_OPTIONS};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
+
+/// Where the server listens.
+#[derive(Debug, Clone)]
+enum Endpoint {
+    Tcp { host: String, port: u16 },
+    Unix(PathBuf),
+}
+
+/// TLS settings built once per engine.
+#[derive(Clone)]
+struct Tls {
+    config: Arc<rustls::ClientConfig>,
+    server_name: ServerName<'static>,
+}
+
+/// Opens connections to one Redis server.
+#[derive(Clone)]
+pub(crate) struct Dialer {
+    endpoint: Endpoint,
+    tls: Option<Tls>,
+}
+
+impl std::fmt::Debug for Dialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dialer")
+            .field("endpoint", &self.endpoint)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+/// A connection's byte stream, whichever way it was dialled.
+pub(crate) enum Stream {
+    /// Plain TCP.
+    Tcp(TcpStream),
+    /// TLS over TCP.
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// A Unix socket.
+    Unix(UnixStream),
+}
+
+impl Dialer {
+    /// The dialler of `url`: its address, and for `rediss://` its TLS settings (the CA
+    /// file, or the system's roots; a client certificate; the server name to check; or no
+    /// check at all with `insecure-skip-verify`). A TLS option on a URL without TLS, or a
+    /// file that cannot be read, is a one-line error.
+    pub(crate) fn from_url(url: &MetaUrl) -> Result<Self, String> {
+        let endpoint = match url.address() {
+            Address::Tcp { host, port } => Endpoint::Tcp {
+                host: host.clone(),
+                port: *port,
+            },
+            Address::Unix(path) => Endpoint::Unix(PathBuf::from(path)),
+            Address::File(_) => return Err("a Redis URL names a server, not a file".into()),
+        };
+        let tls = match (url.scheme(), &endpoint) {
+            (Scheme::Rediss, Endpoint::Tcp { host, .. }) => Some(tls_settings(url, host)?),
+            _ => {
+                if let Some(o) = REDIS_TLS_OPTIONS.iter().find(|o| url.param(o).is_some()) {
+                    return Err(format!("the option '{o}' needs a rediss:// URL (TLS)"));
+                }
+                None
+            }
+        };
+        Ok(Self { endpoint, tls })
+    }
+
+    /// Dials, and on TLS shakes hands, within `timeout`. TCP connections get TCP_NODELAY,
+    /// as Go sets it on every TCP connection.
+    pub(crate) async fn dial(&self, timeout: Duration) -> io::Result<Stream> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+        let connect = async {
+            match &self.endpoint {
+                Endpoint::Unix(path) => {
+                    Ok::<_, io::Error>(Stream::Unix(UnixStream::connect(path).await?))
+                }
+                Endpoint::Tcp { host, port } => {
+                    let tcp = TcpStream::connect((host.as_str(), *port)).await?;
+                    tcp.set_nodelay(true)?;
+                    Ok(Stream::Tcp(tcp))
+                }
+            }
+        };
+        let stream = tokio::time::timeout_at(deadline, connect)
+            .await
+            .map_err(|_| timed_out())??;
+        let (tls, tcp) = match (&self.tls, stream) {
+            (Some(tls), Stream::Tcp(tcp)) => (tls, tcp),
+            (_, plain) => return Ok(plain),
+        };
+        let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+        match tokio::time::timeout_at(deadline, connector.connect(tls.server_name.clone(), tcp))
+            .await
+        {
+            Ok(Ok(s)) => Ok(Stream::Tls(Box::new(s))),
+            Ok(Err(e)) => Err(io::Error::other(format!("TLS handshake failed: {e}"))),
+            // A server that does not speak TLS on this port never answers the hello.
+            Err(_) => Err(io::Error::other(
+                "TLS handshake timed out (does the server speak TLS on this port?)",
+            )),
+        }
+    }
+}
+
+/// The TLS settings of a `rediss://` URL to `host`.
+fn tls_settings(url: &MetaUrl, host: &str) -> Result<Tls, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?;
+    // newRedisMeta: InsecureSkipVerify is set when the option is there at all.
+    let builder = if url.param("insecure-skip-verify").is_some() {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        match url.param("tls-ca-cert-file") {
+            Some(file) => {
+                let certs = CertificateDer::pem_file_iter(file)
+                    .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                    .map_err(|e| format!("cannot read tls-ca-cert-file {file}: {e}"))?;
+                let (added, _) = roots.add_parsable_certificates(certs);
+                if added == 0 {
+                    return Err(format!("tls-ca-cert-file {file} holds no certificate"));
+                }
+            }
+            None => {
+                // As Go's crypto/tls without RootCAs: the system's trusted roots.
+                let found = rustls_native_certs::load_native_certs();
+                roots.add_parsable_certificates(found.certs);
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let config = match (url.param("tls-cert-file"), url.param("tls-key-file")) {
+        (Some(cert), Some(key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("cannot read tls-cert-file {cert}: {e}"))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("cannot read tls-key-file {key}: {e}"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("bad client certificate or key: {e}"))?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        _ => return Err("tls-cert-file and tls-key-file go together".into()),
+    };
+    // Go checks the certificate against the dialled host unless tls-server-name is set.
+    let name = url.param("tls-server-name").unwrap_or(host);
+    let server_name = ServerName::try_from(name.to_owned())
+        .map_err(|_| format!("'{name}' is not a server name TLS can check"))?;
+    Ok(Tls {
+        config: Arc::new(config),
+        server_name,
+    })
+}
+
+/// `insecure-skip-verify`: any server certificate is taken (Go's InsecureSkipVerify); the
+/// handshake's signatures are still checked.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The meta URL forms of production, against real servers: Redis over TLS (`rediss://`
+//! with JuiceFS's TLS options: a CA file, a client certificate, a server name, or no
+//! check) and over its Unix socket (`unix:///path?db=N`), PostgreSQL and MariaDB over
+//! their Unix sockets. `juicefs` formats and reads through the same URL, so each form is
+//! proven both ways; bad TLS settings and options metabench cannot honour are one-line
+//! errors.
+
+use metabench_engine::Address;
+use metabench_engine::{Ctx, Engine, MetaError, MetaUrl, SessionOptions, VolumeState};
+use metabench_schema::ROOT_INODE;
+use metabench_testkit::{
+    dump_tree, fresh_database, juicefs_dump, juicefs_format_with, temp_dir, Kind, RedisServer,
+    TestCerts,
+};
+use std::path::Path;
+use std::sync::Arc;
+
+fn q(key: &str, path: &Path) -> String {
+    format!("{key}={}", path.display())
+}
+
+async fn open(url: &str) -> Result<Arc<dyn Engine>, MetaError> {
+    metabench_engine::open(&MetaUrl::parse(url)?).await
+}
+
+/// `juicefs format` through `url`; metabench finds that volume through the same URL and
+/// creates a file in a directory, which `juicefs dump` through the URL then lists.
+async fn both_ways(url: &str, name: &str) {
+    let bucket = temp_dir();
+    juicefs_format_with(url, name, bucket.path(), &["--trash-days", "0"]);
+    let engine = open(url).await.unwrap();
+    match engine.probe().await.unwrap() {
+        VolumeState::Volume(f) => assert_eq!(f.name, name),
+        other => panic!("{other:?}"),
+    }
+    let mut s = engine.session(&SessionOptions::default()).await.unwrap();
+    let ctx = Ctx::root();
+    let (d, _) = s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0o022).await.unwrap();
+    s.create(&ctx, d, b"f", 0o644, 0o022).await.unwrap();
+    s.close().await.unwrap();
+    let tree = dump_tree(&juicefs_dump(url));
+    assert!(tree.contains_key("/d/f"), "{:?}", tree.keys());
+}
+
+#[tokio::test]
+async fn tls_with_the_ca_and_a_client_certificate_works_both_ways_with_juicefs() {
+    let certs = TestCerts::generate();
+    let server = RedisServer::start_tls(&certs);
+    let (cert, key) = certs.client();
+    let url = server.tls_url(
+        1,
+        &format!(
+            "?{}&{}&{}",
+            q("tls-ca-cert-file", &certs.ca()),
+            q("tls-cert-file", &cert),
+            q("tls-key-file", &key)
+        ),
+    );
+    both_ways(&url, "tls-volume").await;
+    // TLS options on a URL without TLS are refused, not ignored.
+    let plain = url.replacen("rediss://", "redis://", 1);
+    let err = open(&plain).await.err().unwrap();
+    assert!(err.to_string().contains("needs a rediss:// URL"), "{err}");
+}
+
+#[tokio::test]
+async fn a_wrong_ca_or_server_name_is_one_line_and_insecure_skip_verify_takes_any() {
+    let certs = TestCerts::generate();
+    let server = RedisServer::start_tls(&certs);
+    let ca = q("tls-ca-cert-file", &certs.ca());
+    let wrong_ca = q("tls-ca-cert-file", &certs.other_ca());
+    for (query, want) in [
+        (format!("?{wrong_ca}"), "UnknownIssuer"),
+        (
+            format!("?{ca}&tls-server-name=db.example.com"),
+            "certificate not valid for name \"db.example.com\"",
+        ),
+        (
+            "?tls-ca-cert-file=/nonexistent/ca.pem".to_owned(),
+            "cannot read tls-ca-cert-file /nonexistent/ca.pem",
+        ),
+        (
+            format!("?{ca}&{}", q("tls-cert-file", &certs.client().0)),
+            "tls-cert-file and tls-key-file go together",
+        ),
+    ] {
+        let url = server.tls_url(1, &query);
+        let err = open(&url).await.err().unwrap();
+        let text = err.to_string();
+        assert!(text.contains(want), "{query}: {text}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(!text.contains(server.password()), "{text}");
+    }
+    // The server name the certificate holds, or no check at all, go through.
+    for query in [
+        format!("?{ca}&tls-server-name=localhost"),
+        format!("?{wrong_ca}&insecure-skip-verify=true"),
+    ] {
+        let engine = open(&server.tls_url(1, &query)).await.unwrap();
+        assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty, "{query}");
+    }
+}
+
+#[tokio::test]
+async fn a_unix_socket_works_both_ways_with_juicefs() {
+    let server = RedisServer::start();
+    let url = server.unix_url(3);
+    assert_eq!(
+        MetaUrl::parse(&url).unwrap().to_string(),
+        format!("unix://:****@{}?db=3", server.socket().display())
+    );
+    both_ways(&url, "socket-volume").await;
+    // The volume is in database 3, where the TCP URL finds it too.
+    let engine = open(&server.url(3)).await.unwrap();
+    assert!(matches!(
+        engine.probe().await.unwrap(),
+        VolumeState::Volume(_)
+    ));
+}
+
+#[test]
+fn options_metabench_does_not_honour_are_refused_in_one_line() {
+    for (url, want) in [
+        (
+            "redis://127.0.0.1:6379/1?read-timeout=5s",
+            "does not honour the Redis URL option 'read-timeout'",
+        ),
+        (
+            "rediss://127.0.0.1:6379/1?client-cache=true",
+            "does not honour the Redis URL option 'client-cache'",
+        ),
+        ("unix:///run/redis.sock?db=x", "must be a number, got 'x'"),
+        ("unix://relative.sock", "unix:///path/to/redis.sock"),
+    ] {
+        let err = MetaUrl::parse(url).err().unwrap().to_string();
+        assert!(err.contains(want), "{url}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+/// The directory `scripts/test.sh` keeps the shared engines' data (and sockets) in.
+fn engines_dir() -> String {
+    std::env::var("METABENCH_ENGINES_DIR")
+        .expect("METABENCH_ENGINES_DIR is not set: run the tests with scripts/test.sh")
+}
+
+fn tcp_port(url: &str) -> u16 {
+    match MetaUrl::parse(url).unwrap().address() {
+        Address::Tcp { port, .. } => *port,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// libpq's socket form. The server trusts local connections and asks TCP ones for a
+/// password; this URL has none, so going through proves the socket was used.
+#[tokio::test]
+async fn postgres_over_its_unix_socket_works_both_ways_with_juicefs() {
+    let db = fresh_database(Kind::Postgres);
+    let url = format!(
+        "postgres://metabench@/{}?host={}/pg&port={}&sslmode=disable",
+        db.name(),
+        engines_dir(),
+        tcp_port(db.url())
+    );
+    let parsed = MetaUrl::parse_with_env(&url, |_| None).unwrap();
+    assert!(matches!(parsed.address(), Address::Unix(_)), "{parsed:?}");
+    assert_eq!(parsed.password(), None);
+    both_ways(&url, "pg-socket-volume").await;
+}
+
+/// go-sql-driver's `unix(/path)` form; the server lists the connection as from
+/// `localhost`, not from a TCP address.
+#[tokio::test]
+async fn mariadb_over_its_unix_socket_works_both_ways_with_juicefs() {
+    let db = fresh_database(Kind::Mysql);
+    let tcp = MetaUrl::parse(db.url()).unwrap();
+    let url = format!(
+        "mysql://metabench:{}@unix({}/mysql/mysqld.sock)/{}",
+        tcp.password().unwrap(),
+        engines_dir(),
+        db.name()
+    );
+    both_ways(&url, "mysql-socket-volume").await;
+    let engine = open(&url).await.unwrap();
+    let _s = engine.session(&SessionOptions::default()).await.unwrap();
+    let hosts = db.query(&format!(
+        "SELECT host FROM information_schema.processlist WHERE db = '{}' AND id <> CONNECTION_ID()",
+        db.name()
+    ));
+    assert!(!hosts.is_empty());
+    assert!(hosts.iter().all(|h| h[0] == "localhost"), "{hosts:?}");
+}
