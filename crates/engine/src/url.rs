@@ -84,8 +84,12 @@ pub struct MetaUrl {
     address: Address,
     database: String,
     query: Vec<(String, String)>,
-    /// Further hosts after the first (etcd endpoint lists).
+    /// Further hosts after the first (etcd endpoint lists, Redis Sentinels).
     more_hosts: Vec<(String, u16)>,
+    /// The master a Redis Sentinel URL names; its Sentinels are [`MetaUrl::hosts`].
+    sentinel_master: Option<String>,
+    /// The Sentinels' password (`SENTINEL_PASSWORD`, as JuiceFS reads it). Never print it.
+    sentinel_password: Option<String>,
 }
 
 impl MetaUrl {
@@ -125,6 +129,9 @@ impl MetaUrl {
             }
             other => return Err(bad(&format!("unknown scheme '{other}://'"))),
         };
+        if url.sentinel_master.is_some() {
+            url.sentinel_password = env("SENTINEL_PASSWORD").filter(|p| !p.is_empty());
+        }
         if url.password.is_none() {
             let vars: &[&str] = match url.scheme {
                 Scheme::Redis | Scheme::Rediss | Scheme::Unix => {
@@ -183,7 +190,18 @@ impl MetaUrl {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Every host of the URL with its port, the first one first (etcd endpoint lists).
+    /// The master a Redis Sentinel URL (`redis://:pw@MASTER,s1:26379,s2/1`) names.
+    pub fn sentinel_master(&self) -> Option<&str> {
+        self.sentinel_master.as_deref()
+    }
+
+    /// The Sentinels' own password (`SENTINEL_PASSWORD`), if any. Never print it.
+    pub fn sentinel_password(&self) -> Option<&str> {
+        self.sentinel_password.as_deref()
+    }
+
+    /// Every host of the URL with its port, the first one first (etcd endpoint lists,
+    /// Redis Sentinels).
     pub fn hosts(&self) -> Vec<(String, u16)> {
         let mut v = Vec::new();
         if let Address::Tcp { host, port } = &self.address {
@@ -221,7 +239,11 @@ impl MetaUrl {
                         }
                     })
                     .collect();
-                s += &format!("{cred}{}/{}", hosts.join(","), self.database)
+                let master = self
+                    .sentinel_master
+                    .as_ref()
+                    .map_or(String::new(), |m| format!("{m},"));
+                s += &format!("{cred}{master}{}/{}", hosts.join(","), self.database)
             }
             (Address::File(p), _) => s += p,
         }
@@ -291,9 +313,7 @@ fn parse_host_port(hp: &str, default_port: u16) -> Result<(String, u16)> {
         return Err(bad("no host"));
     }
     if hp.contains(',') {
-        return Err(bad(
-            "several hosts (Sentinel / cluster seed lists) are not supported yet",
-        ));
+        return Err(bad("several hosts are not supported here"));
     }
     let (host, port) = if let Some(v6) = hp.strip_prefix('[') {
         let (h, tail) = v6
@@ -382,23 +402,53 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
         None => (rest, ""),
     };
     let (user, password, hp) = split_userinfo(authority);
-    let (host, port) = parse_host_port(hp, 6379)?;
     let db = if path.is_empty() { "0" } else { path };
     if db.parse::<u32>().is_err() {
         return Err(bad(&format!("Redis database must be a number, got '{db}'")));
     }
-    Ok(MetaUrl::server(
-        if scheme == "rediss" {
-            Scheme::Rediss
-        } else {
-            Scheme::Redis
-        },
+    let scheme = if scheme == "rediss" {
+        Scheme::Rediss
+    } else {
+        Scheme::Redis
+    };
+    // newRedisMeta: several hosts are Sentinels when the first ',' comes before the first
+    // ':' (`MASTER,s1,s2:26379`), else a Cluster's seed list.
+    let (master, hosts) = match (hp.find(','), hp.find(':')) {
+        (None, _) => (None, vec![parse_host_port(hp, 6379)?]),
+        (Some(comma), Some(colon)) if comma < colon => {
+            let mut parts = hp.split(',');
+            let master = parts.next().unwrap_or_default();
+            let addrs: Vec<&str> = parts.collect();
+            // Sentinels without a port take the last one's, or 26379.
+            let default_port = addrs
+                .last()
+                .and_then(|a| a.rsplit_once(':'))
+                .and_then(|(_, p)| p.parse().ok())
+                .unwrap_or(26379);
+            let hosts = addrs
+                .iter()
+                .map(|a| parse_host_port(a, default_port))
+                .collect::<Result<Vec<_>>>()?;
+            (Some(decode(master)), hosts)
+        }
+        _ => {
+            return Err(bad(
+                "several hosts (a Redis Cluster seed list) are not supported yet",
+            ))
+        }
+    };
+    let mut hosts = hosts.into_iter();
+    let (host, port) = hosts.next().ok_or_else(|| bad("no host"))?;
+    let mut url = MetaUrl::server(
+        scheme,
         (user, password),
         Address::Tcp { host, port },
-        Vec::new(),
+        hosts.collect(),
         db,
         query,
-    ))
+    );
+    url.sentinel_master = master;
+    Ok(url)
 }
 
 fn parse_mysql(rest: &str) -> Result<MetaUrl> {
@@ -507,6 +557,8 @@ impl MetaUrl {
             database: database.to_owned(),
             query,
             more_hosts,
+            sentinel_master: None,
+            sentinel_password: None,
         }
     }
 
@@ -521,6 +573,8 @@ impl MetaUrl {
             database: path.to_owned(),
             query,
             more_hosts: Vec::new(),
+            sentinel_master: None,
+            sentinel_password: None,
         }
     }
 }
@@ -618,7 +672,30 @@ mod tests {
         assert_eq!(bare.to_string(), "redis://localhost:6379/0");
         assert!(MetaUrl::parse_with_env("redis://h:99999/1", no_env).is_err());
         assert!(MetaUrl::parse_with_env("redis://h:6379/x", no_env).is_err());
-        assert!(MetaUrl::parse_with_env("redis://h1,h2/1", no_env).is_err());
+        let cluster = MetaUrl::parse_with_env("redis://h1:7000,h2:7000/1", no_env).unwrap_err();
+        assert!(cluster.to_string().contains("Redis Cluster"), "{cluster}");
+        // JuiceFS's rule: no ':' at all is a Cluster seed list too.
+        assert!(MetaUrl::parse_with_env("redis://m,h1,h2/1", no_env).is_err());
+        let env = |k: &str| (k == "SENTINEL_PASSWORD").then(|| "sentinel-pw".to_owned());
+        let sentinel =
+            MetaUrl::parse_with_env("redis://:pw@mymaster,10.0.0.1,10.0.0.2:26380/1", env).unwrap();
+        assert_eq!(sentinel.sentinel_master(), Some("mymaster"));
+        assert_eq!(
+            sentinel.hosts(),
+            [
+                ("10.0.0.1".to_owned(), 26380),
+                ("10.0.0.2".to_owned(), 26380)
+            ]
+        );
+        assert_eq!(sentinel.sentinel_password(), Some("sentinel-pw"));
+        assert_eq!(sentinel.password(), Some("pw"));
+        assert_eq!(
+            sentinel.to_string(),
+            "redis://:****@mymaster,10.0.0.1:26380,10.0.0.2:26380/1"
+        );
+        assert!(!format!("{sentinel:?}").contains("sentinel-pw"));
+        let one = MetaUrl::parse_with_env("redis://mymaster,10.0.0.1:5000/2", no_env).unwrap();
+        assert_eq!(one.hosts(), [("10.0.0.1".to_owned(), 5000)]);
         let tls = MetaUrl::parse_with_env(
             "rediss://:pw@cache.example.com/2?tls-ca-cert-file=/ca.pem&insecure-skip-verify",
             no_env,

@@ -27,17 +27,26 @@ impl RedisServer {
     /// Panics when `redis-server` is missing (run `scripts/test.sh`, which installs it)
     /// or does not come up.
     pub fn start() -> RedisServer {
-        Self::spawn(None)
+        Self::spawn(None, &[])
     }
 
     /// As [`RedisServer::start`], plus a TLS port with the server certificate of `certs`,
     /// which takes clients with or without a certificate its authority signed
     /// (`--tls-auth-clients optional`).
     pub fn start_tls(certs: &crate::TestCerts) -> RedisServer {
-        Self::spawn(Some(certs))
+        Self::spawn(Some(certs), &[])
     }
 
-    fn spawn(certs: Option<&crate::TestCerts>) -> RedisServer {
+    /// As [`RedisServer::start`], replicating `primary` (`--replicaof`, `--masterauth`).
+    pub fn start_replica_of(primary: &RedisServer) -> RedisServer {
+        let port = primary.port().to_string();
+        Self::spawn(
+            None,
+            &["--replicaof", "127.0.0.1", &port, "--masterauth", PASSWORD],
+        )
+    }
+
+    fn spawn(certs: Option<&crate::TestCerts>, extra: &[&str]) -> RedisServer {
         let mut last_log = String::new();
         for _ in 0..10 {
             let dir = temp_dir();
@@ -54,7 +63,8 @@ impl RedisServer {
                     .arg(c.ca())
                     .args(["--tls-auth-clients", "optional"]);
             }
-            cmd.arg("--unixsocket")
+            cmd.args(extra)
+                .arg("--unixsocket")
                 .arg(dir.path().join("redis.sock"))
                 .args(["--unixsocketperm", "700"]);
             cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -152,16 +162,7 @@ impl RedisServer {
     }
 
     fn try_command(&self, args: &[&str]) -> std::io::Result<Resp> {
-        let stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let mut w = stream.try_clone()?;
-        let mut r = BufReader::new(stream);
-        w.write_all(&encode(&["AUTH", PASSWORD]))?;
-        w.write_all(&encode(args))?;
-        if let Resp::Error(e) = read_resp(&mut r)? {
-            return Err(std::io::Error::other(format!("AUTH: {e}")));
-        }
-        read_resp(&mut r)
+        command_on(self.port, Some(PASSWORD), args)
     }
 
     /// `INFO commandstats` as `command -> calls` (lower-case names, e.g. `"hget"`,
@@ -216,6 +217,126 @@ pub enum Resp {
     Bulk(Option<Vec<u8>>),
     /// `*…`; `None` is the nil array.
     Array(Option<Vec<Resp>>),
+}
+
+/// Sends one command to 127.0.0.1:`port` on a fresh connection, after `AUTH` when a
+/// password is given, and returns the reply.
+fn command_on(port: u16, password: Option<&str>, args: &[&str]) -> std::io::Result<Resp> {
+    let stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut w = stream.try_clone()?;
+    let mut r = BufReader::new(stream);
+    if let Some(pw) = password {
+        w.write_all(&encode(&["AUTH", pw]))?;
+    }
+    w.write_all(&encode(args))?;
+    if password.is_some() {
+        if let Resp::Error(e) = read_resp(&mut r)? {
+            return Err(std::io::Error::other(format!("AUTH: {e}")));
+        }
+    }
+    read_resp(&mut r)
+}
+
+/// The master name [`SentinelSet`]'s Sentinel watches.
+pub const SENTINEL_MASTER: &str = "mymaster";
+
+/// A Redis primary, a replica of it, and one Sentinel (`redis-server --sentinel`, no
+/// password of its own) watching them as [`SENTINEL_MASTER`], each a private process on
+/// 127.0.0.1. Dropping it kills all three by PID.
+pub struct SentinelSet {
+    /// The primary.
+    pub primary: RedisServer,
+    /// Its replica.
+    pub replica: RedisServer,
+    sentinel: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl SentinelSet {
+    /// Starts the three and waits (up to 20 s) until the replica is in sync and the
+    /// Sentinel names the primary.
+    pub fn start() -> SentinelSet {
+        let primary = RedisServer::start();
+        let replica = RedisServer::start_replica_of(&primary);
+        let dir = temp_dir();
+        let port = free_port();
+        let conf = dir.path().join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndaemonize no\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+                 sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {primary} 1\n\
+                 sentinel auth-pass {SENTINEL_MASTER} {PASSWORD}\n\
+                 sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
+                 sentinel failover-timeout {SENTINEL_MASTER} 3000\n",
+                dir = dir.path().display(),
+                primary = primary.port(),
+            ),
+        )
+        .unwrap();
+        let sentinel = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn redis-server --sentinel ({e})"));
+        let set = SentinelSet {
+            primary,
+            replica,
+            sentinel,
+            port,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let named = command_on(
+                port,
+                None,
+                &["SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER],
+            );
+            let synced = match set.replica.command(&["INFO", "replication"]) {
+                Resp::Bulk(Some(b)) => {
+                    String::from_utf8_lossy(&b).contains("master_link_status:up")
+                }
+                _ => false,
+            };
+            if matches!(named, Ok(Resp::Array(Some(_)))) && synced {
+                return set;
+            }
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(set._dir.path().join("sentinel.log"))
+                    .unwrap_or_default();
+                panic!("the Sentinel set did not come up in 20 s ({named:?}):\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The Sentinel's port.
+    pub fn sentinel_port(&self) -> u16 {
+        self.port
+    }
+
+    /// The meta URL of database `db` through the Sentinel, in JuiceFS's form:
+    /// `redis://:PASSWORD@mymaster,127.0.0.1:PORT/db`.
+    pub fn url(&self, db: u32) -> String {
+        format!(
+            "redis://:{PASSWORD}@{SENTINEL_MASTER},127.0.0.1:{}/{db}",
+            self.port
+        )
+    }
+}
+
+impl Drop for SentinelSet {
+    fn drop(&mut self) {
+        let _ = self.sentinel.kill();
+        let _ = self.sentinel.wait();
+    }
 }
 
 fn free_port() -> u16 {

@@ -1,8 +1,11 @@
 //! Where a Redis connection goes and how it is dialled: TCP, TLS over TCP (`rediss://`,
-//! with JuiceFS's TLS options), or a Unix socket (`unix://`), as go-redis dials them for
+//! with JuiceFS's TLS options), a Unix socket (`unix://`), or the master that Redis
+//! Sentinels name (`redis://MASTER,s1,s2:26379/db`), as go-redis dials them for
 //! `newRedisMeta` (`pkg/meta/redis.go`). Every connection of an engine, the sessions' and
-//! the shared one, goes through one [`Dialer`].
+//! the shared one, goes through one [`Dialer`]; through Sentinels, each connection asks
+//! them for the current master, so a new connection after a failover reaches the new one.
 
+use super::wire::Wire;
 use crate::url::{Address, MetaUrl, Scheme, REDIS_TLS_OPTIONS};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -14,19 +17,43 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
+use tokio::time::Instant;
 
 /// Where the server listens.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Endpoint {
-    Tcp { host: String, port: u16 },
+    Tcp {
+        host: String,
+        port: u16,
+    },
     Unix(PathBuf),
+    /// The master Sentinels name; they are asked in order (go-redis's FailoverClient).
+    Sentinel {
+        master: String,
+        sentinels: Vec<(String, u16)>,
+        password: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+            Endpoint::Sentinel {
+                master, sentinels, ..
+            } => write!(f, "master {master} of Sentinels {sentinels:?}"),
+        }
+    }
 }
 
 /// TLS settings built once per engine.
 #[derive(Clone)]
 struct Tls {
     config: Arc<rustls::ClientConfig>,
-    server_name: ServerName<'static>,
+    /// `tls-server-name`: the name every server's certificate is checked against; without
+    /// it, the host dialled.
+    server_name: Option<ServerName<'static>>,
 }
 
 /// Opens connections to one Redis server.
@@ -61,16 +88,23 @@ impl Dialer {
     /// check at all with `insecure-skip-verify`). A TLS option on a URL without TLS, or a
     /// file that cannot be read, is a one-line error.
     pub(crate) fn from_url(url: &MetaUrl) -> Result<Self, String> {
-        let endpoint = match url.address() {
-            Address::Tcp { host, port } => Endpoint::Tcp {
+        let endpoint = match (url.address(), url.sentinel_master()) {
+            (Address::Tcp { .. }, Some(master)) => Endpoint::Sentinel {
+                master: master.to_owned(),
+                sentinels: url.hosts(),
+                password: url.sentinel_password().map(str::to_owned),
+            },
+            (Address::Tcp { host, port }, None) => Endpoint::Tcp {
                 host: host.clone(),
                 port: *port,
             },
-            Address::Unix(path) => Endpoint::Unix(PathBuf::from(path)),
-            Address::File(_) => return Err("a Redis URL names a server, not a file".into()),
+            (Address::Unix(path), _) => Endpoint::Unix(PathBuf::from(path)),
+            (Address::File(_), _) => return Err("a Redis URL names a server, not a file".into()),
         };
         let tls = match (url.scheme(), &endpoint) {
-            (Scheme::Rediss, Endpoint::Tcp { host, .. }) => Some(tls_settings(url, host)?),
+            (Scheme::Rediss, Endpoint::Tcp { .. } | Endpoint::Sentinel { .. }) => {
+                Some(tls_settings(url)?)
+            }
             _ => {
                 if let Some(o) = REDIS_TLS_OPTIONS.iter().find(|o| url.param(o).is_some()) {
                     return Err(format!("the option '{o}' needs a rediss:// URL (TLS)"));
@@ -81,34 +115,47 @@ impl Dialer {
         Ok(Self { endpoint, tls })
     }
 
-    /// Dials, and on TLS shakes hands, within `timeout`. TCP connections get TCP_NODELAY,
-    /// as Go sets it on every TCP connection.
+    /// Dials, and on TLS shakes hands, within `timeout` (through Sentinels: asks them for
+    /// the master first, within the same time). TCP connections get TCP_NODELAY, as Go
+    /// sets it on every TCP connection.
     pub(crate) async fn dial(&self, timeout: Duration) -> io::Result<Stream> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
-        let connect = async {
-            match &self.endpoint {
-                Endpoint::Unix(path) => {
-                    Ok::<_, io::Error>(Stream::Unix(UnixStream::connect(path).await?))
-                }
-                Endpoint::Tcp { host, port } => {
-                    let tcp = TcpStream::connect((host.as_str(), *port)).await?;
-                    tcp.set_nodelay(true)?;
-                    Ok(Stream::Tcp(tcp))
-                }
+        let deadline = Instant::now() + timeout;
+        match &self.endpoint {
+            Endpoint::Unix(path) => tokio::time::timeout_at(deadline, UnixStream::connect(path))
+                .await
+                .map_err(|_| timed_out())?
+                .map(Stream::Unix),
+            Endpoint::Tcp { host, port } => self.dial_tcp(host, *port, deadline).await,
+            Endpoint::Sentinel {
+                master,
+                sentinels,
+                password,
+            } => {
+                let (host, port) = self
+                    .ask_sentinels(master, sentinels, password.as_deref(), deadline)
+                    .await?;
+                self.dial_tcp(&host, port, deadline).await
             }
-        };
-        let stream = tokio::time::timeout_at(deadline, connect)
+        }
+    }
+
+    /// TCP to `host:port`, then TLS when the URL asks for it, by `deadline`.
+    async fn dial_tcp(&self, host: &str, port: u16, deadline: Instant) -> io::Result<Stream> {
+        let tcp = tokio::time::timeout_at(deadline, TcpStream::connect((host, port)))
             .await
             .map_err(|_| timed_out())??;
-        let (tls, tcp) = match (&self.tls, stream) {
-            (Some(tls), Stream::Tcp(tcp)) => (tls, tcp),
-            (_, plain) => return Ok(plain),
+        tcp.set_nodelay(true)?;
+        let Some(tls) = &self.tls else {
+            return Ok(Stream::Tcp(tcp));
+        };
+        let name = match &tls.server_name {
+            Some(n) => n.clone(),
+            None => ServerName::try_from(host.to_owned()).map_err(|_| {
+                io::Error::other(format!("'{host}' is not a server name TLS can check"))
+            })?,
         };
         let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
-        match tokio::time::timeout_at(deadline, connector.connect(tls.server_name.clone(), tcp))
-            .await
-        {
+        match tokio::time::timeout_at(deadline, connector.connect(name, tcp)).await {
             Ok(Ok(s)) => Ok(Stream::Tls(Box::new(s))),
             Ok(Err(e)) => Err(io::Error::other(format!("TLS handshake failed: {e}"))),
             // A server that does not speak TLS on this port never answers the hello.
@@ -117,10 +164,63 @@ impl Dialer {
             )),
         }
     }
+
+    /// `SENTINEL get-master-addr-by-name` of each Sentinel in turn (after `AUTH` with the
+    /// Sentinels' password), until one names the master.
+    async fn ask_sentinels(
+        &self,
+        master: &str,
+        sentinels: &[(String, u16)],
+        password: Option<&str>,
+        deadline: Instant,
+    ) -> io::Result<(String, u16)> {
+        let mut failures = Vec::new();
+        let mut unknown = false;
+        for (host, port) in sentinels {
+            let ask = async {
+                let stream = self.dial_tcp(host, *port, deadline).await?;
+                let left = deadline.saturating_duration_since(Instant::now());
+                let mut con = Wire::over(stream, left);
+                if let Some(pw) = password {
+                    redis::cmd("AUTH")
+                        .arg(pw)
+                        .query_async::<()>(&mut con)
+                        .await?;
+                }
+                let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(master)
+                    .query_async(&mut con)
+                    .await?;
+                Ok::<_, redis::RedisError>(addr)
+            };
+            match ask.await {
+                Ok(Some(addr)) => return Ok(addr),
+                Ok(None) => unknown = true,
+                Err(e) => failures.push(format!(
+                    "{host}:{port}: {}",
+                    if e.is_connection_refusal() {
+                        "connection refused".to_owned()
+                    } else {
+                        e.to_string().lines().next().unwrap_or("").to_owned()
+                    }
+                )),
+            }
+        }
+        Err(io::Error::other(if unknown {
+            format!("no Sentinel knows a master named '{master}'")
+        } else {
+            format!("no Sentinel answered ({})", failures.join("; "))
+        }))
+    }
 }
 
-/// The TLS settings of a `rediss://` URL to `host`.
-fn tls_settings(url: &MetaUrl, host: &str) -> Result<Tls, String> {
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
+}
+
+/// The TLS settings of a `rediss://` URL.
+fn tls_settings(url: &MetaUrl) -> Result<Tls, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -165,9 +265,13 @@ fn tls_settings(url: &MetaUrl, host: &str) -> Result<Tls, String> {
         _ => return Err("tls-cert-file and tls-key-file go together".into()),
     };
     // Go checks the certificate against the dialled host unless tls-server-name is set.
-    let name = url.param("tls-server-name").unwrap_or(host);
-    let server_name = ServerName::try_from(name.to_owned())
-        .map_err(|_| format!("'{name}' is not a server name TLS can check"))?;
+    let server_name = match url.param("tls-server-name") {
+        Some(name) => Some(
+            ServerName::try_from(name.to_owned())
+                .map_err(|_| format!("'{name}' is not a server name TLS can check"))?,
+        ),
+        None => None,
+    };
     Ok(Tls {
         config: Arc::new(config),
         server_name,

@@ -46,7 +46,12 @@ impl Wire {
         response_timeout: Duration,
     ) -> RedisResult<Self> {
         let stream = dialer.dial(timeout).await.map_err(io_err)?;
-        Ok(Self {
+        Ok(Self::over(stream, response_timeout))
+    }
+
+    /// A connection over a stream already dialled.
+    pub(crate) fn over(stream: Stream, response_timeout: Duration) -> Self {
+        Self {
             stream,
             rbuf: Vec::with_capacity(READ_CHUNK),
             start: 0,
@@ -54,7 +59,7 @@ impl Wire {
             db: 0,
             response_timeout,
             broken: false,
-        })
+        }
     }
 
     /// Records the database the connection has selected (for [`ConnectionLike::get_db`]).

@@ -1,7 +1,8 @@
 //! The meta URL forms of production, against real servers: Redis over TLS (`rediss://`
 //! with JuiceFS's TLS options: a CA file, a client certificate, a server name, or no
-//! check) and over its Unix socket (`unix:///path?db=N`), PostgreSQL and MariaDB over
-//! their Unix sockets. `juicefs` formats and reads through the same URL, so each form is
+//! check), over its Unix socket (`unix:///path?db=N`) and through a Sentinel
+//! (`redis://:pw@MASTER,sentinel:port/db`), PostgreSQL and MariaDB over their Unix
+//! sockets. `juicefs` formats and reads through the same URL, so each form is
 //! proven both ways; bad TLS settings and options metabench cannot honour are one-line
 //! errors.
 
@@ -10,7 +11,7 @@ use metabench_engine::{Ctx, Engine, MetaError, MetaUrl, SessionOptions, VolumeSt
 use metabench_schema::ROOT_INODE;
 use metabench_testkit::{
     dump_tree, fresh_database, juicefs_dump, juicefs_format_with, temp_dir, Kind, RedisServer,
-    TestCerts,
+    Resp, SentinelSet, TestCerts,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -116,6 +117,44 @@ async fn a_unix_socket_works_both_ways_with_juicefs() {
         engine.probe().await.unwrap(),
         VolumeState::Volume(_)
     ));
+}
+
+/// Through a Sentinel, metabench and juicefs reach the primary it names, and write there
+/// (the replica copies it); an unknown master name, or no Sentinel listening, is one line.
+#[tokio::test]
+async fn a_sentinel_names_the_primary_both_ways_with_juicefs() {
+    let set = SentinelSet::start();
+    both_ways(&set.url(2), "sentinel-volume").await;
+    let keyspace = |server: &RedisServer| match server.command(&["INFO", "keyspace"]) {
+        Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        keyspace(&set.primary).contains("db2:keys="),
+        "{}",
+        keyspace(&set.primary)
+    );
+    let unknown = set.url(2).replace("mymaster,", "nosuchmaster,");
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let nobody = format!("redis://:pw@mymaster,127.0.0.1:{closed}/2");
+    for (url, want) in [
+        (
+            unknown,
+            "no Sentinel knows a master named 'nosuchmaster'".to_owned(),
+        ),
+        (
+            nobody,
+            format!("no Sentinel answered (127.0.0.1:{closed}: connection refused"),
+        ),
+    ] {
+        let err = open(&url).await.err().unwrap().to_string();
+        assert!(err.contains(&want), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains(set.primary.password()), "{err}");
+    }
 }
 
 #[test]
