@@ -22,6 +22,7 @@ fn sweep_file(dir: &Path, name: &str, mkdir4_us: f64, noise: f64, rt: f64) -> Pa
                             mean_us: m,
                             p99_us: 2.0 * m,
                             service_p99_us: None,
+                            errors: 0,
                         }
                     })
                     .collect();

@@ -755,3 +755,80 @@ fn threads_per_client_of_zero_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--threads-per-client"), "{err}");
 }
+
+/// A Sentinel failover mid-sweep is a measured event: the primary is killed while the
+/// level runs, calls fail until the Sentinel promotes the replica, and the sweep follows
+/// the new primary (every new connection asks the Sentinel) and goes on. The level says
+/// in which seconds calls failed or none completed, and metabench removes its volume from
+/// the new primary at the end.
+#[test]
+fn a_sentinel_failover_mid_sweep_is_measured_and_followed() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let set = metabench_testkit::SentinelSet::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let args = [
+        "--conc",
+        "2",
+        "--ops",
+        "create",
+        "--warmup",
+        "500ms",
+        "--duration",
+        "10s",
+    ];
+    let out_path = dir.path().join("stdout.txt");
+    let mut child = metabench()
+        .args(["sweep", "--meta", &set.url(1)])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    signal(set.primary.pid(), "-KILL");
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let stdout = std::fs::read_to_string(&out_path).unwrap();
+    assert!(status.success(), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let create = &run.levels[0].ops[0];
+    let (failing, silent) = (create.failing_seconds(), create.silent_seconds());
+    assert!(
+        !failing.is_empty() || !silent.is_empty(),
+        "no trace of the failover: {:?}",
+        create.intervals
+    );
+    // After the failover, calls complete again: on the new primary.
+    let gap_end = failing
+        .iter()
+        .chain(&silent)
+        .map(|(_, end)| *end)
+        .max()
+        .unwrap();
+    let after: u64 = create.intervals[gap_end..].iter().map(|s| s.count).sum();
+    assert!(after > 0, "{:?}", create.intervals);
+    assert!(
+        stdout.contains("calls failed in second") || stdout.contains("no call completed in second"),
+        "{stdout}"
+    );
+    // The Sentinel names the replica now, and metabench cleaned its volume up there.
+    let named = std::process::Command::new("redis-cli")
+        .args(["-p", &set.sentinel_port().to_string()])
+        .args(["SENTINEL", "get-master-addr-by-name", "mymaster"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&named.stdout).contains(&set.replica.port().to_string()),
+        "{}",
+        String::from_utf8_lossy(&named.stdout)
+    );
+    let keys = set.replica.command(&["INFO", "keyspace"]);
+    assert!(
+        !format!("{keys:?}").contains("db1:"),
+        "metabench left keys on the new primary: {keys:?}"
+    );
+}

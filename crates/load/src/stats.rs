@@ -27,6 +27,8 @@ pub(crate) struct OpAcc {
     /// Open loop only: service time per second of the window.
     pub(crate) service_intervals: Vec<Histogram<u64>>,
     pub(crate) errors: BTreeMap<String, u64>,
+    /// Failed calls per second of the window, by when they ended.
+    pub(crate) error_intervals: Vec<u64>,
     pub(crate) retries: u64,
     pub(crate) round_trips: u64,
     pub(crate) calls: u64,
@@ -57,6 +59,16 @@ impl OpAcc {
         }
     }
 
+    /// Counts a failed call (of `kind`) that took `took` and ended in second `interval`.
+    pub(crate) fn record_failure(&mut self, kind: &str, took: Duration, interval: usize) {
+        *self.errors.entry(kind.to_owned()).or_default() += 1;
+        self.failed_max = self.failed_max.max(took);
+        if self.error_intervals.len() <= interval {
+            self.error_intervals.resize(interval + 1, 0);
+        }
+        self.error_intervals[interval] += 1;
+    }
+
     pub(crate) fn merge(&mut self, other: OpAcc) {
         for (mine, theirs) in [
             (&mut self.hist, other.hist),
@@ -73,6 +85,12 @@ impl OpAcc {
         merge_intervals(&mut self.service_intervals, other.service_intervals);
         for (k, n) in other.errors {
             *self.errors.entry(k).or_default() += n;
+        }
+        if self.error_intervals.len() < other.error_intervals.len() {
+            self.error_intervals.resize(other.error_intervals.len(), 0);
+        }
+        for (mine, n) in self.error_intervals.iter_mut().zip(other.error_intervals) {
+            *mine += n;
         }
         self.retries += other.retries;
         self.round_trips += other.round_trips;
@@ -94,6 +112,7 @@ pub(crate) struct WireAcc {
     intervals: Vec<String>,
     service_intervals: Vec<String>,
     errors: BTreeMap<String, u64>,
+    error_intervals: Vec<u64>,
     retries: u64,
     round_trips: u64,
     calls: u64,
@@ -113,6 +132,7 @@ impl OpAcc {
             intervals: all(&self.intervals),
             service_intervals: all(&self.service_intervals),
             errors: self.errors.clone(),
+            error_intervals: self.error_intervals.clone(),
             retries: self.retries,
             round_trips: self.round_trips,
             calls: self.calls,
@@ -135,6 +155,7 @@ impl OpAcc {
             intervals: all(&w.intervals)?,
             service_intervals: all(&w.service_intervals)?,
             errors: w.errors,
+            error_intervals: w.error_intervals,
             retries: w.retries,
             round_trips: w.round_trips,
             calls: w.calls,

@@ -402,10 +402,7 @@ async fn client_body(
                         queued.map(|_| t1 - t0),
                         interval,
                     ),
-                    Err(e) => {
-                        *acc.errors.entry(e.kind().to_owned()).or_default() += 1;
-                        acc.failed_max = acc.failed_max.max(t1 - t0);
-                    }
+                    Err(e) => acc.record_failure(e.kind(), t1 - t0, interval),
                 }
             });
         }
@@ -614,12 +611,13 @@ fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
             histogram: s.histogram.unwrap_or_default(),
         }
     });
-    r.intervals = acc
-        .intervals
-        .iter()
-        .enumerate()
+    let seconds = acc.intervals.len().max(acc.error_intervals.len());
+    let empty = histogram();
+    r.intervals = (0..seconds)
+        .map(|i| (i, acc.intervals.get(i).unwrap_or(&empty)))
         .map(|(i, h)| IntervalSample {
             count: h.len(),
+            errors: acc.error_intervals.get(i).copied().unwrap_or(0),
             mean_us: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
             p99_us: us(h.value_at_quantile(0.99)),
             service_p99_us: acc

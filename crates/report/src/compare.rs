@@ -653,6 +653,7 @@ mod tests {
                     mean_us: m,
                     p99_us: 3.0 * m * (1.0 + noise * rng.next()),
                     service_p99_us: None,
+                    errors: 0,
                 }
             })
             .collect();

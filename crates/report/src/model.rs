@@ -313,6 +313,10 @@ impl RunHeader {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The kind a results file says it holds (`ops`, `sweep`, `parity`), read before
 /// anything else.
 pub fn kind_of(s: &str) -> Result<Option<String>, String> {
@@ -487,6 +491,10 @@ pub struct ServiceTime {
 pub struct IntervalSample {
     /// Calls completed in that second.
     pub count: u64,
+    /// Calls that failed in that second (by when they ended): when an engine stalled or
+    /// failed over, and for how long.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u64,
     /// Mean latency, µs.
     pub mean_us: f64,
     /// 99th percentile, µs.
@@ -802,6 +810,40 @@ pub fn peak_rss_bytes() -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
+/// Runs of seconds (1-based, inclusive) of a window where `hit` holds.
+fn spans(samples: &[IntervalSample], hit: impl Fn(&IntervalSample) -> bool) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, _) in samples.iter().enumerate().filter(|(_, s)| hit(s)) {
+        match out.last_mut() {
+            Some((_, end)) if *end == i => *end = i + 1,
+            _ => out.push((i + 1, i + 1)),
+        }
+    }
+    out
+}
+
+impl LevelOp {
+    /// The seconds of the window (1-based, as runs of `(first, last)`) in which calls
+    /// failed.
+    pub fn failing_seconds(&self) -> Vec<(usize, usize)> {
+        spans(&self.intervals, |s| s.errors > 0)
+    }
+
+    /// The seconds of the window in which no call of this operation completed, after the
+    /// first one that did: a stall or a failover, whatever the summary says.
+    pub fn silent_seconds(&self) -> Vec<(usize, usize)> {
+        let first = self.intervals.iter().position(|s| s.count > 0);
+        let last = self.intervals.iter().rposition(|s| s.count > 0);
+        match (first, last) {
+            (Some(a), Some(b)) => spans(&self.intervals[..=b], |s| s.count == 0)
+                .into_iter()
+                .filter(|(start, _)| *start > a + 1)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl SweepResults {
     /// Reads a results file, checking its kind and version.
     pub fn from_json(s: &str) -> Result<Self, String> {
@@ -928,6 +970,31 @@ impl AnyResults {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_with_failures_and_without_completions_are_found() {
+        let sample = |count, errors| IntervalSample {
+            count,
+            errors,
+            ..Default::default()
+        };
+        let op = LevelOp {
+            // Ramp-up silence (second 1) is not a gap; seconds 4–5 are, and 3–4 failed.
+            intervals: vec![
+                sample(0, 0),
+                sample(10, 0),
+                sample(4, 2),
+                sample(0, 1),
+                sample(0, 0),
+                sample(9, 0),
+                sample(8, 3),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(op.failing_seconds(), [(3, 4), (7, 7)]);
+        assert_eq!(op.silent_seconds(), [(4, 5)]);
+        assert!(LevelOp::default().silent_seconds().is_empty());
+    }
 
     fn ops_json() -> serde_json::Value {
         let run = OpsResults {

@@ -111,6 +111,50 @@ pub fn floor_line(f: &Floor) -> String {
     )
 }
 
+/// `5–7` or `5`.
+fn seconds(spans: &[(usize, usize)]) -> String {
+    spans
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Per level of `op`, the seconds of its window in which calls failed or none completed:
+/// a failover or a stall, shown where it happened.
+fn gaps(run: &crate::SweepResults, op: &str) -> String {
+    let mut out = String::new();
+    for level in &run.levels {
+        let Some(r) = level.ops.iter().find(|o| o.op == op) else {
+            continue;
+        };
+        let (failing, silent) = (r.failing_seconds(), r.silent_seconds());
+        if failing.is_empty() && silent.is_empty() {
+            continue;
+        }
+        let mut parts = Vec::new();
+        if !failing.is_empty() {
+            parts.push(format!("calls failed in second {}", seconds(&failing)));
+        }
+        if !silent.is_empty() {
+            parts.push(format!("no call completed in second {}", seconds(&silent)));
+        }
+        out += &format!(
+            "  {} clients: {} of the {:.0} s window\n",
+            level.clients,
+            parts.join("; "),
+            r.window_s
+        );
+    }
+    out
+}
+
 /// Renders a sweep: per operation, one row per level with throughput and latency, and a
 /// mark on levels where the generator (not the engine) was the bottleneck.
 pub fn sweep_table(run: &crate::SweepResults) -> String {
@@ -217,6 +261,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             }
         }
         out += &format!("\n{op}\n{t}\n");
+        out += &gaps(run, &op);
         if open {
             out += &open_loop_summary(run, &op);
         }

@@ -14,6 +14,7 @@ mod registered;
 mod rename;
 mod resize;
 mod session;
+mod shared;
 mod stream;
 pub(crate) mod txn;
 mod wire;
@@ -29,6 +30,7 @@ use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisConnectionInfo};
+use shared::Shared;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,7 +86,7 @@ pub struct RedisEngine {
     dialer: Dialer,
     db: i64,
     /// Shared by the engine-level calls and the sessions' background inode prefetches.
-    admin: MultiplexedConnection,
+    admin: Shared,
     keys: RedisKeys,
     /// The sessions registered here and not closed.
     sessions: SessionRegistry,
@@ -108,11 +110,15 @@ impl RedisEngine {
             .database()
             .parse()
             .map_err(|_| MetaError::BadUrl(format!("bad Redis DB '{}'", url.database())))?;
-        let mut admin = connect(url, &dialer, db).await.map_err(fail)?;
+        let admin = Shared::open(url, &dialer, db).await.map_err(fail)?;
+        let mut first = admin
+            .connection()
+            .await
+            .map_err(|e| fail(reason_of(&e, url.password())))?;
         // newRedisMeta: a server in cluster mode answers CLUSTER INFO with a cluster_state.
         let cluster: std::result::Result<String, redis::RedisError> = redis::cmd("CLUSTER")
             .arg("INFO")
-            .query_async(&mut admin)
+            .query_async(&mut first)
             .await;
         let is_cluster = match &cluster {
             Ok(info) => info.contains("cluster_state:"),
@@ -130,7 +136,7 @@ impl RedisEngine {
             )));
         }
         redis::cmd("PING")
-            .query_async::<()>(&mut admin)
+            .query_async::<()>(&mut first)
             .await
             .map_err(|e| fail(reason_of(&e, url.password())))?;
         Ok(Self {
@@ -183,8 +189,8 @@ impl RedisEngine {
     }
 
     async fn admin_query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        let mut con = self.admin.clone();
-        cmd.query_async(&mut con)
+        self.admin
+            .query(cmd)
             .await
             .map_err(|e| MetaError::Engine(format!("redis: {e}")))
     }
@@ -199,9 +205,9 @@ impl RedisEngine {
     }
 }
 
-/// Opens the engine's shared connection (probe, format, destroy, server facts and the
-/// sessions' background inode prefetch): dialled as every connection is, multiplexed by
-/// redis-rs (its driver runs as a task), then [`handshake`]. Returns a one-line reason
+/// Opens a connection for the engine's shared one ([`Shared`]): dialled as every
+/// connection is, multiplexed by redis-rs (its driver runs as a task), then
+/// [`handshake`]. Returns a one-line reason
 /// (never the password) on failure.
 async fn connect(
     url: &MetaUrl,
@@ -495,7 +501,11 @@ impl Engine for RedisEngine {
         let mut durability = BTreeMap::new();
         for name in ["appendonly", "appendfsync", "save", "maxmemory-policy"] {
             let got: std::result::Result<Vec<String>, _> = {
-                let mut con = self.admin.clone();
+                let mut con = self
+                    .admin
+                    .connection()
+                    .await
+                    .map_err(|e| MetaError::Engine(format!("redis: {e}")))?;
                 redis::cmd("CONFIG")
                     .arg("GET")
                     .arg(name)

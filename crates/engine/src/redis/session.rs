@@ -18,7 +18,6 @@ use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
     TRASH_INODE,
 };
-use redis::aio::MultiplexedConnection;
 use redis::cmd;
 
 /// Attributes fetched per MGET by readdir (`batchSize`).
@@ -29,7 +28,7 @@ pub(super) const READDIR_BATCH: usize = 4096;
 pub struct RedisSession {
     pub(super) conn: Conn,
     /// Shared connection for the background inode prefetch (not counted).
-    bg: MultiplexedConnection,
+    bg: super::shared::Shared,
     pub(super) keys: RedisKeys,
     pub(super) format: Format,
     pub(super) retries: u64,
@@ -44,7 +43,7 @@ impl RedisSession {
     /// A session of client `base` on connection `conn`.
     pub(super) fn new(
         conn: Conn,
-        bg: MultiplexedConnection,
+        bg: super::shared::Shared,
         keys: RedisKeys,
         format: Format,
         base: ClientState,
@@ -90,13 +89,11 @@ impl Storage for RedisSession {
 
     /// The same `INCRBY nextinode` on the shared connection (not counted).
     fn prefetch_inodes(&mut self) -> Background<Option<i64>> {
-        let mut bg = self.bg.clone();
+        let bg = self.bg.clone();
         let key = self.keys.named(names::NEXT_INODE);
         Box::pin(async move {
-            let v: i64 = cmd("INCRBY")
-                .arg(key)
-                .arg(INODE_BATCH)
-                .query_async(&mut bg)
+            let v: i64 = bg
+                .query(cmd("INCRBY").arg(key).arg(INODE_BATCH))
                 .await
                 .map_err(|e| tracing::warn!("prefetch inodes: {e}"))
                 .ok()?;
