@@ -63,6 +63,13 @@ impl Target {
     fn new(url: &MetaUrl) -> Result<Self> {
         let how = match url.scheme() {
             Scheme::Mysql => {
+                // go-sql-driver's `tls=true|skip-verify|preferred|<name>`: not built in.
+                if let Some(tls) = url.param("tls").filter(|t| *t != "false") {
+                    return Err(MetaError::BadUrl(format!(
+                        "MySQL over TLS (tls={tls}) is not supported by metabench yet; \
+                         use tls=false or leave it out"
+                    )));
+                }
                 let mut o = MySqlConnectOptions::new()
                     .username(url.user())
                     .database(url.database())
@@ -90,10 +97,21 @@ impl Target {
                     .ssl_mode(match url.param("sslmode") {
                         Some("disable") => PgSslMode::Disable,
                         Some("allow") => PgSslMode::Allow,
-                        Some("require") => PgSslMode::Require,
-                        Some("verify-ca") => PgSslMode::VerifyCa,
-                        Some("verify-full") => PgSslMode::VerifyFull,
-                        _ => PgSslMode::Prefer,
+                        None | Some("prefer") => PgSslMode::Prefer,
+                        // TLS is not built in: a mode that demands it is refused here,
+                        // never weakened.
+                        Some(mode @ ("require" | "verify-ca" | "verify-full")) => {
+                            return Err(MetaError::BadUrl(format!(
+                                "PostgreSQL over TLS (sslmode={mode}) is not supported by \
+                                 metabench yet; use sslmode=disable or prefer"
+                            )))
+                        }
+                        Some(other) => {
+                            return Err(MetaError::BadUrl(format!(
+                                "unknown sslmode '{other}' (disable, allow, prefer, require, \
+                                 verify-ca or verify-full)"
+                            )))
+                        }
                     });
                 if let Some(pw) = url.password() {
                     o = o.password(pw);

@@ -229,3 +229,30 @@ async fn mariadb_over_its_unix_socket_works_both_ways_with_juicefs() {
     assert!(!hosts.is_empty());
     assert!(hosts.iter().all(|h| h[0] == "localhost"), "{hosts:?}");
 }
+
+/// TLS to MySQL and PostgreSQL is not built in: a URL that asks for it is refused in one
+/// line before anything is sent, never quietly sent in the clear.
+#[tokio::test]
+async fn sql_tls_that_is_not_built_in_is_refused_not_weakened() {
+    for (url, want) in [
+        (
+            "postgres://u:pw@127.0.0.1:1/db?sslmode=verify-full&sslrootcert=/ca.pem",
+            "PostgreSQL over TLS (sslmode=verify-full) is not supported",
+        ),
+        (
+            "postgres://u:pw@127.0.0.1:1/db?sslmode=required",
+            "unknown sslmode 'required'",
+        ),
+        (
+            "mysql://u:pw@(127.0.0.1:1)/db?tls=skip-verify",
+            "MySQL over TLS (tls=skip-verify) is not supported",
+        ),
+    ] {
+        let err = open(url).await.err().unwrap();
+        assert!(matches!(err, MetaError::BadUrl(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains(want), "{url}: {text}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(!text.contains(":pw@"), "{text}");
+    }
+}
