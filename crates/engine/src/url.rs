@@ -366,6 +366,13 @@ fn check_redis_options(query: &[(String, String)], also: &[&str]) -> Result<()> 
     }
 }
 
+fn check_redis_db(db: &str) -> Result<()> {
+    match db.parse::<u32>() {
+        Ok(_) => Ok(()),
+        Err(_) => Err(bad(&format!("Redis database must be a number, got '{db}'"))),
+    }
+}
+
 /// `unix://[user][:pass@]/path/to/redis.sock[?db=N]`, as go-redis's `ParseURL` reads it.
 fn parse_redis_unix(rest: &str) -> Result<MetaUrl> {
     let (rest, query) = split_query(rest);
@@ -381,9 +388,7 @@ fn parse_redis_unix(rest: &str) -> Result<MetaUrl> {
         .find(|(k, _)| k == "db")
         .map_or("0", |(_, v)| v.as_str())
         .to_owned();
-    if db.parse::<u32>().is_err() {
-        return Err(bad(&format!("Redis database must be a number, got '{db}'")));
-    }
+    check_redis_db(&db)?;
     Ok(MetaUrl::server(
         Scheme::Unix,
         (user, password),
@@ -403,9 +408,7 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
     };
     let (user, password, hp) = split_userinfo(authority);
     let db = if path.is_empty() { "0" } else { path };
-    if db.parse::<u32>().is_err() {
-        return Err(bad(&format!("Redis database must be a number, got '{db}'")));
-    }
+    check_redis_db(db)?;
     let scheme = if scheme == "rediss" {
         Scheme::Rediss
     } else {
@@ -508,6 +511,16 @@ fn parse_postgres(rest: &str) -> Result<MetaUrl> {
         .find(|(k, _)| k == "host")
         .map(|(_, v)| v.as_str())
         .filter(|h| h.starts_with('/'));
+    // pgx lets `?host=` and `?port=` override the URL's host; metabench takes them only
+    // for a socket, and refuses them beside a host rather than measure another server.
+    if !hp.is_empty() {
+        if let Some((k, _)) = query.iter().find(|(k, _)| k == "host" || k == "port") {
+            return Err(bad(&format!(
+                "give the server either as host:port or as ?host=/socket/dir, not both \
+                 (the URL has a host and ?{k}=)"
+            )));
+        }
+    }
     let address = match (hp, socket_dir) {
         ("", Some(dir)) => Address::Unix(dir.to_owned()),
         ("", None) => {

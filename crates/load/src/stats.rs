@@ -260,6 +260,23 @@ mod tests {
     use metabench_report::Latency;
 
     #[test]
+    fn failures_are_counted_per_second_and_merged_second_by_second() {
+        let mut a = OpAcc::default();
+        a.record_failure("timeout", Duration::from_millis(30), 2);
+        a.record_failure("engine", Duration::from_millis(5), 2);
+        let mut b = OpAcc::default();
+        b.record_failure("engine", Duration::from_millis(7), 0);
+        b.record_failure("engine", Duration::from_millis(1), 4);
+        assert_eq!(a.error_intervals, [0, 0, 2]);
+        a.merge(b);
+        assert_eq!(a.error_intervals, [1, 0, 2, 0, 1]);
+        assert_eq!(a.errors["engine"], 3);
+        assert_eq!(a.failed_max, Duration::from_millis(30));
+        let back = OpAcc::from_wire(a.to_wire(Instant::now()), Instant::now()).unwrap();
+        assert_eq!(back.error_intervals, a.error_intervals);
+    }
+
+    #[test]
     fn a_stall_of_any_length_is_kept_whole() {
         let mut h = histogram();
         let two_hours = Duration::from_secs(7200).as_nanos() as u64;

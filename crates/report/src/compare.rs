@@ -383,18 +383,21 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
             only_in_base.push(format!("{} @ {c}", oa.op));
             continue;
         };
+        // A second in which no call completed has a count but no latency.
         let series = |o: &LevelOp, f: fn(&crate::IntervalSample) -> f64| -> Vec<f64> {
-            o.intervals.iter().map(f).collect()
+            o.intervals.iter().filter(|s| s.count > 0).map(f).collect()
         };
         let test =
             |f: fn(&crate::IntervalSample) -> f64| welch_series(&series(oa, f), &series(ob, f));
+        let counts =
+            |o: &LevelOp| -> Vec<f64> { o.intervals.iter().map(|s| s.count as f64).collect() };
         let mut changes = vec![
             Change::new(
                 "ops/s",
                 Better::Higher,
                 oa.ops_per_s,
                 ob.ops_per_s,
-                test(|s| s.count as f64),
+                welch_series(&counts(oa), &counts(ob)),
                 alpha,
             ),
             Change::new(

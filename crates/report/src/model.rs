@@ -828,14 +828,33 @@ impl LevelOp {
     pub fn failing_seconds(&self) -> Vec<(usize, usize)> {
         spans(&self.intervals, |s| s.errors > 0)
     }
+}
 
-    /// The seconds of the window in which no call of this operation completed, after the
-    /// first one that did: a stall or a failover, whatever the summary says.
+impl Level {
+    /// The seconds of the window (1-based runs) in which no call of any operation
+    /// completed, after the first second in which one did: a stall or a failover.
     pub fn silent_seconds(&self) -> Vec<(usize, usize)> {
-        let first = self.intervals.iter().position(|s| s.count > 0);
-        let last = self.intervals.iter().rposition(|s| s.count > 0);
+        let seconds = self
+            .ops
+            .iter()
+            .map(|o| o.intervals.len())
+            .max()
+            .unwrap_or(0);
+        let completed: Vec<IntervalSample> = (0..seconds)
+            .map(|i| IntervalSample {
+                count: self
+                    .ops
+                    .iter()
+                    .filter_map(|o| o.intervals.get(i))
+                    .map(|s| s.count)
+                    .sum(),
+                ..Default::default()
+            })
+            .collect();
+        let first = completed.iter().position(|s| s.count > 0);
+        let last = completed.iter().rposition(|s| s.count > 0);
         match (first, last) {
-            (Some(a), Some(b)) => spans(&self.intervals[..=b], |s| s.count == 0)
+            (Some(a), Some(b)) => spans(&completed[..=b], |s| s.count == 0)
                 .into_iter()
                 .filter(|(start, _)| *start > a + 1)
                 .collect(),
@@ -978,9 +997,15 @@ mod tests {
             errors,
             ..Default::default()
         };
-        let op = LevelOp {
-            // Ramp-up silence (second 1) is not a gap; seconds 4–5 are, and 3–4 failed.
-            intervals: vec![
+        let op = |op: &str, intervals| LevelOp {
+            op: op.into(),
+            intervals,
+            ..Default::default()
+        };
+        // Ramp-up silence (second 1) is not a gap; seconds 4–5 are, and 3–4 failed.
+        let create = op(
+            "create",
+            vec![
                 sample(0, 0),
                 sample(10, 0),
                 sample(4, 2),
@@ -989,11 +1014,27 @@ mod tests {
                 sample(9, 0),
                 sample(8, 3),
             ],
+        );
+        assert_eq!(create.failing_seconds(), [(3, 4), (7, 7)]);
+        // A rare operation's empty seconds are no gap while another one completes then.
+        let rename = op(
+            "rename",
+            vec![
+                sample(0, 0),
+                sample(1, 0),
+                sample(0, 0),
+                sample(0, 0),
+                sample(0, 0),
+                sample(0, 0),
+                sample(1, 0),
+            ],
+        );
+        let level = Level {
+            ops: vec![create, rename],
             ..Default::default()
         };
-        assert_eq!(op.failing_seconds(), [(3, 4), (7, 7)]);
-        assert_eq!(op.silent_seconds(), [(4, 5)]);
-        assert!(LevelOp::default().silent_seconds().is_empty());
+        assert_eq!(level.silent_seconds(), [(4, 5)]);
+        assert!(Level::default().silent_seconds().is_empty());
     }
 
     fn ops_json() -> serde_json::Value {

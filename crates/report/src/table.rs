@@ -134,7 +134,7 @@ fn gaps(run: &crate::SweepResults, op: &str) -> String {
         let Some(r) = level.ops.iter().find(|o| o.op == op) else {
             continue;
         };
-        let (failing, silent) = (r.failing_seconds(), r.silent_seconds());
+        let (failing, silent) = (r.failing_seconds(), level.silent_seconds());
         if failing.is_empty() && silent.is_empty() {
             continue;
         }
@@ -143,7 +143,10 @@ fn gaps(run: &crate::SweepResults, op: &str) -> String {
             parts.push(format!("calls failed in second {}", seconds(&failing)));
         }
         if !silent.is_empty() {
-            parts.push(format!("no call completed in second {}", seconds(&silent)));
+            parts.push(format!(
+                "no call of any operation completed in second {}",
+                seconds(&silent)
+            ));
         }
         out += &format!(
             "  {} clients: {} of the {:.0} s window\n",

@@ -273,7 +273,7 @@ async fn handshake(
 }
 
 /// A short, password-free reason for a failed connection step.
-fn reason_of(e: &redis::RedisError, password: Option<&str>) -> String {
+pub(super) fn reason_of(e: &redis::RedisError, password: Option<&str>) -> String {
     let msg = e.to_string();
     let reason = if e.is_connection_refusal() {
         "connection refused".to_owned()
@@ -500,18 +500,10 @@ impl Engine for RedisEngine {
         }
         let mut durability = BTreeMap::new();
         for name in ["appendonly", "appendfsync", "save", "maxmemory-policy"] {
-            let got: std::result::Result<Vec<String>, _> = {
-                let mut con = self
-                    .admin
-                    .connection()
-                    .await
-                    .map_err(|e| MetaError::Engine(format!("redis: {e}")))?;
-                redis::cmd("CONFIG")
-                    .arg("GET")
-                    .arg(name)
-                    .query_async(&mut con)
-                    .await
-            };
+            let got: std::result::Result<Vec<String>, _> = self
+                .admin
+                .query(redis::cmd("CONFIG").arg("GET").arg(name))
+                .await;
             if let Ok(kv) = got {
                 if let Some(v) = kv.get(1) {
                     durability.insert(name.to_owned(), v.clone());

@@ -1,8 +1,8 @@
 //! The engine's shared connection: probe, format, destroy, server facts and the sessions'
-//! background inode prefetch, multiplexed by redis-rs. A call that finds it broken (the
-//! server restarted, or a Sentinel failover moved the master away) drops it, and the next
-//! call dials it again through the engine's [`Dialer`], so the shared work follows a new
-//! master as the sessions' own connections do.
+//! background inode prefetch, multiplexed by redis-rs. A query that finds it broken (the
+//! server restarted, or a Sentinel failover moved the master away) drops it, dials it
+//! again through the engine's [`Dialer`] and sends the command once more, so the shared
+//! work follows a new master as the sessions' own connections do.
 
 use super::stream::Dialer;
 use crate::MetaUrl;
@@ -19,8 +19,9 @@ struct Inner {
     url: MetaUrl,
     dialer: Dialer,
     db: i64,
-    /// The connection, or `None` after one broke (until the next call dials again).
-    con: Mutex<Option<MultiplexedConnection>>,
+    /// The connection and its generation (how many were dialled before it), or `None`
+    /// after one broke, until the next call dials again.
+    con: Mutex<(u64, Option<MultiplexedConnection>)>,
 }
 
 impl Shared {
@@ -31,37 +32,60 @@ impl Shared {
             url: url.clone(),
             dialer: dialer.clone(),
             db,
-            con: Mutex::new(Some(con)),
+            con: Mutex::new((0, Some(con))),
         })))
     }
 
-    /// The connection, dialled again if the last one broke.
-    pub(crate) async fn connection(&self) -> RedisResult<MultiplexedConnection> {
+    /// The connection, dialled again if the last one broke, and its generation.
+    async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
         let mut slot = self.0.con.lock().await;
-        if let Some(con) = slot.as_ref() {
-            return Ok(con.clone());
+        if let Some(con) = slot.1.as_ref() {
+            return Ok((slot.0, con.clone()));
         }
         let con = super::connect(&self.0.url, &self.0.dialer, self.0.db)
             .await
             .map_err(|reason| RedisError::from((ErrorKind::Io, "cannot reconnect", reason)))?;
-        *slot = Some(con.clone());
-        Ok(con)
+        slot.0 += 1;
+        slot.1 = Some(con.clone());
+        Ok((slot.0, con))
     }
 
-    /// Sends `cmd`; an error that leaves the connection unusable (I/O, a dropped
-    /// connection, a master turned replica: `READONLY`) drops it first.
+    /// The connection, dialled again if the last one broke.
+    pub(crate) async fn connection(&self) -> RedisResult<MultiplexedConnection> {
+        Ok(self.current().await?.1)
+    }
+
+    /// Sends `cmd`. An error that leaves the connection unusable (I/O, a dropped
+    /// connection, a master turned replica: `READONLY`) drops that connection, and the
+    /// command is sent once more on a new one.
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
-        let mut con = self.connection().await?;
-        let reply = cmd.query_async(&mut con).await;
-        if let Err(e) = &reply {
-            if e.is_io_error()
-                || e.is_connection_dropped()
-                || e.is_unrecoverable_error()
-                || e.code() == Some("READONLY")
-            {
-                *self.0.con.lock().await = None;
+        let mut tries = 0;
+        loop {
+            let (generation, mut con) = self.current().await?;
+            let reply = cmd.query_async(&mut con).await;
+            match &reply {
+                Err(e) if broken(e) => {
+                    let mut slot = self.0.con.lock().await;
+                    // Only the connection that failed: another caller may have dialled a
+                    // new one meanwhile.
+                    if slot.0 == generation {
+                        slot.1 = None;
+                    }
+                    tries += 1;
+                    if tries == 2 {
+                        return reply;
+                    }
+                }
+                _ => return reply,
             }
         }
-        reply
     }
+}
+
+/// Whether `e` leaves the connection unusable.
+fn broken(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_unrecoverable_error()
+        || e.code() == Some("READONLY")
 }

@@ -115,9 +115,10 @@ impl Dialer {
         Ok(Self { endpoint, tls })
     }
 
-    /// Dials, and on TLS shakes hands, within `timeout` (through Sentinels: asks them for
-    /// the master first, within the same time). TCP connections get TCP_NODELAY, as Go
-    /// sets it on every TCP connection.
+    /// Dials, and on TLS shakes hands, within `timeout` (through Sentinels: each Sentinel
+    /// asked, and then the master, within a `timeout` of its own, as go-redis gives each
+    /// dial its `DialTimeout`). TCP connections get TCP_NODELAY, as Go sets it on every
+    /// TCP connection.
     pub(crate) async fn dial(&self, timeout: Duration) -> io::Result<Stream> {
         let deadline = Instant::now() + timeout;
         match &self.endpoint {
@@ -132,9 +133,9 @@ impl Dialer {
                 password,
             } => {
                 let (host, port) = self
-                    .ask_sentinels(master, sentinels, password.as_deref(), deadline)
+                    .ask_sentinels(master, sentinels, password.as_deref(), timeout)
                     .await?;
-                self.dial_tcp(&host, port, deadline).await
+                self.dial_tcp(&host, port, Instant::now() + timeout).await
             }
         }
     }
@@ -172,11 +173,12 @@ impl Dialer {
         master: &str,
         sentinels: &[(String, u16)],
         password: Option<&str>,
-        deadline: Instant,
+        timeout: Duration,
     ) -> io::Result<(String, u16)> {
         let mut failures = Vec::new();
         let mut unknown = false;
         for (host, port) in sentinels {
+            let deadline = Instant::now() + timeout;
             let ask = async {
                 let stream = self.dial_tcp(host, *port, deadline).await?;
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -197,14 +199,9 @@ impl Dialer {
             match ask.await {
                 Ok(Some(addr)) => return Ok(addr),
                 Ok(None) => unknown = true,
-                Err(e) => failures.push(format!(
-                    "{host}:{port}: {}",
-                    if e.is_connection_refusal() {
-                        "connection refused".to_owned()
-                    } else {
-                        e.to_string().lines().next().unwrap_or("").to_owned()
-                    }
-                )),
+                Err(e) => {
+                    failures.push(format!("{host}:{port}: {}", super::reason_of(&e, password)))
+                }
             }
         }
         Err(io::Error::other(if unknown {
@@ -225,8 +222,12 @@ fn tls_settings(url: &MetaUrl) -> Result<Tls, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: {e}"))?;
-    // newRedisMeta: InsecureSkipVerify is set when the option is there at all.
-    let builder = if url.param("insecure-skip-verify").is_some() {
+    // newRedisMeta: InsecureSkipVerify = (the option's value != ""), so a bare
+    // `?insecure-skip-verify` still checks, and any value (even `false`) skips.
+    let builder = if url
+        .param("insecure-skip-verify")
+        .is_some_and(|v| !v.is_empty())
+    {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
@@ -234,9 +235,7 @@ fn tls_settings(url: &MetaUrl) -> Result<Tls, String> {
         let mut roots = rustls::RootCertStore::empty();
         match url.param("tls-ca-cert-file") {
             Some(file) => {
-                let certs = CertificateDer::pem_file_iter(file)
-                    .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                    .map_err(|e| format!("cannot read tls-ca-cert-file {file}: {e}"))?;
+                let certs = certificates("tls-ca-cert-file", file)?;
                 let (added, _) = roots.add_parsable_certificates(certs);
                 if added == 0 {
                     return Err(format!("tls-ca-cert-file {file} holds no certificate"));
@@ -252,9 +251,7 @@ fn tls_settings(url: &MetaUrl) -> Result<Tls, String> {
     };
     let config = match (url.param("tls-cert-file"), url.param("tls-key-file")) {
         (Some(cert), Some(key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("cannot read tls-cert-file {cert}: {e}"))?;
+            let chain = certificates("tls-cert-file", cert)?;
             let key = PrivateKeyDer::from_pem_file(key)
                 .map_err(|e| format!("cannot read tls-key-file {key}: {e}"))?;
             builder
@@ -276,6 +273,13 @@ fn tls_settings(url: &MetaUrl) -> Result<Tls, String> {
         config: Arc::new(config),
         server_name,
     })
+}
+
+/// The PEM certificates of `file`, which the URL's `option` names.
+fn certificates(option: &str, file: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_file_iter(file)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("cannot read {option} {file}: {e}"))
 }
 
 /// `insecure-skip-verify`: any server certificate is taken (Go's InsecureSkipVerify); the

@@ -64,7 +64,8 @@ impl Target {
         let how = match url.scheme() {
             Scheme::Mysql => {
                 // go-sql-driver's `tls=true|skip-verify|preferred|<name>`: not built in.
-                if let Some(tls) = url.param("tls").filter(|t| *t != "false") {
+                let off = |t: &&str| matches!(*t, "false" | "False" | "FALSE" | "0");
+                if let Some(tls) = url.param("tls").filter(|t| !off(t)) {
                     return Err(MetaError::BadUrl(format!(
                         "MySQL over TLS (tls={tls}) is not supported by metabench yet; \
                          use tls=false or leave it out"
