@@ -139,21 +139,12 @@ fn context_grid(runs: &[LabeledParity]) -> Grid {
                 r.label.clone(),
                 e.kind.clone(),
                 e.version.clone(),
-                e.durability
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                e.durability_line(),
                 r.run.docs_engine.clone().unwrap_or_else(|| "–".into()),
                 format!("{}, {} tasks", r.run.scale, r.run.tasks),
                 r.run.juicefs_version.clone(),
                 e.client_summary(),
-                format!(
-                    "{} ({} cores, {:.1} GiB)",
-                    h.host.hostname,
-                    h.host.cores,
-                    h.host.memory_bytes as f64 / (1u64 << 30) as f64
-                ),
+                h.host.summary(),
                 h.started_at.clone(),
             ]
         })

@@ -321,18 +321,8 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                 r.run.kind().to_owned(),
                 e.kind.clone(),
                 e.version.clone(),
-                e.durability
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                format!(
-                    "{} ({} cores, {:.1} GiB, {})",
-                    h.hostname,
-                    h.cores,
-                    h.memory_bytes as f64 / (1u64 << 30) as f64,
-                    h.os
-                ),
+                e.durability_line(),
+                h.summary(),
                 match r.run.floor() {
                     Some(f) => format!(
                         "{}: p50 {} µs, p99 {} µs",

@@ -65,6 +65,15 @@ impl EngineInfo {
             .is_some_and(|v| !v.starts_with("0s"))
     }
 
+    /// The durability settings as `name=value` pairs, space-separated.
+    pub fn durability_line(&self) -> String {
+        self.durability
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The client a run modelled, for tables: its profile and settings, or what files
     /// written before profiles existed say.
     pub fn client_summary(&self) -> String {
@@ -108,6 +117,17 @@ pub struct HostInfo {
 }
 
 impl HostInfo {
+    /// `hostname (N cores, M GiB, os)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} ({} cores, {:.1} GiB, {})",
+            self.hostname,
+            self.cores,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.os
+        )
+    }
+
     /// Reads the facts of this machine.
     pub fn detect() -> Self {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
