@@ -258,6 +258,16 @@ impl SentinelSet {
     /// Starts the three and waits (up to 20 s) until the replica is in sync and the
     /// Sentinel names the primary.
     pub fn start() -> SentinelSet {
+        Self::start_with(None)
+    }
+
+    /// As [`SentinelSet::start`], the Sentinel asking its clients for `password`
+    /// (`requirepass`), which JuiceFS takes from `SENTINEL_PASSWORD`.
+    pub fn start_with_password(password: &str) -> SentinelSet {
+        Self::start_with(Some(password))
+    }
+
+    fn start_with(sentinel_password: Option<&str>) -> SentinelSet {
         let primary = RedisServer::start();
         let replica = RedisServer::start_replica_of(&primary);
         let dir = temp_dir();
@@ -270,9 +280,11 @@ impl SentinelSet {
                  sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {primary} 1\n\
                  sentinel auth-pass {SENTINEL_MASTER} {PASSWORD}\n\
                  sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
-                 sentinel failover-timeout {SENTINEL_MASTER} 3000\n",
+                 sentinel failover-timeout {SENTINEL_MASTER} 3000\n{requirepass}",
                 dir = dir.path().display(),
                 primary = primary.port(),
+                requirepass = sentinel_password
+                    .map_or(String::new(), |pw| format!("requirepass {pw}\n")),
             ),
         )
         .unwrap();
@@ -296,7 +308,7 @@ impl SentinelSet {
         loop {
             let named = command_on(
                 port,
-                None,
+                sentinel_password,
                 &["SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER],
             );
             let synced = match set.replica.command(&["INFO", "replication"]) {

@@ -279,6 +279,9 @@ pub(super) fn reason_of(e: &redis::RedisError, password: Option<&str>) -> String
         "connection refused".to_owned()
     } else if e.is_timeout() {
         "timed out".to_owned()
+    } else if e.is_io_error() {
+        // Already a reason (a TLS failure, what the Sentinels answered): kept as it is.
+        msg.lines().next().unwrap_or("unknown error").to_owned()
     } else if e.code() == Some("WRONGPASS") {
         "wrong user or password (WRONGPASS)".to_owned()
     } else if e.code() == Some("NOAUTH") || msg.contains("NOAUTH") {

@@ -204,10 +204,18 @@ impl Dialer {
                 }
             }
         }
+        let hint = if failures
+            .iter()
+            .any(|f| f.contains("NOAUTH") || f.contains("WRONGPASS"))
+        {
+            "; the Sentinels' own password comes from SENTINEL_PASSWORD"
+        } else {
+            ""
+        };
         Err(io::Error::other(if unknown {
             format!("no Sentinel knows a master named '{master}'")
         } else {
-            format!("no Sentinel answered ({})", failures.join("; "))
+            format!("no Sentinel answered ({}){hint}", failures.join("; "))
         }))
     }
 }

@@ -160,6 +160,40 @@ async fn a_sentinel_names_the_primary_both_ways_with_juicefs() {
     }
 }
 
+/// A Sentinel with a password of its own: metabench takes it from `SENTINEL_PASSWORD`, as
+/// JuiceFS does; without it, the one-line error names the refusal, never a password.
+#[tokio::test]
+async fn a_sentinel_password_comes_from_sentinel_password() {
+    let secret = "s3ntinel-only-pw";
+    let set = SentinelSet::start_with_password(secret);
+    let with = |value: Option<&'static str>| {
+        move |k: &str| {
+            (k == "SENTINEL_PASSWORD")
+                .then_some(value)
+                .flatten()
+                .map(str::to_owned)
+        }
+    };
+    let url = MetaUrl::parse_with_env(&set.url(4), with(Some("s3ntinel-only-pw"))).unwrap();
+    assert_eq!(url.sentinel_password(), Some(secret));
+    assert!(!url.to_string().contains(secret) && !format!("{url:?}").contains(secret));
+    let engine = metabench_engine::open(&url).await.unwrap();
+    assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
+    for env in [with(None), with(Some("wrong-pw"))] {
+        let url = MetaUrl::parse_with_env(&set.url(4), env).unwrap();
+        let err = metabench_engine::open(&url)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("no Sentinel answered"), "{err}");
+        assert!(err.contains("NOAUTH") || err.contains("WRONGPASS"), "{err}");
+        assert!(err.contains("comes from SENTINEL_PASSWORD"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains(secret) && !err.contains("wrong-pw"), "{err}");
+    }
+}
+
 #[test]
 fn options_metabench_does_not_honour_are_refused_in_one_line() {
     for (url, want) in [
