@@ -434,11 +434,13 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
                 .collect::<Result<Vec<_>>>()?;
             (Some(decode(master)), hosts)
         }
-        _ => {
-            return Err(bad(
-                "several hosts (a Redis Cluster seed list) are not supported yet",
-            ))
-        }
+        // A Redis Cluster's seed list (go-redis's ClusterOptions.Addrs).
+        _ => (
+            None,
+            hp.split(',')
+                .map(|a| parse_host_port(a, 6379))
+                .collect::<Result<Vec<_>>>()?,
+        ),
     };
     let mut hosts = hosts.into_iter();
     let (host, port) = hosts.next().ok_or_else(|| bad("no host"))?;
@@ -685,10 +687,19 @@ mod tests {
         assert_eq!(bare.to_string(), "redis://localhost:6379/0");
         assert!(MetaUrl::parse_with_env("redis://h:99999/1", no_env).is_err());
         assert!(MetaUrl::parse_with_env("redis://h:6379/x", no_env).is_err());
-        let cluster = MetaUrl::parse_with_env("redis://h1:7000,h2:7000/1", no_env).unwrap_err();
-        assert!(cluster.to_string().contains("Redis Cluster"), "{cluster}");
-        // JuiceFS's rule: no ':' at all is a Cluster seed list too.
-        assert!(MetaUrl::parse_with_env("redis://m,h1,h2/1", no_env).is_err());
+        let cluster = MetaUrl::parse_with_env("redis://:pw@h1:7000,h2:7001/1", no_env).unwrap();
+        assert_eq!(cluster.sentinel_master(), None);
+        assert_eq!(
+            cluster.hosts(),
+            [("h1".to_owned(), 7000), ("h2".to_owned(), 7001)]
+        );
+        assert_eq!(cluster.database(), "1");
+        assert_eq!(cluster.to_string(), "redis://:****@h1:7000,h2:7001/1");
+        // JuiceFS's rule: no ':' at all is a Cluster seed list too (port 6379 each).
+        let seeds = MetaUrl::parse_with_env("redis://m,h1,h2/1", no_env).unwrap();
+        assert_eq!(seeds.hosts().len(), 3);
+        assert_eq!(seeds.sentinel_master(), None);
+        assert!(MetaUrl::parse_with_env("redis://h1:7000,/1", no_env).is_err());
         let env = |k: &str| (k == "SENTINEL_PASSWORD").then(|| "sentinel-pw".to_owned());
         let sentinel =
             MetaUrl::parse_with_env("redis://:pw@mymaster,10.0.0.1,10.0.0.2:26380/1", env).unwrap();

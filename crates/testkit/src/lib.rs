@@ -54,7 +54,7 @@ pub use logs::{
     pg_log_position, pg_statements, pg_statements_since, PgLogEntry,
 };
 pub use matrix::TestEngine;
-pub use redis::{RedisServer, Resp, SentinelSet, SENTINEL_MASTER};
+pub use redis::{RedisCluster, RedisServer, Resp, SentinelSet, SENTINEL_MASTER};
 pub use tls::TestCerts;
 pub use util::{temp_dir, unique_name};
 

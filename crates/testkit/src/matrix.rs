@@ -17,6 +17,9 @@ pub enum TestEngine {
     Tikv,
     /// A database of [`crate::fresh_database`]: Redis, SQLite, MariaDB or PostgreSQL.
     Db(Kind),
+    /// A private three-primary Redis Cluster ([`crate::RedisCluster`]), reached through its
+    /// seed list.
+    RedisCluster,
 }
 
 /// A body written for databases only takes the database's [`Kind`].
@@ -76,6 +79,7 @@ macro_rules! engine_matrix {
     (@value etcd34) => { $crate::TestEngine::Etcd34 };
     (@value tikv) => { $crate::TestEngine::Tikv };
     (@value redis) => { $crate::TestEngine::Db($crate::Kind::Redis) };
+    (@value redis_cluster) => { $crate::TestEngine::RedisCluster };
     (@value sqlite) => { $crate::TestEngine::Db($crate::Kind::Sqlite) };
     (@value mysql) => { $crate::TestEngine::Db($crate::Kind::Mysql) };
     (@value postgres) => { $crate::TestEngine::Db($crate::Kind::Postgres) };

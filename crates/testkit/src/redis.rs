@@ -19,6 +19,8 @@ pub struct RedisServer {
     port: u16,
     tls_port: Option<u16>,
     dir: tempfile::TempDir,
+    /// The command line it was started with ([`RedisServer::restart`] runs it again).
+    args: Vec<std::ffi::OsString>,
 }
 
 impl RedisServer {
@@ -46,11 +48,35 @@ impl RedisServer {
         )
     }
 
+    /// A node of a Redis Cluster (`--cluster-enabled`, a node timeout of 1 s), with
+    /// `extra` options after the defaults (e.g. `--appendonly yes`).
+    fn start_cluster_node(extra: &[&str]) -> RedisServer {
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "1000",
+        ];
+        args.extend_from_slice(extra);
+        Self::spawn_on(None, &args, free_cluster_port)
+    }
+
     fn spawn(certs: Option<&crate::TestCerts>, extra: &[&str]) -> RedisServer {
+        Self::spawn_on(certs, extra, free_port)
+    }
+
+    /// Starts the server on a port `port` picks, the `extra` options after the defaults.
+    fn spawn_on(
+        certs: Option<&crate::TestCerts>,
+        extra: &[&str],
+        port: fn() -> u16,
+    ) -> RedisServer {
         let mut last_log = String::new();
         for _ in 0..10 {
             let dir = temp_dir();
-            let port = free_port();
+            let port = port();
             let tls_port = certs.map(|_| free_port());
             let mut cmd = Command::new("redis-server");
             if let (Some(c), Some(p)) = (certs, tls_port) {
@@ -63,8 +89,7 @@ impl RedisServer {
                     .arg(c.ca())
                     .args(["--tls-auth-clients", "optional"]);
             }
-            cmd.args(extra)
-                .arg("--unixsocket")
+            cmd.arg("--unixsocket")
                 .arg(dir.path().join("redis.sock"))
                 .args(["--unixsocketperm", "700"]);
             cmd.args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -77,10 +102,12 @@ impl RedisServer {
                 .arg("--logfile")
                 .arg(dir.path().join("redis.log"))
                 .args(["--daemonize", "no"])
+                .args(extra)
                 .current_dir(dir.path())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
+            let args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
             let child = cmd.spawn().unwrap_or_else(|e| {
                 panic!("cannot spawn redis-server ({e}): run the tests with scripts/test.sh, which installs it")
             });
@@ -89,29 +116,64 @@ impl RedisServer {
                 port,
                 tls_port,
                 dir,
+                args,
             };
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                if let Ok(Some(_)) = server.child.try_wait() {
-                    // Exited: most likely another process took the port meanwhile.
-                    last_log = std::fs::read_to_string(server.dir.path().join("redis.log"))
-                        .unwrap_or_default();
-                    break;
-                }
-                if let Ok(Resp::Simple(s)) = server.try_command(&["PING"]) {
-                    if s == "PONG" {
-                        return server;
-                    }
-                }
-                if Instant::now() > deadline {
-                    let log = std::fs::read_to_string(server.dir.path().join("redis.log"))
-                        .unwrap_or_default();
-                    panic!("redis-server on port {port} did not answer PING in 20 s:\n{log}");
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            match server.wait_for_ping() {
+                Ok(()) => return server,
+                // Exited: most likely another process took the port meanwhile.
+                Err(log) => last_log = log,
             }
         }
         panic!("redis-server did not start after 10 attempts; last log:\n{last_log}");
+    }
+
+    /// Waits (up to 20 s) until the server answers `PING`; its log if it exited first.
+    /// Panics if it neither answers nor exits.
+    fn wait_for_ping(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let log = |dir: &std::path::Path| {
+            std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default()
+        };
+        loop {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Err(log(self.dir.path()));
+            }
+            if let Ok(Resp::Simple(s)) = self.try_command(&["PING"]) {
+                if s == "PONG" {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "redis-server on port {} did not answer PING in 20 s:\n{}",
+                    self.port,
+                    log(self.dir.path())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server (SIGKILL, by PID) and starts it again on the same port, with the
+    /// same data directory and options, as a crashed node comes back; returns once it
+    /// answers `PING`. Panics if it does not come back.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Command::new("redis-server")
+            .args(&self.args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn redis-server again ({e})"));
+        if let Err(log) = self.wait_for_ping() {
+            panic!(
+                "redis-server on port {} did not come back:\n{log}",
+                self.port
+            );
+        }
     }
 
     /// The meta URL of database `db`: `redis://:PASSWORD@127.0.0.1:PORT/db`.
@@ -348,6 +410,108 @@ impl Drop for SentinelSet {
     fn drop(&mut self) {
         let _ = self.sentinel.kill();
         let _ = self.sentinel.wait();
+    }
+}
+
+/// A Redis Cluster of three primaries (no replicas), each a private `redis-server` on
+/// 127.0.0.1 with the test password, joined by `redis-cli --cluster create`. Dropping it
+/// kills the three by PID.
+pub struct RedisCluster {
+    /// The primaries, in the order their slots run (the first serves slot 0).
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts the three nodes, creates the cluster and waits (up to 30 s) until every node
+    /// reports `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        Self::start_with(&[])
+    }
+
+    /// As [`RedisCluster::start`], each node writing every change to its append-only file
+    /// before answering (`appendfsync always`), so a node killed and
+    /// [restarted](RedisServer::restart) comes back with every answered write.
+    pub fn start_durable() -> RedisCluster {
+        Self::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
+    }
+
+    fn start_with(extra: &[&str]) -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| RedisServer::start_cluster_node(extra))
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["-a", PASSWORD, "--no-auth-warning", "--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster create ({e})"));
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = RedisCluster { nodes };
+        cluster.wait_until_ok(Duration::from_secs(30));
+        cluster
+    }
+
+    /// Waits until every node answers `CLUSTER INFO` with `cluster_state:ok` and knows
+    /// three primaries; panics after `limit`.
+    pub fn wait_until_ok(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let ok = self.nodes.iter().all(|n| {
+                matches!(n.try_command(&["CLUSTER", "INFO"]),
+                Ok(Resp::Bulk(Some(b))) if {
+                    let info = String::from_utf8_lossy(&b);
+                    info.contains("cluster_state:ok") && info.contains("cluster_size:3")
+                })
+            });
+            if ok {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("the Redis Cluster is not ok after {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The meta URL of database `db` with every node as a seed, in JuiceFS's form:
+    /// `redis://:PASSWORD@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/db`.
+    pub fn url(&self, db: u32) -> String {
+        let seeds: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        format!("redis://:{PASSWORD}@{}/{db}", seeds.join(","))
+    }
+
+    /// The index of the node serving the slot of the hash tag `{db}`, where a JuiceFS
+    /// volume on database `db` keeps every key (the others answer MOVED).
+    pub fn owner_of(&self, db: u32) -> usize {
+        let key = format!("{{{db}}}setting");
+        self.nodes
+            .iter()
+            .position(|n| !matches!(n.command(&["EXISTS", &key]), Resp::Error(_)))
+            .expect("no node serves the slot")
+    }
+}
+
+/// A free port whose Cluster bus port (+10000) is free too.
+fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
     }
 }
 

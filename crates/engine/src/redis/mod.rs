@@ -74,12 +74,19 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          objects.",
         "With `client_cache`, read answers from the session's chunk cache for any inode (JuiceFS: for \
          open files), and readlink from the symlink cache; without it every call reaches Redis.",
+        "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
+         name (`CLUSTER SLOTS`), as go-redis routes the `{db}`-tagged keys. A MOVED answer (the slot \
+         moved to another primary) fails the call and the session reconnects through the seeds; \
+         go-redis follows the redirect within the call (MaxRedirects 1). The Lua scripts are loaded \
+         on that primary only (go-redis loads them on every one) and, as in JuiceFS, never used \
+         with the key prefix.",
         "Directory listings above 4096 entries fetch attributes two MGET batches at a time on the \
          session's connection (JuiceFS: two goroutines on pooled connections).",
     ]
 }
 
-/// A Redis server (standalone) holding, or about to hold, a JuiceFS volume.
+/// A Redis server (standalone, behind Sentinels, or a Cluster's primary of the volume's
+/// slot) holding, or about to hold, a JuiceFS volume.
 pub struct RedisEngine {
     url: MetaUrl,
     /// How every connection of the engine is opened (TCP, TLS or a Unix socket).
@@ -98,53 +105,42 @@ pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
 }
 
 impl RedisEngine {
-    /// Connects, authenticates, selects the database and checks that the server answers
-    /// and is not a Redis Cluster. Writes nothing and changes no server setting.
+    /// Connects, authenticates and checks that the server answers. A standalone server
+    /// gets `SELECT db`; a Redis Cluster (a seed list, or one host that answers `CLUSTER
+    /// INFO` with a `cluster_state`, as newRedisMeta tells them apart) is reached at the
+    /// primary of the volume's slot, with every key prefixed by the hash tag `{db}`.
+    /// Writes nothing and changes no server setting.
     pub async fn open(url: &MetaUrl) -> Result<Self> {
         let fail = |reason: String| MetaError::Connect {
             url: url.redacted(),
             reason,
         };
-        let dialer = Dialer::from_url(url).map_err(MetaError::BadUrl)?;
+        let mut dialer = Dialer::from_url(url).map_err(MetaError::BadUrl)?;
         let db: i64 = url
             .database()
             .parse()
             .map_err(|_| MetaError::BadUrl(format!("bad Redis DB '{}'", url.database())))?;
-        let admin = Shared::open(url, &dialer, db).await.map_err(fail)?;
-        let mut first = admin
-            .connection()
-            .await
-            .map_err(|e| fail(reason_of(&e, url.password())))?;
-        // newRedisMeta: a server in cluster mode answers CLUSTER INFO with a cluster_state.
-        let cluster: std::result::Result<String, redis::RedisError> = redis::cmd("CLUSTER")
-            .arg("INFO")
-            .query_async(&mut first)
-            .await;
-        let is_cluster = match &cluster {
-            Ok(info) => info.contains("cluster_state:"),
-            Err(e) => e.to_string().contains("cluster mode"),
+        if !dialer.is_cluster() && is_cluster_node(url, &dialer).await.map_err(fail)? {
+            tracing::info!("redis {} is in cluster mode", url.redacted());
+            dialer = dialer.into_cluster(url);
+        }
+        // A Cluster has database 0 only: the DB number goes into the keys instead.
+        let (select, keys) = if dialer.is_cluster() {
+            (0, RedisKeys::new(format!("{{{db}}}")))
+        } else {
+            (db, RedisKeys::default())
         };
-        if let Err(e) = &cluster {
-            if matches!(e.code(), Some("NOAUTH")) {
-                return Err(fail(reason_of(e, url.password())));
-            }
-        }
-        if is_cluster {
-            return Err(MetaError::Engine(format!(
-                "{} is a Redis Cluster: cluster mode is not supported by metabench yet",
-                url.redacted()
-            )));
-        }
-        redis::cmd("PING")
-            .query_async::<()>(&mut first)
+        let admin = Shared::open(url, &dialer, select).await.map_err(fail)?;
+        admin
+            .query::<()>(&redis::cmd("PING"))
             .await
             .map_err(|e| fail(reason_of(&e, url.password())))?;
         Ok(Self {
             url: url.clone(),
             dialer,
-            db,
+            db: select,
             admin,
-            keys: RedisKeys::default(),
+            keys,
             sessions: SessionRegistry::default(),
         })
     }
@@ -195,13 +191,62 @@ impl RedisEngine {
             .map_err(|e| MetaError::Engine(format!("redis: {e}")))
     }
 
-    async fn dbsize(&self) -> Result<u64> {
-        self.admin_query(&redis::cmd("DBSIZE")).await
+    /// How many keys the volume's namespace holds: the whole database on a standalone
+    /// server (`DBSIZE`), the keys with the `{db}` hash tag on a Cluster.
+    async fn key_count(&self) -> Result<u64> {
+        if self.keys.prefix().is_empty() {
+            return self.admin_query(&redis::cmd("DBSIZE")).await;
+        }
+        Ok(self.scan_namespace().await?.len() as u64)
+    }
+
+    /// Every key of the namespace (`SCAN MATCH prefix*`, as `redisMeta.scan` walks it on
+    /// the primary of the volume's slot), sorted, without repeats.
+    async fn scan_namespace(&self) -> Result<Vec<Vec<u8>>> {
+        let pattern = format!("{}*", self.keys.prefix());
+        let mut cursor: u64 = 0;
+        let mut found: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<Vec<u8>>) = self
+                .admin_query(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(SCAN_COUNT),
+                )
+                .await?;
+            found.extend(keys);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        found.sort();
+        found.dedup();
+        Ok(found)
     }
 
     async fn load_setting(&self) -> Result<Option<Vec<u8>>> {
         self.admin_query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
             .await
+    }
+}
+
+/// Whether the one server `dialer` reaches is a Cluster node: newRedisMeta's test, `CLUSTER
+/// INFO` answered with a `cluster_state` (or refused because of "cluster mode"). Sent
+/// before any `SELECT`, which a Cluster node refuses.
+async fn is_cluster_node(url: &MetaUrl, dialer: &Dialer) -> std::result::Result<bool, String> {
+    let mut probe = connect_wire(url, dialer, 0).await?;
+    let info: std::result::Result<String, redis::RedisError> = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query_async(&mut probe)
+        .await;
+    match info {
+        Ok(info) => Ok(info.contains("cluster_state:")),
+        Err(e) if matches!(e.code(), Some("NOAUTH")) => Err(reason_of(&e, url.password())),
+        Err(e) => Ok(e.to_string().contains("cluster mode")),
     }
 }
 
@@ -297,7 +342,8 @@ pub(super) fn reason_of(e: &redis::RedisError, password: Option<&str>) -> String
     }
 }
 
-/// Whether a key name is one JuiceFS writes to a Redis volume (no prefix).
+/// Whether a key name (without the Cluster's `{db}` prefix) is one JuiceFS writes to a
+/// Redis volume.
 pub(crate) fn is_juicefs_key(key: &[u8]) -> bool {
     const NAMED: &[&str] = &[
         "setting",
@@ -374,7 +420,7 @@ impl Engine for RedisEngine {
     }
 
     async fn probe(&self) -> Result<VolumeState> {
-        let n = self.dbsize().await?;
+        let n = self.key_count().await?;
         if n == 0 {
             return Ok(VolumeState::Empty);
         }
@@ -396,7 +442,7 @@ impl Engine for RedisEngine {
             return Err(MetaError::Invalid);
         }
         format.check_version().map_err(MetaError::Engine)?;
-        let n = self.dbsize().await?;
+        let n = self.key_count().await?;
         if n != 0 {
             return Err(MetaError::Engine(format!(
                 "refusing to format {}: the database is not empty ({n} keys)",
@@ -435,30 +481,16 @@ impl Engine for RedisEngine {
     async fn destroy(&self, uuid: &str) -> Result<()> {
         crate::meta::check_destroy(self, uuid).await?;
         let setting = self.keys.named(names::SETTING);
-        let mut cursor: u64 = 0;
-        let mut doomed: Vec<Vec<u8>> = Vec::new();
-        loop {
-            let (next, keys): (u64, Vec<Vec<u8>>) = self
-                .admin_query(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg("*")
-                        .arg("COUNT")
-                        .arg(SCAN_COUNT),
-                )
-                .await?;
-            doomed.extend(
-                keys.into_iter()
-                    .filter(|k| k.as_slice() != setting.as_bytes() && is_juicefs_key(k)),
-            );
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        doomed.sort();
-        doomed.dedup();
+        let prefix = self.keys.prefix().as_bytes();
+        let doomed: Vec<Vec<u8>> = self
+            .scan_namespace()
+            .await?
+            .into_iter()
+            .filter(|k| {
+                k.as_slice() != setting.as_bytes()
+                    && k.strip_prefix(prefix).is_some_and(is_juicefs_key)
+            })
+            .collect();
         for batch in doomed.chunks(SCAN_COUNT) {
             self.admin_query::<()>(redis::cmd("DEL").arg(batch)).await?;
         }
@@ -528,6 +560,20 @@ impl Engine for RedisEngine {
             if let Some(v) = fallback {
                 durability.insert(name.to_owned(), v);
             }
+        }
+        if self.dialer.is_cluster() {
+            let cluster: String = self.admin_query(redis::cmd("CLUSTER").arg("INFO")).await?;
+            let size = cluster
+                .lines()
+                .find_map(|l| l.strip_prefix("cluster_size:"))
+                .map_or("?", str::trim);
+            durability.insert(
+                "cluster".to_owned(),
+                format!(
+                    "{size} primaries; the volume's slot {} on one of them",
+                    stream::volume_slot(self.url.database())
+                ),
+            );
         }
         Ok(ServerInfo {
             version,

@@ -363,7 +363,10 @@ impl SessionSteps for RedisSession {
             let replies = c.exec(&p).await?;
             Ok(matches!(replies.get(1), Some(Value::Int(1))))
         })?;
-        if !removed {
+        // The legacy set has no `{db}` tag, so on a Cluster it lives on whichever primary
+        // serves its own slot, which this session's connection does not reach; only
+        // JuiceFS before 1.0 wrote it, never on a Cluster volume, so it is left alone there.
+        if !removed && self.keys.prefix().is_empty() {
             self.conn
                 .query::<()>(cmd("ZREM").arg(names::LEGACY_SESSIONS).arg(sid))
                 .await?;

@@ -50,13 +50,9 @@ impl Shared {
         Ok((slot.0, con))
     }
 
-    /// The connection, dialled again if the last one broke.
-    pub(crate) async fn connection(&self) -> RedisResult<MultiplexedConnection> {
-        Ok(self.current().await?.1)
-    }
-
     /// Sends `cmd`. An error that leaves the connection unusable (I/O, a dropped
-    /// connection, a master turned replica: `READONLY`) drops that connection, and the
+    /// connection, a master turned replica: `READONLY`, a Cluster slot that moved: `MOVED`)
+    /// drops that connection, and the
     /// command is sent once more on a new one.
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
         let mut tries = 0;
@@ -87,5 +83,5 @@ fn broken(e: &RedisError) -> bool {
     e.is_io_error()
         || e.is_connection_dropped()
         || e.is_unrecoverable_error()
-        || e.code() == Some("READONLY")
+        || matches!(e.code(), Some("READONLY" | "MOVED" | "ASK"))
 }

@@ -33,6 +33,15 @@ enum Endpoint {
         sentinels: Vec<(String, u16)>,
         password: Option<String>,
     },
+    /// The primary of a Redis Cluster that serves `slot`, the slot of every key of the
+    /// volume (the hash tag `{db}`); the seeds are asked in order (go-redis's
+    /// ClusterClient, `MasterForKey`).
+    Cluster {
+        seeds: Vec<(String, u16)>,
+        slot: u16,
+        user: String,
+        password: Option<String>,
+    },
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -43,6 +52,9 @@ impl std::fmt::Debug for Endpoint {
             Endpoint::Sentinel {
                 master, sentinels, ..
             } => write!(f, "master {master} of Sentinels {sentinels:?}"),
+            Endpoint::Cluster { seeds, slot, .. } => {
+                write!(f, "the primary of slot {slot} of the Cluster of {seeds:?}")
+            }
         }
     }
 }
@@ -94,6 +106,12 @@ impl Dialer {
                 sentinels: url.hosts(),
                 password: url.sentinel_password().map(str::to_owned),
             },
+            (Address::Tcp { .. }, None) if url.hosts().len() > 1 => Endpoint::Cluster {
+                seeds: url.hosts(),
+                slot: volume_slot(url.database()),
+                user: url.user().to_owned(),
+                password: url.password().map(str::to_owned),
+            },
             (Address::Tcp { host, port }, None) => Endpoint::Tcp {
                 host: host.clone(),
                 port: *port,
@@ -102,9 +120,10 @@ impl Dialer {
             (Address::File(_), _) => return Err("a Redis URL names a server, not a file".into()),
         };
         let tls = match (url.scheme(), &endpoint) {
-            (Scheme::Rediss, Endpoint::Tcp { .. } | Endpoint::Sentinel { .. }) => {
-                Some(tls_settings(url)?)
-            }
+            (
+                Scheme::Rediss,
+                Endpoint::Tcp { .. } | Endpoint::Sentinel { .. } | Endpoint::Cluster { .. },
+            ) => Some(tls_settings(url)?),
             _ => {
                 if let Some(o) = REDIS_TLS_OPTIONS.iter().find(|o| url.param(o).is_some()) {
                     return Err(format!("the option '{o}' needs a rediss:// URL (TLS)"));
@@ -113,6 +132,26 @@ impl Dialer {
             }
         };
         Ok(Self { endpoint, tls })
+    }
+
+    /// Whether connections go to a Redis Cluster's primary (a seed list, or
+    /// [`Dialer::into_cluster`]).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.endpoint, Endpoint::Cluster { .. })
+    }
+
+    /// The dialler of the Cluster that `url`'s one host belongs to (it answered `CLUSTER
+    /// INFO` with a `cluster_state`): that host is the only seed, as in newRedisMeta.
+    pub(crate) fn into_cluster(self, url: &MetaUrl) -> Self {
+        Self {
+            endpoint: Endpoint::Cluster {
+                seeds: url.hosts(),
+                slot: volume_slot(url.database()),
+                user: url.user().to_owned(),
+                password: url.password().map(str::to_owned),
+            },
+            tls: self.tls,
+        }
     }
 
     /// Dials, and on TLS shakes hands, within `timeout` (through Sentinels: each Sentinel
@@ -137,7 +176,62 @@ impl Dialer {
                     .await?;
                 self.dial_tcp(&host, port, Instant::now() + timeout).await
             }
+            Endpoint::Cluster {
+                seeds,
+                slot,
+                user,
+                password,
+            } => {
+                let (host, port) = self
+                    .ask_seeds(seeds, *slot, user, password.as_deref(), timeout)
+                    .await?;
+                self.dial_tcp(&host, port, Instant::now() + timeout).await
+            }
         }
+    }
+
+    /// `CLUSTER SLOTS` of each seed in turn (after `AUTH`), until one names the primary
+    /// that serves `slot`.
+    async fn ask_seeds(
+        &self,
+        seeds: &[(String, u16)],
+        slot: u16,
+        user: &str,
+        password: Option<&str>,
+        timeout: Duration,
+    ) -> io::Result<(String, u16)> {
+        let mut failures = Vec::new();
+        for (host, port) in seeds {
+            let deadline = Instant::now() + timeout;
+            let ask = async {
+                let stream = self.dial_tcp(host, *port, deadline).await?;
+                let left = deadline.saturating_duration_since(Instant::now());
+                let mut con = Wire::over(stream, left);
+                if let Some(pw) = password {
+                    let mut auth = redis::cmd("AUTH");
+                    if !user.is_empty() {
+                        auth.arg(user);
+                    }
+                    auth.arg(pw).query_async::<()>(&mut con).await?;
+                }
+                let slots: redis::Value = redis::cmd("CLUSTER")
+                    .arg("SLOTS")
+                    .query_async(&mut con)
+                    .await?;
+                Ok::<_, redis::RedisError>(slot_owner(&slots, slot, host))
+            };
+            match ask.await {
+                Ok(Some(addr)) => return Ok(addr),
+                Ok(None) => failures.push(format!("{host}:{port}: no primary serves slot {slot}")),
+                Err(e) => {
+                    failures.push(format!("{host}:{port}: {}", super::reason_of(&e, password)))
+                }
+            }
+        }
+        Err(io::Error::other(format!(
+            "no Cluster seed named the primary of the volume's slot ({})",
+            failures.join("; ")
+        )))
     }
 
     /// TCP to `host:port`, then TLS when the URL asks for it, by `deadline`.
@@ -218,6 +312,47 @@ impl Dialer {
             format!("no Sentinel answered ({}){hint}", failures.join("; "))
         }))
     }
+}
+
+/// The hash slot of every key of a Cluster volume: JuiceFS prefixes each with the hash
+/// tag `{db}` (newRedisMeta), so the slot is CRC16-XMODEM of `db` mod 16384.
+pub(crate) fn volume_slot(db: &str) -> u16 {
+    const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+    CRC16.checksum(db.as_bytes()) % 16384
+}
+
+/// The primary's address in a `CLUSTER SLOTS` answer for `slot` (`[start, end, [host,
+/// port, id, …], replicas…]` per range). An empty host means the node asked (`seed`).
+fn slot_owner(slots: &redis::Value, slot: u16, seed: &str) -> Option<(String, u16)> {
+    use redis::Value;
+    let int = |v: &Value| match v {
+        Value::Int(i) => Some(*i),
+        _ => None,
+    };
+    let Value::Array(ranges) = slots else {
+        return None;
+    };
+    ranges.iter().find_map(|range| {
+        let Value::Array(r) = range else { return None };
+        let (start, end) = (int(r.first()?)?, int(r.get(1)?)?);
+        if !(start..=end).contains(&i64::from(slot)) {
+            return None;
+        }
+        let Value::Array(primary) = r.get(2)? else {
+            return None;
+        };
+        let host = match primary.first()? {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::SimpleString(s) => s.clone(),
+            _ => return None,
+        };
+        let host = if host.is_empty() || host == "?" {
+            seed.to_owned()
+        } else {
+            host
+        };
+        Some((host, u16::try_from(int(primary.get(1)?)?).ok()?))
+    })
 }
 
 fn timed_out() -> io::Error {
@@ -381,5 +516,54 @@ impl AsyncWrite for Stream {
             Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    #[test]
+    fn the_volume_slot_is_the_hash_tag_slot() {
+        // As `CLUSTER KEYSLOT {1}i1` answers (Redis's own test vectors: "123456789" →
+        // 0x31C3 is CRC16-XMODEM's check value).
+        assert_eq!(volume_slot("123456789"), 0x31C3);
+        assert_eq!(volume_slot("1"), 9842);
+        assert_eq!(volume_slot("0"), 13907);
+    }
+
+    #[test]
+    fn the_primary_of_a_slot_is_found_and_an_empty_host_is_the_seed() {
+        let node = |h: &str, p: i64| {
+            Value::Array(vec![
+                Value::BulkString(h.as_bytes().to_vec()),
+                Value::Int(p),
+                Value::BulkString(b"id".to_vec()),
+            ])
+        };
+        let slots = Value::Array(vec![
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                node("10.0.0.1", 7000),
+            ]),
+            Value::Array(vec![
+                Value::Int(5461),
+                Value::Int(10922),
+                node("", 7001),
+                node("10.0.0.9", 7009),
+            ]),
+        ]);
+        assert_eq!(
+            slot_owner(&slots, 0, "seed"),
+            Some(("10.0.0.1".into(), 7000))
+        );
+        assert_eq!(
+            slot_owner(&slots, 9842, "seed"),
+            Some(("seed".into(), 7001))
+        );
+        assert_eq!(slot_owner(&slots, 16000, "seed"), None);
+        assert_eq!(slot_owner(&Value::Nil, 1, "seed"), None);
     }
 }

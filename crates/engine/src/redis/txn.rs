@@ -18,12 +18,14 @@ pub(crate) use crate::retry::TxErr;
 
 /// Classifies a Redis error as `shouldRetry` does (without `retryOnFailure`): server
 /// states that pass (LOADING, READONLY, TRYAGAIN, EXECABORT, …) are retried, anything
-/// else (including I/O errors and timeouts) is final.
+/// else (including I/O errors and timeouts) is final. A Cluster's MOVED or ASK is final
+/// here too: the connection reaches a primary that no longer serves the volume's slot,
+/// so the session must reconnect (go-redis redirects within the call instead).
 pub(crate) fn classify(e: RedisError) -> TxErr {
     let msg = e.to_string();
     let retry = matches!(
         e.code(),
-        Some("LOADING" | "READONLY" | "CLUSTERDOWN" | "TRYAGAIN" | "MOVED" | "ASK" | "EXECABORT")
+        Some("LOADING" | "READONLY" | "CLUSTERDOWN" | "TRYAGAIN" | "EXECABORT")
     ) || msg.contains("max number of clients reached")
         || msg.contains("EXECABORT");
     if retry {

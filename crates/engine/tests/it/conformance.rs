@@ -1,5 +1,5 @@
 //! One body of semantic tests run over every engine: memkv, etcd 3.5 and 3.4, the TiKV
-//! stand-in (PD + unistore), Redis, SQLite, MariaDB and PostgreSQL (`engine_matrix!` writes one `#[tokio::test]` per engine and body).
+//! stand-in (PD + unistore), Redis, a three-primary Redis Cluster (through its seed list), SQLite, MariaDB and PostgreSQL (`engine_matrix!` writes one `#[tokio::test]` per engine and body).
 //! Each test gets a freshly formatted volume (TrashDays 0, DirStats on) and sessions
 //! opened through `metabench_engine::open`, so it checks the engines through the same
 //! `Engine` / `Meta` traits the runner uses.
@@ -13,7 +13,7 @@ use metabench_engine::{
     TxLock, XattrFlags,
 };
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
-use metabench_testkit::{fresh_database, Kind, TestDb, TestEngine};
+use metabench_testkit::{fresh_database, Kind, RedisCluster, TestDb, TestEngine};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -22,6 +22,8 @@ struct Vol {
     engine: Arc<dyn Engine>,
     url: String,
     db: Option<TestDb>,
+    /// The private Cluster of [`TestEngine::RedisCluster`], kept alive.
+    cluster: Option<RedisCluster>,
     uuid: String,
     s: Box<dyn Meta>,
     ctx: Ctx,
@@ -73,8 +75,15 @@ fn rand_u32() -> u32 {
 
 /// A fresh formatted volume on `on` (always `Some`; the option keeps the bodies' `let … else`).
 async fn volume(on: TestEngine) -> Option<Vol> {
+    let mut cluster = None;
     let (url, db) = match on {
         TestEngine::Memkv => (format!("memkv://{}", unique("conf")), None),
+        TestEngine::RedisCluster => {
+            let c = RedisCluster::start();
+            let url = c.url(1);
+            cluster = Some(c);
+            (url, None)
+        }
         TestEngine::Etcd | TestEngine::Etcd34 | TestEngine::Tikv => {
             let var = match on {
                 TestEngine::Etcd => "METABENCH_ETCD_URL",
@@ -116,6 +125,7 @@ async fn volume(on: TestEngine) -> Option<Vol> {
         engine,
         url,
         db,
+        cluster,
         uuid,
         s,
         ctx: Ctx::root(),
@@ -123,7 +133,7 @@ async fn volume(on: TestEngine) -> Option<Vol> {
 }
 
 metabench_testkit::engine_matrix!(
-    [memkv, etcd, etcd34, tikv, redis, sqlite, mysql, postgres] =>
+    [memkv, etcd, etcd34, tikv, redis, redis_cluster, sqlite, mysql, postgres] =>
     namespace_operations,
     errnos,
     errnos_of_every_operation,
@@ -397,6 +407,13 @@ async fn drop_symlink_target(v: &Vol, on: TestEngine, ino: Ino) {
                 &key,
                 url.database(),
             ]);
+            assert_eq!(deleted, metabench_testkit::Resp::Integer(1), "DEL {key}");
+        }
+        TestEngine::RedisCluster => {
+            let cluster = v.cluster.as_ref().unwrap();
+            let key = metabench_schema::redis_keys::RedisKeys::new("{1}").symlink(ino);
+            let owner = &cluster.nodes[cluster.owner_of(1)];
+            let deleted = owner.command(&["DEL", &key]);
             assert_eq!(deleted, metabench_testkit::Resp::Integer(1), "DEL {key}");
         }
         TestEngine::Db(_) => {
@@ -1186,9 +1203,13 @@ async fn workers_share_one_client(on: TestEngine) {
     // setattr's transaction locks the inode (Redis: the hash of its first key, the
     // inode's; SQLite: inode 1 for every transaction). While the client holds that lock,
     // its worker waits; the other client does not.
-    let lock_key = format!("i{d1}");
+    // A Cluster's keys carry the hash tag, and JuiceFS hashes the whole first key.
+    let lock_key = match on {
+        TestEngine::RedisCluster => format!("{{1}}i{d1}"),
+        _ => format!("i{d1}"),
+    };
     let lock = match on {
-        TestEngine::Db(Kind::Redis) => TxLock::Key(&lock_key),
+        TestEngine::Db(Kind::Redis) | TestEngine::RedisCluster => TxLock::Key(&lock_key),
         TestEngine::Db(Kind::Sqlite) => TxLock::Inodes(&[ROOT_INODE]),
         _ => TxLock::Inodes(&[d1]),
     };

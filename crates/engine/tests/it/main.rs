@@ -4,6 +4,7 @@
 
 mod conformance;
 mod kv_interop;
+mod redis_cluster;
 mod redis_monitor;
 mod redis_round_trips;
 mod redis_semantics;

@@ -20,13 +20,13 @@ fn q(key: &str, path: &Path) -> String {
     format!("{key}={}", path.display())
 }
 
-async fn open(url: &str) -> Result<Arc<dyn Engine>, MetaError> {
+pub(crate) async fn open(url: &str) -> Result<Arc<dyn Engine>, MetaError> {
     metabench_engine::open(&MetaUrl::parse(url)?).await
 }
 
 /// `juicefs format` through `url`; metabench finds that volume through the same URL and
 /// creates a file in a directory, which `juicefs dump` through the URL then lists.
-async fn both_ways(url: &str, name: &str) {
+pub(crate) async fn both_ways(url: &str, name: &str) {
     let bucket = temp_dir();
     juicefs_format_with(url, name, bucket.path(), &["--trash-days", "0"]);
     let engine = open(url).await.unwrap();

@@ -1,0 +1,188 @@
+//! A three-primary Redis Cluster, as JuiceFS uses one (`newRedisMeta`): every key of the
+//! volume on database N carries the hash tag `{N}`, so all of them live on the primary of
+//! that one slot, and no `SELECT` is sent. Reached through a seed list or through one
+//! node that answers `CLUSTER INFO` as a Cluster node; `juicefs` writes and reads the
+//! same keys both ways; only the volume's tagged keys count, and only they are removed.
+
+use super::url_forms::{both_ways, open};
+use metabench_engine::{Ctx, SessionOptions, VolumeState};
+use metabench_schema::{Format, ROOT_INODE};
+use metabench_testkit::{
+    dump_tree, juicefs_dump, juicefs_format_with, temp_dir, RedisCluster, RedisServer, Resp,
+};
+
+/// Every key a node holds (`KEYS *`: the test's own private nodes are small).
+fn keys_of(node: &RedisServer) -> Vec<String> {
+    match node.command(&["KEYS", "*"]) {
+        Resp::Array(Some(keys)) => keys
+            .into_iter()
+            .map(|k| match k {
+                Resp::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("KEYS answered {other:?}"),
+    }
+}
+
+/// Sets `key` on whichever node serves its slot (the others answer MOVED).
+fn set_anywhere(cluster: &RedisCluster, key: &str) {
+    let set = cluster
+        .nodes
+        .iter()
+        .any(|n| n.command(&["SET", key, "not-juicefs"]) == Resp::Simple("OK".into()));
+    assert!(set, "no node took {key}");
+}
+
+/// `juicefs format` through the seed list, metabench writes, `juicefs dump` reads; then
+/// metabench formats another database and `juicefs` reads it. Every key sits on the
+/// primary of the `{db}` slot, prefixed with the tag; the other primaries hold none.
+#[tokio::test]
+async fn a_cluster_volume_works_both_ways_with_juicefs_through_the_seed_list() {
+    let cluster = RedisCluster::start();
+    both_ways(&cluster.url(1), "cluster-volume").await;
+    let owner = cluster.owner_of(1);
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        let keys = keys_of(node);
+        if i == owner {
+            assert!(keys.contains(&"{1}setting".to_owned()), "{keys:?}");
+            assert!(keys.contains(&"{1}d1".to_owned()), "{keys:?}");
+            assert!(keys.iter().all(|k| k.starts_with("{1}")), "{keys:?}");
+        } else {
+            assert!(keys.is_empty(), "node {i}: {keys:?}");
+        }
+    }
+
+    // The other way: metabench formats database 2; juicefs reads the tree it wrote.
+    let url = cluster.url(2);
+    let engine = open(&url).await.unwrap();
+    assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
+    let uuid = uuid::Uuid::new_v4().to_string();
+    engine
+        .format(&Format::new(
+            "mb-cluster",
+            &uuid,
+            "/tmp/metabench-unused/",
+            0,
+        ))
+        .await
+        .unwrap();
+    let mut s = engine.session(&SessionOptions::default()).await.unwrap();
+    let ctx = Ctx::root();
+    let (d, _) = s.mkdir(&ctx, ROOT_INODE, b"m", 0o755, 0o022).await.unwrap();
+    s.symlink(&ctx, d, b"l", b"/target").await.unwrap();
+    s.close().await.unwrap();
+    let dump = juicefs_dump(&url);
+    assert_eq!(dump["Setting"]["Name"], "mb-cluster");
+    let tree = dump_tree(&dump);
+    assert!(tree.contains_key("/m/l"), "{:?}", tree.keys());
+    let info = engine.server_info().await.unwrap();
+    let line = &info.durability["cluster"];
+    assert!(
+        line.starts_with("3 primaries; the volume's slot 5649"),
+        "{line}"
+    );
+
+    // Destroying database 2's volume leaves database 1's untouched.
+    let before = keys_of(&cluster.nodes[owner]);
+    let ones = before.iter().filter(|k| k.starts_with("{1}")).count();
+    engine.destroy(&uuid).await.unwrap();
+    let after: Vec<String> = cluster.nodes.iter().flat_map(keys_of).collect();
+    assert!(!after.iter().any(|k| k.starts_with("{2}")), "{after:?}");
+    assert_eq!(after.iter().filter(|k| k.starts_with("{1}")).count(), ones);
+}
+
+/// One node's URL, as newRedisMeta tells: a node in cluster mode (it refuses `SELECT`, or
+/// answers `CLUSTER INFO` with a `cluster_state`) is a Cluster, whichever primary it is.
+/// juicefs formats through it; metabench finds the volume through it and through the
+/// seed list.
+#[tokio::test]
+async fn one_node_of_a_cluster_is_taken_for_the_cluster_as_juicefs_takes_it() {
+    let cluster = RedisCluster::start();
+    let other = (cluster.owner_of(3) + 1) % 3;
+    let single = cluster.nodes[other].url(3);
+    let bucket = temp_dir();
+    juicefs_format_with(&single, "one-node", bucket.path(), &["--trash-days", "0"]);
+    for url in [single.clone(), cluster.url(3)] {
+        match open(&url).await.unwrap().probe().await.unwrap() {
+            VolumeState::Volume(f) => assert_eq!(f.name, "one-node"),
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+    let keys = keys_of(&cluster.nodes[cluster.owner_of(3)]);
+    assert!(keys.contains(&"{3}setting".to_owned()), "{keys:?}");
+    // Database 0 sends no SELECT at all: CLUSTER INFO answers.
+    let zero = open(&cluster.nodes[other].url(0)).await.unwrap();
+    assert_eq!(zero.probe().await.unwrap(), VolumeState::Empty);
+    assert!(zero.server_info().await.unwrap().durability["cluster"].contains("slot 13907"));
+}
+
+/// Only keys with the volume's tag count: a stranger's `{5}` key makes database 5
+/// foreign (format refuses, nothing is written); keys without the tag, or another
+/// database's, neither stop a format nor go with a destroy.
+#[tokio::test]
+async fn only_the_volumes_tagged_keys_count_and_only_they_are_removed() {
+    let cluster = RedisCluster::start();
+    let url = cluster.url(5);
+    let engine = open(&url).await.unwrap();
+    set_anywhere(&cluster, "{5}someone-else");
+    assert!(matches!(
+        engine.probe().await.unwrap(),
+        VolumeState::Foreign(why) if why.contains("1 keys and no JuiceFS setting")
+    ));
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let format = Format::new("tagged", &uuid, "/tmp/metabench-unused/", 0);
+    let err = engine.format(&format).await.unwrap_err().to_string();
+    assert!(err.contains("not empty (1 keys)"), "{err}");
+    let all: Vec<String> = cluster.nodes.iter().flat_map(keys_of).collect();
+    assert_eq!(all, ["{5}someone-else"]);
+    for n in &cluster.nodes {
+        n.command(&["DEL", "{5}someone-else"]);
+    }
+
+    for key in ["i1", "setting", "{6}i1"] {
+        set_anywhere(&cluster, key);
+    }
+    assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
+    engine.format(&format).await.unwrap();
+    let mut s = engine.session(&SessionOptions::default()).await.unwrap();
+    s.create(&Ctx::root(), ROOT_INODE, b"f", 0o644, 0)
+        .await
+        .unwrap();
+    s.close().await.unwrap();
+    engine.destroy(&uuid).await.unwrap();
+    let mut left: Vec<String> = cluster.nodes.iter().flat_map(keys_of).collect();
+    left.sort();
+    assert_eq!(left, ["i1", "setting", "{6}i1"]);
+}
+
+/// Seeds that do not answer, or refuse the password, are one line that names each seed,
+/// never the password.
+#[tokio::test]
+async fn seeds_that_do_not_answer_or_refuse_the_password_are_one_line() {
+    let cluster = RedisCluster::start();
+    let closed = |_| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (a, b) = (closed(0), closed(1));
+    let nobody = format!("redis://:n0b0dy-s3cret@127.0.0.1:{a},127.0.0.1:{b}/1");
+    let wrong = cluster
+        .url(1)
+        .replace(cluster.nodes[0].password(), "wr0ng-s3cret");
+    for (url, want) in [
+        (
+            nobody,
+            format!(
+                "no Cluster seed named the primary of the volume's slot \
+                 (127.0.0.1:{a}: connection refused; 127.0.0.1:{b}: connection refused)"
+            ),
+        ),
+        (wrong, "WRONGPASS".to_owned()),
+    ] {
+        let err = open(&url).await.err().unwrap().to_string();
+        assert!(err.contains(&want), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+}
