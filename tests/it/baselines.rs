@@ -1,7 +1,7 @@
 //! The CI regression gate on deterministic figures: `metabench ops --iterations 20` of every
 //! operation (the Go benchmark's, NNBench's, truncate and fallocate) on
-//! every engine the tests run (SQLite, Redis, MariaDB, PostgreSQL, etcd, the TiKV stand-in,
-//! memkv), gated with
+//! every engine the tests run (SQLite, Redis, a three-primary Redis Cluster, MariaDB,
+//! PostgreSQL, etcd, the TiKV stand-in, memkv), gated with
 //! `metabench gate --round-trips-only` against the committed baselines in
 //! `configs/baselines/<engine>.json`. Timings are not gated here: on a shared 2-core
 //! machine they are noise.
@@ -11,22 +11,25 @@
 //! them with the change.
 
 use crate::metabench;
-use metabench_testkit::{fresh_database, output_text, Kind};
+use metabench_testkit::{fresh_database, output_text, Kind, RedisCluster};
 use std::path::{Path, PathBuf};
 
 /// The engines gated: the testkit's kinds plus the TKV engines.
 #[derive(Clone, Copy)]
 enum Gated {
     Db(Kind),
+    /// A private three-primary Redis Cluster, through its seed list.
+    RedisCluster,
     Etcd,
     Tikv,
     Memkv,
 }
 
 impl Gated {
-    const ALL: [Gated; 7] = [
+    const ALL: [Gated; 8] = [
         Gated::Db(Kind::Sqlite),
         Gated::Db(Kind::Redis),
+        Gated::RedisCluster,
         Gated::Db(Kind::Mysql),
         Gated::Db(Kind::Postgres),
         Gated::Etcd,
@@ -37,6 +40,7 @@ impl Gated {
     fn name(self) -> &'static str {
         match self {
             Gated::Db(kind) => kind.name(),
+            Gated::RedisCluster => "redis-cluster",
             Gated::Etcd => "etcd",
             Gated::Tikv => "tikv-standin",
             Gated::Memkv => "memkv",
@@ -57,10 +61,17 @@ fn p(path: &Path) -> &str {
 /// Runs the ops benchmark on a fresh, empty database of `engine` into `out`.
 fn ops_run(engine: Gated, out: &Path) {
     let unique = metabench_testkit::unique_name("mb-baseline");
+    let mut _cluster = None;
     let (url, _db) = match engine {
         Gated::Db(kind) => {
             let db = fresh_database(kind);
             (db.url().to_owned(), Some(db))
+        }
+        Gated::RedisCluster => {
+            let cluster = RedisCluster::start();
+            let url = cluster.url(1);
+            _cluster = Some(cluster);
+            (url, None)
         }
         Gated::Etcd | Gated::Tikv => {
             let var = match engine {

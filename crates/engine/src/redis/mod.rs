@@ -46,7 +46,8 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 const SCAN_COUNT: usize = 10000;
 
 /// Where metabench's Redis sessions knowingly differ from a JuiceFS client. Each line is
-/// one difference and why; print them with a run's results.
+/// one difference and why; print them with a run's results. The last line is about a
+/// Redis Cluster only ([`RedisEngine`] leaves it out on other servers).
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
         "Sessions: under `gobench` none is registered (sid 0, `NewSession(false)`): no Lua \
@@ -74,14 +75,14 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          objects.",
         "With `client_cache`, read answers from the session's chunk cache for any inode (JuiceFS: for \
          open files), and readlink from the symlink cache; without it every call reaches Redis.",
+        "Directory listings above 4096 entries fetch attributes two MGET batches at a time on the \
+         session's connection (JuiceFS: two goroutines on pooled connections).",
         "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
          name (`CLUSTER SLOTS`), as go-redis routes the `{db}`-tagged keys. A MOVED answer (the slot \
          moved to another primary) fails the call and the session reconnects through the seeds; \
          go-redis follows the redirect within the call (MaxRedirects 1). The Lua scripts are loaded \
          on that primary only (go-redis loads them on every one) and, as in JuiceFS, never used \
          with the key prefix.",
-        "Directory listings above 4096 entries fetch attributes two MGET batches at a time on the \
-         session's connection (JuiceFS: two goroutines on pooled connections).",
     ]
 }
 
@@ -516,7 +517,12 @@ impl Engine for RedisEngine {
     }
 
     fn fidelity_notes(&self) -> &'static [&'static str] {
-        fidelity_notes()
+        let all = fidelity_notes();
+        if self.dialer.is_cluster() {
+            all
+        } else {
+            &all[..all.len() - 1]
+        }
     }
 
     async fn server_info(&self) -> Result<ServerInfo> {

@@ -82,6 +82,11 @@ async fn a_cluster_volume_works_both_ways_with_juicefs_through_the_seed_list() {
         line.starts_with("3 primaries; the volume's slot 5649"),
         "{line}"
     );
+    let notes = engine.fidelity_notes();
+    assert!(
+        notes.last().unwrap().starts_with("Redis Cluster: "),
+        "{notes:?}"
+    );
 
     // Destroying database 2's volume leaves database 1's untouched.
     let before = keys_of(&cluster.nodes[owner]);

@@ -41,6 +41,18 @@ pub(crate) async fn both_ways(url: &str, name: &str) {
     s.close().await.unwrap();
     let tree = dump_tree(&juicefs_dump(url));
     assert!(tree.contains_key("/d/f"), "{:?}", tree.keys());
+    let cluster_notes = engine
+        .fidelity_notes()
+        .iter()
+        .filter(|n| n.starts_with("Redis Cluster: "))
+        .count();
+    let is_cluster = engine
+        .server_info()
+        .await
+        .unwrap()
+        .durability
+        .contains_key("cluster");
+    assert_eq!(cluster_notes, usize::from(is_cluster), "{url}");
 }
 
 #[tokio::test]
