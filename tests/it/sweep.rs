@@ -832,3 +832,63 @@ fn a_sentinel_failover_mid_sweep_is_measured_and_followed() {
         "metabench left keys on the new primary: {keys:?}"
     );
 }
+
+/// A Redis Cluster primary that serves the volume's slot crashes (SIGKILL) mid-level and
+/// comes back on its port with its append-only file: calls on it fail, each session
+/// reconnects through the seeds once the node answers, the sweep goes on, and the level
+/// says in which seconds calls failed or none completed. metabench removes its volume
+/// from the restarted primary at the end.
+#[test]
+fn a_cluster_primary_restart_mid_sweep_is_measured_and_followed() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let mut cluster = metabench_testkit::RedisCluster::start_durable();
+    let owner = cluster.owner_of(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let out_path = dir.path().join("stdout.txt");
+    let mut child = metabench()
+        .args(["sweep", "--meta", &cluster.url(1)])
+        .args(["--conc", "2", "--ops", "create", "--warmup", "500ms"])
+        .args(["--duration", "8s", "--json"])
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    cluster.nodes[owner].restart();
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let stdout = std::fs::read_to_string(&out_path).unwrap();
+    assert!(status.success(), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        run.header.engine.durability.contains_key("cluster"),
+        "{:?}",
+        run.header.engine
+    );
+    let create = &run.levels[0].ops[0];
+    let failing = create.failing_seconds();
+    assert!(
+        !failing.is_empty(),
+        "no failed call: {:?}",
+        create.intervals
+    );
+    let per_second: u64 = create.intervals.iter().map(|s| s.errors).sum();
+    assert_eq!(per_second, create.errors.values().sum::<u64>());
+    let gap_end = failing
+        .iter()
+        .chain(&run.levels[0].silent_seconds())
+        .map(|(_, end)| *end)
+        .max()
+        .unwrap();
+    let after: u64 = create.intervals[gap_end..].iter().map(|s| s.count).sum();
+    assert!(after > 0, "{:?}", create.intervals);
+    assert!(stdout.contains("calls failed in second"), "{stdout}");
+    // The volume is gone from the restarted primary; the others never held a key.
+    for node in &cluster.nodes {
+        let keys = node.command(&["DBSIZE"]);
+        assert_eq!(keys, metabench_testkit::Resp::Integer(0), "{keys:?}");
+    }
+}
