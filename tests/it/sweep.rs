@@ -805,6 +805,16 @@ fn a_sentinel_failover_mid_sweep_is_measured_and_followed() {
     );
     let per_second: u64 = create.intervals.iter().map(|s| s.errors).sum();
     assert_eq!(per_second, create.errors.values().sum::<u64>());
+    // The level's record says when calls failed and for how long.
+    let disruptions = &run.levels[0].disruptions;
+    assert!(!disruptions.is_empty(), "{:?}", create.intervals);
+    assert_eq!(
+        disruptions.iter().map(|d| d.failed_calls).sum::<u64>(),
+        per_second
+    );
+    assert!(disruptions
+        .iter()
+        .all(|d| d.op == "create" && d.from_s <= d.to_s));
     // After the failover, calls complete again: on the new primary.
     let gap_end = failing
         .iter()
@@ -877,6 +887,16 @@ fn a_cluster_primary_restart_mid_sweep_is_measured_and_followed() {
     );
     let per_second: u64 = create.intervals.iter().map(|s| s.errors).sum();
     assert_eq!(per_second, create.errors.values().sum::<u64>());
+    // The level's record says when calls failed and for how long.
+    let disruptions = &run.levels[0].disruptions;
+    assert!(!disruptions.is_empty(), "{:?}", create.intervals);
+    assert_eq!(
+        disruptions.iter().map(|d| d.failed_calls).sum::<u64>(),
+        per_second
+    );
+    assert!(disruptions
+        .iter()
+        .all(|d| d.op == "create" && d.from_s <= d.to_s));
     let gap_end = failing
         .iter()
         .chain(&run.levels[0].silent_seconds())

@@ -1533,6 +1533,7 @@ fn finish_level(
             level.client.reason = Some(reason);
         }
     }
+    level.disruptions = level.find_disruptions();
     let level = std::mem::take(level);
     if let Some(failure) = failure {
         let mut level = level;

@@ -16,7 +16,7 @@ pub mod table;
 
 pub use model::{kind_of, read_results_of};
 pub use model::{
-    AnyResults, BackgroundWork, ClientCheck, EngineCheck, EngineInfo, Floor, HostInfo,
+    AnyResults, BackgroundWork, ClientCheck, Disruption, EngineCheck, EngineInfo, Floor, HostInfo,
     IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult, OpsPlan, OpsResults, RankLevel,
     RunFailure, RunHeader, ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
 };

@@ -640,6 +640,31 @@ pub struct Level {
     /// of one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankLevel>,
+    /// When calls failed or none completed, and for how long ([`Level::find_disruptions`]
+    /// at the level's end): a failover, a node restart or a stall, as a record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disruptions: Vec<Disruption>,
+}
+
+/// A run of seconds of one operation's window in which its calls failed or no call of its
+/// phase completed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disruption {
+    /// The operation.
+    pub op: String,
+    /// Its phase.
+    pub phase: String,
+    /// The first second of the run (1-based, of the operation's window).
+    pub from_s: usize,
+    /// The last second of the run.
+    pub to_s: usize,
+    /// Calls that failed in those seconds.
+    pub failed_calls: u64,
+    /// Calls that completed in those seconds.
+    pub completed_calls: u64,
+    /// The highest per-second p99 in those seconds, µs (0 when none completed).
+    pub max_p99_us: f64,
 }
 
 /// One MPI rank's part of a level.
@@ -854,32 +879,70 @@ impl Level {
     /// The seconds of the window (1-based runs) in which no call of any operation
     /// completed, after the first second in which one did: a stall or a failover.
     pub fn silent_seconds(&self) -> Vec<(usize, usize)> {
-        let seconds = self
-            .ops
-            .iter()
-            .map(|o| o.intervals.len())
-            .max()
-            .unwrap_or(0);
-        let completed: Vec<IntervalSample> = (0..seconds)
-            .map(|i| IntervalSample {
-                count: self
-                    .ops
-                    .iter()
-                    .filter_map(|o| o.intervals.get(i))
-                    .map(|s| s.count)
-                    .sum(),
-                ..Default::default()
-            })
-            .collect();
-        let first = completed.iter().position(|s| s.count > 0);
-        let last = completed.iter().rposition(|s| s.count > 0);
-        match (first, last) {
-            (Some(a), Some(b)) => spans(&completed[..=b], |s| s.count == 0)
-                .into_iter()
-                .filter(|(start, _)| *start > a + 1)
-                .collect(),
-            _ => Vec::new(),
+        silent_seconds_of(&self.ops.iter().collect::<Vec<_>>())
+    }
+
+    /// Each run of seconds of an operation's window in which its calls failed or no call
+    /// of its phase completed, with what happened in it: when a failover or a stall came
+    /// and how long calls failed.
+    pub fn find_disruptions(&self) -> Vec<Disruption> {
+        let mut out = Vec::new();
+        for op in &self.ops {
+            let phase: Vec<&LevelOp> = self.ops.iter().filter(|o| o.phase == op.phase).collect();
+            let mut silent = vec![false; op.intervals.len()];
+            for (a, b) in silent_seconds_of(&phase) {
+                for s in silent.iter_mut().take(b).skip(a - 1) {
+                    *s = true;
+                }
+            }
+            let hit: Vec<IntervalSample> = op
+                .intervals
+                .iter()
+                .zip(&silent)
+                .map(|(s, quiet)| IntervalSample {
+                    errors: u64::from(s.errors > 0 || *quiet),
+                    ..Default::default()
+                })
+                .collect();
+            for (from_s, to_s) in spans(&hit, |s| s.errors > 0) {
+                let seconds = &op.intervals[from_s - 1..to_s];
+                out.push(Disruption {
+                    op: op.op.clone(),
+                    phase: op.phase.clone(),
+                    from_s,
+                    to_s,
+                    failed_calls: seconds.iter().map(|s| s.errors).sum(),
+                    completed_calls: seconds.iter().map(|s| s.count).sum(),
+                    max_p99_us: seconds.iter().map(|s| s.p99_us).fold(0.0, f64::max),
+                });
+            }
         }
+        out
+    }
+}
+
+/// The seconds (1-based runs) in which none of `ops` (one window's operations) completed
+/// a call, after the first second in which one did.
+fn silent_seconds_of(ops: &[&LevelOp]) -> Vec<(usize, usize)> {
+    let seconds = ops.iter().map(|o| o.intervals.len()).max().unwrap_or(0);
+    let completed: Vec<IntervalSample> = (0..seconds)
+        .map(|i| IntervalSample {
+            count: ops
+                .iter()
+                .filter_map(|o| o.intervals.get(i))
+                .map(|s| s.count)
+                .sum(),
+            ..Default::default()
+        })
+        .collect();
+    let first = completed.iter().position(|s| s.count > 0);
+    let last = completed.iter().rposition(|s| s.count > 0);
+    match (first, last) {
+        (Some(a), Some(b)) => spans(&completed[..=b], |s| s.count == 0)
+            .into_iter()
+            .filter(|(start, _)| *start > a + 1)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -1055,6 +1118,39 @@ mod tests {
         };
         assert_eq!(level.silent_seconds(), [(4, 5)]);
         assert!(Level::default().silent_seconds().is_empty());
+        // The record: create's failing and silent seconds 3–5 are one run, 7 another;
+        // rename's run is the phase's silence alone.
+        let found = level.find_disruptions();
+        let runs: Vec<(&str, usize, usize, u64, u64)> = found
+            .iter()
+            .map(|d| {
+                (
+                    d.op.as_str(),
+                    d.from_s,
+                    d.to_s,
+                    d.failed_calls,
+                    d.completed_calls,
+                )
+            })
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("create", 3, 5, 3, 4),
+                ("create", 7, 7, 3, 8),
+                ("rename", 4, 5, 0, 0)
+            ]
+        );
+        // Another phase's silence is not this one's.
+        let mut other = level.clone();
+        other.ops[1].phase = "later".into();
+        other.ops[1].intervals = vec![sample(1, 0); 7];
+        let runs: Vec<(usize, usize)> = other
+            .find_disruptions()
+            .iter()
+            .map(|d| (d.from_s, d.to_s))
+            .collect();
+        assert_eq!(runs, [(3, 5), (7, 7)]);
     }
 
     fn ops_json() -> serde_json::Value {
