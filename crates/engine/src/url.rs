@@ -366,9 +366,11 @@ fn check_redis_options(query: &[(String, String)], also: &[&str]) -> Result<()> 
     }
 }
 
-fn check_redis_db(db: &str) -> Result<()> {
+/// The database number as go-redis reads it (`strconv.Atoi`): `01` and `+1` are 1, which
+/// is what `SELECT` gets and what a Cluster's hash tag `{1}` holds.
+fn redis_db(db: &str) -> Result<String> {
     match db.parse::<u32>() {
-        Ok(_) => Ok(()),
+        Ok(n) => Ok(n.to_string()),
         Err(_) => Err(bad(&format!("Redis database must be a number, got '{db}'"))),
     }
 }
@@ -386,9 +388,8 @@ fn parse_redis_unix(rest: &str) -> Result<MetaUrl> {
     let db = query
         .iter()
         .find(|(k, _)| k == "db")
-        .map_or("0", |(_, v)| v.as_str())
-        .to_owned();
-    check_redis_db(&db)?;
+        .map_or("0", |(_, v)| v.as_str());
+    let db = redis_db(db)?;
     Ok(MetaUrl::server(
         Scheme::Unix,
         (user, password),
@@ -407,8 +408,7 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
         None => (rest, ""),
     };
     let (user, password, hp) = split_userinfo(authority);
-    let db = if path.is_empty() { "0" } else { path };
-    check_redis_db(db)?;
+    let db = redis_db(if path.is_empty() { "0" } else { path })?;
     let scheme = if scheme == "rediss" {
         Scheme::Rediss
     } else {
@@ -449,7 +449,7 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
         (user, password),
         Address::Tcp { host, port },
         hosts.collect(),
-        db,
+        &db,
         query,
     );
     url.sentinel_master = master;
@@ -694,6 +694,11 @@ mod tests {
             [("h1".to_owned(), 7000), ("h2".to_owned(), 7001)]
         );
         assert_eq!(cluster.database(), "1");
+        // As go-redis's Atoi reads it: the tag of `/01` is `{1}`, as JuiceFS writes it.
+        for db in ["01", "+1", "001"] {
+            let u = MetaUrl::parse_with_env(&format!("redis://h1:7000,h2:7001/{db}"), no_env);
+            assert_eq!(u.unwrap().database(), "1", "{db}");
+        }
         assert_eq!(cluster.to_string(), "redis://:****@h1:7000,h2:7001/1");
         // JuiceFS's rule: no ':' at all is a Cluster seed list too (port 6379 each).
         let seeds = MetaUrl::parse_with_env("redis://m,h1,h2/1", no_env).unwrap();

@@ -154,12 +154,18 @@ impl RedisServer {
         }
     }
 
+    /// Kills the server (SIGKILL, by PID), as a node crashes; [`RedisServer::restart`]
+    /// brings it back.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Kills the server (SIGKILL, by PID) and starts it again on the same port, with the
     /// same data directory and options, as a crashed node comes back; returns once it
     /// answers `PING`. Panics if it does not come back.
     pub fn restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
         self.child = Command::new("redis-server")
             .args(&self.args)
             .current_dir(self.dir.path())

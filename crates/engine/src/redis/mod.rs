@@ -46,10 +46,18 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 const SCAN_COUNT: usize = 10000;
 
 /// Where metabench's Redis sessions knowingly differ from a JuiceFS client. Each line is
-/// one difference and why; print them with a run's results. The last line is about a
-/// Redis Cluster only ([`RedisEngine`] leaves it out on other servers).
+/// one difference and why; print them with a run's results.
 pub fn fidelity_notes() -> &'static [&'static str] {
-    &[
+    NOTES
+}
+
+/// Where metabench's Redis sessions knowingly differ from a JuiceFS client on a Redis
+/// Cluster: [`fidelity_notes`] and [`CLUSTER_NOTE`].
+pub fn cluster_fidelity_notes() -> &'static [&'static str] {
+    &CLUSTER_NOTES
+}
+
+const NOTES: &[&str] = &[
         "Sessions: under `gobench` none is registered (sid 0, `NewSession(false)`): no Lua \
          scripts, so lookup is HGET + GET (2 RTT) and resolve is ENOTSUP. Under `mount` each client \
          registers one (`allSessions`, `sessionInfos`, refreshed every 12 s by the background work, \
@@ -77,14 +85,28 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          open files), and readlink from the symlink cache; without it every call reaches Redis.",
         "Directory listings above 4096 entries fetch attributes two MGET batches at a time on the \
          session's connection (JuiceFS: two goroutines on pooled connections).",
-        "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
-         name (`CLUSTER SLOTS`), as go-redis routes the `{db}`-tagged keys. A MOVED answer (the slot \
-         moved to another primary) fails the call and the session reconnects through the seeds; \
-         go-redis follows the redirect within the call (MaxRedirects 1). The Lua scripts are loaded \
-         on that primary only (go-redis loads them on every one) and, as in JuiceFS, never used \
-         with the key prefix.",
-    ]
-}
+];
+
+/// How metabench reaches a Redis Cluster where go-redis's ClusterClient would do otherwise.
+pub const CLUSTER_NOTE: &str =
+    "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
+     name (`CLUSTER SLOTS`, asked again for each new connection), as go-redis routes the \
+     `{db}`-tagged keys. A MOVED answer (the slot moved to another primary, e.g. a failover) \
+     fails the call and the session reconnects through the seeds; an ASK answer (the slot \
+     half-way through a migration) fails the call; go-redis follows both within the call \
+     (MaxRedirects 1). The Lua scripts are loaded on that primary only (go-redis loads them on \
+     every one) and, as in JuiceFS, never used with the key prefix. The legacy `sessions` set \
+     of JuiceFS before 1.0, which has no tag, is not cleaned on a Cluster.";
+
+const CLUSTER_NOTES: [&str; NOTES.len() + 1] = {
+    let mut all = [CLUSTER_NOTE; NOTES.len() + 1];
+    let mut i = 0;
+    while i < NOTES.len() {
+        all[i] = NOTES[i];
+        i += 1;
+    }
+    all
+};
 
 /// A Redis server (standalone, behind Sentinels, or a Cluster's primary of the volume's
 /// slot) holding, or about to hold, a JuiceFS volume.
@@ -123,7 +145,7 @@ impl RedisEngine {
             .map_err(|_| MetaError::BadUrl(format!("bad Redis DB '{}'", url.database())))?;
         if !dialer.is_cluster() && is_cluster_node(url, &dialer).await.map_err(fail)? {
             tracing::info!("redis {} is in cluster mode", url.redacted());
-            dialer = dialer.into_cluster(url);
+            dialer = dialer.into_cluster(url).map_err(fail)?;
         }
         // A Cluster has database 0 only: the DB number goes into the keys instead.
         let (select, keys) = if dialer.is_cluster() {
@@ -192,21 +214,40 @@ impl RedisEngine {
             .map_err(|e| MetaError::Engine(format!("redis: {e}")))
     }
 
-    /// How many keys the volume's namespace holds: the whole database on a standalone
-    /// server (`DBSIZE`), the keys with the `{db}` hash tag on a Cluster.
-    async fn key_count(&self) -> Result<u64> {
+    /// What the volume's namespace already holds, if anything: the whole database on a
+    /// standalone server (`DBSIZE`: "N keys"), the keys with the `{db}` hash tag on a
+    /// Cluster. There, a keyed `EXISTS` of the setting goes first (a connection to a
+    /// primary that lost the slot is redirected by its MOVED), then `SCAN MATCH {db}*`
+    /// stops at the first key found.
+    async fn occupancy(&self) -> Result<Option<String>> {
         if self.keys.prefix().is_empty() {
-            return self.admin_query(&redis::cmd("DBSIZE")).await;
+            let n: u64 = self.admin_query(&redis::cmd("DBSIZE")).await?;
+            return Ok((n > 0).then(|| format!("{n} keys")));
         }
-        Ok(self.scan_namespace().await?.len() as u64)
+        let tagged = format!("keys tagged {}", self.keys.prefix());
+        let setting: bool = self
+            .admin_query(redis::cmd("EXISTS").arg(self.keys.named(names::SETTING)))
+            .await?;
+        if setting {
+            return Ok(Some(tagged));
+        }
+        let mut any = false;
+        self.scan_namespace(|keys| {
+            any |= !keys.is_empty();
+            !any
+        })
+        .await?;
+        Ok(any.then_some(tagged))
     }
 
-    /// Every key of the namespace (`SCAN MATCH prefix*`, as `redisMeta.scan` walks it on
-    /// the primary of the volume's slot), sorted, without repeats.
-    async fn scan_namespace(&self) -> Result<Vec<Vec<u8>>> {
+    /// Walks the namespace's keys (`SCAN MATCH prefix*`, as `redisMeta.scan` walks them on
+    /// the primary of the volume's slot), a batch at a time, while `each` returns true.
+    /// When the shared connection was dialled again meanwhile (another server), the walk
+    /// starts over.
+    async fn scan_namespace(&self, mut each: impl FnMut(Vec<Vec<u8>>) -> bool) -> Result<()> {
         let pattern = format!("{}*", self.keys.prefix());
         let mut cursor: u64 = 0;
-        let mut found: Vec<Vec<u8>> = Vec::new();
+        let mut generation = self.admin.generation().await;
         loop {
             let (next, keys): (u64, Vec<Vec<u8>>) = self
                 .admin_query(
@@ -218,15 +259,16 @@ impl RedisEngine {
                         .arg(SCAN_COUNT),
                 )
                 .await?;
-            found.extend(keys);
-            if next == 0 {
-                break;
+            let now = self.admin.generation().await;
+            if now != generation {
+                (generation, cursor) = (now, 0);
+                continue;
+            }
+            if !each(keys) || next == 0 {
+                return Ok(());
             }
             cursor = next;
         }
-        found.sort();
-        found.dedup();
-        Ok(found)
     }
 
     async fn load_setting(&self) -> Result<Option<Vec<u8>>> {
@@ -421,20 +463,21 @@ impl Engine for RedisEngine {
     }
 
     async fn probe(&self) -> Result<VolumeState> {
-        let n = self.key_count().await?;
-        if n == 0 {
-            return Ok(VolumeState::Empty);
-        }
+        // The setting first: a keyed read, which a Cluster redirects if the slot moved.
         match self.load_setting().await? {
             Some(body) => match Format::from_json(&body) {
                 Ok(f) => Ok(VolumeState::Volume(Box::new(f))),
                 Err(e) => Ok(VolumeState::Foreign(format!(
-                    "{n} keys and a `setting` key that is not a JuiceFS format ({e})"
+                    "{} and a `setting` key that is not a JuiceFS format ({e})",
+                    self.occupancy().await?.unwrap_or_default()
                 ))),
             },
-            None => Ok(VolumeState::Foreign(format!(
-                "{n} keys and no JuiceFS setting"
-            ))),
+            None => match self.occupancy().await? {
+                None => Ok(VolumeState::Empty),
+                Some(what) => Ok(VolumeState::Foreign(format!(
+                    "{what} and no JuiceFS setting"
+                ))),
+            },
         }
     }
 
@@ -443,10 +486,9 @@ impl Engine for RedisEngine {
             return Err(MetaError::Invalid);
         }
         format.check_version().map_err(MetaError::Engine)?;
-        let n = self.key_count().await?;
-        if n != 0 {
+        if let Some(what) = self.occupancy().await? {
             return Err(MetaError::Engine(format!(
-                "refusing to format {}: the database is not empty ({n} keys)",
+                "refusing to format {}: the database is not empty ({what})",
                 self.url.redacted()
             )));
         }
@@ -483,15 +525,17 @@ impl Engine for RedisEngine {
         crate::meta::check_destroy(self, uuid).await?;
         let setting = self.keys.named(names::SETTING);
         let prefix = self.keys.prefix().as_bytes();
-        let doomed: Vec<Vec<u8>> = self
-            .scan_namespace()
-            .await?
-            .into_iter()
-            .filter(|k| {
+        let mut doomed: Vec<Vec<u8>> = Vec::new();
+        self.scan_namespace(|keys| {
+            doomed.extend(keys.into_iter().filter(|k| {
                 k.as_slice() != setting.as_bytes()
                     && k.strip_prefix(prefix).is_some_and(is_juicefs_key)
-            })
-            .collect();
+            }));
+            true
+        })
+        .await?;
+        doomed.sort();
+        doomed.dedup();
         for batch in doomed.chunks(SCAN_COUNT) {
             self.admin_query::<()>(redis::cmd("DEL").arg(batch)).await?;
         }
@@ -517,11 +561,10 @@ impl Engine for RedisEngine {
     }
 
     fn fidelity_notes(&self) -> &'static [&'static str] {
-        let all = fidelity_notes();
         if self.dialer.is_cluster() {
-            all
+            cluster_fidelity_notes()
         } else {
-            &all[..all.len() - 1]
+            fidelity_notes()
         }
     }
 

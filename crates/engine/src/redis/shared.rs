@@ -50,6 +50,13 @@ impl Shared {
         Ok((slot.0, con))
     }
 
+    /// How many times the connection was dialled again: a command sent under another
+    /// generation may have reached another server (a cursor of the last one means
+    /// nothing there).
+    pub(crate) async fn generation(&self) -> u64 {
+        self.0.con.lock().await.0
+    }
+
     /// Sends `cmd`. An error that leaves the connection unusable (I/O, a dropped
     /// connection, a master turned replica: `READONLY`, a Cluster slot that moved: `MOVED`)
     /// drops that connection, and the
@@ -83,5 +90,5 @@ fn broken(e: &RedisError) -> bool {
     e.is_io_error()
         || e.is_connection_dropped()
         || e.is_unrecoverable_error()
-        || matches!(e.code(), Some("READONLY" | "MOVED" | "ASK"))
+        || matches!(e.code(), Some("READONLY" | "MOVED"))
 }

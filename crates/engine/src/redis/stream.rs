@@ -141,9 +141,17 @@ impl Dialer {
     }
 
     /// The dialler of the Cluster that `url`'s one host belongs to (it answered `CLUSTER
-    /// INFO` with a `cluster_state`): that host is the only seed, as in newRedisMeta.
-    pub(crate) fn into_cluster(self, url: &MetaUrl) -> Self {
-        Self {
+    /// INFO` with a `cluster_state`): that host is the only seed, as in newRedisMeta. A
+    /// Unix socket is no seed: the Cluster names its nodes by TCP address.
+    pub(crate) fn into_cluster(self, url: &MetaUrl) -> Result<Self, String> {
+        if !matches!(url.address(), Address::Tcp { .. }) {
+            return Err(
+                "this server is a Redis Cluster node: reach the Cluster over TCP, through \
+                 its nodes' host:port (a seed list or one of them), not a Unix socket"
+                    .into(),
+            );
+        }
+        Ok(Self {
             endpoint: Endpoint::Cluster {
                 seeds: url.hosts(),
                 slot: volume_slot(url.database()),
@@ -151,7 +159,7 @@ impl Dialer {
                 password: url.password().map(str::to_owned),
             },
             tls: self.tls,
-        }
+        })
     }
 
     /// Dials, and on TLS shakes hands, within `timeout` (through Sentinels: each Sentinel
@@ -185,7 +193,14 @@ impl Dialer {
                 let (host, port) = self
                     .ask_seeds(seeds, *slot, user, password.as_deref(), timeout)
                     .await?;
-                self.dial_tcp(&host, port, Instant::now() + timeout).await
+                self.dial_tcp(&host, port, Instant::now() + timeout)
+                    .await
+                    .map_err(|e| {
+                        let reason = super::reason_of(&e.into(), password.as_deref());
+                        io::Error::other(format!(
+                            "the primary of the volume's slot {slot}, {host}:{port} (as the seeds name it): {reason}"
+                        ))
+                    })
             }
         }
     }
@@ -322,7 +337,8 @@ pub(crate) fn volume_slot(db: &str) -> u16 {
 }
 
 /// The primary's address in a `CLUSTER SLOTS` answer for `slot` (`[start, end, [host,
-/// port, id, …], replicas…]` per range). An empty host means the node asked (`seed`).
+/// port, id, …], replicas…]` per range). An empty, `?` or NULL host means the node asked
+/// (`seed`).
 fn slot_owner(slots: &redis::Value, slot: u16, seed: &str) -> Option<(String, u16)> {
     use redis::Value;
     let int = |v: &Value| match v {
@@ -341,9 +357,12 @@ fn slot_owner(slots: &redis::Value, slot: u16, seed: &str) -> Option<(String, u1
         let Value::Array(primary) = r.get(2)? else {
             return None;
         };
+        // A NULL endpoint (`cluster-preferred-endpoint-type unknown-endpoint`) is the
+        // node asked, as "" and "?" are.
         let host = match primary.first()? {
             Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
             Value::SimpleString(s) => s.clone(),
+            Value::Nil => String::new(),
             _ => return None,
         };
         let host = if host.is_empty() || host == "?" {
@@ -565,5 +584,16 @@ mod tests {
         );
         assert_eq!(slot_owner(&slots, 16000, "seed"), None);
         assert_eq!(slot_owner(&Value::Nil, 1, "seed"), None);
+        for unknown in [Value::Nil, Value::SimpleString("?".into())] {
+            let slots = Value::Array(vec![Value::Array(vec![
+                Value::Int(0),
+                Value::Int(16383),
+                Value::Array(vec![unknown, Value::Int(7002)]),
+            ])]);
+            assert_eq!(
+                slot_owner(&slots, 9842, "seed"),
+                Some(("seed".into(), 7002))
+            );
+        }
     }
 }

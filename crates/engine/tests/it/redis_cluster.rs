@@ -131,14 +131,16 @@ async fn only_the_volumes_tagged_keys_count_and_only_they_are_removed() {
     let url = cluster.url(5);
     let engine = open(&url).await.unwrap();
     set_anywhere(&cluster, "{5}someone-else");
-    assert!(matches!(
-        engine.probe().await.unwrap(),
-        VolumeState::Foreign(why) if why.contains("1 keys and no JuiceFS setting")
-    ));
+    match engine.probe().await.unwrap() {
+        VolumeState::Foreign(why) => {
+            assert_eq!(why, "keys tagged {5} and no JuiceFS setting")
+        }
+        other => panic!("{other:?}"),
+    }
     let uuid = uuid::Uuid::new_v4().to_string();
     let format = Format::new("tagged", &uuid, "/tmp/metabench-unused/", 0);
     let err = engine.format(&format).await.unwrap_err().to_string();
-    assert!(err.contains("not empty (1 keys)"), "{err}");
+    assert!(err.contains("not empty (keys tagged {5})"), "{err}");
     let all: Vec<String> = cluster.nodes.iter().flat_map(keys_of).collect();
     assert_eq!(all, ["{5}someone-else"]);
     for n in &cluster.nodes {
@@ -155,10 +157,65 @@ async fn only_the_volumes_tagged_keys_count_and_only_they_are_removed() {
         .await
         .unwrap();
     s.close().await.unwrap();
+    // A key with the volume's tag that is no JuiceFS key stays too.
+    set_anywhere(&cluster, "{5}not-juicefs");
     engine.destroy(&uuid).await.unwrap();
     let mut left: Vec<String> = cluster.nodes.iter().flat_map(keys_of).collect();
     left.sort();
-    assert_eq!(left, ["i1", "setting", "{6}i1"]);
+    assert_eq!(left, ["i1", "setting", "{5}not-juicefs", "{6}i1"]);
+}
+
+/// The database number is read as go-redis reads it: `/02` is database 2, whose keys carry
+/// `{2}`, on the primary of slot 5649; "02" would hash to slot 4996, on another primary.
+#[tokio::test]
+async fn a_database_written_02_is_the_tag_2() {
+    let cluster = RedisCluster::start();
+    let serves = |key: &str| {
+        cluster
+            .nodes
+            .iter()
+            .position(|n| !matches!(n.command(&["EXISTS", key]), Resp::Error(_)))
+    };
+    assert_ne!(serves("{02}setting"), serves("{2}setting"));
+    let bucket = temp_dir();
+    juicefs_format_with(
+        &cluster.url(2),
+        "db-two",
+        bucket.path(),
+        &["--trash-days", "0"],
+    );
+    let url = cluster.url(2).replace("/2", "/02");
+    match open(&url).await.unwrap().probe().await.unwrap() {
+        VolumeState::Volume(f) => assert_eq!(f.name, "db-two"),
+        other => panic!("{url}: {other:?}"),
+    }
+}
+
+/// A primary that the seeds still name but that does not answer is one line naming it; a
+/// Cluster node's Unix socket is refused, as the Cluster names its nodes by TCP address.
+#[tokio::test]
+async fn a_dead_primary_is_named_and_a_nodes_unix_socket_is_refused() {
+    let mut cluster = RedisCluster::start();
+    let socket = cluster.nodes[0].unix_url(0);
+    let err = open(&socket).await.err().unwrap().to_string();
+    assert!(err.contains("reach the Cluster over TCP"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let owner = cluster.owner_of(1);
+    let port = cluster.nodes[owner].port();
+    cluster.nodes[owner].kill();
+    let err = open(&cluster.url(1)).await.err().unwrap().to_string();
+    assert!(
+        err.contains(&format!(
+            "the primary of the volume's slot 9842, 127.0.0.1:{port} (as the seeds name it): \
+             connection refused"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        !err.contains(cluster.nodes[(owner + 1) % 3].password()),
+        "{err}"
+    );
 }
 
 /// Seeds that do not answer, or refuse the password, are one line that names each seed,
