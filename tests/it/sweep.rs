@@ -912,3 +912,74 @@ fn a_cluster_primary_restart_mid_sweep_is_measured_and_followed() {
         assert_eq!(keys, metabench_testkit::Resp::Integer(0), "{keys:?}");
     }
 }
+
+/// A Redis Cluster fails over mid-level (`CLUSTER FAILOVER` on the replica of the primary
+/// that serves the volume's slot: the coordinated failover of a managed service): the old
+/// primary answers MOVED, and each session follows it to the new primary within the call,
+/// as go-redis does, so no call fails; the shared connection follows too. The sweep goes
+/// on there, and metabench removes its volume from the new primary at the end.
+#[test]
+fn a_cluster_failover_mid_sweep_moves_the_sessions_to_the_new_primary() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let mut cluster = metabench_testkit::RedisCluster::start();
+    let owner = cluster.owner_of(1);
+    let url = cluster.url(1);
+    let replica = cluster.add_replica(owner);
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let mut child = metabench()
+        .args(["sweep", "--meta", &url])
+        .args(["--conc", "2", "--ops", "create", "--warmup", "500ms"])
+        .args(["--duration", "8s", "--json"])
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    cluster.fail_over_to(replica);
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(cluster.owner_of(1), replica);
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let level = &run.levels[0];
+    let create = &level.ops[0];
+    assert!(create.errors.is_empty(), "{:?}", create.errors);
+    // The new primary served the calls of the window's last seconds (its command counts
+    // grew after the failover by at least the creates of those seconds).
+    let creates_late: u64 = create.intervals[create.intervals.len() - 3..]
+        .iter()
+        .map(|s| s.count)
+        .sum();
+    let info = match cluster.nodes[replica].command(&["INFO", "commandstats"]) {
+        metabench_testkit::Resp::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let execs: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_exec:calls="))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        creates_late > 0 && execs >= creates_late,
+        "{execs} {creates_late}"
+    );
+    // Nothing is left on the new primary; the old one, its replica now, follows it.
+    let dbsize = |i: usize| cluster.nodes[i].command(&["DBSIZE"]);
+    let zero = metabench_testkit::Resp::Integer(0);
+    assert_eq!(dbsize(replica), zero, "{stderr}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while dbsize(owner) != zero && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for i in 0..cluster.nodes.len() {
+        assert_eq!(
+            dbsize(i),
+            zero,
+            "node {i} (old primary {owner}, new {replica})"
+        );
+    }
+}

@@ -48,7 +48,8 @@ impl RedisServer {
         )
     }
 
-    /// A node of a Redis Cluster (`--cluster-enabled`, a node timeout of 1 s), with
+    /// A node of a Redis Cluster (`--cluster-enabled`, a node timeout of 1 s, the test
+    /// password as `masterauth`), with
     /// `extra` options after the defaults (e.g. `--appendonly yes`).
     fn start_cluster_node(extra: &[&str]) -> RedisServer {
         let mut args = vec![
@@ -58,6 +59,9 @@ impl RedisServer {
             "nodes.conf",
             "--cluster-node-timeout",
             "1000",
+            // Any node may become a replica (of its replica, after a failover).
+            "--masterauth",
+            PASSWORD,
         ];
         args.extend_from_slice(extra);
         Self::spawn_on(None, &args, free_cluster_port)
@@ -423,7 +427,8 @@ impl Drop for SentinelSet {
 /// 127.0.0.1 with the test password, joined by `redis-cli --cluster create`. Dropping it
 /// kills the three by PID.
 pub struct RedisCluster {
-    /// The primaries, in the order their slots run (the first serves slot 0).
+    /// The primaries, in the order their slots run (the first serves slot 0), then any
+    /// replica [added](RedisCluster::add_replica).
     pub nodes: Vec<RedisServer>,
 }
 
@@ -484,6 +489,63 @@ impl RedisCluster {
             }
             if Instant::now() > deadline {
                 panic!("the Redis Cluster is not ok after {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Adds a replica of primary `of` (a fourth node, `redis-cli --cluster add-node
+    /// --cluster-slave`) and waits (up to 30 s) until it is in sync; returns its index in
+    /// [`RedisCluster::nodes`]. [`RedisCluster::fail_over_to`] promotes it.
+    pub fn add_replica(&mut self, of: usize) -> usize {
+        let id = match self.nodes[of].command(&["CLUSTER", "MYID"]) {
+            Resp::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+            other => panic!("CLUSTER MYID answered {other:?}"),
+        };
+        let replica = RedisServer::start_cluster_node(&[]);
+        let out = Command::new("redis-cli")
+            .args(["-a", PASSWORD, "--no-auth-warning", "--cluster", "add-node"])
+            .arg(format!("127.0.0.1:{}", replica.port()))
+            .arg(format!("127.0.0.1:{}", self.nodes[of].port()))
+            .args(["--cluster-slave", "--cluster-master-id", &id])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster add-node ({e})"));
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster add-node failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.nodes.push(replica);
+        let index = self.nodes.len() - 1;
+        self.wait_for_role(index, "master_link_status:up", Duration::from_secs(30));
+        index
+    }
+
+    /// Promotes replica `index` (`CLUSTER FAILOVER` on it: the coordinated failover an
+    /// operator or a managed service runs; its primary becomes its replica) and waits (up
+    /// to 30 s) until it is the primary and every node agrees.
+    pub fn fail_over_to(&self, index: usize) {
+        match self.nodes[index].command(&["CLUSTER", "FAILOVER"]) {
+            Resp::Simple(ok) if ok == "OK" => {}
+            other => panic!("CLUSTER FAILOVER answered {other:?}"),
+        }
+        self.wait_for_role(index, "role:master", Duration::from_secs(30));
+        self.wait_until_ok(Duration::from_secs(30));
+    }
+
+    /// Waits until node `index`'s `INFO replication` holds `line`; panics after `limit`.
+    fn wait_for_role(&self, index: usize, line: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Resp::Bulk(Some(b)) = self.nodes[index].command(&["INFO", "replication"]) {
+                if String::from_utf8_lossy(&b).contains(line) {
+                    return;
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("node {index} has no '{line}' after {limit:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }

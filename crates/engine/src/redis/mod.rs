@@ -177,6 +177,9 @@ impl RedisEngine {
         client: Option<&ClientState>,
     ) -> Result<RedisSession> {
         let mut conn = Conn::new(self.new_session_connection().await?);
+        if self.dialer.is_cluster() {
+            conn = conn.following_moves(self.url.clone(), self.dialer.clone());
+        }
         // NewClient → Load: GET setting.
         let body: Option<Vec<u8>> = conn
             .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
@@ -330,6 +333,24 @@ async fn connect_wire(
         .map_err(|e| reason_of(&e, pw))?;
     handshake(&mut wire, url, db).await?;
     wire.set_db(db);
+    Ok(wire)
+}
+
+/// Opens a session's connection to the Cluster node at `host:port` (where a MOVED answer
+/// points), then `AUTH` (a Cluster has no `SELECT`).
+pub(super) async fn connect_node(
+    url: &MetaUrl,
+    dialer: &Dialer,
+    host: &str,
+    port: u16,
+) -> std::result::Result<Wire, String> {
+    let pw = url.password();
+    let stream = dialer
+        .dial_node(host, port, CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| reason_of(&e.into(), pw))?;
+    let mut wire = Wire::over(stream, RESPONSE_TIMEOUT);
+    handshake(&mut wire, url, 0).await?;
     Ok(wire)
 }
 

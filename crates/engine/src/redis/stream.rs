@@ -205,6 +205,17 @@ impl Dialer {
         }
     }
 
+    /// Dials one Cluster node by the address a MOVED answer gave, within `timeout` (TLS
+    /// as for every connection of the engine).
+    pub(crate) async fn dial_node(
+        &self,
+        host: &str,
+        port: u16,
+        timeout: Duration,
+    ) -> io::Result<Stream> {
+        self.dial_tcp(host, port, Instant::now() + timeout).await
+    }
+
     /// `CLUSTER SLOTS` of each seed in turn (after `AUTH`), until one names the primary
     /// that serves `slot`.
     async fn ask_seeds(

@@ -7,10 +7,11 @@
 //! A nil EXEC is retried up to [`MAX_TRIES`](crate::retry::MAX_TRIES) times with a random
 //! sleep of 0..(i+1)² ms, as `redisMeta.txn` does.
 
+use super::stream::Dialer;
 use super::wire::Wire;
-use crate::MetaError;
+use crate::{MetaError, MetaUrl};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -18,9 +19,9 @@ pub(crate) use crate::retry::TxErr;
 
 /// Classifies a Redis error as `shouldRetry` does (without `retryOnFailure`): server
 /// states that pass (LOADING, READONLY, TRYAGAIN, EXECABORT, …) are retried, anything
-/// else (including I/O errors and timeouts) is final. A Cluster's MOVED or ASK is final
-/// here too: the connection reaches a primary that no longer serves the volume's slot,
-/// so the session must reconnect (go-redis redirects within the call instead).
+/// else (including I/O errors and timeouts) is final. A Cluster's MOVED that the
+/// connection could not follow ([`Conn::following_moves`]), or an ASK, is final too: the
+/// session must reconnect.
 pub(crate) fn classify(e: RedisError) -> TxErr {
     let msg = e.to_string();
     let retry = matches!(
@@ -42,6 +43,11 @@ pub(crate) fn classify(e: RedisError) -> TxErr {
 pub(crate) struct Conn {
     wire: Arc<Mutex<Wire>>,
     round_trips: Arc<AtomicU64>,
+    /// On a Cluster: how to reach the node a MOVED answer names.
+    moves: Option<Arc<(MetaUrl, Dialer)>>,
+    /// Between a WATCH and the transaction's end: a MOVED then restarts the transaction
+    /// on the new node instead of sending the one command again.
+    watching: Arc<AtomicBool>,
 }
 
 impl Conn {
@@ -50,7 +56,39 @@ impl Conn {
         Self {
             wire: Arc::new(Mutex::new(wire)),
             round_trips: Arc::new(AtomicU64::new(0)),
+            moves: None,
+            watching: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// A Cluster session's connection, which follows a MOVED answer as go-redis's
+    /// ClusterClient does: it connects to the node named and sends the command there once
+    /// more (one more round trip), or, inside a transaction, runs the transaction again
+    /// there from its WATCH.
+    pub(crate) fn following_moves(mut self, url: MetaUrl, dialer: Dialer) -> Self {
+        self.moves = Some(Arc::new((url, dialer)));
+        self
+    }
+
+    /// After `e`: when it is a MOVED this connection follows, replaces `wire` by a
+    /// connection to the node it names and says whether the command should be sent again
+    /// (`Some(true)`; `Some(false)` inside a transaction); `None` leaves `e` as it is.
+    async fn follow(&self, wire: &mut Wire, e: &RedisError) -> Option<bool> {
+        let (url, dialer) = self.moves.as_deref()?;
+        if e.code() != Some("MOVED") {
+            return None;
+        }
+        let (addr, _slot) = e.redirect_node()?;
+        let (host, port) = addr.rsplit_once(':')?;
+        let port: u16 = port.parse().ok()?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        *wire = super::connect_node(url, dialer, host, port).await.ok()?;
+        Some(!self.watching.swap(false, Ordering::Relaxed))
+    }
+
+    /// The error for a MOVED followed inside a transaction: run it again on the new node.
+    fn moved_retry(e: &RedisError) -> TxErr {
+        TxErr::Retry(format!("redis: {e} (followed to the slot's new primary)"))
     }
 
     /// Requests sent so far.
@@ -62,7 +100,17 @@ impl Conn {
     pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
-        cmd.query_async(&mut *wire).await.map_err(classify)
+        match cmd.query_async(&mut *wire).await {
+            Err(e) => match self.follow(&mut wire, &e).await {
+                Some(true) => {
+                    self.round_trips.fetch_add(1, Ordering::Relaxed);
+                    cmd.query_async(&mut *wire).await.map_err(classify)
+                }
+                Some(false) => Err(Self::moved_retry(&e)),
+                None => Err(classify(e)),
+            },
+            Ok(v) => Ok(v),
+        }
     }
 
     /// Sends one command (1 RTT) and returns the server's answer as it came, an error
@@ -80,7 +128,17 @@ impl Conn {
     pub(crate) async fn pipeline<T: FromRedisValue>(&mut self, p: &Pipeline) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
-        p.query_async(&mut *wire).await.map_err(classify)
+        match p.query_async(&mut *wire).await {
+            Err(e) => match self.follow(&mut wire, &e).await {
+                Some(true) => {
+                    self.round_trips.fetch_add(1, Ordering::Relaxed);
+                    p.query_async(&mut *wire).await.map_err(classify)
+                }
+                Some(false) => Err(Self::moved_retry(&e)),
+                None => Err(classify(e)),
+            },
+            Ok(v) => Ok(v),
+        }
     }
 
     /// Sends two commands at once and waits for both answers (2 requests, counted as 2
@@ -90,11 +148,10 @@ impl Conn {
         first: &Cmd,
         second: &Cmd,
     ) -> Result<(A, B), TxErr> {
-        self.round_trips.fetch_add(2, Ordering::Relaxed);
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut p = redis::pipe();
         p.add_command(first.clone()).add_command(second.clone());
-        let mut wire = self.wire.lock().await;
-        p.query_async(&mut *wire).await.map_err(classify)
+        self.pipeline(&p).await
     }
 
     /// Sends `MULTI … EXEC` as one request (1 RTT) and returns the replies of the queued
@@ -104,7 +161,14 @@ impl Conn {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let reply = {
             let mut wire = self.wire.lock().await;
-            p.query_async::<Value>(&mut *wire).await.map_err(classify)?
+            match p.query_async::<Value>(&mut *wire).await {
+                // Followed or not, a transaction is never sent again by itself.
+                Err(e) => match self.follow(&mut wire, &e).await {
+                    Some(_) => return Err(Self::moved_retry(&e)),
+                    None => return Err(classify(e)),
+                },
+                Ok(v) => v,
+            }
         };
         match reply {
             Value::Nil => Err(TxErr::Retry(
@@ -119,11 +183,14 @@ impl Conn {
 
     /// `WATCH keys…` (1 RTT).
     pub(crate) async fn watch(&mut self, keys: &[String]) -> Result<(), TxErr> {
-        self.query::<()>(redis::cmd("WATCH").arg(keys)).await
+        self.query::<()>(redis::cmd("WATCH").arg(keys)).await?;
+        self.watching.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// `UNWATCH` (1 RTT). Its failure is ignored, as go-redis ignores it.
     pub(crate) async fn unwatch(&mut self) {
+        self.watching.store(false, Ordering::Relaxed);
         let _ = self.query::<()>(&redis::cmd("UNWATCH")).await;
     }
 }
