@@ -91,12 +91,14 @@ const NOTES: &[&str] = &[
 pub const CLUSTER_NOTE: &str =
     "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
      name (`CLUSTER SLOTS`, asked again for each new connection), as go-redis routes the \
-     `{db}`-tagged keys. A MOVED answer (the slot moved to another primary, e.g. a failover) \
-     fails the call and the session reconnects through the seeds; an ASK answer (the slot \
-     half-way through a migration) fails the call; go-redis follows both within the call \
-     (MaxRedirects 1). The Lua scripts are loaded on that primary only (go-redis loads them on \
-     every one) and, as in JuiceFS, never used with the key prefix. The legacy `sessions` set \
-     of JuiceFS before 1.0, which has no tag, is not cleaned on a Cluster.";
+     `{db}`-tagged keys. A MOVED answer (the slot moved, e.g. a failover) is followed within \
+     the call, as go-redis follows it (MaxRedirects 1): the command is sent again on a new \
+     connection to the node named, a transaction runs again from its WATCH there (counted as \
+     a retry). An ASK answer (the slot half-way through a migration) fails the call \
+     (go-redis sends ASKING and the command to the node named). The Lua scripts are loaded \
+     on that primary only (go-redis loads them on every one) and, as in JuiceFS, never used \
+     with the key prefix. The legacy `sessions` set of JuiceFS before 1.0, which has no tag, \
+     is not cleaned on a Cluster.";
 
 const CLUSTER_NOTES: [&str; NOTES.len() + 1] = {
     let mut all = [CLUSTER_NOTE; NOTES.len() + 1];
