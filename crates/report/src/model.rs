@@ -895,6 +895,16 @@ impl Level {
                     *s = true;
                 }
             }
+            // Calls still in flight at the window's end after the phase's last completion:
+            // a stall that lasted to the end.
+            if op.in_flight_at_end > 0 {
+                let completed = phase_completions(&phase);
+                if let Some(last) = completed.iter().rposition(|&n| n > 0) {
+                    for s in silent.iter_mut().skip(last + 1) {
+                        *s = true;
+                    }
+                }
+            }
             let hit: Vec<IntervalSample> = op
                 .intervals
                 .iter()
@@ -921,17 +931,26 @@ impl Level {
     }
 }
 
+/// The calls of `ops` (one window's operations) completed in each second.
+fn phase_completions(ops: &[&LevelOp]) -> Vec<u64> {
+    let seconds = ops.iter().map(|o| o.intervals.len()).max().unwrap_or(0);
+    (0..seconds)
+        .map(|i| {
+            ops.iter()
+                .filter_map(|o| o.intervals.get(i))
+                .map(|s| s.count)
+                .sum()
+        })
+        .collect()
+}
+
 /// The seconds (1-based runs) in which none of `ops` (one window's operations) completed
 /// a call, after the first second in which one did.
 fn silent_seconds_of(ops: &[&LevelOp]) -> Vec<(usize, usize)> {
-    let seconds = ops.iter().map(|o| o.intervals.len()).max().unwrap_or(0);
-    let completed: Vec<IntervalSample> = (0..seconds)
-        .map(|i| IntervalSample {
-            count: ops
-                .iter()
-                .filter_map(|o| o.intervals.get(i))
-                .map(|s| s.count)
-                .sum(),
+    let completed: Vec<IntervalSample> = phase_completions(ops)
+        .into_iter()
+        .map(|count| IntervalSample {
+            count,
             ..Default::default()
         })
         .collect();
@@ -1141,6 +1160,24 @@ mod tests {
                 ("rename", 4, 5, 0, 0)
             ]
         );
+        assert_eq!(found[1].max_p99_us, 0.0);
+        // The highest p99 of the run's seconds; a stall to the window's end, with calls in
+        // flight then, is a run too.
+        let mut stalled = level.clone();
+        stalled.ops[0].intervals[2].p99_us = 900.0;
+        stalled.ops[0].intervals[4].p99_us = 1500.0;
+        stalled.ops.truncate(1);
+        stalled.ops[0]
+            .intervals
+            .extend([sample(0, 0), sample(0, 0)]);
+        assert_eq!(stalled.find_disruptions().len(), 2);
+        stalled.ops[0].in_flight_at_end = 2;
+        let runs: Vec<(usize, usize, f64)> = stalled
+            .find_disruptions()
+            .iter()
+            .map(|d| (d.from_s, d.to_s, d.max_p99_us))
+            .collect();
+        assert_eq!(runs, [(3, 5, 1500.0), (7, 9, 0.0)]);
         // Another phase's silence is not this one's.
         let mut other = level.clone();
         other.ops[1].phase = "later".into();

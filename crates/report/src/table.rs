@@ -111,47 +111,38 @@ pub fn floor_line(f: &Floor) -> String {
     )
 }
 
-/// `5–7` or `5`.
-fn seconds(spans: &[(usize, usize)]) -> String {
-    spans
-        .iter()
-        .map(|&(a, b)| {
-            if a == b {
-                a.to_string()
-            } else {
-                format!("{a}–{b}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Per level of `op`, the seconds of its window in which calls failed or none completed:
-/// a failover or a stall, shown where it happened.
+/// Per level of `op`, its disruptions ([`crate::Level::find_disruptions`], the record the
+/// level's JSON keeps): the seconds of its window in which calls failed or none of its
+/// phase completed, a failover or a stall, shown where it happened.
 fn gaps(run: &crate::SweepResults, op: &str) -> String {
     let mut out = String::new();
     for level in &run.levels {
         let Some(r) = level.ops.iter().find(|o| o.op == op) else {
             continue;
         };
-        let (failing, silent) = (r.failing_seconds(), level.silent_seconds());
-        if failing.is_empty() && silent.is_empty() {
+        let runs: Vec<String> = level
+            .find_disruptions()
+            .into_iter()
+            .filter(|d| d.op == op)
+            .map(|d| {
+                let when = if d.from_s == d.to_s {
+                    format!("second {}", d.from_s)
+                } else {
+                    format!("seconds {}–{}", d.from_s, d.to_s)
+                };
+                format!(
+                    "{when} ({} failed, {} completed)",
+                    d.failed_calls, d.completed_calls
+                )
+            })
+            .collect();
+        if runs.is_empty() {
             continue;
         }
-        let mut parts = Vec::new();
-        if !failing.is_empty() {
-            parts.push(format!("calls failed in second {}", seconds(&failing)));
-        }
-        if !silent.is_empty() {
-            parts.push(format!(
-                "no call of any operation completed in second {}",
-                seconds(&silent)
-            ));
-        }
         out += &format!(
-            "  {} clients: {} of the {:.0} s window\n",
+            "  {} clients: calls failed or none completed in {} of the {:.0} s window\n",
             level.clients,
-            parts.join("; "),
+            runs.join(", "),
             r.window_s
         );
     }
