@@ -26,6 +26,7 @@
 #                         append /prefix)
 #   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
+#   METABENCH_TLS_CA      the CA of the certificate MariaDB and PostgreSQL take TLS with
 #
 # Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT,
 # METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one),
@@ -463,6 +464,34 @@ as_user() {
 # Engines
 # ---------------------------------------------------------------------------------------
 
+# A test CA and a server certificate for 127.0.0.1 and localhost (2 days), with which
+# MariaDB and PostgreSQL take TLS; the tests find the CA as METABENCH_TLS_CA.
+make_tls_certs() {
+    local d="$DATA/tls"
+    mkdir -p "$d"
+    say "TLS: a test CA and a server certificate in $d"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=metabench test CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -keyout "$d/ca.key" -out "$d/ca.pem" >"$d/openssl.log" 2>&1 &&
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+            -keyout "$d/server.key" -out "$d/server.csr" >>"$d/openssl.log" 2>&1 &&
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >"$d/server.ext" &&
+        openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+            -days 2 -extfile "$d/server.ext" -out "$d/server.pem" >>"$d/openssl.log" 2>&1 ||
+        {
+            cat "$d/openssl.log" >&2
+            die "openssl: making the test certificates failed"
+        }
+    chmod 644 "$d/ca.pem" "$d/server.pem"
+}
+
+# Copies the server certificate and key into an engine's directory `$1`, the key readable
+# by its owner only (PostgreSQL refuses a key others can read).
+install_server_cert() {
+    cp "$DATA/tls/server.pem" "$DATA/tls/server.key" "$1/"
+    chmod 600 "$1/server.key"
+}
+
 start_mariadb() {
     local d="$DATA/mysql"
     local mysqld install client
@@ -470,6 +499,7 @@ start_mariadb() {
     install="$(mysql_install_db_bin)"
     client="$(mysql_client)"
     mkdir -p "$d/data"
+    install_server_cert "$d"
     if [[ $EUID -eq 0 ]]; then chown -R mysql:mysql "$d"; fi
     say "MariaDB: initialising $d/data"
     local user_opt=()
@@ -488,6 +518,7 @@ start_mariadb() {
         --collation-server=utf8mb4_general_ci --max-connections=1000 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
         --innodb-doublewrite=0 --skip-log-bin \
+        --ssl-cert="$d/server.pem" --ssl-key="$d/server.key" --ssl-ca="$DATA/tls/ca.pem" \
         </dev/null >>"$d/stdout.log" 2>&1 &)
     local pid=""
     local deadline=$((SECONDS + READY_TIMEOUT))
@@ -521,6 +552,7 @@ start_postgres() {
     bin="$(pg_bindir)"
     mkdir -p "$d/data"
     chmod 700 "$d/data"
+    install_server_cert "$d"
     if [[ $EUID -eq 0 ]]; then chown -R postgres:postgres "$d"; fi
     say "PostgreSQL: initialising $d/data"
     (cd "$d" && as_user postgres "$bin/initdb" -D "$d/data" -U postgres --auth-local=trust \
@@ -543,6 +575,7 @@ start_postgres() {
         -c log_connections=off -c log_disconnections=off -c max_connections=300 \
         -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
         -c password_encryption=scram-sha-256 \
+        -c ssl=on -c ssl_cert_file="$d/server.pem" -c ssl_key_file="$d/server.key" \
         </dev/null >>"$log" 2>&1 &)
     local deadline=$((SECONDS + READY_TIMEOUT))
     until [[ -s "$d/data/postmaster.pid" ]]; do
@@ -766,6 +799,9 @@ write_env() {
         fi
         echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
         echo "export METABENCH_ENGINES_DIR='$DATA'"
+        if [[ -f "$DATA/tls/ca.pem" ]]; then
+            echo "export METABENCH_TLS_CA='$DATA/tls/ca.pem'"
+        fi
         echo "case \":\$PATH:\" in *':$jfs_dir:'*) ;; *) export PATH='$jfs_dir':\"\$PATH\" ;; esac"
         echo "MYSQL_PID=$MYSQL_PID"
         echo "PG_PID=$PG_PID"
@@ -810,6 +846,7 @@ cmd_start() {
     MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" TIKV_PD_PID="" TIKV_STORE_PID=""
     # Record what we start as we go, so a failure half-way can still be stopped.
     trap 'write_env 2>/dev/null || true' EXIT
+    make_tls_certs
     start_redis
     write_env
     start_postgres

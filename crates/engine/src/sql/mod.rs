@@ -47,6 +47,25 @@ pub async fn open(url: &MetaUrl) -> Result<Arc<dyn Engine>> {
     Ok(Arc::new(SqlEngine::open(url).await?))
 }
 
+/// go-sql-driver's `tls` option as JuiceFS passes it: `false` (the default) plain TCP,
+/// `true` TLS checked against the system's roots and the host name, `skip-verify` TLS
+/// with no check, `preferred` TLS when the server offers it, unchecked. Any other value
+/// names a TLS configuration registered in Go code, and JuiceFS registers none.
+fn mysql_tls(tls: Option<&str>) -> Result<MySqlSslMode> {
+    Ok(match tls {
+        None | Some("false" | "False" | "FALSE" | "0") => MySqlSslMode::Disabled,
+        Some("true" | "True" | "TRUE" | "1") => MySqlSslMode::VerifyIdentity,
+        Some("skip-verify") => MySqlSslMode::Required,
+        Some("preferred") => MySqlSslMode::Preferred,
+        Some(other) => {
+            return Err(MetaError::BadUrl(format!(
+                "tls={other}: MySQL takes tls=true, skip-verify, preferred or false (other \
+                 names are TLS configurations registered in Go code; JuiceFS registers none)"
+            )))
+        }
+    })
+}
+
 /// Where and how to connect, derived from the meta URL.
 pub(crate) struct Target {
     url: MetaUrl,
@@ -63,14 +82,7 @@ impl Target {
     fn new(url: &MetaUrl) -> Result<Self> {
         let how = match url.scheme() {
             Scheme::Mysql => {
-                // go-sql-driver's `tls=true|skip-verify|preferred|<name>`: not built in.
-                let off = |t: &&str| matches!(*t, "false" | "False" | "FALSE" | "0");
-                if let Some(tls) = url.param("tls").filter(|t| !off(t)) {
-                    return Err(MetaError::BadUrl(format!(
-                        "MySQL over TLS (tls={tls}) is not supported by metabench yet; \
-                         use tls=false or leave it out"
-                    )));
-                }
+                let tls = mysql_tls(url.param("tls"))?;
                 let mut o = MySqlConnectOptions::new()
                     .username(url.user())
                     .database(url.database())
@@ -80,7 +92,7 @@ impl Target {
                     .timezone(None)
                     .set_names(false)
                     .charset("utf8mb4")
-                    .ssl_mode(MySqlSslMode::Disabled);
+                    .ssl_mode(tls);
                 if let Some(pw) = url.password() {
                     o = o.password(pw);
                 }
@@ -98,15 +110,11 @@ impl Target {
                     .ssl_mode(match url.param("sslmode") {
                         Some("disable") => PgSslMode::Disable,
                         Some("allow") => PgSslMode::Allow,
+                        // pgx's default, as libpq's: TLS when the server offers it.
                         None | Some("prefer") => PgSslMode::Prefer,
-                        // TLS is not built in: a mode that demands it is refused here,
-                        // never weakened.
-                        Some(mode @ ("require" | "verify-ca" | "verify-full")) => {
-                            return Err(MetaError::BadUrl(format!(
-                                "PostgreSQL over TLS (sslmode={mode}) is not supported by \
-                                 metabench yet; use sslmode=disable or prefer"
-                            )))
-                        }
+                        Some("require") => PgSslMode::Require,
+                        Some("verify-ca") => PgSslMode::VerifyCa,
+                        Some("verify-full") => PgSslMode::VerifyFull,
                         Some(other) => {
                             return Err(MetaError::BadUrl(format!(
                                 "unknown sslmode '{other}' (disable, allow, prefer, require, \
@@ -114,6 +122,21 @@ impl Target {
                             )))
                         }
                     });
+                // libpq's file options, as pgx reads them; a file that is not there is one
+                // line now rather than a handshake failure later.
+                for option in ["sslrootcert", "sslcert", "sslkey"] {
+                    let Some(file) = url.param(option) else {
+                        continue;
+                    };
+                    if !std::path::Path::new(file).is_file() {
+                        return Err(MetaError::BadUrl(format!("{option}: no file {file}")));
+                    }
+                    o = match option {
+                        "sslrootcert" => o.ssl_root_cert(file),
+                        "sslcert" => o.ssl_client_cert(file),
+                        _ => o.ssl_client_key(file),
+                    };
+                }
                 if let Some(pw) = url.password() {
                     o = o.password(pw);
                 }
@@ -297,6 +320,14 @@ impl Target {
                     .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
                     .map(|m| m.number());
                 match (self.dialect(), number, code.as_str()) {
+                    // Without TLS, a user the server admits over TLS only is refused
+                    // as a wrong password would be.
+                    (Dialect::Mysql, Some(1045), _) if self.url.param("tls").is_none() => {
+                        format!(
+                            "access denied for user '{user}' (wrong password, or a user \
+                             that must come over TLS: add tls=true or skip-verify?)"
+                        )
+                    }
                     (Dialect::Mysql, Some(1045), _) | (Dialect::Postgres, _, "28P01") => {
                         format!("access denied for user '{user}' (wrong password?)")
                     }

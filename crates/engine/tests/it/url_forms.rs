@@ -1,7 +1,7 @@
 //! The meta URL forms of production, against real servers: Redis over TLS (`rediss://`
 //! with JuiceFS's TLS options: a CA file, a client certificate, a server name, or no
 //! check), over its Unix socket (`unix:///path?db=N`) and through a Sentinel
-//! (`redis://:pw@MASTER,sentinel:port/db`), PostgreSQL and MariaDB over their Unix
+//! (`redis://:pw@MASTER,sentinel:port/db`), PostgreSQL and MariaDB over TLS and over their Unix
 //! sockets. `juicefs` formats and reads through the same URL, so each form is
 //! proven both ways; bad TLS settings and options metabench cannot honour are one-line
 //! errors.
@@ -279,22 +279,27 @@ async fn mariadb_over_its_unix_socket_works_both_ways_with_juicefs() {
     assert!(hosts.iter().all(|h| h[0] == "localhost"), "{hosts:?}");
 }
 
-/// TLS to MySQL and PostgreSQL is not built in: a URL that asks for it is refused in one
-/// line before anything is sent, never quietly sent in the clear.
+/// The CA of the certificate the shared MariaDB and PostgreSQL take TLS with.
+fn test_ca() -> String {
+    std::env::var("METABENCH_TLS_CA")
+        .expect("METABENCH_TLS_CA is not set: run the tests with scripts/test.sh")
+}
+
+/// TLS options that cannot work are one line, before anything is sent.
 #[tokio::test]
-async fn sql_tls_that_is_not_built_in_is_refused_not_weakened() {
+async fn sql_tls_options_that_cannot_work_are_one_line() {
     for (url, want) in [
         (
-            "postgres://u:pw@127.0.0.1:1/db?sslmode=verify-full&sslrootcert=/ca.pem",
-            "PostgreSQL over TLS (sslmode=verify-full) is not supported",
+            "postgres://u:pw@127.0.0.1:1/db?sslmode=verify-full&sslrootcert=/no/ca.pem",
+            "sslrootcert: no file /no/ca.pem",
         ),
         (
             "postgres://u:pw@127.0.0.1:1/db?sslmode=required",
             "unknown sslmode 'required'",
         ),
         (
-            "mysql://u:pw@(127.0.0.1:1)/db?tls=skip-verify",
-            "MySQL over TLS (tls=skip-verify) is not supported",
+            "mysql://u:pw@(127.0.0.1:1)/db?tls=custom",
+            "tls=custom: MySQL takes tls=true, skip-verify, preferred or false",
         ),
     ] {
         let err = open(url).await.err().unwrap();
@@ -303,4 +308,85 @@ async fn sql_tls_that_is_not_built_in_is_refused_not_weakened() {
         assert!(text.contains(want), "{url}: {text}");
         assert_eq!(text.lines().count(), 1, "{text}");
     }
+}
+
+/// PostgreSQL with `sslmode=verify-full` and the CA as `sslrootcert` (as pgx reads them):
+/// `juicefs` and metabench both go through; the server lists metabench's connections as
+/// TLS ones (`pg_stat_ssl`). A CA that did not sign the server's certificate is one line.
+#[tokio::test]
+async fn postgres_over_tls_verify_full_works_both_ways_with_juicefs() {
+    let db = fresh_database(Kind::Postgres);
+    // The test database's URL without its `?sslmode=disable`.
+    let base = db.url().split('?').next().unwrap().to_owned();
+    let url = format!("{base}?sslmode=verify-full&sslrootcert={}", test_ca());
+    both_ways(&url, "pg-tls-volume").await;
+    let engine = open(&url).await.unwrap();
+    let _s = engine.session(&SessionOptions::default()).await.unwrap();
+    let tls = db.query(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+         WHERE datname = current_database() AND ssl AND pid <> pg_backend_pid()",
+    );
+    let n: u32 = tls[0][0].parse().unwrap();
+    assert!(n >= 1, "no TLS connection of metabench: {tls:?}");
+    let plain = format!("{base}?sslmode=disable");
+    let _p = open(&plain)
+        .await
+        .unwrap()
+        .session(&SessionOptions::default())
+        .await
+        .unwrap();
+    let all = db.query(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+         WHERE datname = current_database() AND NOT ssl AND pid <> pg_backend_pid()",
+    );
+    assert!(all[0][0].parse::<u32>().unwrap() >= 1, "{all:?}");
+
+    let other = TestCerts::generate();
+    let wrong = format!(
+        "{base}?sslmode=verify-full&sslrootcert={}",
+        other.ca().display()
+    );
+    let err = open(&wrong).await.err().unwrap().to_string();
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("metabench-test-pw"), "{err}");
+}
+
+/// MariaDB over TLS with go-sql-driver's `tls=skip-verify` and `tls=preferred`: a user
+/// the server admits over TLS only (`REQUIRE SSL`) gets in, and `juicefs` too; without
+/// `tls`, the same user is refused in one line.
+#[tokio::test]
+async fn mariadb_over_tls_works_both_ways_with_juicefs() {
+    let db = fresh_database(Kind::Mysql);
+    let user = format!("tls{}", std::process::id());
+    for sql in [
+        format!("CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'tls-pw' REQUIRE SSL"),
+        format!(
+            "GRANT ALL PRIVILEGES ON `{}`.* TO '{user}'@'127.0.0.1'",
+            db.name()
+        ),
+    ] {
+        db.query(&sql);
+    }
+    let url = |tls: &str| {
+        format!(
+            "mysql://{user}:tls-pw@(127.0.0.1:{})/{}{tls}",
+            tcp_port(db.url()),
+            db.name()
+        )
+    };
+    both_ways(&url("?tls=skip-verify"), "mysql-tls-volume").await;
+    let preferred = open(&url("?tls=preferred")).await.unwrap();
+    assert!(matches!(
+        preferred.probe().await.unwrap(),
+        VolumeState::Volume(_)
+    ));
+    let err = open(&url("")).await.err().unwrap().to_string();
+    assert!(
+        err.contains("access denied for user") && err.contains("must come over TLS"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains("tls-pw"), "{err}");
+    db.query(&format!("DROP USER '{user}'@'127.0.0.1'"));
 }
