@@ -35,6 +35,7 @@
 mod cli;
 mod db;
 mod dump;
+mod etcd;
 mod jfs;
 mod logs;
 mod matrix;
@@ -45,6 +46,7 @@ mod util;
 pub use cli::{metabench_command, output_text, run_metabench};
 pub use db::{fresh_database, Kind, TestDb};
 pub use dump::{dump_tree, dump_tree_at, unescape, DumpChunk, DumpNode, DumpSlice};
+pub use etcd::EtcdServer;
 pub use jfs::{
     fsck_problems, juicefs, juicefs_bin, juicefs_dump, juicefs_format, juicefs_format_with,
     juicefs_fsck, juicefs_load, juicefs_mdtest, juicefs_status, write_slice_blocks,

@@ -8,8 +8,8 @@ use super::kv::{KeyRange, KvBackend, KvError, KvResult, Version, Versioned, Writ
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient, Txn, TxnOp,
-    TxnOpResponse,
+    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
+    KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -23,12 +23,79 @@ const COMMIT_EVERY: usize = 128;
 pub struct EtcdKv {
     client: Client,
     kv: KvClient,
-    /// The first endpoint, `host:port`, whose HTTP `/metrics` telemetry reads.
+    /// The first endpoint, `host:port`, whose HTTP `/metrics` telemetry reads (empty when
+    /// the endpoints speak TLS).
     metrics_at: String,
 }
 
 fn other(e: etcd_client::Error) -> KvError {
     KvError::Other(format!("etcd: {e}"))
+}
+
+/// JuiceFS's `buildTlsConfig` (`pkg/meta/tkv_etcd.go`): TLS when the URL names a CA
+/// (`cacert`), a client certificate (`cert` with `key`) or a `server-name`; without a CA,
+/// the system's roots. `insecure-skip-verify` has no counterpart in this gRPC client and
+/// is refused rather than ignored. A file that cannot be read is one line.
+fn tls_options(url: &MetaUrl) -> std::result::Result<Option<TlsOptions>, String> {
+    let (ca, cert, key, name) = (
+        url.param("cacert"),
+        url.param("cert"),
+        url.param("key"),
+        url.param("server-name"),
+    );
+    if ca.is_none() && cert.is_none() && key.is_none() && name.is_none() {
+        return Ok(None);
+    }
+    if url
+        .param("insecure-skip-verify")
+        .is_some_and(|v| !v.is_empty())
+    {
+        return Err(
+            "insecure-skip-verify is not available for etcd in metabench: give the server's \
+             CA as cacert=…"
+                .into(),
+        );
+    }
+    let read = |option: &str, file: &str| {
+        std::fs::read(file).map_err(|e| format!("cannot read {option} {file}: {e}"))
+    };
+    let mut tls = TlsOptions::new();
+    tls = match ca {
+        Some(file) => tls.ca_certificate(Certificate::from_pem(read("cacert", file)?)),
+        None => tls.with_native_roots(),
+    };
+    tls = match (cert, key) {
+        (Some(c), Some(k)) => tls.identity(Identity::from_pem(read("cert", c)?, read("key", k)?)),
+        (None, None) => tls,
+        _ => return Err("cert and key go together".into()),
+    };
+    if let Some(name) = name {
+        tls = tls.domain_name(name);
+    }
+    Ok(Some(tls))
+}
+
+/// A connection failure in a few words: TLS refusals said plainly, anything else as the
+/// client gave it.
+fn connect_reason(e: &etcd_client::Error, tls: bool) -> String {
+    let text = e.to_string();
+    if text.contains("UnknownIssuer") {
+        "TLS: the server's certificate is not signed by the CA given as cacert (UnknownIssuer)"
+            .into()
+    } else if text.contains("BadCertificate") || text.contains("CertificateRequired") {
+        "TLS: the server refused the client certificate (none given as cert=…&key=…, or \
+         one its CA did not sign)"
+            .into()
+    } else if tls && text.contains("connection closed") {
+        // TLS 1.3: a refused client certificate may only show as the connection closing.
+        "TLS: the server closed the connection after the handshake (does it ask for a client \
+         certificate, cert=…&key=…, that its CA signed?)"
+            .into()
+    } else if text.contains("NotValidForName") {
+        "TLS: the server's certificate is not valid for the host dialled (set server-name=…)".into()
+    } else {
+        text
+    }
 }
 
 impl EtcdKv {
@@ -39,24 +106,16 @@ impl EtcdKv {
             url: url.redacted(),
             reason,
         };
-        if url.query().iter().any(|(k, _)| {
-            matches!(
-                k.as_str(),
-                "cacert" | "cert" | "key" | "server-name" | "insecure-skip-verify"
-            )
-        }) {
-            return Err(fail(
-                "TLS options are not supported by this build of metabench".into(),
-            ));
-        }
+        let tls = tls_options(url).map_err(fail)?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let endpoints: Vec<String> = url
             .hosts()
             .into_iter()
             .map(|(h, p)| {
                 if h.contains(':') {
-                    format!("http://[{h}]:{p}")
+                    format!("{scheme}://[{h}]:{p}")
                 } else {
-                    format!("http://{h}:{p}")
+                    format!("{scheme}://{h}:{p}")
                 }
             })
             .collect();
@@ -66,15 +125,22 @@ impl EtcdKv {
         if let Some(pw) = url.password() {
             opts = opts.with_user(url.user(), pw);
         }
-        let metrics_at = endpoints[0].trim_start_matches("http://").to_owned();
+        if let Some(tls) = tls {
+            opts = opts.with_tls(tls);
+        }
+        // `/metrics` on the first endpoint, over plain HTTP only (none with TLS).
+        let metrics_at = match scheme {
+            "http" => endpoints[0].trim_start_matches("http://").to_owned(),
+            _ => String::new(),
+        };
         let client = Client::connect(endpoints, Some(opts))
             .await
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| fail(connect_reason(&e, scheme == "https")))?;
         let mut kv = client.kv_client();
         // Check it answers.
         kv.get("metabench-ping", Some(GetOptions::new().with_count_only()))
             .await
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| fail(connect_reason(&e, scheme == "https")))?;
         let mut prefix = format!("/{}", url.database()).into_bytes();
         if url.database().is_empty() {
             prefix.clear();
@@ -211,6 +277,11 @@ impl KvBackend for EtcdKv {
     }
 
     async fn telemetry(&self) -> KvResult<crate::Telemetry> {
+        if self.metrics_at.is_empty() {
+            return Err(KvError::Other(
+                "etcd /metrics is read over plain HTTP only, and this etcd speaks TLS".into(),
+            ));
+        }
         let text = http_get(&self.metrics_at, "/metrics")
             .await
             .map_err(|e| KvError::Other(format!("etcd /metrics at {}: {e}", self.metrics_at)))?;

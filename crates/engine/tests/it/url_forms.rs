@@ -1,10 +1,10 @@
 //! The meta URL forms of production, against real servers: Redis over TLS (`rediss://`
 //! with JuiceFS's TLS options: a CA file, a client certificate, a server name, or no
 //! check), over its Unix socket (`unix:///path?db=N`) and through a Sentinel
-//! (`redis://:pw@MASTER,sentinel:port/db`), PostgreSQL and MariaDB over TLS and over their Unix
-//! sockets. `juicefs` formats and reads through the same URL, so each form is
-//! proven both ways; bad TLS settings and options metabench cannot honour are one-line
-//! errors.
+//! (`redis://:pw@MASTER,sentinel:port/db`); PostgreSQL and MariaDB over TLS and over their
+//! Unix sockets; etcd over TLS with a client certificate. `juicefs` formats and reads
+//! through the same URL, so each form is proven both ways; bad TLS settings and options
+//! metabench cannot honour are one-line errors.
 
 use metabench_engine::Address;
 use metabench_engine::{Ctx, Engine, MetaError, MetaUrl, SessionOptions, VolumeState};
@@ -389,4 +389,47 @@ async fn mariadb_over_tls_works_both_ways_with_juicefs() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!err.contains("tls-pw"), "{err}");
     db.query(&format!("DROP USER '{user}'@'127.0.0.1'"));
+}
+
+/// etcd over TLS with JuiceFS's options (`cacert`, `cert`, `key`): `juicefs` and metabench
+/// both go through a server that asks for a client certificate; a wrong CA, no client
+/// certificate, and `insecure-skip-verify` are one line each.
+#[cfg(feature = "etcd")]
+#[tokio::test]
+async fn etcd_over_tls_works_both_ways_with_juicefs() {
+    let certs = TestCerts::generate();
+    let server = metabench_testkit::EtcdServer::start_tls(&certs);
+    let (cert, key) = certs.client();
+    let base = format!("etcd://127.0.0.1:{}/jfs", server.port());
+    let url = format!(
+        "{base}?{}&{}&{}",
+        q("cacert", &certs.ca()),
+        q("cert", &cert),
+        q("key", &key)
+    );
+    both_ways(&url, "etcd-tls-volume").await;
+    for (bad, want) in [
+        (
+            format!(
+                "{base}?{}&{}&{}",
+                q("cacert", &certs.other_ca()),
+                q("cert", &cert),
+                q("key", &key)
+            ),
+            "not signed by the CA given as cacert",
+        ),
+        (
+            format!("{base}?{}", q("cacert", &certs.ca())),
+            "client certificate",
+        ),
+        (
+            format!("{url}&insecure-skip-verify=1"),
+            "insecure-skip-verify is not available for etcd",
+        ),
+    ] {
+        let err = open(&bad).await.err().unwrap().to_string();
+        assert!(err.contains(want), "{err}");
+        assert!(err.starts_with("cannot connect to etcd://"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
 }
