@@ -546,3 +546,69 @@ fn under_mpirun_only_sweep_runs() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// MySQL's `tls=true`, as go-sql-driver takes it: TLS checked against the system's trusted
+/// roots and the host name. With the test CA as the system's roots (`SSL_CERT_FILE`, read
+/// by Go and by metabench alike), a user the server admits over TLS only gets in; without
+/// it, the server's certificate is refused in one line and nothing is written.
+#[test]
+fn mysql_tls_true_checks_the_server_against_the_system_roots() {
+    let _phase = crate::phase(module_path!());
+    let db = metabench_testkit::fresh_database(metabench_testkit::Kind::Mysql);
+    let user = format!("tlstrue{}", std::process::id());
+    db.query(&format!(
+        "CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'tls-pw' REQUIRE SSL"
+    ));
+    db.query(&format!(
+        "GRANT ALL PRIVILEGES ON `{}`.* TO '{user}'@'127.0.0.1'",
+        db.name()
+    ));
+    let port = db
+        .url()
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .split(')')
+        .next()
+        .unwrap()
+        .to_owned();
+    let url = format!(
+        "mysql://{user}:tls-pw@(127.0.0.1:{port})/{}?tls=true",
+        db.name()
+    );
+    let ca = std::env::var("METABENCH_TLS_CA")
+        .expect("METABENCH_TLS_CA is not set: run the tests with scripts/test.sh");
+    let args = [
+        "ops",
+        "--meta",
+        &url,
+        "--ops",
+        "getattr",
+        "--iterations",
+        "5",
+    ];
+    let refused = metabench()
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
+        .args(args)
+        .output()
+        .unwrap();
+    let line = one_error_line(&refused, 1);
+    assert!(
+        line.contains("invalid peer certificate: UnknownIssuer"),
+        "{line}"
+    );
+    assert!(!line.contains("tls-pw"), "{line}");
+    let tables = db.query("SHOW TABLES");
+    assert!(
+        tables.is_empty(),
+        "written on a refused connection: {tables:?}"
+    );
+    let ok = metabench()
+        .env("SSL_CERT_FILE", &ca)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    db.query(&format!("DROP USER '{user}'@'127.0.0.1'"));
+}
