@@ -464,20 +464,20 @@ as_user() {
 # Engines
 # ---------------------------------------------------------------------------------------
 
-# A test CA and a server certificate for 127.0.0.1 and localhost (2 days), with which
+# A test CA and a server certificate for 127.0.0.1 and localhost (10 years), with which
 # MariaDB and PostgreSQL take TLS; the tests find the CA as METABENCH_TLS_CA.
 make_tls_certs() {
     local d="$DATA/tls"
     mkdir -p "$d"
     say "TLS: a test CA and a server certificate in $d"
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=metabench test CA" \
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=metabench test CA" \
         -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
         -keyout "$d/ca.key" -out "$d/ca.pem" >"$d/openssl.log" 2>&1 &&
         openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
             -keyout "$d/server.key" -out "$d/server.csr" >>"$d/openssl.log" 2>&1 &&
         printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >"$d/server.ext" &&
         openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
-            -days 2 -extfile "$d/server.ext" -out "$d/server.pem" >>"$d/openssl.log" 2>&1 ||
+            -days 3650 -extfile "$d/server.ext" -out "$d/server.pem" >>"$d/openssl.log" 2>&1 ||
         {
             cat "$d/openssl.log" >&2
             die "openssl: making the test certificates failed"
@@ -741,6 +741,9 @@ all_running() {
     mysqladmin --no-defaults --socket="$DATA/mysql/mysqld.sock" -uroot ping >/dev/null 2>&1 || return 1
     "$(pg_bindir)/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" || return 1
     redis_ping "$REDIS_PORT" || return 1
+    # Engines started before MariaDB and PostgreSQL took TLS (no test CA) are not reused.
+    [[ -f "$DATA/tls/ca.pem" ]] || return 1
+    openssl x509 -checkend 86400 -noout -in "$DATA/tls/ca.pem" >/dev/null 2>&1 || return 1
 }
 
 cmd_stop() {

@@ -91,14 +91,16 @@ const NOTES: &[&str] = &[
 pub const CLUSTER_NOTE: &str =
     "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
      name (`CLUSTER SLOTS`, asked again for each new connection), as go-redis routes the \
-     `{db}`-tagged keys. A MOVED answer (the slot moved, e.g. a failover) is followed within \
-     the call, as go-redis follows it (MaxRedirects 1): the command is sent again on a new \
-     connection to the node named, a transaction runs again from its WATCH there (counted as \
-     a retry). An ASK answer (the slot half-way through a migration) fails the call \
-     (go-redis sends ASKING and the command to the node named). The Lua scripts are loaded \
-     on that primary only (go-redis loads them on every one) and, as in JuiceFS, never used \
-     with the key prefix. The legacy `sessions` set of JuiceFS before 1.0, which has no tag, \
-     is not cleaned on a Cluster.";
+     `{db}`-tagged keys. A MOVED answer (the slot moved, e.g. a failover) is followed as \
+     go-redis follows it (MaxRedirects 1): a new connection to the node named, go-redis's \
+     20–60 ms redirect backoff, then the command again there, or the transaction again from \
+     its WATCH (not counted as a retry). A plain pipeline is sent again only when all of its \
+     commands were answered MOVED; when some ran on the old primary, the call fails (go-redis \
+     resends just the redirected ones). An ASK answer (the slot half-way through a \
+     migration) fails the call (go-redis sends ASKING and the command to the node named). \
+     The Lua scripts are loaded on that primary only (go-redis loads them on every one) and, \
+     as in JuiceFS, never used with the key prefix. The legacy `sessions` set of JuiceFS \
+     before 1.0, which has no tag, is not cleaned on a Cluster.";
 
 const CLUSTER_NOTES: [&str; NOTES.len() + 1] = {
     let mut all = [CLUSTER_NOTE; NOTES.len() + 1];

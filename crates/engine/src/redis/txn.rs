@@ -48,6 +48,42 @@ pub(crate) struct Conn {
     /// Between a WATCH and the transaction's end: a MOVED then restarts the transaction
     /// on the new node instead of sending the one command again.
     watching: Arc<AtomicBool>,
+    /// Set when a MOVED inside a transaction was followed: the transaction runs again
+    /// from its WATCH on the new node, which is no conflict ([`txn!`]).
+    redirected: Arc<AtomicBool>,
+}
+
+/// What became of a MOVED answer ([`Conn::follow`]).
+enum Moved {
+    /// Not a MOVED this connection follows.
+    No,
+    /// Followed: the connection reaches the node named; `resend` when the whole request
+    /// may be sent again there (every command of it was answered MOVED, so none ran).
+    Followed { resend: bool },
+    /// The node named could not be reached (why).
+    Unreachable(String),
+}
+
+/// The node a MOVED answer names (`MOVED slot host:port`, alone or among a pipeline's
+/// answers), and how many of the request's commands were answered MOVED.
+fn moved_to(e: &RedisError) -> Option<(String, u16, usize)> {
+    let errors = e.clone().into_server_errors()?;
+    let moved: Vec<&redis::ServerError> = errors
+        .iter()
+        .map(|(_, err)| err)
+        .filter(|err| err.code() == "MOVED")
+        .collect();
+    let details = moved.first()?.details()?;
+    let addr = details.split_ascii_whitespace().nth(1)?;
+    let (host, port) = addr.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some((host.to_owned(), port.parse().ok()?, moved.len()))
+}
+
+/// go-redis's pause before a redirected attempt: `RetryBackoff(1, MinRetryBackoff,
+/// MaxRetryBackoff)` with JuiceFS's defaults (20 ms, 10 s), a random 20–60 ms.
+fn redirect_backoff() -> std::time::Duration {
+    std::time::Duration::from_micros(20_000 + rand::random_range(0..40_000))
 }
 
 impl Conn {
@@ -58,37 +94,67 @@ impl Conn {
             round_trips: Arc::new(AtomicU64::new(0)),
             moves: None,
             watching: Arc::new(AtomicBool::new(false)),
+            redirected: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// A Cluster session's connection, which follows a MOVED answer as go-redis's
-    /// ClusterClient does: it connects to the node named and sends the command there once
-    /// more (one more round trip), or, inside a transaction, runs the transaction again
-    /// there from its WATCH.
+    /// ClusterClient does (MaxRedirects 1): it connects to the node named, waits
+    /// go-redis's redirect backoff, and sends the request there once more; inside a
+    /// transaction (from its WATCH to its end), the transaction runs again there.
     pub(crate) fn following_moves(mut self, url: MetaUrl, dialer: Dialer) -> Self {
         self.moves = Some(Arc::new((url, dialer)));
         self
     }
 
-    /// After `e`: when it is a MOVED this connection follows, replaces `wire` by a
-    /// connection to the node it names and says whether the command should be sent again
-    /// (`Some(true)`; `Some(false)` inside a transaction); `None` leaves `e` as it is.
-    async fn follow(&self, wire: &mut Wire, e: &RedisError) -> Option<bool> {
-        let (url, dialer) = self.moves.as_deref()?;
-        if e.code() != Some("MOVED") {
-            return None;
-        }
-        let (addr, _slot) = e.redirect_node()?;
-        let (host, port) = addr.rsplit_once(':')?;
-        let port: u16 = port.parse().ok()?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        *wire = super::connect_node(url, dialer, host, port).await.ok()?;
-        Some(!self.watching.swap(false, Ordering::Relaxed))
+    /// Whether the last transaction attempt ended because a MOVED was followed (and
+    /// clears it).
+    pub(crate) fn take_redirect(&self) -> bool {
+        self.redirected.swap(false, Ordering::Relaxed)
     }
 
-    /// The error for a MOVED followed inside a transaction: run it again on the new node.
-    fn moved_retry(e: &RedisError) -> TxErr {
-        TxErr::Retry(format!("redis: {e} (followed to the slot's new primary)"))
+    /// After `e` to a request of `commands` commands: when it is a MOVED this connection
+    /// follows, replaces `wire` by a connection to the node it names.
+    async fn follow(&self, wire: &mut Wire, e: &RedisError, commands: usize) -> Moved {
+        let Some((url, dialer)) = self.moves.as_deref() else {
+            return Moved::No;
+        };
+        let Some((host, port, moved)) = moved_to(e) else {
+            return Moved::No;
+        };
+        match super::connect_node(url, dialer, &host, port).await {
+            Ok(fresh) => *wire = fresh,
+            Err(reason) => {
+                return Moved::Unreachable(format!(
+                    "redis: MOVED to {host}:{port}, which could not be reached: {reason}"
+                ))
+            }
+        }
+        tokio::time::sleep(redirect_backoff()).await;
+        if self.watching.swap(false, Ordering::Relaxed) {
+            self.redirected.store(true, Ordering::Relaxed);
+            return Moved::Followed { resend: false };
+        }
+        Moved::Followed {
+            resend: moved == commands,
+        }
+    }
+
+    /// The error of request `e` after [`Conn::follow`] said `moved` and the request is not
+    /// sent again.
+    fn after_move(&self, e: RedisError, moved: Moved) -> TxErr {
+        match moved {
+            Moved::No => classify(e),
+            Moved::Unreachable(why) => TxErr::Meta(MetaError::Engine(why)),
+            // Inside a transaction: it runs again from its WATCH on the new node.
+            Moved::Followed { .. } if self.redirected.load(Ordering::Relaxed) => {
+                TxErr::Retry(format!("redis: {e} (followed to the slot's new primary)"))
+            }
+            Moved::Followed { .. } => TxErr::Meta(MetaError::Engine(format!(
+                "redis: {e}; part of the pipeline ran before the slot moved, so it is not sent \
+                 again"
+            ))),
+        }
     }
 
     /// Requests sent so far.
@@ -101,15 +167,14 @@ impl Conn {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
         match cmd.query_async(&mut *wire).await {
-            Err(e) => match self.follow(&mut wire, &e).await {
-                Some(true) => {
+            Ok(v) => Ok(v),
+            Err(e) => match self.follow(&mut wire, &e, 1).await {
+                Moved::Followed { resend: true } => {
                     self.round_trips.fetch_add(1, Ordering::Relaxed);
                     cmd.query_async(&mut *wire).await.map_err(classify)
                 }
-                Some(false) => Err(Self::moved_retry(&e)),
-                None => Err(classify(e)),
+                moved => Err(self.after_move(e, moved)),
             },
-            Ok(v) => Ok(v),
         }
     }
 
@@ -124,20 +189,31 @@ impl Conn {
         cmd.query_async(&mut *wire).await
     }
 
-    /// Sends a plain (non-transactional) pipeline as one request (1 RTT).
+    /// Sends a plain (non-transactional) pipeline as one request (1 RTT). When every
+    /// command of it was answered MOVED, it is sent again on the new node (as go-redis
+    /// resends a pipeline's redirected commands); when only some were, the others ran on
+    /// the old node, and the call fails rather than run them twice.
     pub(crate) async fn pipeline<T: FromRedisValue>(&mut self, p: &Pipeline) -> Result<T, TxErr> {
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.send_pipeline(p, 1).await
+    }
+
+    /// [`Conn::pipeline`], counted as `requests` round trips (each again on a resend).
+    async fn send_pipeline<T: FromRedisValue>(
+        &mut self,
+        p: &Pipeline,
+        requests: u64,
+    ) -> Result<T, TxErr> {
+        self.round_trips.fetch_add(requests, Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
         match p.query_async(&mut *wire).await {
-            Err(e) => match self.follow(&mut wire, &e).await {
-                Some(true) => {
-                    self.round_trips.fetch_add(1, Ordering::Relaxed);
+            Ok(v) => Ok(v),
+            Err(e) => match self.follow(&mut wire, &e, p.len()).await {
+                Moved::Followed { resend: true } => {
+                    self.round_trips.fetch_add(requests, Ordering::Relaxed);
                     p.query_async(&mut *wire).await.map_err(classify)
                 }
-                Some(false) => Err(Self::moved_retry(&e)),
-                None => Err(classify(e)),
+                moved => Err(self.after_move(e, moved)),
             },
-            Ok(v) => Ok(v),
         }
     }
 
@@ -148,10 +224,9 @@ impl Conn {
         first: &Cmd,
         second: &Cmd,
     ) -> Result<(A, B), TxErr> {
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut p = redis::pipe();
         p.add_command(first.clone()).add_command(second.clone());
-        self.pipeline(&p).await
+        self.send_pipeline(&p, 2).await
     }
 
     /// Sends `MULTI … EXEC` as one request (1 RTT) and returns the replies of the queued
@@ -163,10 +238,10 @@ impl Conn {
             let mut wire = self.wire.lock().await;
             match p.query_async::<Value>(&mut *wire).await {
                 // Followed or not, a transaction is never sent again by itself.
-                Err(e) => match self.follow(&mut wire, &e).await {
-                    Some(_) => return Err(Self::moved_retry(&e)),
-                    None => return Err(classify(e)),
-                },
+                Err(e) => {
+                    let moved = self.follow(&mut wire, &e, p.len()).await;
+                    return Err(self.after_move(e, moved));
+                }
                 Ok(v) => v,
             }
         };
@@ -183,9 +258,10 @@ impl Conn {
 
     /// `WATCH keys…` (1 RTT).
     pub(crate) async fn watch(&mut self, keys: &[String]) -> Result<(), TxErr> {
-        self.query::<()>(redis::cmd("WATCH").arg(keys)).await?;
+        // From here on, a MOVED runs the transaction again (go-redis's ClusterClient.Watch
+        // re-runs it on the node named, the WATCH's own MOVED included).
         self.watching.store(true, Ordering::Relaxed);
-        Ok(())
+        self.query::<()>(redis::cmd("WATCH").arg(keys)).await
     }
 
     /// `UNWATCH` (1 RTT). Its failure is ignored, as go-redis ignores it.
@@ -213,6 +289,7 @@ macro_rules! txn {
             })
             .await;
         let mut attempt: u32 = 0;
+        let mut redirected = false;
         loop {
             let mut $c = $sess.conn.clone();
             let r: ::std::result::Result<_, $crate::redis::txn::TxErr> = async {
@@ -224,6 +301,14 @@ macro_rules! txn {
             match r {
                 Ok(v) => break Ok(v),
                 Err($crate::redis::txn::TxErr::Meta(e)) => break Err(e),
+                // A MOVED followed: once more on the new node, which is no conflict
+                // (ClusterClient.Watch, MaxRedirects 1; the backoff was waited).
+                Err($crate::redis::txn::TxErr::Retry(msg)) if $c.take_redirect() => {
+                    if redirected {
+                        break Err($crate::MetaError::Engine(msg));
+                    }
+                    redirected = true;
+                }
                 Err($crate::redis::txn::TxErr::Retry(msg)) => {
                     if let Err(e) = $crate::retry::after_conflict(&mut attempt, "redis", &msg).await
                     {

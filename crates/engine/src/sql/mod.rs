@@ -55,8 +55,8 @@ fn mysql_tls(tls: Option<&str>) -> Result<MySqlSslMode> {
     Ok(match tls {
         None | Some("false" | "False" | "FALSE" | "0") => MySqlSslMode::Disabled,
         Some("true" | "True" | "TRUE" | "1") => MySqlSslMode::VerifyIdentity,
-        Some("skip-verify") => MySqlSslMode::Required,
-        Some("preferred") => MySqlSslMode::Preferred,
+        Some(v) if v.eq_ignore_ascii_case("skip-verify") => MySqlSslMode::Required,
+        Some(v) if v.eq_ignore_ascii_case("preferred") => MySqlSslMode::Preferred,
         Some(other) => {
             return Err(MetaError::BadUrl(format!(
                 "tls={other}: MySQL takes tls=true, skip-verify, preferred or false (other \
@@ -64,6 +64,41 @@ fn mysql_tls(tls: Option<&str>) -> Result<MySqlSslMode> {
             )))
         }
     })
+}
+
+/// pgx's reading of `sslmode` (`pgconn.ParseConfig`): `prefer` when absent; `require`
+/// with an `sslrootcert` checks the chain as `verify-ca` does; `sslrootcert=system` means
+/// `verify-full`. A Unix socket never speaks TLS (pgx ignores the mode there).
+fn pg_ssl_mode(url: &MetaUrl) -> Result<PgSslMode> {
+    if matches!(url.address(), Address::Unix(_)) {
+        return Ok(PgSslMode::Disable);
+    }
+    let root = url.param("sslrootcert");
+    Ok(match url.param("sslmode") {
+        _ if root == Some("system") => PgSslMode::VerifyFull,
+        Some("disable") => PgSslMode::Disable,
+        Some("allow") => PgSslMode::Allow,
+        None | Some("prefer") => PgSslMode::Prefer,
+        Some("require") if root.is_some() => PgSslMode::VerifyCa,
+        Some("require") => PgSslMode::Require,
+        Some("verify-ca") => PgSslMode::VerifyCa,
+        Some("verify-full") => PgSslMode::VerifyFull,
+        Some(other) => {
+            return Err(MetaError::BadUrl(format!(
+                "unknown sslmode '{other}' (disable, allow, prefer, require, verify-ca or \
+                 verify-full)"
+            )))
+        }
+    })
+}
+
+/// `file`, when it exists; else a one-line error naming the URL's `option`.
+fn existing<'a>(option: &str, file: &'a str) -> Result<&'a str> {
+    if std::path::Path::new(file).is_file() {
+        Ok(file)
+    } else {
+        Err(MetaError::BadUrl(format!("{option}: no file {file}")))
+    }
 }
 
 /// Where and how to connect, derived from the meta URL.
@@ -107,35 +142,22 @@ impl Target {
                 let mut o = PgConnectOptions::new()
                     .username(url.user())
                     .database(url.database())
-                    .ssl_mode(match url.param("sslmode") {
-                        Some("disable") => PgSslMode::Disable,
-                        Some("allow") => PgSslMode::Allow,
-                        // pgx's default, as libpq's: TLS when the server offers it.
-                        None | Some("prefer") => PgSslMode::Prefer,
-                        Some("require") => PgSslMode::Require,
-                        Some("verify-ca") => PgSslMode::VerifyCa,
-                        Some("verify-full") => PgSslMode::VerifyFull,
-                        Some(other) => {
-                            return Err(MetaError::BadUrl(format!(
-                                "unknown sslmode '{other}' (disable, allow, prefer, require, \
-                                 verify-ca or verify-full)"
-                            )))
-                        }
-                    });
+                    .ssl_mode(pg_ssl_mode(url)?);
                 // libpq's file options, as pgx reads them; a file that is not there is one
-                // line now rather than a handshake failure later.
-                for option in ["sslrootcert", "sslcert", "sslkey"] {
-                    let Some(file) = url.param(option) else {
-                        continue;
-                    };
-                    if !std::path::Path::new(file).is_file() {
-                        return Err(MetaError::BadUrl(format!("{option}: no file {file}")));
+                // line now rather than a handshake failure later. `sslrootcert=system` is
+                // the system's roots (pgx: with verify-full).
+                match url.param("sslrootcert") {
+                    None | Some("system") => {}
+                    Some(file) => o = o.ssl_root_cert(existing("sslrootcert", file)?),
+                }
+                match (url.param("sslcert"), url.param("sslkey")) {
+                    (Some(cert), Some(key)) => {
+                        o = o
+                            .ssl_client_cert(existing("sslcert", cert)?)
+                            .ssl_client_key(existing("sslkey", key)?)
                     }
-                    o = match option {
-                        "sslrootcert" => o.ssl_root_cert(file),
-                        "sslcert" => o.ssl_client_cert(file),
-                        _ => o.ssl_client_key(file),
-                    };
+                    (None, None) => {}
+                    _ => return Err(MetaError::BadUrl("sslcert and sslkey go together".into())),
                 }
                 if let Some(pw) = url.password() {
                     o = o.password(pw);
@@ -322,7 +344,12 @@ impl Target {
                 match (self.dialect(), number, code.as_str()) {
                     // Without TLS, a user the server admits over TLS only is refused
                     // as a wrong password would be.
-                    (Dialect::Mysql, Some(1045), _) if self.url.param("tls").is_none() => {
+                    (Dialect::Mysql, Some(1045), _)
+                        if matches!(
+                            mysql_tls(self.url.param("tls")),
+                            Ok(MySqlSslMode::Disabled)
+                        ) =>
+                    {
                         format!(
                             "access denied for user '{user}' (wrong password, or a user \
                              that must come over TLS: add tls=true or skip-verify?)"
@@ -398,6 +425,10 @@ fn short(msg: &str) -> String {
 /// Where metabench's SQL sessions knowingly differ from a JuiceFS client.
 pub fn fidelity_notes() -> &'static [&'static str] {
     &[
+        "TLS (sqlx with rustls): PostgreSQL's `sslmode=allow` never uses TLS (pgx tries it after \
+         a plain refusal), an `sslrootcert` is trusted beside the system's roots (pgx: instead \
+         of them), and libpq's PG* environment variables (PGSSLMODE, …) are not read; MySQL's \
+         `tls=true` checks against the system's roots as go-sql-driver does.",
         "The statements are JuiceFS's, byte for byte, but metabench sends them without Go's \
          database/sql, xorm and (SQLite) cgo layers, which cost the Go client tens of µs per \
          statement: metabench's µs/op on SQL engines is below the Go client's, and the \
@@ -917,5 +948,55 @@ impl Engine for SqlEngine {
         }
         .await;
         admin_done(&mut g, r)
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::*;
+
+    fn mode(url: &str) -> Result<PgSslMode> {
+        pg_ssl_mode(&MetaUrl::parse_with_env(url, |_| None).unwrap())
+    }
+
+    #[test]
+    fn sslmode_as_pgx_reads_it() {
+        let pg = "postgres://u@127.0.0.1:5432/db";
+        assert!(matches!(mode(pg), Ok(PgSslMode::Prefer)));
+        assert!(matches!(
+            mode(&format!("{pg}?sslmode=require")),
+            Ok(PgSslMode::Require)
+        ));
+        assert!(matches!(
+            mode(&format!("{pg}?sslmode=require&sslrootcert=/ca.pem")),
+            Ok(PgSslMode::VerifyCa)
+        ));
+        assert!(matches!(
+            mode(&format!("{pg}?sslrootcert=system")),
+            Ok(PgSslMode::VerifyFull)
+        ));
+        assert!(matches!(
+            mode("postgres://u@/db?host=/run/postgresql&sslmode=verify-full"),
+            Ok(PgSslMode::Disable)
+        ));
+        assert!(mode(&format!("{pg}?sslmode=required")).is_err());
+    }
+
+    #[test]
+    fn mysql_tls_as_go_sql_driver_reads_it() {
+        assert!(matches!(mysql_tls(None), Ok(MySqlSslMode::Disabled)));
+        assert!(matches!(
+            mysql_tls(Some("true")),
+            Ok(MySqlSslMode::VerifyIdentity)
+        ));
+        assert!(matches!(
+            mysql_tls(Some("SKIP-VERIFY")),
+            Ok(MySqlSslMode::Required)
+        ));
+        assert!(matches!(
+            mysql_tls(Some("preferred")),
+            Ok(MySqlSslMode::Preferred)
+        ));
+        assert!(mysql_tls(Some("custom")).is_err());
     }
 }

@@ -77,11 +77,18 @@ fn tls_options(url: &MetaUrl) -> std::result::Result<Option<TlsOptions>, String>
 
 /// A connection failure in a few words: TLS refusals said plainly, anything else as the
 /// client gave it.
-fn connect_reason(e: &etcd_client::Error, tls: bool) -> String {
+fn connect_reason(e: &etcd_client::Error, url: &MetaUrl, tls: bool) -> String {
     let text = e.to_string();
     if text.contains("UnknownIssuer") {
-        "TLS: the server's certificate is not signed by the CA given as cacert (UnknownIssuer)"
-            .into()
+        if url.param("cacert").is_some() {
+            "TLS: the server's certificate is not signed by the CA given as cacert \
+             (UnknownIssuer)"
+                .into()
+        } else {
+            "TLS: the server's certificate is not signed by a CA the system trusts (give its \
+             CA as cacert=…; UnknownIssuer)"
+                .into()
+        }
     } else if text.contains("BadCertificate") || text.contains("CertificateRequired") {
         "TLS: the server refused the client certificate (none given as cert=…&key=…, or \
          one its CA did not sign)"
@@ -89,7 +96,7 @@ fn connect_reason(e: &etcd_client::Error, tls: bool) -> String {
     } else if tls && text.contains("connection closed") {
         // TLS 1.3: a refused client certificate may only show as the connection closing.
         "TLS: the server closed the connection after the handshake (does it ask for a client \
-         certificate, cert=…&key=…, that its CA signed?)"
+         certificate, cert=…&key=…, that its CA signed? does it speak TLS?)"
             .into()
     } else if text.contains("NotValidForName") {
         "TLS: the server's certificate is not valid for the host dialled (set server-name=…)".into()
@@ -135,12 +142,12 @@ impl EtcdKv {
         };
         let client = Client::connect(endpoints, Some(opts))
             .await
-            .map_err(|e| fail(connect_reason(&e, scheme == "https")))?;
+            .map_err(|e| fail(connect_reason(&e, url, scheme == "https")))?;
         let mut kv = client.kv_client();
         // Check it answers.
         kv.get("metabench-ping", Some(GetOptions::new().with_count_only()))
             .await
-            .map_err(|e| fail(connect_reason(&e, scheme == "https")))?;
+            .map_err(|e| fail(connect_reason(&e, url, scheme == "https")))?;
         let mut prefix = format!("/{}", url.database()).into_bytes();
         if url.database().is_empty() {
             prefix.clear();

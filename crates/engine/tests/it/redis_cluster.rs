@@ -248,3 +248,67 @@ async fn seeds_that_do_not_answer_or_refuse_the_password_are_one_line() {
         assert!(!err.contains("s3cret"), "{err}");
     }
 }
+
+/// After a Cluster failover (`CLUSTER FAILOVER` on the replica of the volume's primary),
+/// sessions whose connections still reach the old primary meet MOVED on their next
+/// request, whatever its kind, and follow it within the call as go-redis does: a single
+/// command (getattr), a transaction (create), a transaction whose write is a plain
+/// pipeline (removexattr), a listing, and the background flush's plain pipelines. None
+/// fails, none counts a retry, and they all land on the new primary.
+#[tokio::test]
+async fn after_a_failover_every_kind_of_request_follows_moved() {
+    let mut cluster = RedisCluster::start();
+    let owner = cluster.owner_of(1);
+    let replica = cluster.add_replica(owner);
+    let engine = open(&cluster.url(1)).await.unwrap();
+    let uuid = uuid::Uuid::new_v4().to_string();
+    engine
+        .format(&Format::new("moved", &uuid, "/tmp/metabench-unused/", 0))
+        .await
+        .unwrap();
+    let ctx = Ctx::root();
+    let mut sessions = Vec::new();
+    for _ in 0..5 {
+        sessions.push(engine.session(&SessionOptions::default()).await.unwrap());
+    }
+    let s = &mut sessions[0];
+    let (d, _) = s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let (f, _) = s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    s.setxattr(f, b"user.a", b"1", metabench_engine::XattrFlags::Any)
+        .await
+        .unwrap();
+    s.flush().await.unwrap();
+    // The last session has dir stats of its own to flush, for two directories: its
+    // flush opens with a pipeline of two HEXISTS.
+    sessions[4].create(&ctx, d, b"h", 0o644, 0).await.unwrap();
+    sessions[4]
+        .create(&ctx, ROOT_INODE, b"r", 0o644, 0)
+        .await
+        .unwrap();
+    let retries: Vec<u64> = sessions.iter().map(|s| s.stats().retries).collect();
+    cluster.fail_over_to(replica);
+    let new_primary = &cluster.nodes[replica];
+    new_primary.reset_stats();
+    sessions[0].getattr(f).await.unwrap();
+    sessions[1].removexattr(f, b"user.a").await.unwrap();
+    sessions[2].create(&ctx, d, b"g", 0o644, 0).await.unwrap();
+    let names: Vec<Vec<u8>> = sessions[3]
+        .readdir(&ctx, d, true)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.contains(&b"g".to_vec()), "{names:?}");
+    sessions[4].flush().await.unwrap();
+    let stats = new_primary.commandstats();
+    for cmd in ["get", "hscan", "mget", "watch", "hdel", "exec", "hincrby"] {
+        assert!(stats.get(cmd).copied().unwrap_or(0) > 0, "{cmd}: {stats:?}");
+    }
+    let after: Vec<u64> = sessions.iter().map(|s| s.stats().retries).collect();
+    assert_eq!(after, retries, "a followed MOVED is no conflict");
+    for s in &mut sessions {
+        s.close().await.unwrap();
+    }
+    engine.destroy(&uuid).await.unwrap();
+}
