@@ -756,6 +756,54 @@ fn threads_per_client_of_zero_is_refused() {
     assert!(err.contains("--threads-per-client"), "{err}");
 }
 
+/// The first level of `run` (one operation, `create`) went through a failover mid-level,
+/// and `stdout` (its table) says so: calls failed, each in its second (the per-second
+/// errors add up to the level's); the level's record holds them, with calls completed
+/// before it and after it; calls completed after every second that failed or was silent.
+fn a_failover_is_measured_mid_level(run: &SweepResults, stdout: &str) {
+    let level = &run.levels[0];
+    let create = &level.ops[0];
+    let failing = create.failing_seconds();
+    assert!(
+        !failing.is_empty(),
+        "no failed call: {:?}",
+        create.intervals
+    );
+    let per_second: u64 = create.intervals.iter().map(|s| s.errors).sum();
+    assert_eq!(per_second, create.errors.values().sum::<u64>());
+    let disruptions = &level.disruptions;
+    assert!(!disruptions.is_empty(), "{:?}", create.intervals);
+    assert_eq!(
+        disruptions.iter().map(|d| d.failed_calls).sum::<u64>(),
+        per_second
+    );
+    let d = &disruptions[0];
+    let completed = |seconds: &[metabench_report::IntervalSample]| -> u64 {
+        seconds.iter().map(|s| s.count).sum()
+    };
+    assert!(
+        d.from_s > 1
+            && completed(&create.intervals[..d.from_s - 1]) > 0
+            && completed(&create.intervals[d.to_s..]) > 0,
+        "{disruptions:?}"
+    );
+    let gap_end = failing
+        .iter()
+        .chain(&level.silent_seconds())
+        .map(|(_, end)| *end)
+        .max()
+        .unwrap();
+    assert!(
+        completed(&create.intervals[gap_end..]) > 0,
+        "{:?}",
+        create.intervals
+    );
+    assert!(
+        stdout.contains("calls failed or none completed in second"),
+        "{stdout}"
+    );
+}
+
 /// A Sentinel failover mid-sweep is a measured event: the primary is killed while the
 /// level runs, calls fail until the Sentinel promotes the replica, and the sweep follows
 /// the new primary (every new connection asks the Sentinel) and goes on. The level says
@@ -795,44 +843,7 @@ fn a_sentinel_failover_mid_sweep_is_measured_and_followed() {
     let stdout = std::fs::read_to_string(&out_path).unwrap();
     assert!(status.success(), "{stderr}");
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let create = &run.levels[0].ops[0];
-    let (failing, silent) = (create.failing_seconds(), run.levels[0].silent_seconds());
-    // Calls on the killed primary failed, and each failure is in its second.
-    assert!(
-        !failing.is_empty(),
-        "no failed call: {:?}",
-        create.intervals
-    );
-    let per_second: u64 = create.intervals.iter().map(|s| s.errors).sum();
-    assert_eq!(per_second, create.errors.values().sum::<u64>());
-    // The level's record says when calls failed and for how long.
-    let disruptions = &run.levels[0].disruptions;
-    assert!(!disruptions.is_empty(), "{:?}", create.intervals);
-    assert_eq!(
-        disruptions.iter().map(|d| d.failed_calls).sum::<u64>(),
-        per_second
-    );
-    // It is mid-level: calls completed before it and after it.
-    let d = &disruptions[0];
-    let before: u64 = create.intervals[..d.from_s - 1]
-        .iter()
-        .map(|s| s.count)
-        .sum();
-    let after: u64 = create.intervals[d.to_s..].iter().map(|s| s.count).sum();
-    assert!(before > 0 && after > 0 && d.from_s > 1, "{disruptions:?}");
-    // After the failover, calls complete again: on the new primary.
-    let gap_end = failing
-        .iter()
-        .chain(&silent)
-        .map(|(_, end)| *end)
-        .max()
-        .unwrap();
-    let after: u64 = create.intervals[gap_end..].iter().map(|s| s.count).sum();
-    assert!(after > 0, "{:?}", create.intervals);
-    assert!(
-        stdout.contains("calls failed or none completed in second"),
-        "{stdout}"
-    );
+    a_failover_is_measured_mid_level(&run, &stdout);
     // The Sentinel names the replica now, and metabench cleaned its volume up there.
     let named = std::process::Command::new("redis-cli")
         .args(["-p", &set.sentinel_port().to_string()])
@@ -886,42 +897,7 @@ fn a_cluster_primary_restart_mid_sweep_is_measured_and_followed() {
         "{:?}",
         run.header.engine
     );
-    let create = &run.levels[0].ops[0];
-    let failing = create.failing_seconds();
-    assert!(
-        !failing.is_empty(),
-        "no failed call: {:?}",
-        create.intervals
-    );
-    let per_second: u64 = create.intervals.iter().map(|s| s.errors).sum();
-    assert_eq!(per_second, create.errors.values().sum::<u64>());
-    // The level's record says when calls failed and for how long.
-    let disruptions = &run.levels[0].disruptions;
-    assert!(!disruptions.is_empty(), "{:?}", create.intervals);
-    assert_eq!(
-        disruptions.iter().map(|d| d.failed_calls).sum::<u64>(),
-        per_second
-    );
-    // It is mid-level: calls completed before it and after it.
-    let d = &disruptions[0];
-    let before: u64 = create.intervals[..d.from_s - 1]
-        .iter()
-        .map(|s| s.count)
-        .sum();
-    let after: u64 = create.intervals[d.to_s..].iter().map(|s| s.count).sum();
-    assert!(before > 0 && after > 0 && d.from_s > 1, "{disruptions:?}");
-    let gap_end = failing
-        .iter()
-        .chain(&run.levels[0].silent_seconds())
-        .map(|(_, end)| *end)
-        .max()
-        .unwrap();
-    let after: u64 = create.intervals[gap_end..].iter().map(|s| s.count).sum();
-    assert!(after > 0, "{:?}", create.intervals);
-    assert!(
-        stdout.contains("calls failed or none completed in second"),
-        "{stdout}"
-    );
+    a_failover_is_measured_mid_level(&run, &stdout);
     // The volume is gone from the restarted primary; the others never held a key.
     for node in &cluster.nodes {
         let keys = node.command(&["DBSIZE"]);

@@ -1,7 +1,6 @@
 //! A private etcd that takes clients over TLS only, one per test.
 
-use crate::util::temp_dir;
-use std::net::TcpListener;
+use crate::util::{free_port, temp_dir};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -80,11 +79,4 @@ impl Drop for EtcdServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("cannot find a free port on 127.0.0.1")
 }

@@ -1,6 +1,6 @@
 //! Private `redis-server` processes, one per test, and a tiny synchronous RESP client.
 
-use crate::util::temp_dir;
+use crate::util::{free_port, temp_dir};
 use crate::PASSWORD;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -581,13 +581,6 @@ fn free_cluster_port() -> u16 {
             return port;
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("cannot find a free port on 127.0.0.1")
 }
 
 fn encode(args: &[&str]) -> Vec<u8> {

@@ -88,6 +88,14 @@ pub(crate) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A TCP port on 127.0.0.1 that nothing listens on (the OS's pick; free when asked).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot find a free port on 127.0.0.1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -216,6 +216,28 @@ impl Dialer {
         self.dial_tcp(host, port, Instant::now() + timeout).await
     }
 
+    /// A one-off connection to a Sentinel or a Cluster seed by `deadline`, after `AUTH
+    /// [user] password` when a password is given.
+    async fn dial_and_auth(
+        &self,
+        host: &str,
+        port: u16,
+        user: &str,
+        password: Option<&str>,
+        deadline: Instant,
+    ) -> redis::RedisResult<Wire> {
+        let stream = self.dial_tcp(host, port, deadline).await?;
+        let mut con = Wire::over(stream, deadline.saturating_duration_since(Instant::now()));
+        if let Some(pw) = password {
+            let mut auth = redis::cmd("AUTH");
+            if !user.is_empty() {
+                auth.arg(user);
+            }
+            auth.arg(pw).query_async::<()>(&mut con).await?;
+        }
+        Ok(con)
+    }
+
     /// `CLUSTER SLOTS` of each seed in turn (after `AUTH`), until one names the primary
     /// that serves `slot`.
     async fn ask_seeds(
@@ -230,16 +252,9 @@ impl Dialer {
         for (host, port) in seeds {
             let deadline = Instant::now() + timeout;
             let ask = async {
-                let stream = self.dial_tcp(host, *port, deadline).await?;
-                let left = deadline.saturating_duration_since(Instant::now());
-                let mut con = Wire::over(stream, left);
-                if let Some(pw) = password {
-                    let mut auth = redis::cmd("AUTH");
-                    if !user.is_empty() {
-                        auth.arg(user);
-                    }
-                    auth.arg(pw).query_async::<()>(&mut con).await?;
-                }
+                let mut con = self
+                    .dial_and_auth(host, *port, user, password, deadline)
+                    .await?;
                 let slots: redis::Value = redis::cmd("CLUSTER")
                     .arg("SLOTS")
                     .query_async(&mut con)
@@ -300,15 +315,9 @@ impl Dialer {
         for (host, port) in sentinels {
             let deadline = Instant::now() + timeout;
             let ask = async {
-                let stream = self.dial_tcp(host, *port, deadline).await?;
-                let left = deadline.saturating_duration_since(Instant::now());
-                let mut con = Wire::over(stream, left);
-                if let Some(pw) = password {
-                    redis::cmd("AUTH")
-                        .arg(pw)
-                        .query_async::<()>(&mut con)
-                        .await?;
-                }
+                let mut con = self
+                    .dial_and_auth(host, *port, "", password, deadline)
+                    .await?;
                 let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
                     .arg("get-master-addr-by-name")
                     .arg(master)
