@@ -92,9 +92,9 @@ pub const CLUSTER_NOTE: &str =
     "Redis Cluster: every connection goes to the primary of the volume's slot, which the seeds \
      name (`CLUSTER SLOTS`, asked again for each new connection), as go-redis routes the \
      `{db}`-tagged keys. A MOVED answer (the slot moved, e.g. a failover) is followed as \
-     go-redis follows it (MaxRedirects 1): a new connection to the node named, go-redis's \
-     20–60 ms redirect backoff, then the command again there, or the transaction again from \
-     its WATCH (not counted as a retry). A plain pipeline is sent again only when all of its \
+     go-redis v9.18 follows it (MaxRedirects 1): a new connection to the node named, then \
+     the command again there at once, or, after go-redis's 20–60 ms retry backoff, the \
+     pipeline again or the transaction again from its WATCH (not counted as a retry). A plain pipeline is sent again only when all of its \
      commands were answered MOVED; when some ran on the old primary, the call fails (go-redis \
      resends just the redirected ones). An ASK answer (the slot half-way through a \
      migration) fails the call (go-redis sends ASKING and the command to the node named). \

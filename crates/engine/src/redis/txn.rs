@@ -80,8 +80,9 @@ fn moved_to(e: &RedisError) -> Option<(String, u16, usize)> {
     Some((host.to_owned(), port.parse().ok()?, moved.len()))
 }
 
-/// go-redis's pause before a redirected attempt: `RetryBackoff(1, MinRetryBackoff,
-/// MaxRetryBackoff)` with JuiceFS's defaults (20 ms, 10 s), a random 20–60 ms.
+/// go-redis's pause before a redirected pipeline or transaction: `RetryBackoff(1,
+/// MinRetryBackoff, MaxRetryBackoff)` with JuiceFS's defaults (20 ms, 10 s), a random
+/// 20–60 ms.
 fn redirect_backoff() -> std::time::Duration {
     std::time::Duration::from_micros(20_000 + rand::random_range(0..40_000))
 }
@@ -99,9 +100,10 @@ impl Conn {
     }
 
     /// A Cluster session's connection, which follows a MOVED answer as go-redis's
-    /// ClusterClient does (MaxRedirects 1): it connects to the node named, waits
-    /// go-redis's redirect backoff, and sends the request there once more; inside a
-    /// transaction (from its WATCH to its end), the transaction runs again there.
+    /// ClusterClient does (MaxRedirects 1): it connects to the node named and sends the
+    /// request there once more (a pipeline after go-redis's redirect backoff); inside a
+    /// transaction (from its WATCH to its end), the transaction runs again there, after
+    /// the backoff.
     pub(crate) fn following_moves(mut self, url: MetaUrl, dialer: Dialer) -> Self {
         self.moves = Some(Arc::new((url, dialer)));
         self
@@ -113,9 +115,16 @@ impl Conn {
         self.redirected.swap(false, Ordering::Relaxed)
     }
 
-    /// After `e` to a request of `commands` commands: when it is a MOVED this connection
-    /// follows, replaces `wire` by a connection to the node it names.
-    async fn follow(&self, wire: &mut Wire, e: &RedisError, commands: usize) -> Moved {
+    /// After `e` to a request of `commands` commands (a `pipeline`, or one command): when it
+    /// is a MOVED this connection follows, replaces `wire` by a connection to the node it
+    /// names.
+    async fn follow(
+        &self,
+        wire: &mut Wire,
+        e: &RedisError,
+        commands: usize,
+        pipeline: bool,
+    ) -> Moved {
         let Some((url, dialer)) = self.moves.as_deref() else {
             return Moved::No;
         };
@@ -130,7 +139,12 @@ impl Conn {
                 ))
             }
         }
-        tokio::time::sleep(redirect_backoff()).await;
+        // go-redis v9.18 waits its retry backoff before a redirected pipeline and before
+        // running a transaction again (ClusterClient.Watch), but sends a single command
+        // to the node named at once (ClusterClient.process).
+        if pipeline || self.watching.load(Ordering::Relaxed) {
+            tokio::time::sleep(redirect_backoff()).await;
+        }
         if self.watching.swap(false, Ordering::Relaxed) {
             self.redirected.store(true, Ordering::Relaxed);
             return Moved::Followed { resend: false };
@@ -168,7 +182,7 @@ impl Conn {
         let mut wire = self.wire.lock().await;
         match cmd.query_async(&mut *wire).await {
             Ok(v) => Ok(v),
-            Err(e) => match self.follow(&mut wire, &e, 1).await {
+            Err(e) => match self.follow(&mut wire, &e, 1, false).await {
                 Moved::Followed { resend: true } => {
                     self.round_trips.fetch_add(1, Ordering::Relaxed);
                     cmd.query_async(&mut *wire).await.map_err(classify)
@@ -207,7 +221,7 @@ impl Conn {
         let mut wire = self.wire.lock().await;
         match p.query_async(&mut *wire).await {
             Ok(v) => Ok(v),
-            Err(e) => match self.follow(&mut wire, &e, p.len()).await {
+            Err(e) => match self.follow(&mut wire, &e, p.len(), true).await {
                 Moved::Followed { resend: true } => {
                     self.round_trips.fetch_add(requests, Ordering::Relaxed);
                     p.query_async(&mut *wire).await.map_err(classify)
@@ -239,7 +253,7 @@ impl Conn {
             match p.query_async::<Value>(&mut *wire).await {
                 // Followed or not, a transaction is never sent again by itself.
                 Err(e) => {
-                    let moved = self.follow(&mut wire, &e, p.len()).await;
+                    let moved = self.follow(&mut wire, &e, p.len(), true).await;
                     return Err(self.after_move(e, moved));
                 }
                 Ok(v) => v,
