@@ -756,6 +756,38 @@ fn threads_per_client_of_zero_is_refused() {
     assert!(err.contains("--threads-per-client"), "{err}");
 }
 
+/// `sweep --conc 2 --ops create --warmup 500ms --duration {duration}` through `url`, with
+/// `event` (a failover, a crash) 3 s after the start; asserts the sweep exits 0 and
+/// returns its results, its stdout (the table) and its stderr.
+fn sweep_through_an_event(
+    url: &str,
+    duration: &str,
+    event: impl FnOnce(),
+) -> (SweepResults, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log, out) = (
+        dir.path().join("out.json"),
+        dir.path().join("stderr.txt"),
+        dir.path().join("stdout.txt"),
+    );
+    let mut child = metabench()
+        .args(["sweep", "--meta", url])
+        .args(["--conc", "2", "--ops", "create", "--warmup", "500ms"])
+        .args(["--duration", duration, "--json"])
+        .arg(&json)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    event();
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (run, std::fs::read_to_string(&out).unwrap(), stderr)
+}
+
 /// The first level of `run` (one operation, `create`) went through a failover mid-level,
 /// and `stdout` (its table) says so: calls failed, each in its second (the per-second
 /// errors add up to the level's); the level's record holds them, with calls completed
@@ -814,35 +846,8 @@ fn a_sentinel_failover_mid_sweep_is_measured_and_followed() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();
     let set = metabench_testkit::SentinelSet::start();
-    let dir = tempfile::tempdir().unwrap();
-    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let args = [
-        "--conc",
-        "2",
-        "--ops",
-        "create",
-        "--warmup",
-        "500ms",
-        "--duration",
-        "10s",
-    ];
-    let out_path = dir.path().join("stdout.txt");
-    let mut child = metabench()
-        .args(["sweep", "--meta", &set.url(1)])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    signal(set.primary.pid(), "-KILL");
-    let status = child.wait().unwrap();
-    let stderr = std::fs::read_to_string(&log).unwrap();
-    let stdout = std::fs::read_to_string(&out_path).unwrap();
-    assert!(status.success(), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (run, stdout, _) =
+        sweep_through_an_event(&set.url(1), "10s", || signal(set.primary.pid(), "-KILL"));
     a_failover_is_measured_mid_level(&run, &stdout);
     // The Sentinel names the replica now, and metabench cleaned its volume up there.
     let named = std::process::Command::new("redis-cli")
@@ -873,25 +878,8 @@ fn a_cluster_primary_restart_mid_sweep_is_measured_and_followed() {
     let _serial = serial();
     let mut cluster = metabench_testkit::RedisCluster::start_durable();
     let owner = cluster.owner_of(1);
-    let dir = tempfile::tempdir().unwrap();
-    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let out_path = dir.path().join("stdout.txt");
-    let mut child = metabench()
-        .args(["sweep", "--meta", &cluster.url(1)])
-        .args(["--conc", "2", "--ops", "create", "--warmup", "500ms"])
-        .args(["--duration", "8s", "--json"])
-        .arg(&json)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    cluster.nodes[owner].restart();
-    let status = child.wait().unwrap();
-    let stderr = std::fs::read_to_string(&log).unwrap();
-    let stdout = std::fs::read_to_string(&out_path).unwrap();
-    assert!(status.success(), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let url = cluster.url(1);
+    let (run, stdout, _) = sweep_through_an_event(&url, "8s", || cluster.nodes[owner].restart());
     assert!(
         run.header.engine.durability.contains_key("cluster"),
         "{:?}",
@@ -918,24 +906,8 @@ fn a_cluster_failover_mid_sweep_moves_the_sessions_to_the_new_primary() {
     let owner = cluster.owner_of(1);
     let url = cluster.url(1);
     let replica = cluster.add_replica(owner);
-    let dir = tempfile::tempdir().unwrap();
-    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let mut child = metabench()
-        .args(["sweep", "--meta", &url])
-        .args(["--conc", "2", "--ops", "create", "--warmup", "500ms"])
-        .args(["--duration", "8s", "--json"])
-        .arg(&json)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    cluster.fail_over_to(replica);
-    let status = child.wait().unwrap();
-    let stderr = std::fs::read_to_string(&log).unwrap();
-    assert!(status.success(), "{stderr}");
+    let (run, _, stderr) = sweep_through_an_event(&url, "8s", || cluster.fail_over_to(replica));
     assert_eq!(cluster.owner_of(1), replica);
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let level = &run.levels[0];
     let create = &level.ops[0];
     assert!(create.errors.is_empty(), "{:?}", create.errors);

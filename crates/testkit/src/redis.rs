@@ -454,19 +454,10 @@ impl RedisCluster {
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port()))
             .collect();
-        let out = Command::new("redis-cli")
-            .args(["-a", PASSWORD, "--no-auth-warning", "--cluster", "create"])
-            .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster create ({e})"));
-        assert!(
-            out.status.success(),
-            "redis-cli --cluster create failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut args = vec!["create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        redis_cli_cluster(&args);
         let cluster = RedisCluster { nodes };
         cluster.wait_until_ok(Duration::from_secs(30));
         cluster
@@ -503,20 +494,18 @@ impl RedisCluster {
             other => panic!("CLUSTER MYID answered {other:?}"),
         };
         let replica = RedisServer::start_cluster_node(&[]);
-        let out = Command::new("redis-cli")
-            .args(["-a", PASSWORD, "--no-auth-warning", "--cluster", "add-node"])
-            .arg(format!("127.0.0.1:{}", replica.port()))
-            .arg(format!("127.0.0.1:{}", self.nodes[of].port()))
-            .args(["--cluster-slave", "--cluster-master-id", &id])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster add-node ({e})"));
-        assert!(
-            out.status.success(),
-            "redis-cli --cluster add-node failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (new, existing) = (
+            format!("127.0.0.1:{}", replica.port()),
+            format!("127.0.0.1:{}", self.nodes[of].port()),
         );
+        redis_cli_cluster(&[
+            "add-node",
+            &new,
+            &existing,
+            "--cluster-slave",
+            "--cluster-master-id",
+            &id,
+        ]);
         self.nodes.push(replica);
         let index = self.nodes.len() - 1;
         self.wait_for_role(index, "master_link_status:up", Duration::from_secs(30));
@@ -563,14 +552,36 @@ impl RedisCluster {
     }
 
     /// The index of the node serving the slot of the hash tag `{db}`, where a JuiceFS
-    /// volume on database `db` keeps every key (the others answer MOVED).
+    /// volume on database `db` keeps every key.
     pub fn owner_of(&self, db: u32) -> usize {
-        let key = format!("{{{db}}}setting");
+        self.serving(&format!("{{{db}}}setting"))
+    }
+
+    /// The index of the primary serving `key`'s slot (the others answer MOVED).
+    pub fn serving(&self, key: &str) -> usize {
         self.nodes
             .iter()
-            .position(|n| !matches!(n.command(&["EXISTS", &key]), Resp::Error(_)))
+            .position(|n| !matches!(n.command(&["EXISTS", key]), Resp::Error(_)))
             .expect("no node serves the slot")
     }
+}
+
+/// `redis-cli --cluster <args>` with the test password; panics with its output when it
+/// fails.
+fn redis_cli_cluster(args: &[&str]) {
+    let out = Command::new("redis-cli")
+        .args(["-a", PASSWORD, "--no-auth-warning", "--cluster"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster {} ({e})", args[0]));
+    assert!(
+        out.status.success(),
+        "redis-cli --cluster {} failed:\n{}{}",
+        args[0],
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A free port whose Cluster bus port (+10000) is free too.

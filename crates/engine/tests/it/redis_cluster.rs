@@ -170,13 +170,10 @@ async fn only_the_volumes_tagged_keys_count_and_only_they_are_removed() {
 #[tokio::test]
 async fn a_database_written_02_is_the_tag_2() {
     let cluster = RedisCluster::start();
-    let serves = |key: &str| {
-        cluster
-            .nodes
-            .iter()
-            .position(|n| !matches!(n.command(&["EXISTS", key]), Resp::Error(_)))
-    };
-    assert_ne!(serves("{02}setting"), serves("{2}setting"));
+    assert_ne!(
+        cluster.serving("{02}setting"),
+        cluster.serving("{2}setting")
+    );
     let bucket = temp_dir();
     juicefs_format_with(
         &cluster.url(2),
