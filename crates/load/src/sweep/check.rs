@@ -1,0 +1,177 @@
+//! The generator's self-check: the CPU time metabench used, its scheduling lag, and
+//! whether a level (or a host shared by several ranks) was bound by the client.
+
+use super::ranks::RankPart;
+use super::{CLIENT_CPU_LIMIT, CLIENT_LAG_LIMIT};
+use crate::stats::us;
+use hdrhistogram::Histogram;
+use metabench_report::{ClientCheck, RankLevel};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// CPU time this process has used (user + system).
+pub(super) fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The generator's self-check of one level from what the coordinator measured.
+pub(super) fn client_check(
+    cpu: Duration,
+    measured: Duration,
+    cores: usize,
+    lag: &Histogram<u64>,
+    calls: u64,
+) -> ClientCheck {
+    let cpu_utilisation = cpu.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
+    let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
+    let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT {
+        Some(format!(
+            "metabench used {:.0}% of all cores (an embedded engine such as SQLite counts here too)",
+            cpu_utilisation * 100.0
+        ))
+    } else if lag_p99 > CLIENT_LAG_LIMIT {
+        Some(format!(
+            "scheduling lag p99 {:.1} ms: tasks wait for a core (an in-process engine such as SQLite runs on the client threads and counts here too)",
+            lag_p99.as_secs_f64() * 1000.0
+        ))
+    } else {
+        None
+    };
+    ClientCheck {
+        cpu_s: cpu.as_secs_f64(),
+        cpu_us_per_op: if calls > 0 {
+            cpu.as_secs_f64() * 1e6 / calls as f64
+        } else {
+            0.0
+        },
+        cpu_utilisation,
+        lag_p99_us: us(lag.value_at_quantile(0.99)),
+        lag_max_us: us(lag.max()),
+        client_bound: reason.is_some(),
+        reason,
+    }
+}
+
+/// The cores online on this host, whatever this process may use.
+pub(super) fn online_cores() -> usize {
+    // SAFETY: sysconf reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+/// Ranks on one host share its cores: each may have stayed under the client-bound limit
+/// while together they used the host's cores up. Says so of the first host where they
+/// did. A host's capacity is the cores its ranks may use, at most the cores it has.
+pub(super) fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<String> {
+    /// The ranks with clients on one host, their CPU and their cores.
+    #[derive(Default)]
+    struct Host {
+        ranks: Vec<usize>,
+        cpu: Duration,
+        usable_cores: usize,
+        online_cores: usize,
+    }
+    let mut hosts: BTreeMap<&str, Host> = BTreeMap::new();
+    for (rank, part) in parts.iter().enumerate().filter(|(_, p)| p.clients > 0) {
+        let host = hosts.entry(part.host.as_str()).or_default();
+        host.ranks.push(rank);
+        host.cpu += part.cpu;
+        host.usable_cores += part.cores;
+        host.online_cores = host.online_cores.max(part.host_cores);
+    }
+    hosts
+        .into_iter()
+        .filter(|(_, h)| h.ranks.len() > 1)
+        .find_map(|(host, Host { ranks, cpu, usable_cores, online_cores })| {
+            let capacity = usable_cores.min(online_cores).max(1);
+            let used = cpu.as_secs_f64() / (measured.as_secs_f64() * capacity as f64).max(1e-9);
+            (used >= CLIENT_CPU_LIMIT).then(|| {
+                let ranks: Vec<String> = ranks.iter().map(ToString::to_string).collect();
+                format!(
+                    "ranks {} on {host} together used {:.0}% of its {capacity} cores: run fewer ranks per host, or more hosts",
+                    ranks.join(", "),
+                    used * 100.0
+                )
+            })
+        })
+}
+
+/// The level's self-check from its ranks' (which made `calls` calls in all): its own
+/// when it ran alone; else the CPU and calls summed, the worst utilisation and lag, and
+/// client-bound when any rank was.
+pub(super) fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck {
+    if let [only] = ranks {
+        return only.client.clone();
+    }
+    let cpu_s: f64 = ranks.iter().map(|r| r.client.cpu_s).sum();
+    let calls = calls as f64;
+    let worst = |f: fn(&ClientCheck) -> f64| ranks.iter().map(|r| f(&r.client)).fold(0.0, f64::max);
+    let bound = ranks.iter().find(|r| r.client.client_bound);
+    ClientCheck {
+        cpu_s,
+        cpu_us_per_op: if calls > 0.0 {
+            cpu_s * 1e6 / calls
+        } else {
+            0.0
+        },
+        cpu_utilisation: worst(|c| c.cpu_utilisation),
+        lag_p99_us: worst(|c| c.lag_p99_us),
+        lag_max_us: worst(|c| c.lag_max_us),
+        client_bound: bound.is_some(),
+        reason: bound.map(|r| {
+            format!(
+                "rank {} on {}: {}",
+                r.rank,
+                r.host,
+                r.client.reason.as_deref().unwrap_or("client-bound")
+            )
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::histogram;
+
+    fn part(host: &str, cores: usize, host_cores: usize, cpu_s: f64) -> RankPart {
+        RankPart {
+            host: host.to_owned(),
+            clients: 1,
+            cores,
+            host_cores,
+            cpu: Duration::from_secs_f64(cpu_s),
+            lag: histogram(),
+            calls: 0,
+            ops: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ranks_sharing_a_host_share_its_cores() {
+        let second = Duration::from_secs(1);
+        // Four unbound ranks on a 2-core host, each at half a core: each alone used 25%
+        // of the cores it sees, together all of them.
+        let unbound: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.5)).collect();
+        let why = crowded_host(&unbound, second).expect("the host is full");
+        assert!(
+            why.starts_with("ranks 0, 1, 2, 3 on a together used 100% of its 2 cores"),
+            "{why}"
+        );
+        // Two ranks bound to one core each on a 4-core host: their two cores are full.
+        let bound = [part("b", 1, 4, 0.95), part("b", 1, 4, 0.95)];
+        assert!(crowded_host(&bound, second).is_some());
+        // The same use spread over two hosts, or under the limit, is not.
+        let spread = [part("a", 2, 2, 0.9), part("b", 2, 2, 0.9)];
+        assert_eq!(crowded_host(&spread, second), None);
+        let light: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.4)).collect();
+        assert_eq!(crowded_host(&light, second), None);
+    }
+}

@@ -1,0 +1,226 @@
+//! A level's figures: each operation's summary of its accumulators, the floor, the
+//! engine's telemetry, and rank 0's decision whether the sweep goes on.
+
+use super::{
+    IntervalHistograms, SweepConfig, SweepOutcome, ACHIEVED_SHARE, PLATEAU_GROWTH, PLATEAU_LEVELS,
+    POOL_BUSY_LIMIT, TELEMETRY_TIMEOUT,
+};
+use crate::catalog::Op;
+use crate::exec::Exec;
+use crate::stats::{histogram, us, OpAcc};
+use metabench_engine::{Engine, Meta, MetaError, Result, Telemetry};
+use metabench_report::analysis::{plateaued, Point};
+use metabench_report::Latency;
+use metabench_report::{EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime};
+use std::time::Duration;
+
+pub(super) fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
+    let mut r = LevelOp {
+        op: op.name().to_owned(),
+        phase: phase.to_owned(),
+        errors: acc.errors.clone(),
+        retries: acc.retries,
+        ..Default::default()
+    };
+    if acc.calls > 0 {
+        r.round_trips_per_op = acc.round_trips as f64 / acc.calls as f64;
+    }
+    r.in_flight_at_end = acc.in_flight_at_end;
+    r.failed_max_us = us(acc.failed_max.as_nanos() as u64);
+    r.window_s = window.as_secs_f64();
+    if let Some(h) = &acc.hist {
+        r.latency = Latency::of(h);
+        r.ops_per_s = r.latency.count as f64 / window.as_secs_f64();
+    }
+    r.service = acc.service.as_ref().map(|h| {
+        let s = Latency::of(h);
+        ServiceTime {
+            mean_us: s.mean_us,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            max_us: s.max_us,
+            histogram: s.histogram.unwrap_or_default(),
+        }
+    });
+    let seconds = acc.intervals.len().max(acc.error_intervals.len());
+    let empty = histogram();
+    r.intervals = (0..seconds)
+        .map(|i| (i, acc.intervals.get(i).unwrap_or(&empty)))
+        .map(|(i, h)| IntervalSample {
+            count: h.len(),
+            errors: acc.error_intervals.get(i).copied().unwrap_or(0),
+            mean_us: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+            p99_us: us(h.value_at_quantile(0.99)),
+            service_p99_us: acc
+                .service_intervals
+                .get(i)
+                .map(|s| us(s.value_at_quantile(0.99))),
+        })
+        .collect();
+    r
+}
+
+/// Why an open loop stops after `level`: the engine no longer keeps up with the offered
+/// rate, or its p99 (from the intended start) passed the limit.
+pub(super) fn open_loop_stop(level: &Level, p99_limit: Option<Duration>) -> Option<String> {
+    let (offered, achieved) = (level.offered_ops_per_s?, level.achieved_ops_per_s?);
+    if achieved < ACHIEVED_SHARE * offered {
+        return Some(format!(
+            "achieved {achieved:.0} of {offered:.0} offered calls/s (below {:.0}%)",
+            ACHIEVED_SHARE * 100.0
+        ));
+    }
+    let limit = p99_limit?;
+    let worst = level
+        .ops
+        .iter()
+        .map(|o| o.latency.p99_us)
+        .fold(0.0, f64::max);
+    (worst > limit.as_secs_f64() * 1e6).then(|| {
+        format!(
+            "p99 {:.0} µs from the intended start passed --p99-limit {limit:?} at {offered:.0} calls/s",
+            worst
+        )
+    })
+}
+
+/// The engine's telemetry now, within [`TELEMETRY_TIMEOUT`]; the reason on failure.
+pub(super) async fn read_telemetry(engine: &dyn Engine) -> std::result::Result<Telemetry, String> {
+    match tokio::time::timeout(TELEMETRY_TIMEOUT, engine.telemetry()).await {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(format!("its counters could not be read: {e}")),
+        Err(_) => Err(format!(
+            "its counters could not be read: no answer within {TELEMETRY_TIMEOUT:?}"
+        )),
+    }
+}
+
+/// Measures the floor on client 0's thread and session (the first of `sessions`), once.
+pub(super) async fn measure_floor_on(
+    exec: &Exec,
+    sessions: &mut Vec<Box<dyn Meta>>,
+    outcome: &mut SweepOutcome,
+) -> Result<()> {
+    if outcome.floor.is_some() {
+        return Ok(());
+    }
+    let mut meta = sessions.remove(0);
+    let measured = exec
+        .spawn(0, async move {
+            let floor = crate::floor::measure_floor(meta.as_mut()).await;
+            (meta, floor)
+        })
+        .await
+        .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
+    sessions.insert(0, measured.0);
+    outcome.floor = measured.1?;
+    Ok(())
+}
+
+pub(super) struct LevelFigures {
+    pub(super) rate: Option<u32>,
+    pub(super) achieved: f64,
+    pub(super) pool_busy: f64,
+    pub(super) telemetry: Telemetry,
+    pub(super) telemetry_error: Option<String>,
+    pub(super) measured: Duration,
+}
+
+/// Rank 0 completes a level (engine check, open-loop figures), hands it to `on_level`
+/// and keeps it; says whether the sweep goes on to the next level.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish_level(
+    level: &mut Level,
+    figures: LevelFigures,
+    engine: &dyn Engine,
+    config: &SweepConfig,
+    failure: Option<RunFailure>,
+    raw_intervals: &IntervalHistograms,
+    totals: &mut Vec<Point>,
+    outcome: &mut SweepOutcome,
+    on_level: &mut impl FnMut(&Level, &IntervalHistograms),
+) -> bool {
+    let clients = level.clients;
+    let LevelFigures {
+        rate,
+        achieved,
+        pool_busy,
+        telemetry,
+        telemetry_error,
+        measured,
+    } = figures;
+    if !telemetry.is_empty() || telemetry_error.is_some() {
+        let reason = engine.engine_bound(&telemetry, measured, clients);
+        level.engine = Some(EngineCheck {
+            counters: telemetry.counters,
+            gauges: telemetry.gauges,
+            engine_bound: reason.is_some(),
+            reason,
+            error: telemetry_error,
+        });
+    }
+    if rate.is_some() && achieved.is_finite() {
+        level.achieved_ops_per_s = Some(achieved);
+        level.pool_busy = Some(pool_busy);
+        let offered = f64::from(rate.unwrap_or_default());
+        let reason = if pool_busy >= POOL_BUSY_LIMIT {
+            Some(format!(
+                "the pool of {clients} clients was busy {:.0}% of the window: too few clients for this rate (raise --conc)",
+                pool_busy * 100.0
+            ))
+        } else if achieved < ACHIEVED_SHARE * offered {
+            Some(format!(
+                "metabench fell behind its schedule ({achieved:.0} of {offered:.0} calls/s) with its pool only {:.0}% busy: the generator, not the engine, set the pace",
+                pool_busy * 100.0
+            ))
+        } else {
+            None
+        };
+        if let (false, Some(reason)) = (level.client.client_bound, reason) {
+            level.client.client_bound = true;
+            level.client.reason = Some(reason);
+        }
+    }
+    level.disruptions = level.find_disruptions();
+    let level = std::mem::take(level);
+    if let Some(failure) = failure {
+        let mut level = level;
+        level.partial = true;
+        on_level(&level, raw_intervals);
+        outcome.levels.push(level);
+        outcome.failure = Some(failure);
+        return false;
+    }
+    on_level(&level, raw_intervals);
+    totals.push(Point {
+        clients,
+        ops_per_s: level.ops.iter().map(|o| o.ops_per_s).sum(),
+        p99_us: 0.0,
+    });
+    let open_loop_end = config
+        .open_loop
+        .as_ref()
+        .and_then(|open| open_loop_stop(&level, open.p99_limit));
+    outcome.levels.push(level);
+    if let Some(why) = open_loop_end {
+        if rate
+            != config
+                .open_loop
+                .as_ref()
+                .and_then(|o| o.rates.last().copied())
+        {
+            outcome.stopped_early = Some(why);
+        }
+        return false;
+    }
+    if config.until_plateau && plateaued(totals, PLATEAU_GROWTH, PLATEAU_LEVELS) {
+        if clients != *config.levels.last().expect("non-empty") {
+            outcome.stopped_early = Some(format!(
+                "throughput grew less than {:.0}% over {PLATEAU_LEVELS} levels (--until-plateau)",
+                PLATEAU_GROWTH * 100.0
+            ));
+        }
+        return false;
+    }
+    true
+}

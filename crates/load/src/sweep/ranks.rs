@@ -1,0 +1,157 @@
+//! What the ranks of a sweep tell each other (a plain sweep is one rank), and how rank 0
+//! merges their phase reports exactly.
+
+use super::level::level_op;
+use super::Window;
+use crate::catalog::Op;
+use crate::stats::{histogram, BackgroundAcc, OpAcc, WireAcc};
+use hdrhistogram::Histogram;
+use metabench_report::{LevelOp, RunFailure};
+use metabench_schema::Ino;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// What a rank says once it has opened (or failed to open) its sessions for a level.
+#[derive(Serialize, Deserialize)]
+pub(super) struct SessionsOpened {
+    pub(super) stopped: bool,
+    /// Why its sessions could not all be opened, and whether the engine still answers.
+    pub(super) failed: Option<(String, bool)>,
+}
+
+/// Rank 0's word on how a level starts.
+#[derive(Serialize, Deserialize)]
+pub(super) enum LevelStart {
+    Go,
+    Stop,
+    /// The engine's connection limit: a finding, the sweep ends with what it measured.
+    Limited(String),
+    /// The engine failed while sessions were opened.
+    Failed(String),
+}
+
+/// What a rank says once its level directory for a phase is made.
+#[derive(Serialize, Deserialize)]
+pub(super) struct DirReady {
+    pub(super) stopped: bool,
+    pub(super) failure: Option<RunFailure>,
+    /// `--shared-dir`: the one directory every rank's clients work in (made by rank 0).
+    pub(super) shared_dir: Option<Ino>,
+}
+
+/// Rank 0's word before a phase's clients start, or before its window opens.
+#[derive(Serialize, Deserialize)]
+pub(super) struct PhaseGo {
+    pub(super) go: bool,
+    pub(super) failure: Option<RunFailure>,
+    pub(super) shared_dir: Option<Ino>,
+}
+
+/// One rank's phase, as it sends it to rank 0 to be merged.
+#[derive(Serialize, Deserialize)]
+pub(super) struct PhaseReport {
+    pub(super) host: String,
+    pub(super) clients: u32,
+    /// The cores this rank may use, and the cores its host has.
+    pub(super) cores: usize,
+    pub(super) host_cores: usize,
+    pub(super) ops: Vec<(String, WireAcc)>,
+    pub(super) background: BackgroundAcc,
+    pub(super) cpu: Duration,
+    pub(super) lag: String,
+    pub(super) failure: Option<RunFailure>,
+    pub(super) stopped: bool,
+}
+
+/// Rank 0's word after a phase: the failure that ends the sweep, or a stop.
+#[derive(Serialize, Deserialize)]
+pub(super) struct PhaseEnd {
+    pub(super) failure: Option<RunFailure>,
+    pub(super) stop: bool,
+}
+
+/// What rank 0 keeps of one rank over a level's phases.
+pub(super) struct RankPart {
+    pub(super) host: String,
+    pub(super) clients: u32,
+    pub(super) cores: usize,
+    pub(super) host_cores: usize,
+    pub(super) cpu: Duration,
+    pub(super) lag: Histogram<u64>,
+    pub(super) calls: u64,
+    pub(super) ops: Vec<LevelOp>,
+}
+
+impl RankPart {
+    /// An empty part for the rank that sent `report`, its first of the level.
+    pub(super) fn new(report: &PhaseReport) -> Self {
+        Self {
+            host: report.host.clone(),
+            clients: report.clients,
+            cores: report.cores,
+            host_cores: report.host_cores,
+            cpu: Duration::ZERO,
+            lag: histogram(),
+            calls: 0,
+            ops: Vec::new(),
+        }
+    }
+}
+
+/// What rank 0 made of one phase's reports: the accumulators merged over every rank.
+pub(super) struct MergedPhase {
+    pub(super) ops: BTreeMap<Op, OpAcc>,
+    pub(super) background: BackgroundAcc,
+    /// The measured window, stretched to the end of the last call in flight at its end
+    /// on any rank: those calls were counted, so is the time they took.
+    pub(super) real_window: Duration,
+}
+
+/// Merges the ranks' phase reports (exactly: histograms are added), keeping each rank's
+/// own figures and self-check inputs in `parts`. Each rank's figures are over the same
+/// window as the level's, so that the ranks' ops/s add up to the level's.
+pub(super) fn merge_reports(
+    reports: Vec<PhaseReport>,
+    window: &Window,
+    parts: &mut Vec<RankPart>,
+    phase: &str,
+) -> std::result::Result<MergedPhase, String> {
+    let mut decoded = Vec::with_capacity(reports.len());
+    for (r, mut report) in reports.into_iter().enumerate() {
+        let mut ops = Vec::with_capacity(report.ops.len());
+        for (name, wire) in std::mem::take(&mut report.ops) {
+            let op: Op = name
+                .parse()
+                .map_err(|e| format!("rank {r} sent an unknown operation: {e}"))?;
+            ops.push((op, OpAcc::from_wire(wire, window.measure_from)?));
+        }
+        let lag = metabench_report::histogram::decode(&report.lag)?;
+        decoded.push((report, ops, lag));
+    }
+    let real_end = decoded
+        .iter()
+        .flat_map(|(_, ops, _)| ops.iter().filter_map(|(_, acc)| acc.last_end))
+        .fold(window.end, Instant::max);
+    let mut merged = MergedPhase {
+        ops: BTreeMap::new(),
+        background: BackgroundAcc::default(),
+        real_window: real_end - window.measure_from,
+    };
+    for (r, (report, ops, lag)) in decoded.into_iter().enumerate() {
+        if parts.len() <= r {
+            parts.push(RankPart::new(&report));
+        }
+        let part = &mut parts[r];
+        part.cpu += report.cpu;
+        part.lag.add(lag).expect("auto-resizing histograms merge");
+        merged.background.merge(report.background);
+        for (op, acc) in ops {
+            part.calls += acc.hist.as_ref().map_or(0, |h| h.len());
+            part.calls += acc.errors.values().sum::<u64>();
+            part.ops.push(level_op(op, phase, &acc, merged.real_window));
+            merged.ops.entry(op).or_default().merge(acc);
+        }
+    }
+    Ok(merged)
+}
