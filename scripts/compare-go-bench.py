@@ -8,12 +8,11 @@ in the same minutes, and prints µs/op side by side with the ratio metabench / G
         --go-meta redis://127.0.0.1:6379/1 --meta redis://127.0.0.1:6379/2 \\
         --iterations 20000 --rounds 3
 
-`--go-bench` is a test binary of JuiceFS's `pkg/meta` (`go test -c ./pkg/meta` in a
-JuiceFS checkout, release-1.4), built by you, whose BenchmarkRedis / BenchmarkSQL /
-BenchmarkTKV take their meta URL from the environment variable `JFS_BENCH_META` (a
-three-line change to `pkg/meta/benchmarks_test.go`: upstream hard-codes
-`redis://127.0.0.1/1`, a temporary SQLite file and a temporary Badger store). Without
-`--go-meta` the binary uses its built-in address. This script builds nothing.
+`--go-bench` is a test binary of JuiceFS's `pkg/meta` whose BenchmarkRedis / BenchmarkSQL /
+BenchmarkTKV take their meta URL from the environment variable `JFS_BENCH_META` (upstream
+hard-codes `redis://127.0.0.1/1`, a temporary SQLite file and a temporary Badger store).
+`scripts/build-go-bench.sh JUICEFS_CHECKOUT` makes it from a JuiceFS clone at release-1.4.
+Without `--go-meta` the binary uses its built-in address. This script builds nothing.
 
 The Go benchmark formats its database (`Init(..., force=true)`), so give it a database
 of its own (`--go-meta`), never one that holds data. metabench formats `--meta` if it is
