@@ -93,8 +93,14 @@ fn connect_reason(e: &etcd_client::Error, url: &MetaUrl, tls: bool) -> String {
         "TLS: the server refused the client certificate (none given as cert=…&key=…, or \
          one its CA did not sign)"
             .into()
-    } else if tls && text.contains("connection closed") {
-        // TLS 1.3: a refused client certificate may only show as the connection closing.
+    } else if tls
+        && ["connection closed", "broken pipe", "connection reset"]
+            .iter()
+            .any(|closed| text.to_ascii_lowercase().contains(closed))
+    {
+        // TLS 1.3: a refused client certificate may only show as the connection closing,
+        // seen as a closed stream, or as a broken pipe or a reset when the request was
+        // already on its way.
         "TLS: the server closed the connection after the handshake (does it ask for a client \
          certificate, cert=…&key=…, that its CA signed? does it speak TLS?)"
             .into()
@@ -344,4 +350,28 @@ async fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
         ));
     }
     Ok(body.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that wants a client certificate it did not get closes the connection
+    /// after a TLS 1.3 handshake; the client sees that in one of several ways, each
+    /// said the same way.
+    #[test]
+    fn a_connection_closed_after_the_handshake_is_said_as_tls() {
+        let url = MetaUrl::parse("etcd://127.0.0.1:2379/jfs?cacert=/ca.pem").unwrap();
+        for seen in [
+            "connection closed before message completed",
+            "stream closed because of a broken pipe",
+            "Connection reset by peer (os error 104)",
+        ] {
+            let e = etcd_client::Error::IoError(std::io::Error::other(seen));
+            let said = connect_reason(&e, &url, true);
+            assert!(said.contains("client certificate"), "{seen}: {said}");
+            // Without TLS, the client's own words are kept.
+            assert!(connect_reason(&e, &url, false).contains(seen), "{seen}");
+        }
+    }
 }
