@@ -14,6 +14,13 @@ hard-codes `redis://127.0.0.1/1`, a temporary SQLite file and a temporary Badger
 `scripts/build-go-bench.sh JUICEFS_CHECKOUT` makes it from a JuiceFS clone at release-1.4.
 Without `--go-meta` the binary uses its built-in address. This script builds nothing.
 
+`--cpus LIST` runs both clients under `taskset -c LIST` (and nothing else changes). On a VM
+a loopback round trip between two idle vCPUs costs tens of µs of wake-up, and where each
+client's threads land decides how often it pays it: Go's scheduler keeps more threads
+awake than metabench's one client thread. Pinning both clients (and, by the user, the
+engine: e.g. `taskset -c 0 redis-server …`) to the same CPUs measures the clients' own
+cost; the unpinned run measures what a user gets on this machine. Give both.
+
 The Go benchmark formats its database (`Init(..., force=true)`), so give it a database
 of its own (`--go-meta`), never one that holds data. metabench formats `--meta` if it is
 empty and removes what it wrote. The median over rounds is printed per operation; rows
@@ -34,11 +41,16 @@ GO_LINE = re.compile(r"^Benchmark\w+/(\S+?)-\d+\s+(\d+)\s+([\d.]+) ns/op")
 SKIP = {"resolve"}
 
 
+def pinned(args):
+    """The command prefix that runs a client on `--cpus` (none without it)."""
+    return ["taskset", "-c", args.cpus] if args.cpus else []
+
+
 def run_go(args):
     env = dict(os.environ)
     if args.go_meta:
         env["JFS_BENCH_META"] = args.go_meta
-    cmd = [
+    cmd = pinned(args) + [
         args.go_bench,
         "-test.run=^$",
         f"-test.bench=^{args.bench}$",
@@ -71,7 +83,7 @@ def run_go(args):
 def run_metabench(args):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "ops.json")
-        cmd = [
+        cmd = pinned(args) + [
             args.metabench,
             "ops",
             "--meta",
@@ -100,6 +112,7 @@ def main():
     p.add_argument("--metabench", default="target/release/metabench")
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--cpus", help="run both clients under taskset -c CPUS (e.g. 0)")
     args = p.parse_args()
 
     go, mb, floors = {}, {}, []
@@ -128,7 +141,8 @@ def main():
     print()
     print(
         f"{len(ratios)} operations: {at_most} at or below 1.10× Go, {within} within ±10 %; "
-        f"median ratio {statistics.median(ratios):.2f} ({args.rounds} rounds of {args.iterations} calls, median per op)"
+        f"median ratio {statistics.median(ratios):.2f} ({args.rounds} rounds of {args.iterations} calls, median per op"
+        + (f"; both clients on CPUs {args.cpus})" if args.cpus else "; unpinned)")
     )
     if floors:
         f = floors[-1]
