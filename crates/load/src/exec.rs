@@ -254,7 +254,10 @@ pub(crate) async fn timed_call(
     }
     let before = meta.stats();
     let start = Instant::now();
-    let outcome = match tokio::time::timeout(op_timeout, state.call(meta)).await {
+    // The deadline from the start already read: no clock read of the timeout's own
+    // inside the timed region.
+    let deadline = tokio::time::Instant::from_std(start) + op_timeout;
+    let outcome = match tokio::time::timeout_at(deadline, state.call(meta)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(MetaError::Timeout(op_timeout)),
     };
