@@ -48,6 +48,9 @@ impl Exec {
         for i in 0..threads.max(1) {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                // A thread that parks has run every task it had: its clients start a
+                // new stretch of calls before `pace` yields on their behalf.
+                .on_thread_park(|| LAST_YIELD.with(|last| last.set(Some(Instant::now()))))
                 .build()?;
             let handle = runtime.handle().clone();
             let (tx, rx) = oneshot::channel::<()>();
@@ -217,11 +220,15 @@ pub(crate) struct Timed {
 const YIELD_EVERY: Duration = Duration::from_micros(200);
 
 thread_local! {
-    /// When the clients of this thread last yielded to its scheduler on purpose.
+    /// When the clients of this thread last yielded to its scheduler on purpose, or the
+    /// thread last parked.
     static LAST_YIELD: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
 }
 
-/// Yields to the thread's other tasks when it has not done so for [`YIELD_EVERY`].
+/// Yields to the thread's other tasks when it has not done so for [`YIELD_EVERY`], nor
+/// parked (then every task had its turn). Clients whose calls wait on the engine park
+/// their thread between replies and never yield here; those whose calls never wait
+/// (SQLite in-process, memkv) yield every [`YIELD_EVERY`].
 async fn pace() {
     let now = Instant::now();
     let due = LAST_YIELD.with(|last| match last.get() {
@@ -236,15 +243,53 @@ async fn pace() {
     }
 }
 
+/// A client's op timeout: one runtime timer, made once per client and pushed back to
+/// `start + limit` before each call. Pushing a registered timer later is an atomic update
+/// (tokio's `extend_expiration`); a fresh timer per call would be registered with the
+/// thread's time driver on every call that waits, and each registration wakes the
+/// thread's own driver (a write to its eventfd and one more `epoll_wait`): client CPU on
+/// every call, which `redis-benchmark` does not spend.
+pub(crate) struct OpTimeout {
+    limit: Duration,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl OpTimeout {
+    /// A timeout of `limit` per call. Made on the client's runtime (its timer belongs to
+    /// that thread's time driver).
+    pub(crate) fn new(limit: Duration) -> Self {
+        Self {
+            limit,
+            timer: Box::pin(tokio::time::sleep(limit)),
+        }
+    }
+
+    /// Runs `call`, which started at `start`, until it ends or `start + limit` passes.
+    async fn bound<T>(
+        &mut self,
+        start: Instant,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        self.timer
+            .as_mut()
+            .reset(tokio::time::Instant::from_std(start) + self.limit);
+        tokio::select! {
+            biased;
+            outcome = call => outcome,
+            () = self.timer.as_mut() => Err(MetaError::Timeout(self.limit)),
+        }
+    }
+}
+
 /// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
 /// the call untimed, waits for `not_before` if given (an open loop's intended start),
-/// then times the call alone, bounded by `op_timeout`: a call that has no answer by then
+/// then times the call alone, bounded by `timeout`: a call that has no answer by then
 /// ends as [`MetaError::Timeout`] with its elapsed time, and the session must be replaced
 /// ([`reopen`]). Fails only when the untimed preparation does.
 pub(crate) async fn timed_call(
     state: &mut OpState,
     meta: &mut dyn Meta,
-    op_timeout: Duration,
+    timeout: &mut OpTimeout,
     not_before: Option<Instant>,
 ) -> Result<Timed> {
     pace().await;
@@ -255,12 +300,8 @@ pub(crate) async fn timed_call(
     let before = meta.stats();
     let start = Instant::now();
     // The deadline from the start already read: no clock read of the timeout's own
-    // inside the timed region.
-    let deadline = tokio::time::Instant::from_std(start) + op_timeout;
-    let outcome = match tokio::time::timeout_at(deadline, state.call(meta)).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(MetaError::Timeout(op_timeout)),
-    };
+    // inside the timed region, and no timer registered (see `OpTimeout`).
+    let outcome = timeout.bound(start, state.call(meta)).await;
     let end = Instant::now();
     Ok(Timed {
         outcome,
@@ -392,6 +433,55 @@ pub(crate) async fn reopen(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One timer serves every call of a client: pushed back before each, it bounds each
+    /// call from its own start, fires for a call that never ends, and is armed again
+    /// for the calls after that.
+    #[tokio::test(flavor = "current_thread")]
+    async fn one_op_timeout_bounds_every_call_from_its_own_start() {
+        let limit = Duration::from_millis(100);
+        let mut timeout = OpTimeout::new(limit);
+        // Calls that end at once, many in a row.
+        for _ in 0..1000 {
+            assert!(timeout
+                .bound(Instant::now(), async { Ok(()) })
+                .await
+                .is_ok());
+        }
+        // Calls of 60 ms each: well past the first call's deadline in all, each within
+        // its own limit.
+        for _ in 0..4 {
+            let slow = tokio::time::sleep(Duration::from_millis(60));
+            let ended = timeout
+                .bound(Instant::now(), async {
+                    slow.await;
+                    Ok(())
+                })
+                .await;
+            assert!(ended.is_ok(), "{ended:?}");
+        }
+        // A call that never ends: a timeout, at the limit.
+        let start = Instant::now();
+        let ended = timeout
+            .bound(start, std::future::pending::<Result<()>>())
+            .await;
+        assert!(
+            matches!(ended, Err(MetaError::Timeout(l)) if l == limit),
+            "{ended:?}"
+        );
+        assert!(start.elapsed() >= limit, "{:?}", start.elapsed());
+        // And the next call is bounded again.
+        assert!(timeout
+            .bound(Instant::now(), async { Ok(()) })
+            .await
+            .is_ok());
+        let start = Instant::now();
+        let ended = timeout
+            .bound(start, std::future::pending::<Result<()>>())
+            .await;
+        assert!(matches!(ended, Err(MetaError::Timeout(_))), "{ended:?}");
+        assert!(start.elapsed() >= limit, "{:?}", start.elapsed());
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_that_never_yields_shows_as_lag() {

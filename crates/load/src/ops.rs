@@ -2,7 +2,7 @@
 //! runs them (untimed setup, timed calls), with an HdrHistogram per operation.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{reopen, timed_call, ClientBackground, Timed};
+use crate::exec::{reopen, timed_call, ClientBackground, OpTimeout, Timed};
 use crate::stats::histogram;
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
@@ -165,6 +165,7 @@ async fn run_one(
     let (mut round_trips, mut retries, mut calls) = (0u64, 0u64, 0u64);
     let mut timed = Duration::ZERO;
     let mut consecutive_errors = 0;
+    let mut op_timeout = OpTimeout::new(config.op_timeout);
     let mut background = config
         .background_in_window
         .then(|| ClientBackground::starting(Instant::now()));
@@ -201,7 +202,7 @@ async fn run_one(
             start,
             end,
             cost,
-        } = timed_call(&mut state, meta.as_mut(), config.op_timeout, None).await?;
+        } = timed_call(&mut state, meta.as_mut(), &mut op_timeout, None).await?;
         let elapsed = end - start;
         calls += 1;
         timed += elapsed;

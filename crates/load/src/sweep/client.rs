@@ -3,7 +3,7 @@
 
 use super::{Arrivals, Live, Window, MAX_CONSECUTIVE_ERRORS};
 use crate::catalog::OpState;
-use crate::exec::{reopen, timed_call, ClientBackground, Exec};
+use crate::exec::{reopen, timed_call, ClientBackground, Exec, OpTimeout};
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
 use crate::workload::Phase;
@@ -142,6 +142,7 @@ pub(super) async fn client_body(
     };
     let total_weight: u32 = job.phase.ops.iter().map(|(_, w)| w).sum();
     let mut consecutive_errors = 0;
+    let mut op_timeout = OpTimeout::new(job.op_timeout);
     let mut background = job
         .background
         .then(|| ClientBackground::starting(window.released));
@@ -182,7 +183,7 @@ pub(super) async fn client_body(
         };
         let op = job.phase.ops[k].0;
         let (outcome, t0, t1, cost) =
-            match timed_call(&mut states[k], meta.as_mut(), job.op_timeout, intended).await {
+            match timed_call(&mut states[k], meta.as_mut(), &mut op_timeout, intended).await {
                 Ok(t) => (t.outcome, t.start, t.end, t.cost),
                 Err(e) => {
                     let now = Instant::now();
