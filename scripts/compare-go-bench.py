@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 
-GO_LINE = re.compile(r"^Benchmark\w+/(\S+?)-\d+\s+(\d+)\s+([\d.]+) ns/op")
+GO_LINE = re.compile(r"^Benchmark\w+/(\S+?)(?:-\d+)?\s+(\d+)\s+([\d.]+) ns/op")
 # metabench names for the Go benchmark's operations (the same, minus its CPU suffix).
 SKIP = {"resolve"}
 
@@ -67,7 +67,7 @@ def run_go(args):
             got[m.group(1)] = float(m.group(3)) / 1000.0
             pending = None
             continue
-        name = re.match(r"^Benchmark\w+/(\S+?)-\d+\s*$", line.strip())
+        name = re.match(r"^Benchmark\w+/(\S+?)(?:-\d+)?\s*$", line.strip())
         if name:
             pending = name.group(1)
             continue
