@@ -164,6 +164,7 @@ impl Target {
                 .engine
                 .fidelity_notes()
                 .iter()
+                .chain(metabench_load::exec::TIMING_NOTES)
                 .map(|n| (*n).to_owned())
                 .collect(),
         }
