@@ -93,11 +93,12 @@ fn connect_reason(e: &etcd_client::Error, url: &MetaUrl, tls: bool) -> String {
         "TLS: the server refused the client certificate (none given as cert=…&key=…, or \
          one its CA did not sign)"
             .into()
-    } else if tls
-        && ["connection closed", "broken pipe", "connection reset"]
+    } else if tls && {
+        let text = text.to_ascii_lowercase();
+        ["connection closed", "broken pipe", "connection reset"]
             .iter()
-            .any(|closed| text.to_ascii_lowercase().contains(closed))
-    {
+            .any(|closed| text.contains(closed))
+    } {
         // TLS 1.3: a refused client certificate may only show as the connection closing,
         // seen as a closed stream, or as a broken pipe or a reset when the request was
         // already on its way.
