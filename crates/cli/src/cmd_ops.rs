@@ -111,7 +111,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
                 let mut meta = engine.session(&opts).await?;
                 let ns = Namespace::create(meta.as_mut(), &run_id).await?;
                 namespace = Some(ns.clone());
-                let floor = measure_floor(meta.as_mut()).await?;
+                let floor = measure_floor(meta.as_mut(), config.op_timeout).await?;
                 if let Some(f) = &floor {
                     say!("{}", floor_line(f));
                 }

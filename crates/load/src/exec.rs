@@ -274,6 +274,20 @@ impl OpTimeout {
         }
     }
 
+    /// Times `call` alone, between two clock reads, bounded by the limit: what it
+    /// returned (or [`MetaError::Timeout`]), when it started and when it ended. Every
+    /// timed call goes through here: the operations' ([`timed_call`]) and the floor's.
+    pub(crate) async fn time<T>(
+        &mut self,
+        call: impl Future<Output = Result<T>>,
+    ) -> (Result<T>, Instant, Instant) {
+        let start = Instant::now();
+        // The deadline from the start already read: no clock read of the timeout's own
+        // inside the timed region, and no timer registered.
+        let outcome = self.bound(start, call).await;
+        (outcome, start, Instant::now())
+    }
+
     /// Runs `call`, which started at `start`, until it ends or `start + limit` passes.
     async fn bound<T>(
         &mut self,
@@ -308,11 +322,7 @@ pub(crate) async fn timed_call(
         tokio::time::sleep_until(at.into()).await;
     }
     let before = meta.stats();
-    let start = Instant::now();
-    // The deadline from the start already read: no clock read of the timeout's own
-    // inside the timed region, and no timer registered (see `OpTimeout`).
-    let outcome = timeout.bound(start, state.call(meta)).await;
-    let end = Instant::now();
+    let (outcome, start, end) = timeout.time(state.call(meta)).await;
     Ok(Timed {
         outcome,
         start,
@@ -380,10 +390,7 @@ impl ClientBackground {
                 meta.free_deleted().await
             }
         };
-        let outcome = match tokio::time::timeout(op_timeout, work).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(MetaError::Timeout(op_timeout)),
-        };
+        let outcome = within(op_timeout, work).await;
         let cost = meta.stats().since(&before);
         self.frees_held = outcome.is_err() && meta.deleted_pending() > 0;
         Some(BackgroundPass {
@@ -397,6 +404,17 @@ impl ClientBackground {
             },
             outcome,
         })
+    }
+}
+
+/// Runs an untimed step of one or a few calls (a flush of what a client holds, the
+/// engine settling before a window), bounded by `limit` as a timed call is: an engine
+/// that stops answering there ends the step with [`MetaError::Timeout`] rather than
+/// holding the run.
+pub(crate) async fn within<T>(limit: Duration, step: impl Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(limit, step).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(MetaError::Timeout(limit)),
     }
 }
 

@@ -1,11 +1,14 @@
 //! The floor: the engine's null round trip, measured on a client's own session through
-//! the same path as the timed operations, so a reader sees how much of each operation's
-//! cost is transport and the engine's request loop.
+//! the same path as the timed operations (its thread, its timing, its op timeout), so a
+//! reader sees how much of each operation's cost is transport and the engine's request
+//! loop.
 
+use crate::exec::OpTimeout;
 use crate::stats::histogram;
 use metabench_engine::{Meta, MetaError, Result};
 use metabench_report::Floor;
 use metabench_report::Latency;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// Null round trips measured at most.
@@ -13,24 +16,46 @@ pub const FLOOR_CALLS: u64 = 2000;
 /// Time spent measuring at most.
 pub const FLOOR_BUDGET: Duration = Duration::from_millis(300);
 
+/// A session's null round trip, as the floor calls it (a seam for tests).
+trait NullRoundTrip {
+    /// [`Meta::null_round_trip`].
+    fn null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>>;
+}
+
+impl NullRoundTrip for dyn Meta + '_ {
+    fn null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> {
+        Meta::null_round_trip(self)
+    }
+}
+
 /// Measures the engine's null round trip on `meta` ([`Meta::null_round_trip`]): up to
 /// [`FLOOR_CALLS`] calls or [`FLOOR_BUDGET`], whichever ends first, after a few untimed
-/// ones. `None` when the session has no null round trip.
-pub async fn measure_floor(meta: &mut dyn Meta) -> Result<Option<Floor>> {
-    let request = match meta.null_round_trip().await {
+/// ones. Each call is timed as an operation's call is and bounded by `op_timeout`: an
+/// engine that stops answering fails the floor with [`MetaError::Timeout`] rather than
+/// holding the run. `None` when the session has no null round trip.
+pub async fn measure_floor(meta: &mut dyn Meta, op_timeout: Duration) -> Result<Option<Floor>> {
+    floor_of(meta, op_timeout).await
+}
+
+async fn floor_of<S: NullRoundTrip + ?Sized>(
+    session: &mut S,
+    op_timeout: Duration,
+) -> Result<Option<Floor>> {
+    let mut timeout = OpTimeout::new(op_timeout);
+    let request = match timeout.time(session.null_round_trip()).await.0 {
         Ok(r) => r,
         Err(MetaError::NotSupported) => return Ok(None),
         Err(e) => return Err(e),
     };
     for _ in 0..10 {
-        meta.null_round_trip().await?;
+        timeout.time(session.null_round_trip()).await.0?;
     }
     let mut hist = histogram();
     let until = Instant::now() + FLOOR_BUDGET;
     while hist.len() < FLOOR_CALLS && Instant::now() < until {
-        let t0 = Instant::now();
-        meta.null_round_trip().await?;
-        let _ = hist.record(t0.elapsed().as_nanos() as u64);
+        let (outcome, start, end) = timeout.time(session.null_round_trip()).await;
+        outcome?;
+        let _ = hist.record((end - start).as_nanos() as u64);
     }
     let s = Latency::of(&hist);
     Ok(Some(Floor {
@@ -40,4 +65,49 @@ pub async fn measure_floor(meta: &mut dyn Meta) -> Result<Option<Floor>> {
         p50_us: s.p50_us,
         p99_us: s.p99_us,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine that answers `answers` null round trips, then none.
+    struct FreezesAfter {
+        answers: u32,
+    }
+
+    impl NullRoundTrip for FreezesAfter {
+        fn null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> {
+            let answer = self.answers > 0;
+            self.answers = self.answers.saturating_sub(1);
+            async move {
+                if !answer {
+                    std::future::pending::<()>().await;
+                }
+                Ok("PING")
+            }
+        }
+    }
+
+    /// A floor on an engine that stops answering ends in a timeout, after the op
+    /// timeout, rather than holding the run; one that answers gives its figures.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_frozen_engine_fails_the_floor_at_the_op_timeout() {
+        let limit = Duration::from_millis(200);
+        let started = Instant::now();
+        let floor = floor_of(&mut FreezesAfter { answers: 20 }, limit).await;
+        let took = started.elapsed();
+        assert!(
+            matches!(floor, Err(MetaError::Timeout(l)) if l == limit),
+            "{floor:?}"
+        );
+        assert!(took >= limit && took < limit * 10, "took {took:?}");
+
+        let floor = floor_of(&mut FreezesAfter { answers: u32::MAX }, limit)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(floor.request, "PING");
+        assert!(floor.count > 0 && floor.p99_us < 200_000.0, "{floor:?}");
+    }
 }

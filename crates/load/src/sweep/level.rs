@@ -95,10 +95,12 @@ pub(super) async fn read_telemetry(engine: &dyn Engine) -> std::result::Result<T
     }
 }
 
-/// Measures the floor on client 0's thread and session (the first of `sessions`), once.
+/// Measures the floor on client 0's thread and session (the first of `sessions`), once,
+/// each call bounded by `op_timeout`.
 pub(super) async fn measure_floor_on(
     exec: &Exec,
     sessions: &mut Vec<Box<dyn Meta>>,
+    op_timeout: Duration,
     outcome: &mut SweepOutcome,
 ) -> Result<()> {
     if outcome.floor.is_some() {
@@ -107,7 +109,7 @@ pub(super) async fn measure_floor_on(
     let mut meta = sessions.remove(0);
     let measured = exec
         .spawn(0, async move {
-            let floor = crate::floor::measure_floor(meta.as_mut()).await;
+            let floor = crate::floor::measure_floor(meta.as_mut(), op_timeout).await;
             (meta, floor)
         })
         .await

@@ -6,7 +6,7 @@
 //! figures, [`check`] the generator's self-check, and [`ranks`] what the ranks of an MPI
 //! run tell each other.
 
-use crate::exec::Exec;
+use crate::exec::{within, Exec};
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
 use crate::team::{agree, from_leader, gather_all, share_clients, Team, TeamError};
@@ -323,7 +323,8 @@ async fn sweep_levels(
         if leader && failed.is_none() && !stop.is_stopped() && outcome.levels.is_empty() {
             // The floor, before the first level, on client 0's thread and session, as
             // its calls will be timed. A failure is the level's, decided for all ranks.
-            if let Err(e) = measure_floor_on(exec, &mut sessions, outcome).await {
+            if let Err(e) = measure_floor_on(exec, &mut sessions, config.op_timeout, outcome).await
+            {
                 failed = Some((format!("measuring the floor: {e}"), false));
                 own_error = Some(e);
             }
@@ -464,8 +465,7 @@ async fn sweep_levels(
             }
             barrier.wait().await;
             let settled = if leader {
-                engine
-                    .settle()
+                within(config.op_timeout, engine.settle())
                     .await
                     .err()
                     .map(|e| failure_at(clients, &phase.name, "setup", &e))
