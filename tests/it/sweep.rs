@@ -479,6 +479,62 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
 }
 
 #[test]
+fn an_engine_that_stays_frozen_ends_the_sweep_with_the_levels_on_disk_and_exits_3() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
+    let args = [
+        "--conc",
+        "1,2,4,8",
+        "--ops",
+        "getattr",
+        "--warmup",
+        "200ms",
+        "--duration",
+        "1s",
+        "--op-timeout",
+        "1s",
+    ];
+    let mut child = spawn_sweep(&redis.url(1), &args, &json, &log);
+    wait_for_level(&log, " 1 clients ");
+    std::thread::sleep(Duration::from_millis(600));
+    signal(redis.pid(), "-STOP");
+    // The engine never answers again while the sweep runs: the calls time out, no fresh
+    // session opens, and the cleanup, which would wait on the engine for ever, is
+    // skipped after its grace period, with the measured level written.
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            signal(redis.pid(), "-CONT");
+            panic!(
+                "the sweep still runs 90 s into the freeze: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    signal(redis.pid(), "-CONT");
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(!run.levels[0].partial && getattr_at(&run, 1).latency.count > 0);
+    let failure = run.failure.as_ref().expect("the failure is in the results");
+    assert_eq!((failure.engine.as_str(), failure.clients), ("redis", 2));
+    let left = failure.left_behind.as_deref().unwrap_or_default();
+    assert!(
+        left.contains("juicefs destroy") && left.contains("cleanup skipped"),
+        "{failure:?}"
+    );
+    assert!(!stderr.contains(metabench_testkit::PASSWORD));
+}
+
+#[test]
 fn an_open_loop_on_memkv_achieves_the_offered_rate() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();

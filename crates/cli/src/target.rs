@@ -178,19 +178,24 @@ impl Target {
         engine_failed: bool,
         namespace: Option<&Namespace>,
     ) -> Result<(), String> {
-        if engine_failed {
-            self.wait_for_engine(ENGINE_RECOVERY_WAIT).await;
-        }
         // Said now: cleanup consumes the target.
         let leftover = self.left_behind(namespace);
+        if engine_failed && !self.wait_for_engine(ENGINE_RECOVERY_WAIT).await {
+            // Cleaning up on an engine that does not answer would hold the run, with the
+            // measured results not yet written: they go first, and the user is told.
+            return Err(format!(
+                "{leftover} (cleanup skipped: the engine did not answer within {}s)",
+                ENGINE_RECOVERY_WAIT.as_secs()
+            ));
+        }
         self.finish(namespace)
             .await
             .map_err(|e| format!("{leftover} (cleanup failed: {})", e.one_line()))
     }
 
     /// Waits, at most `limit`, until the engine opens a session and answers its null round
-    /// trip again.
-    async fn wait_for_engine(&self, limit: Duration) {
+    /// trip again; says whether it did.
+    async fn wait_for_engine(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         let step = Duration::from_secs(1);
         loop {
@@ -202,8 +207,11 @@ impl Target {
                 meta.null_round_trip().await.ok()
             })
             .await;
-            if matches!(answered, Ok(Some(_))) || tokio::time::Instant::now() + step > deadline {
-                return;
+            if matches!(answered, Ok(Some(_))) {
+                return true;
+            }
+            if tokio::time::Instant::now() + step > deadline {
+                return false;
             }
             tokio::time::sleep(step).await;
         }

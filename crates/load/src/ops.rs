@@ -2,7 +2,7 @@
 //! runs them (untimed setup, timed calls), with an HdrHistogram per operation.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{reopen, timed_call, ClientBackground, OpTimeout, Timed};
+use crate::exec::{reopen, timed_call, within, ClientBackground, OpTimeout, Timed};
 use crate::stats::histogram;
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
@@ -157,8 +157,8 @@ async fn run_one(
             return Ok(result);
         }
     };
-    meta.flush().await?;
-    engine.settle().await?;
+    within(config.op_timeout, meta.flush()).await?;
+    within(config.op_timeout, engine.settle()).await?;
 
     let mut hist = histogram();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -235,7 +235,7 @@ async fn run_one(
             }
         }
     }
-    meta.flush().await?;
+    within(config.op_timeout, meta.flush()).await?;
     remove_tree(meta.as_mut(), base, &dir_name).await?;
 
     result.latency = Latency::of(&hist);

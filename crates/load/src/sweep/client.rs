@@ -3,7 +3,7 @@
 
 use super::{Arrivals, Live, Window, MAX_CONSECUTIVE_ERRORS};
 use crate::catalog::OpState;
-use crate::exec::{reopen, timed_call, ClientBackground, Exec, OpTimeout};
+use crate::exec::{reopen, timed_call, within, ClientBackground, Exec, OpTimeout};
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
 use crate::workload::Phase;
@@ -130,7 +130,7 @@ pub(super) async fn client_body(
             };
             states.push(OpState::setup(op, meta.as_mut(), dir, &tag).await?);
         }
-        meta.flush().await?;
+        within(job.op_timeout, meta.flush()).await?;
         Ok::<_, MetaError>(states)
     }
     .await;
@@ -272,7 +272,7 @@ pub(super) async fn client_body(
     // Untimed: what background work is left, then the client's own directory (after a
     // stop, the run's namespace goes whole, sooner).
     let cleanup = async {
-        meta.flush().await?;
+        within(job.op_timeout, meta.flush()).await?;
         if let Some(name) = &job.own_dir {
             remove_tree(meta.as_mut(), job.dir, name).await?;
         }
