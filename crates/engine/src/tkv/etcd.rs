@@ -12,6 +12,7 @@ use etcd_client::{
     KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Keys per `gets` Txn (`tkv_etcd.go: gets`).
@@ -20,9 +21,20 @@ const GETS_BATCH: usize = 128;
 const COMMIT_EVERY: usize = 128;
 
 /// An etcd cluster reached through etcd-client (gRPC).
+///
+/// Each tokio runtime that calls gets a connection of its own, made on it, so that a
+/// client thread's request goes from its task to the socket and back on that thread
+/// (tonic drives a connection from tasks on the runtime that made it; a shared one would
+/// hand every request to another thread and back). One client thread's sessions share
+/// its connection, as a JuiceFS process's sessions share its one etcd client.
 pub struct EtcdKv {
+    /// The connection made by [`EtcdKv::connect`], on the runtime that opened the engine.
     client: Client,
-    kv: KvClient,
+    /// How to connect again, for another runtime.
+    endpoints: Vec<String>,
+    options: ConnectOptions,
+    /// The KV client of each runtime that called, driven by that runtime.
+    per_runtime: Mutex<HashMap<tokio::runtime::Id, KvClient>>,
     /// The first endpoint, `host:port`, whose HTTP `/metrics` telemetry reads (empty when
     /// the endpoints speak TLS).
     metrics_at: String,
@@ -147,7 +159,7 @@ impl EtcdKv {
             "http" => endpoints[0].trim_start_matches("http://").to_owned(),
             _ => String::new(),
         };
-        let client = Client::connect(endpoints, Some(opts))
+        let client = Client::connect(endpoints.clone(), Some(opts.clone()))
             .await
             .map_err(|e| fail(connect_reason(&e, url, scheme == "https")))?;
         let mut kv = client.kv_client();
@@ -163,11 +175,34 @@ impl EtcdKv {
         Ok((
             Self {
                 client,
-                kv,
+                endpoints,
+                options: opts,
+                per_runtime: Mutex::new(HashMap::from([(
+                    tokio::runtime::Handle::current().id(),
+                    kv,
+                )])),
                 metrics_at,
             },
             prefix,
         ))
+    }
+}
+
+impl EtcdKv {
+    /// The KV client of the calling runtime, connected on it the first time it asks.
+    async fn kv(&self) -> KvResult<KvClient> {
+        let runtime = tokio::runtime::Handle::current().id();
+        if let Some(kv) = self.per_runtime.lock().expect("etcd clients").get(&runtime) {
+            return Ok(kv.clone());
+        }
+        let client = Client::connect(self.endpoints.clone(), Some(self.options.clone()))
+            .await
+            .map_err(other)?;
+        let mut clients = self.per_runtime.lock().expect("etcd clients");
+        Ok(clients
+            .entry(runtime)
+            .or_insert_with(|| client.kv_client())
+            .clone())
     }
 }
 
@@ -187,8 +222,8 @@ impl KvBackend for EtcdKv {
 
     async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
         let r = self
-            .kv
-            .clone()
+            .kv()
+            .await?
             .get(key, Some(GetOptions::new().with_limit(1)))
             .await
             .map_err(other)?;
@@ -201,8 +236,8 @@ impl KvBackend for EtcdKv {
     async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
         let ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::get(k.clone(), None)).collect();
         let r = self
-            .kv
-            .clone()
+            .kv()
+            .await?
             .txn(Txn::new().and_then(ops))
             .await
             .map_err(other)?;
@@ -231,7 +266,7 @@ impl KvBackend for EtcdKv {
         if limit > 0 {
             o = o.with_limit(limit as i64);
         }
-        let r = self.kv.clone().get(begin, Some(o)).await.map_err(other)?;
+        let r = self.kv().await?.get(begin, Some(o)).await.map_err(other)?;
         Ok(r.kvs()
             .iter()
             .map(|p| (p.key().to_vec(), p.value().to_vec(), p.mod_revision()))
@@ -240,8 +275,8 @@ impl KvBackend for EtcdKv {
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
         let r = self
-            .kv
-            .clone()
+            .kv()
+            .await?
             .get(
                 prefix,
                 Some(GetOptions::new().with_prefix().with_count_only()),
@@ -267,8 +302,8 @@ impl KvBackend for EtcdKv {
             })
             .collect();
         let r = self
-            .kv
-            .clone()
+            .kv()
+            .await?
             .txn(Txn::new().when(conds).and_then(ops))
             .await
             .map_err(other)?;
@@ -282,8 +317,8 @@ impl KvBackend for EtcdKv {
     }
 
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
-        self.kv
-            .clone()
+        self.kv()
+            .await?
             .delete(prefix, Some(DeleteOptions::new().with_prefix()))
             .await
             .map_err(other)?;

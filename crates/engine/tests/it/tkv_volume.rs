@@ -105,6 +105,40 @@ async fn etcd_probe_format_destroy() {
     probe_format_destroy(&etcd_base()).await
 }
 
+/// A client thread's etcd calls go through a connection of its own, made on its runtime:
+/// they still work once the runtime that opened the engine is gone (a connection shared
+/// from there would have gone with it, and every call would have crossed threads).
+#[cfg(feature = "etcd")]
+#[test]
+fn etcd_calls_use_the_calling_runtimes_own_connection() {
+    let url = format!("{}/{}", etcd_base(), unique("conn"));
+    let opener = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let f = Format::new("vc", &uuid::Uuid::new_v4().to_string(), "/tmp/x/", 0);
+    let engine = opener.block_on(async {
+        let e = open(&url).await;
+        e.format(&f).await.unwrap();
+        e
+    });
+    drop(opener);
+    let client_thread = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    client_thread.block_on(async {
+        let probed = tokio::time::timeout(std::time::Duration::from_secs(10), engine.probe())
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert!(matches!(probed, VolumeState::Volume(_)), "{probed:?}");
+        engine.destroy(&f.uuid).await.unwrap();
+        assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
+    });
+}
+
 #[cfg(feature = "tikv")]
 #[tokio::test]
 async fn tikv_probe_format_destroy() {
