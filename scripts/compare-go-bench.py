@@ -25,6 +25,10 @@ The Go benchmark formats its database (`Init(..., force=true)`), so give it a da
 of its own (`--go-meta`), never one that holds data. metabench formats `--meta` if it is
 empty and removes what it wrote. The median over rounds is printed per operation; rows
 marked * are outside ±10 %.
+
+`--ops a,b` runs only those operations on both sides (the Go benchmark through its
+sub-benchmark filter, `-test.bench=^BenchmarkX$/^(a|b)$`): more rounds of the few
+operations a full run leaves in doubt, in the same minutes.
 """
 
 import argparse
@@ -53,7 +57,7 @@ def run_go(args):
     cmd = pinned(args) + [
         args.go_bench,
         "-test.run=^$",
-        f"-test.bench=^{args.bench}$",
+        f"-test.bench=^{args.bench}$" + (f"/^({'|'.join(args.ops)})$" if args.ops else ""),
         f"-test.benchtime={args.iterations}x",
     ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
@@ -89,6 +93,7 @@ def run_metabench(args):
             "--meta",
             args.meta,
             "--client-cache",
+        ] + (["--ops", ",".join(args.ops)] if args.ops else []) + [
             "--iterations",
             str(args.iterations),
             "--json",
@@ -113,6 +118,7 @@ def main():
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--cpus", help="run both clients under taskset -c CPUS (e.g. 0)")
+    p.add_argument("--ops", type=lambda s: [o for o in s.split(",") if o], help="only these operations, e.g. getxattr,listxattr_1")
     args = p.parse_args()
 
     go, mb, floors = {}, {}, []
