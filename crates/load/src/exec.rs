@@ -6,7 +6,8 @@
 //! there, with no hand-off to another thread. `ops` and `sweep` both run their clients
 //! here, so they time a call the same way.
 //!
-//! [`timed_call`] is the one timing path: every runner times a call with it.
+//! [`timed_call`] is the one timing path: every runner times a call with it, and the floor
+//! times its null round trips with the same clock reads and op timeout ([`OpTimeout::time`]).
 //!
 //! The coordinator (windows, CPU time, scheduling-lag probe) stays on the caller's
 //! runtime, on other OS threads, so busy clients cannot starve the measurement of
