@@ -422,10 +422,11 @@ fn a_call_past_the_op_timeout_counts_as_a_timeout_and_the_sweep_goes_on() {
     assert!(run.failure.is_none());
 }
 
-#[test]
-fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
-    let _phase = crate::phase(module_path!());
-    let _serial = serial();
+/// Runs a sweep of getattr on a private Redis at 1, 2, 4 and 8 clients (1 s op timeout),
+/// sends Redis `sig` 600 ms after the 1-client level is reported, and returns the sweep's
+/// exit code, its stderr and its results. The engine stays as `sig` left it until the sweep
+/// has exited (a stopped one is then resumed); a sweep still running 90 s later fails.
+fn sweep_with_the_engine_failing(sig: &str) -> (Option<i32>, String, SweepResults) {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
@@ -441,14 +442,42 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
         "--op-timeout",
         "1s",
     ];
-    let child = spawn_sweep(&redis.url(1), &args, &json, &log);
+    let mut child = spawn_sweep(&redis.url(1), &args, &json, &log);
     wait_for_level(&log, " 1 clients ");
     std::thread::sleep(Duration::from_millis(600));
-    signal(redis.pid(), "-KILL");
-    let out = child.wait_with_output().unwrap();
+    signal(redis.pid(), sig);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            if sig == "-STOP" {
+                signal(redis.pid(), "-CONT");
+            }
+            panic!(
+                "the sweep still runs 90 s after {sig}: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if sig == "-STOP" {
+        signal(redis.pid(), "-CONT");
+    }
     let stderr = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (status.code(), stderr, run)
+}
+
+#[test]
+fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let (code, stderr, run) = sweep_with_the_engine_failing("-KILL");
+    assert_eq!(code, Some(3), "{stderr}");
     assert_eq!(run.levels.len(), 2, "{stderr}");
     assert!(!run.levels[0].partial && getattr_at(&run, 1).latency.count > 0);
     assert!(run.levels[1].partial);
@@ -482,47 +511,11 @@ fn a_killed_engine_leaves_the_measured_levels_on_disk_and_exits_3() {
 fn an_engine_that_stays_frozen_ends_the_sweep_with_the_levels_on_disk_and_exits_3() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();
-    let redis = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
-    let args = [
-        "--conc",
-        "1,2,4,8",
-        "--ops",
-        "getattr",
-        "--warmup",
-        "200ms",
-        "--duration",
-        "1s",
-        "--op-timeout",
-        "1s",
-    ];
-    let mut child = spawn_sweep(&redis.url(1), &args, &json, &log);
-    wait_for_level(&log, " 1 clients ");
-    std::thread::sleep(Duration::from_millis(600));
-    signal(redis.pid(), "-STOP");
     // The engine never answers again while the sweep runs: the calls time out, no fresh
     // session opens, and the cleanup, which would wait on the engine for ever, is
     // skipped after its grace period, with the measured level written.
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(90) {
-            let _ = child.kill();
-            signal(redis.pid(), "-CONT");
-            panic!(
-                "the sweep still runs 90 s into the freeze: {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    signal(redis.pid(), "-CONT");
-    let stderr = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(status.code(), Some(3), "{stderr}");
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (code, stderr, run) = sweep_with_the_engine_failing("-STOP");
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(!run.levels[0].partial && getattr_at(&run, 1).latency.count > 0);
     let failure = run.failure.as_ref().expect("the failure is in the results");
     assert_eq!((failure.engine.as_str(), failure.clients), ("redis", 2));

@@ -186,9 +186,7 @@ impl EtcdKv {
             prefix,
         ))
     }
-}
 
-impl EtcdKv {
     /// The KV client of the calling runtime, connected on it the first time it asks.
     async fn kv(&self) -> KvResult<KvClient> {
         let runtime = tokio::runtime::Handle::current().id();
