@@ -61,11 +61,10 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          the timed path.",
         "With `client_cache`, read and readlink answer from the session's caches; without it every \
          call reaches the store.",
-        "etcd: each client thread has a gRPC connection of its own, made on it, which that \
-         thread's sessions share (a JuiceFS process has one etcd client for all of its \
-         sessions); so a call never waits for another thread to send or receive it. The \
-         TiKV client is one per engine, as in JuiceFS, and its connections run on the \
-         runtime that opened the engine.",
+        "etcd and TiKV: each client thread has a client of its own (its gRPC connections and, \
+         on TiKV, its PD timestamp stream), made on it, which that thread's sessions share (a \
+         JuiceFS process has one etcd or TiKV client for all of its sessions); so a call never \
+         waits for another thread to send or receive it.",
         "TiKV: commits try 1PC as JuiceFS does, but without async commit (tikv-client 0.4's sets \
          no max_commit_ts); only a transaction spanning regions differs (2PC instead of async \
          commit). A scan longer than 10240 keys is several requests but counts as one call.",

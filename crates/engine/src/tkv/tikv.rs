@@ -15,7 +15,7 @@ use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use metabench_schema::tkv::TkvKeys;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tikv_client::{
     BoundRange, CheckLevel, Key, KvPair, Snapshot, Timestamp, TimestampExt, Transaction,
@@ -35,10 +35,53 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A TiKV cluster (or a TiKV-compatible store) reached through its PD endpoints.
 pub struct TikvKv {
-    client: Arc<TransactionClient>,
-    endpoints: Vec<String>,
+    clients: Arc<Clients>,
     /// Whether commits try 1PC (see [`one_pc_is_safe`]).
     one_pc: bool,
+}
+
+/// The cluster's clients: one per runtime that calls, connected on that runtime, so that
+/// its gRPC channels and PD timestamp stream are driven by the calling thread. A client
+/// made on another runtime would send every request through that runtime's threads and
+/// back: a hand-off per call that a JuiceFS process, whose one client serves its own
+/// goroutines, does not make. Sessions of one client thread share its client, as a JuiceFS
+/// process's sessions share `tikvClient`.
+struct Clients {
+    endpoints: Vec<String>,
+    config: tikv_client::Config,
+    per_runtime: Mutex<HashMap<tokio::runtime::Id, Arc<TransactionClient>>>,
+}
+
+impl Clients {
+    /// Connects to PD, bounded by [`CONNECT_TIMEOUT`].
+    async fn connect(
+        endpoints: &[String],
+        config: &tikv_client::Config,
+    ) -> std::result::Result<TransactionClient, String> {
+        tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            TransactionClient::new_with_config(endpoints.to_vec(), config.clone()),
+        )
+        .await
+        .map_err(|_| format!("no PD answered within {CONNECT_TIMEOUT:?}"))?
+        .map_err(|e| connect_reason(&e))
+    }
+
+    /// The calling runtime's client, connected on it the first time it asks.
+    async fn client(&self) -> KvResult<Arc<TransactionClient>> {
+        let runtime = tokio::runtime::Handle::current().id();
+        if let Some(c) = self.per_runtime.lock().expect("tikv clients").get(&runtime) {
+            return Ok(c.clone());
+        }
+        let client = Self::connect(&self.endpoints, &self.config)
+            .await
+            .map_err(|e| KvError::Other(format!("tikv: {e}")))?;
+        let mut clients = self.per_runtime.lock().expect("tikv clients");
+        Ok(clients
+            .entry(runtime)
+            .or_insert_with(|| Arc::new(client))
+            .clone())
+    }
 }
 
 fn other(e: tikv_client::Error) -> KvError {
@@ -113,20 +156,21 @@ impl TikvKv {
             reason,
         };
         let config = config_for(url)?.with_timeout(CONNECT_TIMEOUT);
-        let client = tokio::time::timeout(
-            CONNECT_TIMEOUT,
-            TransactionClient::new_with_config(endpoints.clone(), config),
-        )
-        .await
-        .map_err(|_| unreachable(format!("no PD answered within {CONNECT_TIMEOUT:?}")))?
-        .map_err(|e| unreachable(connect_reason(&e)))?;
+        let client = Clients::connect(&endpoints, &config)
+            .await
+            .map_err(unreachable)?;
         let one_pc = one_pc_is_safe(&pd_stores(&endpoints).await);
         let mut prefix = url.database().trim_start_matches('/').as_bytes().to_vec();
         prefix.push(0xFD);
+        let per_runtime =
+            HashMap::from([(tokio::runtime::Handle::current().id(), Arc::new(client))]);
         Ok((
             Self {
-                client: Arc::new(client),
-                endpoints,
+                clients: Arc::new(Clients {
+                    endpoints,
+                    config,
+                    per_runtime: Mutex::new(per_runtime),
+                }),
                 one_pc,
             },
             prefix,
@@ -183,7 +227,7 @@ enum Reader {
 
 /// One JuiceFS transaction on TiKV.
 struct TikvTxn {
-    client: Arc<TransactionClient>,
+    clients: Arc<Clients>,
     one_pc: bool,
     reader: Reader,
 }
@@ -198,14 +242,14 @@ macro_rules! on_reader {
         match &mut $self.reader {
             Reader::Simple(slot) => {
                 if slot.is_none() {
-                    *slot = Some(snapshot(&$self.client));
+                    *slot = Some(snapshot(&*$self.clients.client().await?));
                 }
                 let $r = slot.as_mut().expect("begun above");
                 $call.await.map($post)
             }
             Reader::Txn(slot) => {
                 if slot.is_none() {
-                    *slot = Some(begin(&$self.client, $self.one_pc).await?);
+                    *slot = Some(begin(&*$self.clients.client().await?, $self.one_pc).await?);
                 }
                 let $r = slot.as_mut().expect("begun above");
                 $call.await.map($post)
@@ -234,7 +278,7 @@ impl TikvKv {
     /// A transaction (`simple`: a snapshot) begun on first use.
     fn reader(&self, simple: bool) -> TikvTxn {
         TikvTxn {
-            client: self.client.clone(),
+            clients: self.clients.clone(),
             one_pc: self.one_pc,
             reader: if simple {
                 Reader::Simple(None)
@@ -342,7 +386,7 @@ impl NativeTxn for TikvTxn {
                 ))
             }
             Reader::Txn(Some(tx)) => tx,
-            Reader::Txn(None) => begin(&self.client, self.one_pc).await?,
+            Reader::Txn(None) => begin(&*self.clients.client().await?, self.one_pc).await?,
         };
         for (k, v) in writes {
             match v {
@@ -415,7 +459,7 @@ impl KvBackend for TikvKv {
     async fn server_info(&self) -> KvResult<ServerInfo> {
         let mut durability = BTreeMap::new();
         let mut standin = None;
-        let version = match pd_stores(&self.endpoints).await {
+        let version = match pd_stores(&self.clients.endpoints).await {
             Ok(stores) => {
                 durability.insert("stores".to_owned(), stores.len().to_string());
                 let versions: Vec<&str> = stores.iter().map(|s| s.version.as_str()).collect();

@@ -105,13 +105,12 @@ async fn etcd_probe_format_destroy() {
     probe_format_destroy(&etcd_base()).await
 }
 
-/// A client thread's etcd calls go through a connection of its own, made on its runtime:
-/// they still work once the runtime that opened the engine is gone (a connection shared
-/// from there would have gone with it, and every call would have crossed threads).
-#[cfg(feature = "etcd")]
-#[test]
-fn etcd_calls_use_the_calling_runtimes_own_connection() {
-    let url = format!("{}/{}", etcd_base(), unique("conn"));
+/// A client thread's calls go through a client of its own, made on its runtime: they still
+/// work once the runtime that opened the engine is gone (a client shared from there would
+/// have gone with it, and every call would have crossed threads).
+#[cfg(any(feature = "etcd", feature = "tikv"))]
+fn calls_use_the_calling_runtimes_own_client(base: &str) {
+    let url = format!("{base}/{}", unique("conn"));
     let opener = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -137,6 +136,18 @@ fn etcd_calls_use_the_calling_runtimes_own_connection() {
         engine.destroy(&f.uuid).await.unwrap();
         assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
     });
+}
+
+#[cfg(feature = "etcd")]
+#[test]
+fn etcd_calls_use_the_calling_runtimes_own_connection() {
+    calls_use_the_calling_runtimes_own_client(&etcd_base())
+}
+
+#[cfg(feature = "tikv")]
+#[test]
+fn tikv_calls_use_the_calling_runtimes_own_client() {
+    calls_use_the_calling_runtimes_own_client(&tikv_base())
 }
 
 #[cfg(feature = "tikv")]
