@@ -22,6 +22,7 @@ use metabench_engine::{
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
@@ -239,9 +240,10 @@ thread_local! {
 /// Yields to the thread's other tasks when it has not done so for [`YIELD_EVERY`], nor
 /// parked (then every task had its turn). Clients whose calls wait on the engine park
 /// their thread between replies and never yield here; those whose calls never wait
-/// (SQLite in-process, memkv) yield every [`YIELD_EVERY`].
-async fn pace() {
-    let now = Instant::now();
+/// (SQLite in-process, memkv) yield every [`YIELD_EVERY`]. `now` is the end of the
+/// client's last call when it has one: no clock read of its own between two calls.
+async fn pace(now: Option<Instant>) {
+    let now = now.unwrap_or_else(Instant::now);
     let due = LAST_YIELD.with(|last| match last.get() {
         Some(t) if now - t < YIELD_EVERY => false,
         _ => {
@@ -263,6 +265,8 @@ async fn pace() {
 pub(crate) struct OpTimeout {
     limit: Duration,
     timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// When the last call timed here ended.
+    last_end: Option<Instant>,
 }
 
 impl OpTimeout {
@@ -272,6 +276,7 @@ impl OpTimeout {
         Self {
             limit,
             timer: Box::pin(tokio::time::sleep(limit)),
+            last_end: None,
         }
     }
 
@@ -286,15 +291,24 @@ impl OpTimeout {
         // The deadline from the start already read: no clock read of the timeout's own
         // inside the timed region, and no timer registered.
         let outcome = self.bound(start, call).await;
-        (outcome, start, Instant::now())
+        let end = Instant::now();
+        self.last_end = Some(end);
+        (outcome, start, end)
     }
 
-    /// Runs `call`, which started at `start`, until it ends or `start + limit` passes.
+    /// Runs `call`, which started at `start`, until it ends or `start + limit` passes. A
+    /// call that ends on its first poll (a cache hit, an in-process engine) never touches
+    /// the timer: a timer can only end a call that waits, and that one is polled again.
     async fn bound<T>(
         &mut self,
         start: Instant,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
+        let mut call = std::pin::pin!(call);
+        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        if let Poll::Ready(outcome) = first {
+            return outcome;
+        }
         self.timer
             .as_mut()
             .reset(tokio::time::Instant::from_std(start) + self.limit);
@@ -303,6 +317,11 @@ impl OpTimeout {
             outcome = call => outcome,
             () = self.timer.as_mut() => Err(MetaError::Timeout(self.limit)),
         }
+    }
+
+    /// When the last call timed here ended (none yet: `None`).
+    pub(crate) fn last_end(&self) -> Option<Instant> {
+        self.last_end
     }
 }
 
@@ -317,13 +336,18 @@ pub(crate) async fn timed_call(
     timeout: &mut OpTimeout,
     not_before: Option<Instant>,
 ) -> Result<Timed> {
-    pace().await;
+    pace(timeout.last_end()).await;
     state.prepare(meta).await?;
     if let Some(at) = not_before.filter(|at| *at > Instant::now()) {
         tokio::time::sleep_until(at.into()).await;
     }
     let before = meta.stats();
-    let (outcome, start, end) = timeout.time(state.call(meta)).await;
+    // Pinned where it is made: the call's future is large (it holds every operation's
+    // state) and handing it on by value would copy it on every call.
+    let (outcome, start, end) = {
+        let call = std::pin::pin!(state.call(meta));
+        timeout.time(call).await
+    };
     Ok(Timed {
         outcome,
         start,

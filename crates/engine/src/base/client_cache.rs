@@ -1,5 +1,6 @@
 //! A session's chunk and symlink caches (`--client-cache`), the same for every engine.
 
+use foldhash::fast::RandomState;
 use metabench_schema::{Ino, Slice};
 use std::collections::HashMap;
 
@@ -11,8 +12,8 @@ const CACHE_LIMIT: usize = 100_000;
 #[derive(Debug, Default)]
 pub(crate) struct ClientCache {
     enabled: bool,
-    chunks: HashMap<(Ino, u32), Vec<Slice>>,
-    symlinks: HashMap<Ino, Vec<u8>>,
+    chunks: HashMap<(Ino, u32), Vec<Slice>, RandomState>,
+    symlinks: HashMap<Ino, Vec<u8>, RandomState>,
 }
 
 impl ClientCache {

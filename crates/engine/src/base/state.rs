@@ -116,9 +116,14 @@ impl ClientState {
         self.0.data.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The id batches, behind `freeMu` (held across an allocation).
+    /// The id batches, behind `freeMu` (held across an allocation). Taken without the
+    /// async wait when free, as it nearly always is: `freeMu` is held across a call to the
+    /// engine only once a batch.
     pub(crate) async fn ids(&self) -> tokio::sync::MutexGuard<'_, Ids> {
-        self.0.ids.lock().await
+        match self.0.ids.try_lock() {
+            Ok(ids) => ids,
+            Err(_) => self.0.ids.lock().await,
+        }
     }
 
     /// `txLock` / `txBatchLock`: waits for and holds what `lock` names until the guard is
