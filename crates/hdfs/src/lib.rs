@@ -260,6 +260,29 @@ impl FsOps for HdfsFs {
         Ok(())
     }
 
+    /// `getFileInfo`, then `open` (`getBlockLocations`), reading nothing.
+    async fn open(&mut self, parent: &String, name: &str) -> Result<()> {
+        let path = join(parent, name);
+        self.client
+            .get_file_info(&path)
+            .await
+            .map_err(|e| hdfs_error("stat", &path, e))?;
+        self.client
+            .read(&path)
+            .await
+            .map_err(|e| hdfs_error("open", &path, e))?;
+        Ok(())
+    }
+
+    /// `rename(src, dst)`, not overwriting.
+    async fn rename(&mut self, parent: &String, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (join(parent, from), join(parent, to));
+        self.client
+            .rename(&src, &dst, false)
+            .await
+            .map_err(|e| hdfs_error("rename", &src, e))
+    }
+
     /// `delete(path, false)`.
     async fn unlink(&mut self, parent: &String, name: &str) -> Result<()> {
         let path = join(parent, name);

@@ -94,6 +94,31 @@ impl FsOps for NativeFs {
             .await?)
     }
 
+    /// `Lookup`, then `GetAttr` (the open of JuiceFS's SDK; the open itself costs no
+    /// metadata call).
+    async fn open(&mut self, parent: &Ino, name: &str) -> Result<()> {
+        let (ino, _) = self
+            .meta
+            .lookup(&self.ctx, *parent, name.as_bytes())
+            .await?;
+        self.meta.getattr(ino).await?;
+        Ok(())
+    }
+
+    async fn rename(&mut self, parent: &Ino, from: &str, to: &str) -> Result<()> {
+        self.meta
+            .rename(
+                &self.ctx,
+                *parent,
+                from.as_bytes(),
+                *parent,
+                to.as_bytes(),
+                0,
+            )
+            .await?;
+        Ok(())
+    }
+
     async fn between_phases(&mut self) -> Result<()> {
         Ok(self.meta.flush().await?)
     }

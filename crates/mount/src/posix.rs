@@ -93,4 +93,20 @@ impl FsOps for PosixFs {
         })
         .await
     }
+
+    async fn open(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
+        let p = parent.join(name);
+        blocking(format!("open {}", p.display()), move || {
+            std::fs::File::open(&p).map(drop)
+        })
+        .await
+    }
+
+    async fn rename(&mut self, parent: &PathBuf, from: &str, to: &str) -> Result<()> {
+        let (a, b) = (parent.join(from), parent.join(to));
+        blocking(format!("rename {}", a.display()), move || {
+            std::fs::rename(&a, &b)
+        })
+        .await
+    }
 }

@@ -38,6 +38,10 @@ pub trait FsOps: Send + 'static {
     async fn read(&mut self, parent: &Self::Dir, name: &str, bytes: u64) -> Result<()>;
     /// `unlink(parent/name)`.
     async fn unlink(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
+    /// NNBench's open: `open(parent/name)` and close, reading nothing.
+    async fn open(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
+    /// `rename(parent/from, parent/to)` of a file.
+    async fn rename(&mut self, parent: &Self::Dir, from: &str, to: &str) -> Result<()>;
     /// Untimed work between phases (a JuiceFS client's background work).
     async fn between_phases(&mut self) -> Result<()> {
         Ok(())
@@ -94,6 +98,22 @@ impl TreeSpec {
             dirs_only: false,
             write_bytes: 102_400,
             read_bytes: 0,
+            tasks,
+        }
+    }
+
+    /// A small run of every phase with `tasks` tasks, for checking a target end to end:
+    /// `-b 2 -z 1 -I 3 -u -w 1024 -e 1024`.
+    pub fn smoke(tasks: u32) -> Self {
+        Self {
+            branch: 2,
+            depth: 1,
+            items: 3,
+            unique_dir: true,
+            files_only: false,
+            dirs_only: false,
+            write_bytes: 1024,
+            read_bytes: 1024,
             tasks,
         }
     }
@@ -478,6 +498,15 @@ mod tests {
             let mut w = self.0.lock().unwrap();
             assert!(w.files.remove(&format!("{parent}/{name}")).is_some());
             *w.calls.entry("unlink").or_default() += 1;
+            Ok(())
+        }
+        async fn open(&mut self, parent: &String, name: &str) -> Result<()> {
+            self.read(parent, name, 0).await
+        }
+        async fn rename(&mut self, parent: &String, from: &str, to: &str) -> Result<()> {
+            let mut w = self.0.lock().unwrap();
+            let bytes = w.files.remove(&format!("{parent}/{from}")).unwrap();
+            w.files.insert(format!("{parent}/{to}"), bytes);
             Ok(())
         }
     }

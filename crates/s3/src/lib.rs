@@ -316,22 +316,6 @@ impl S3Fs {
                 .iter()
                 .any(|o| o.location.as_ref() != marker && o.location.as_ref() != dir))
     }
-
-    /// `rename(2)` as S3A does it for a file: COPY, then DELETE of the source.
-    pub async fn rename(&mut self, parent: &str, from: &str, to: &str) -> Result<()> {
-        let (src, dst) = (
-            Path::from(under(parent, from)),
-            Path::from(under(parent, to)),
-        );
-        self.store
-            .copy(&src, &dst)
-            .await
-            .map_err(|e| s3_error("copy", src.as_ref(), e))?;
-        self.store
-            .delete(&src)
-            .await
-            .map_err(|e| s3_error("delete", src.as_ref(), e))
-    }
 }
 
 #[async_trait]
@@ -404,6 +388,28 @@ impl FsOps for S3Fs {
             }
         };
         got.map_err(|e| s3_error("get", key.as_ref(), e))
+    }
+
+    /// HEAD, then GET of the whole object (S3A's open reads on the first read; NNBench's
+    /// open of an empty file is the two requests).
+    async fn open(&mut self, parent: &String, name: &str) -> Result<()> {
+        self.read(parent, name, 0).await
+    }
+
+    /// `rename(2)` as S3A does it for a file: COPY, then DELETE of the source.
+    async fn rename(&mut self, parent: &String, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (
+            Path::from(under(parent, from)),
+            Path::from(under(parent, to)),
+        );
+        self.store
+            .copy(&src, &dst)
+            .await
+            .map_err(|e| s3_error("copy", src.as_ref(), e))?;
+        self.store
+            .delete(&src)
+            .await
+            .map_err(|e| s3_error("delete", src.as_ref(), e))
     }
 
     async fn unlink(&mut self, parent: &String, name: &str) -> Result<()> {

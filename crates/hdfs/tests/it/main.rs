@@ -31,6 +31,17 @@ fn observer(url: &HdfsUrl) -> hdfs_native::Client {
         .unwrap()
 }
 
+/// Writes an empty file at `path` as someone else would.
+async fn put_theirs(url: &HdfsUrl, path: &str) {
+    observer(url)
+        .create(path, WriteOptions::default().create_parent(true))
+        .await
+        .unwrap()
+        .close()
+        .await
+        .unwrap();
+}
+
 async fn exists(url: &HdfsUrl, path: &str) -> bool {
     match observer(url).get_file_info(path).await {
         Ok(_) => true,
@@ -46,17 +57,7 @@ async fn mdtest_phases_run_on_hdfs_and_the_run_leaves_nothing() {
     assert!(target
         .root()
         .starts_with(&format!("{}/metabench-", url.path)));
-    let spec = TreeSpec {
-        branch: 2,
-        depth: 1,
-        items: 4,
-        unique_dir: true,
-        files_only: false,
-        dirs_only: false,
-        write_bytes: 1024,
-        read_bytes: 1024,
-        tasks: 2,
-    };
+    let spec = TreeSpec::smoke(2);
     let clients = (0..spec.tasks).map(|_| target.fs()).collect();
     let results = run_tree(
         clients,
@@ -103,10 +104,22 @@ async fn files_written_are_on_the_datanode_and_read_back() {
         .unwrap();
     assert_eq!(status.length, 3000);
     fs.read(&root, "f", 3000).await.unwrap();
+    fs.open(&root, "f").await.unwrap();
     let e = fs.create(&root, "f", 1).await.unwrap_err().to_string();
     assert!(e.contains("hdfs create") && e.contains("f"), "{e}");
-    fs.unlink(&root, "f").await.unwrap();
-    let e = fs.stat(&root, "f").await.unwrap_err().to_string();
+    fs.rename(&root, "f", "g").await.unwrap();
+    let e = fs.open(&root, "f").await.unwrap_err().to_string();
+    assert!(e.contains("not found"), "{e}");
+    assert_eq!(
+        observer(&url)
+            .get_file_info(&format!("{root}/g"))
+            .await
+            .unwrap()
+            .length,
+        3000
+    );
+    fs.unlink(&root, "g").await.unwrap();
+    let e = fs.stat(&root, "g").await.unwrap_err().to_string();
     assert!(e.contains("not found"), "{e}");
     target.cleanup().await.unwrap();
 }
@@ -114,15 +127,8 @@ async fn files_written_are_on_the_datanode_and_read_back() {
 #[tokio::test]
 async fn a_directory_that_holds_data_is_refused_unless_existing_and_is_left_alone() {
     let url = url("held");
-    let other = observer(&url);
     let theirs = format!("{}/theirs", url.path);
-    other
-        .create(&theirs, WriteOptions::default().create_parent(true))
-        .await
-        .unwrap()
-        .close()
-        .await
-        .unwrap();
+    put_theirs(&url, &theirs).await;
     let e = HdfsTarget::open(&url, &run_id(), false)
         .await
         .err()
@@ -161,27 +167,20 @@ async fn a_directory_that_holds_data_is_refused_unless_existing_and_is_left_alon
         ["theirs"],
         "only its own directory removed"
     );
-    other.delete(&url.path, true).await.unwrap();
+    observer(&url).delete(&url.path, true).await.unwrap();
 }
 
 #[tokio::test]
 async fn a_file_as_the_path_is_refused() {
     let url = url("file");
-    let other = observer(&url);
-    other
-        .create(&url.path, WriteOptions::default().create_parent(true))
-        .await
-        .unwrap()
-        .close()
-        .await
-        .unwrap();
+    put_theirs(&url, &url.path).await;
     let e = HdfsTarget::open(&url, &run_id(), false)
         .await
         .err()
         .expect("refused")
         .to_string();
     assert!(e.contains("is a file"), "{e}");
-    other.delete(&url.path, false).await.unwrap();
+    observer(&url).delete(&url.path, false).await.unwrap();
 }
 
 #[tokio::test]

@@ -78,17 +78,7 @@ async fn mdtest_phases_run_on_s3_and_the_run_leaves_nothing() {
     assert!(target
         .root()
         .starts_with(&format!("{}/metabench-", url.prefix)));
-    let spec = TreeSpec {
-        branch: 2,
-        depth: 1,
-        items: 3,
-        unique_dir: true,
-        files_only: false,
-        dirs_only: false,
-        write_bytes: 1024,
-        read_bytes: 1024,
-        tasks: 2,
-    };
+    let spec = TreeSpec::smoke(2);
     let clients = (0..spec.tasks).map(|_| target.fs()).collect();
     let results = run_tree(
         clients,
@@ -127,6 +117,7 @@ async fn objects_are_written_read_renamed_by_copy_and_deleted() {
         .unwrap();
     assert_eq!(meta.size, 3000);
     fs.read(&root, "f", 3000).await.unwrap();
+    fs.open(&root, "f").await.unwrap();
     fs.stat(&root, "d").await.unwrap();
     fs.rename(&root, "f", "g").await.unwrap();
     assert_eq!(
@@ -136,6 +127,8 @@ async fn objects_are_written_read_renamed_by_copy_and_deleted() {
     );
     let e = fs.stat(&root, "f").await.unwrap_err().to_string();
     assert!(e.contains("not found"), "{e}");
+    let e = fs.open(&root, "f").await.unwrap_err().to_string();
+    assert!(e.contains("s3 head") && e.contains("not found"), "{e}");
     fs.create(&root, "d/x", 1).await.unwrap();
     let e = fs.rmdir(&root, "d").await.unwrap_err().to_string();
     assert!(e.contains("not empty"), "{e}");
