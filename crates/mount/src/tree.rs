@@ -356,6 +356,28 @@ async fn task_phase<F: FsOps>(
     }
 }
 
+/// Runs [`TreeSpec::smoke`] below `base` with one [`FsOps`] per client and checks that
+/// every phase made the calls it should: a target's end-to-end check.
+pub async fn run_smoke<F: FsOps>(clients: Vec<F>, base: F::Dir) -> Result<Vec<PhaseResult>> {
+    let spec = TreeSpec::smoke(clients.len() as u32);
+    let results = run_tree(clients, base, &spec, &StopFlag::default(), |_| {}).await?;
+    let ran: Vec<Phase> = results.iter().map(|r| r.phase).collect();
+    if ran != spec.phases() {
+        return Err(MountError::Io(format!("phases run: {ran:?}")));
+    }
+    for r in &results {
+        if r.items != spec.expected_items(r.phase) {
+            return Err(MountError::Io(format!(
+                "{:?}: {} calls, not {}",
+                r.phase,
+                r.items,
+                spec.expected_items(r.phase)
+            )));
+        }
+    }
+    Ok(results)
+}
+
 /// Runs every phase of `spec` below `base` with one [`FsOps`] per task (`clients.len()`
 /// must be `spec.tasks`). Stops at the first failure or when `stop` is set; the tree is
 /// then left for the caller's cleanup.

@@ -201,7 +201,6 @@ fn store(url: &S3Url, keys: Option<&S3Keys>) -> Result<AmazonS3> {
 
 /// S3 at a URL, with a prefix of metabench's own below the URL's.
 pub struct S3Target {
-    url: S3Url,
     store: Arc<AmazonS3>,
     /// `prefix/metabench-<run>`: the only keys metabench writes are below it.
     root: String,
@@ -242,7 +241,6 @@ impl S3Target {
             )));
         }
         Ok(Self {
-            url: url.clone(),
             store,
             root: under(&url.prefix, &format!("metabench-{run_id}")),
         })
@@ -282,11 +280,6 @@ impl S3Target {
             }
         }
         Ok(())
-    }
-
-    /// The URL this target works below.
-    pub fn url(&self) -> &S3Url {
-        &self.url
     }
 }
 

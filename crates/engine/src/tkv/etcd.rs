@@ -5,6 +5,7 @@
 //! conflict. Keys are prefixed with the URL path (leading `/` included) and `0xFD`.
 
 use super::kv::{KeyRange, KvBackend, KvError, KvResult, Version, Versioned, Write};
+use super::per_runtime::PerRuntime;
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use etcd_client::{
@@ -12,7 +13,6 @@ use etcd_client::{
     KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Keys per `gets` Txn (`tkv_etcd.go: gets`).
@@ -34,7 +34,7 @@ pub struct EtcdKv {
     endpoints: Vec<String>,
     options: ConnectOptions,
     /// The KV client of each runtime that called, driven by that runtime.
-    per_runtime: Mutex<HashMap<tokio::runtime::Id, KvClient>>,
+    per_runtime: PerRuntime<KvClient>,
     /// The first endpoint, `host:port`, whose HTTP `/metrics` telemetry reads (empty when
     /// the endpoints speak TLS).
     metrics_at: String,
@@ -177,10 +177,7 @@ impl EtcdKv {
                 client,
                 endpoints,
                 options: opts,
-                per_runtime: Mutex::new(HashMap::from([(
-                    tokio::runtime::Handle::current().id(),
-                    kv,
-                )])),
+                per_runtime: PerRuntime::new(kv),
                 metrics_at,
             },
             prefix,
@@ -189,18 +186,14 @@ impl EtcdKv {
 
     /// The KV client of the calling runtime, connected on it the first time it asks.
     async fn kv(&self) -> KvResult<KvClient> {
-        let runtime = tokio::runtime::Handle::current().id();
-        if let Some(kv) = self.per_runtime.lock().expect("etcd clients").get(&runtime) {
-            return Ok(kv.clone());
-        }
-        let client = Client::connect(self.endpoints.clone(), Some(self.options.clone()))
+        self.per_runtime
+            .get(|| async {
+                Client::connect(self.endpoints.clone(), Some(self.options.clone()))
+                    .await
+                    .map(|c| c.kv_client())
+                    .map_err(other)
+            })
             .await
-            .map_err(other)?;
-        let mut clients = self.per_runtime.lock().expect("etcd clients");
-        Ok(clients
-            .entry(runtime)
-            .or_insert_with(|| client.kv_client())
-            .clone())
     }
 }
 

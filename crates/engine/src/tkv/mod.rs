@@ -16,6 +16,8 @@ pub mod etcd;
 pub mod fdb;
 pub mod kv;
 pub mod mem;
+#[cfg(any(feature = "etcd", feature = "tikv"))]
+mod per_runtime;
 mod registered;
 mod rename;
 mod resize;

@@ -11,11 +11,12 @@
 use super::kv::{
     via_native, KeyRange, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
 };
+use super::per_runtime::PerRuntime;
 use crate::{MetaError, MetaUrl, Result, ServerInfo};
 use async_trait::async_trait;
 use metabench_schema::tkv::TkvKeys;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tikv_client::{
     BoundRange, CheckLevel, Key, KvPair, Snapshot, Timestamp, TimestampExt, Transaction,
@@ -49,7 +50,7 @@ pub struct TikvKv {
 struct Clients {
     endpoints: Vec<String>,
     config: tikv_client::Config,
-    per_runtime: Mutex<HashMap<tokio::runtime::Id, Arc<TransactionClient>>>,
+    per_runtime: PerRuntime<Arc<TransactionClient>>,
 }
 
 impl Clients {
@@ -69,18 +70,14 @@ impl Clients {
 
     /// The calling runtime's client, connected on it the first time it asks.
     async fn client(&self) -> KvResult<Arc<TransactionClient>> {
-        let runtime = tokio::runtime::Handle::current().id();
-        if let Some(c) = self.per_runtime.lock().expect("tikv clients").get(&runtime) {
-            return Ok(c.clone());
-        }
-        let client = Self::connect(&self.endpoints, &self.config)
+        self.per_runtime
+            .get(|| async {
+                Self::connect(&self.endpoints, &self.config)
+                    .await
+                    .map(Arc::new)
+                    .map_err(|e| KvError::Other(format!("tikv: {e}")))
+            })
             .await
-            .map_err(|e| KvError::Other(format!("tikv: {e}")))?;
-        let mut clients = self.per_runtime.lock().expect("tikv clients");
-        Ok(clients
-            .entry(runtime)
-            .or_insert_with(|| Arc::new(client))
-            .clone())
     }
 }
 
@@ -162,14 +159,12 @@ impl TikvKv {
         let one_pc = one_pc_is_safe(&pd_stores(&endpoints).await);
         let mut prefix = url.database().trim_start_matches('/').as_bytes().to_vec();
         prefix.push(0xFD);
-        let per_runtime =
-            HashMap::from([(tokio::runtime::Handle::current().id(), Arc::new(client))]);
         Ok((
             Self {
                 clients: Arc::new(Clients {
                     endpoints,
                     config,
-                    per_runtime: Mutex::new(per_runtime),
+                    per_runtime: PerRuntime::new(Arc::new(client)),
                 }),
                 one_pc,
             },

@@ -3,8 +3,7 @@
 
 use hdfs_native::{ClientBuilder, WriteOptions};
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
-use metabench_load::StopFlag;
-use metabench_mount::tree::{run_tree, Phase, TreeSpec};
+use metabench_mount::tree::{run_smoke, Phase};
 use std::time::{Duration, Instant};
 
 /// The test cluster's URL, with a directory of this test's own.
@@ -57,25 +56,9 @@ async fn mdtest_phases_run_on_hdfs_and_the_run_leaves_nothing() {
     assert!(target
         .root()
         .starts_with(&format!("{}/metabench-", url.path)));
-    let spec = TreeSpec::smoke(2);
-    let clients = (0..spec.tasks).map(|_| target.fs()).collect();
-    let results = run_tree(
-        clients,
-        target.root().to_owned(),
-        &spec,
-        &StopFlag::default(),
-        |_| {},
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        results.iter().map(|r| r.phase).collect::<Vec<_>>(),
-        spec.phases()
-    );
-    for r in &results {
-        assert_eq!(r.items, spec.expected_items(r.phase), "{:?}", r.phase);
-        assert!(r.ops_per_s > 0.0, "{:?}", r.phase);
-    }
+    let clients = vec![target.fs(), target.fs()];
+    let results = run_smoke(clients, target.root().to_owned()).await.unwrap();
+    assert!(results.iter().all(|r| r.ops_per_s > 0.0), "{results:?}");
     assert!(results.iter().any(|r| r.phase == Phase::FileRead));
     // The removal phases took away every item and tree: the run's directory is empty.
     let left = observer(&url)
