@@ -292,6 +292,26 @@ impl FsOps for HdfsFs {
             Err(e) => Err(hdfs_error("unlink", &path, e)),
         }
     }
+
+    /// `delete(path, true)`.
+    async fn remove_tree(&mut self, parent: &String, name: &str) -> Result<()> {
+        let path = join(parent, name);
+        match self.client.delete(&path, true).await {
+            Ok(_) | Err(HdfsError::FileNotFound(_)) => Ok(()),
+            Err(e) => Err(hdfs_error("remove", &path, e)),
+        }
+    }
+
+    /// `getFileInfo` of a path that is never there: one NameNode RPC, answered
+    /// `FileNotFound` from its namespace in memory.
+    async fn null_round_trip(&mut self, dir: &String) -> Result<&'static str> {
+        let path = join(dir, ".metabench-absent");
+        match self.client.get_file_info(&path).await {
+            Err(HdfsError::FileNotFound(_)) => Ok("getFileInfo (absent)"),
+            Ok(_) => Err(MountError::Io(format!("hdfs {path}: exists"))),
+            Err(e) => Err(hdfs_error("stat", &path, e)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,12 +13,10 @@
 //! runtime, on other OS threads, so busy clients cannot starve the measurement of
 //! themselves; see [`LagProbe`].
 
-use crate::catalog::OpState;
 use crate::stats::BackgroundAcc;
+use crate::target::{Session, Target};
 use hdrhistogram::Histogram;
-use metabench_engine::{
-    ClientState, Engine, Meta, MetaError, Result, SessionOptions, SessionStats,
-};
+use metabench_engine::{MetaError, Result, SessionOptions, SessionStats};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -331,29 +329,29 @@ impl OpTimeout {
 /// then times the call alone, bounded by `timeout`: a call that has no answer by then
 /// ends as [`MetaError::Timeout`] with its elapsed time, and the session must be replaced
 /// ([`reopen`]). Fails only when the untimed preparation does.
-pub(crate) async fn timed_call(
-    state: &mut OpState,
-    meta: &mut dyn Meta,
+pub(crate) async fn timed_call<S: Session>(
+    work: &mut S::Work,
+    session: &mut S,
     timeout: &mut OpTimeout,
     not_before: Option<Instant>,
 ) -> Result<Timed> {
     pace(timeout.last_end()).await;
-    state.prepare(meta).await?;
+    session.prepare(work).await?;
     if let Some(at) = not_before.filter(|at| *at > Instant::now()) {
         tokio::time::sleep_until(at.into()).await;
     }
-    let before = meta.stats();
+    let before = session.stats();
     // Pinned where it is made: the call's future is large (it holds every operation's
     // state) and handing it on by value would copy it on every call.
     let (outcome, start, end) = {
-        let call = std::pin::pin!(state.call(meta));
+        let call = std::pin::pin!(session.call(work));
         timeout.time(call).await
     };
     Ok(Timed {
         outcome,
         start,
         end,
-        cost: meta.stats().since(&before),
+        cost: session.stats().since(&before),
     })
 }
 
@@ -395,9 +393,9 @@ impl ClientBackground {
     }
 
     /// Runs what is due now, if anything, bounded by `op_timeout` as a call is.
-    pub(crate) async fn run_due(
+    pub(crate) async fn run_due<S: Session>(
         &mut self,
-        meta: &mut dyn Meta,
+        meta: &mut S,
         op_timeout: Duration,
     ) -> Option<BackgroundPass> {
         let start = Instant::now();
@@ -454,11 +452,11 @@ const REOPEN_PAUSE: Duration = Duration::from_millis(100);
 /// connection of that client (as JuiceFS's pool replaces a broken connection). The old
 /// session is dropped (its connection closed) once the fresh one is open; a client that
 /// could not reopen keeps it, and stops.
-pub(crate) async fn reopen(
-    meta: &mut Box<dyn Meta>,
-    engine: &dyn Engine,
+pub(crate) async fn reopen<T: Target + ?Sized>(
+    meta: &mut T::Session,
+    engine: &T,
     opts: &SessionOptions,
-    client: Option<&ClientState>,
+    client: Option<&T::Client>,
     op_timeout: Duration,
     give_up_at: Instant,
 ) -> Result<()> {

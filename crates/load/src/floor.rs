@@ -5,6 +5,7 @@
 
 use crate::exec::OpTimeout;
 use crate::stats::histogram;
+use crate::target::Session;
 use metabench_engine::{Meta, MetaError, Result};
 use metabench_report::Floor;
 use metabench_report::Latency;
@@ -28,6 +29,15 @@ impl NullRoundTrip for dyn Meta + '_ {
     }
 }
 
+/// Any target's session: its [`Session::null_round_trip`].
+struct OfSession<'a, S>(&'a mut S);
+
+impl<S: Session> NullRoundTrip for OfSession<'_, S> {
+    fn null_round_trip(&mut self) -> impl Future<Output = Result<&'static str>> {
+        Session::null_round_trip(self.0)
+    }
+}
+
 /// Measures the engine's null round trip on `meta` ([`Meta::null_round_trip`]): up to
 /// [`FLOOR_CALLS`] calls or [`FLOOR_BUDGET`], whichever ends first, after a few untimed
 /// ones. Each call is timed as an operation's call is and bounded by `op_timeout`: an
@@ -35,6 +45,14 @@ impl NullRoundTrip for dyn Meta + '_ {
 /// holding the run. `None` when the session has no null round trip.
 pub async fn measure_floor(meta: &mut dyn Meta, op_timeout: Duration) -> Result<Option<Floor>> {
     floor_of(meta, op_timeout).await
+}
+
+/// [`measure_floor`] on any target's session ([`Session::null_round_trip`]).
+pub async fn measure_session_floor<S: Session>(
+    session: &mut S,
+    op_timeout: Duration,
+) -> Result<Option<Floor>> {
+    floor_of(&mut OfSession(session), op_timeout).await
 }
 
 async fn floor_of<S: NullRoundTrip + ?Sized>(

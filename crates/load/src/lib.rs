@@ -12,6 +12,7 @@ pub mod ops;
 pub mod spec;
 pub mod stats;
 pub mod sweep;
+pub mod target;
 pub mod team;
 pub mod workload;
 
@@ -21,5 +22,6 @@ pub use floor::measure_floor;
 pub use ops::{run_ops, Budget, OpsConfig, OpsOutcome, StopFlag};
 pub use spec::{ConcSpec, RateSpec};
 pub use sweep::{run_sweep, Arrivals, Live, OpenLoop, SweepConfig, SweepOutcome};
+pub use target::{Session, Target};
 pub use team::{Solo, Team};
 pub use workload::{Phase, Workload};

@@ -82,7 +82,7 @@ pub struct OpsOutcome {
 /// run ends with the operations measured so far and the failure.
 pub async fn run_ops(
     meta: &mut Box<dyn Meta>,
-    engine: &dyn Engine,
+    engine: &(dyn Engine + 'static),
     base: Ino,
     config: &OpsConfig,
     stop: &StopFlag,
@@ -114,27 +114,28 @@ pub async fn run_ops(
 }
 
 /// Replaces the one client's session, which a call left unusable, with a fresh client,
-/// trying for one op timeout ([`reopen`]).
-async fn fresh_session(
-    meta: &mut Box<dyn Meta>,
-    engine: &dyn Engine,
-    config: &OpsConfig,
-) -> Result<()> {
+/// trying for one op timeout ([`reopen`]). Boxed, with its `Send` proven here: proven
+/// inside the runner's future, it would have to hold for every lifetime of `engine`,
+/// which the compiler cannot show for a generic call (rust-lang/rust#110338).
+fn fresh_session<'a>(
+    meta: &'a mut Box<dyn Meta>,
+    engine: &'a (dyn Engine + 'static),
+    config: &'a OpsConfig,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>> {
     let give_up_at = Instant::now() + config.op_timeout;
-    reopen(
+    Box::pin(reopen(
         meta,
         engine,
         &config.session,
         None,
         config.op_timeout,
         give_up_at,
-    )
-    .await
+    ))
 }
 
 async fn run_one(
     meta: &mut Box<dyn Meta>,
-    engine: &dyn Engine,
+    engine: &(dyn Engine + 'static),
     base: Ino,
     op: Op,
     config: &OpsConfig,
@@ -173,7 +174,7 @@ async fn run_one(
     // a chunk the client then caches. One untimed call does the same here, as a sweep's
     // warm-up does. Its outcome is not recorded; a call it left unusable is replaced.
     if !stop.is_stopped() {
-        let warm = timed_call(&mut state, meta.as_mut(), &mut op_timeout, None).await?;
+        let warm = timed_call(&mut state, meta, &mut op_timeout, None).await?;
         if matches!(&warm.outcome, Err(e) if e.breaks_session()) {
             fresh_session(meta, engine, config).await?;
         }
@@ -187,7 +188,7 @@ async fn run_one(
         // unusable is replaced.
         if let Some(b) = &mut background {
             if let Some(Err(e)) = b
-                .run_due(meta.as_mut(), config.op_timeout)
+                .run_due(meta, config.op_timeout)
                 .await
                 .map(|pass| pass.outcome)
             {
@@ -214,7 +215,7 @@ async fn run_one(
             start,
             end,
             cost,
-        } = timed_call(&mut state, meta.as_mut(), &mut op_timeout, None).await?;
+        } = timed_call(&mut state, meta, &mut op_timeout, None).await?;
         let elapsed = end - start;
         calls += 1;
         timed += elapsed;

@@ -16,6 +16,7 @@ pub mod juicefs;
 pub mod mdtest;
 pub mod native;
 pub mod objbench;
+pub mod path_target;
 pub mod posix;
 pub mod report;
 pub mod tree;

@@ -119,6 +119,15 @@ impl FsOps for NativeFs {
         Ok(())
     }
 
+    async fn remove_tree(&mut self, parent: &Ino, name: &str) -> Result<()> {
+        let meta = self.meta.as_mut();
+        Ok(metabench_engine::namespace::remove_tree(meta, *parent, name.as_bytes()).await?)
+    }
+
+    async fn null_round_trip(&mut self, _dir: &Ino) -> Result<&'static str> {
+        Ok(self.meta.null_round_trip().await?)
+    }
+
     async fn between_phases(&mut self) -> Result<()> {
         Ok(self.meta.flush().await?)
     }

@@ -109,4 +109,16 @@ impl FsOps for PosixFs {
         })
         .await
     }
+
+    async fn remove_tree(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
+        let p = parent.join(name);
+        blocking(
+            format!("remove {}", p.display()),
+            move || match std::fs::remove_dir_all(&p) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                done => done,
+            },
+        )
+        .await
+    }
 }

@@ -42,6 +42,14 @@ pub trait FsOps: Send + 'static {
     async fn open(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
     /// `rename(parent/from, parent/to)` of a file.
     async fn rename(&mut self, parent: &Self::Dir, from: &str, to: &str) -> Result<()>;
+    /// Removes `parent/name` and everything below it; an absent one is no error.
+    async fn remove_tree(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
+    /// The system's cheapest request that reaches its server (the floor), under `dir`;
+    /// the request's name. Not every side has one (a mount's calls may never leave the
+    /// kernel): those answer `NotSupported`.
+    async fn null_round_trip(&mut self, _dir: &Self::Dir) -> Result<&'static str> {
+        Err(MountError::Meta(metabench_engine::MetaError::NotSupported))
+    }
     /// Untimed work between phases (a JuiceFS client's background work).
     async fn between_phases(&mut self) -> Result<()> {
         Ok(())
@@ -449,20 +457,21 @@ pub async fn run_tree<F: FsOps>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::{BTreeMap, BTreeSet};
     use std::sync::{Arc, Mutex};
 
     /// An in-memory file system that counts calls and checks they make sense.
     #[derive(Default)]
-    struct World {
-        dirs: BTreeSet<String>,
-        files: BTreeMap<String, u64>,
-        calls: BTreeMap<&'static str, u64>,
+    pub(crate) struct World {
+        pub(crate) dirs: BTreeSet<String>,
+        pub(crate) files: BTreeMap<String, u64>,
+        pub(crate) calls: BTreeMap<&'static str, u64>,
     }
 
-    struct MemFs(Arc<Mutex<World>>);
+    /// One task's calls on a shared [`World`].
+    pub(crate) struct MemFs(pub(crate) Arc<Mutex<World>>);
 
     #[async_trait]
     impl FsOps for MemFs {
@@ -529,7 +538,22 @@ mod tests {
             let mut w = self.0.lock().unwrap();
             let bytes = w.files.remove(&format!("{parent}/{from}")).unwrap();
             w.files.insert(format!("{parent}/{to}"), bytes);
+            *w.calls.entry("rename").or_default() += 1;
             Ok(())
+        }
+        async fn remove_tree(&mut self, parent: &String, name: &str) -> Result<()> {
+            let mut w = self.0.lock().unwrap();
+            let p = format!("{parent}/{name}");
+            let prefix = format!("{p}/");
+            let below = |k: &String| *k == p || k.starts_with(&prefix);
+            w.dirs.retain(|d| !below(d));
+            w.files.retain(|f, _| !below(f));
+            *w.calls.entry("remove_tree").or_default() += 1;
+            Ok(())
+        }
+        async fn null_round_trip(&mut self, _dir: &String) -> Result<&'static str> {
+            *self.0.lock().unwrap().calls.entry("null").or_default() += 1;
+            Ok("null")
         }
     }
 

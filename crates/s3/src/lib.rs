@@ -262,25 +262,33 @@ impl S3Target {
     /// trailing slash on the way (`Path`), so an empty one may be a directory marker: its
     /// `key/` form is deleted too (deleting an absent key is no error in S3).
     pub async fn cleanup(&self) -> Result<()> {
-        let root = Path::from(self.root.as_str());
-        let listed: Vec<(Path, u64)> = self
-            .store
-            .list(Some(&root))
-            .map_ok(|m| (m.location, m.size))
-            .try_collect()
-            .await
-            .map_err(|e| s3_error("list", &self.root, e))?;
-        for (key, size) in listed {
-            let marker = (size == 0).then(|| key.clone().join(""));
-            for k in std::iter::once(key).chain(marker) {
-                match self.store.delete(&k).await {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(s3_error("delete", k.as_ref(), e)),
-                }
+        delete_below(&self.store, &self.root).await
+    }
+}
+
+/// Deletes every key below `prefix/`, one DELETE each. A listed key loses its trailing
+/// slash on the way (`Path`), so an empty one may be a directory marker: its `key/` form
+/// is deleted too (deleting an absent key is no error in S3). The marker of `prefix`
+/// itself goes last.
+async fn delete_below(store: &AmazonS3, prefix: &str) -> Result<()> {
+    let root = Path::from(prefix);
+    let listed: Vec<(Path, u64)> = store
+        .list(Some(&root))
+        .map_ok(|m| (m.location, m.size))
+        .try_collect()
+        .await
+        .map_err(|e| s3_error("list", prefix, e))?;
+    let own_marker = [(root.clone(), 0)];
+    for (key, size) in listed.into_iter().chain(own_marker) {
+        let marker = (size == 0).then(|| key.clone().join(""));
+        for k in std::iter::once(key).chain(marker) {
+            match store.delete(&k).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(s3_error("delete", k.as_ref(), e)),
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// One task's S3 requests, for the tree driver: directories are key prefixes.
@@ -411,6 +419,22 @@ impl FsOps for S3Fs {
             .delete(&key)
             .await
             .map_err(|e| s3_error("delete", key.as_ref(), e))
+    }
+
+    /// Every key below `parent/name/`, one DELETE each (no bulk delete: S3A deletes in
+    /// pages of up to 1,000, versitygw's POSIX backend one by one either way).
+    async fn remove_tree(&mut self, parent: &String, name: &str) -> Result<()> {
+        delete_below(&self.store, &under(parent, name)).await
+    }
+
+    /// HEAD of a key that is never there: one request, answered 404.
+    async fn null_round_trip(&mut self, dir: &String) -> Result<&'static str> {
+        let key = under(dir, ".metabench-absent");
+        match self.store.head(&Path::from(key.as_str())).await {
+            Err(object_store::Error::NotFound { .. }) => Ok("HEAD (absent key)"),
+            Ok(_) => Err(MountError::Io(format!("s3 {key}: exists"))),
+            Err(e) => Err(s3_error("head", &key, e)),
+        }
     }
 }
 

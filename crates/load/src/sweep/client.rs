@@ -1,15 +1,14 @@
 //! A sweep's clients: each repeats its phase's operations on its own session, times
 //! every call through [`timed_call`], and records it in its level's window.
 
+use super::DirOf;
 use super::{Arrivals, Live, Window, MAX_CONSECUTIVE_ERRORS};
-use crate::catalog::OpState;
 use crate::exec::{reopen, timed_call, within, ClientBackground, Exec, OpTimeout};
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
+use crate::target::{Session, Target};
 use crate::workload::Phase;
-use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions, SessionStats};
-use metabench_schema::Ino;
+use metabench_engine::{MetaError, Result, SessionOptions, SessionStats};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,14 +17,14 @@ use tokio::sync::{watch, Barrier};
 
 /// What one client (one worker) of a level does: its phase, where it works, and how it
 /// recovers a session a call left unusable.
-pub(super) struct ClientJob {
+pub(super) struct ClientJob<T: Target + ?Sized> {
     pub(super) index: usize,
     pub(super) phase: Phase,
-    pub(super) dir: Ino,
-    pub(super) own_dir: Option<Vec<u8>>,
+    pub(super) dir: DirOf<T>,
+    pub(super) own_dir: Option<String>,
     pub(super) tag: String,
     /// Where a fresh session comes from when a call leaves this one unusable.
-    pub(super) engine: Arc<dyn Engine>,
+    pub(super) engine: Arc<T>,
     pub(super) session: SessionOptions,
     pub(super) op_timeout: Duration,
     /// Whether background work runs between the calls (on a client's first worker).
@@ -89,15 +88,15 @@ impl ClientFailure {
     }
 }
 
-pub(super) async fn run_client(
-    mut meta: Box<dyn Meta>,
-    job: ClientJob,
+pub(super) async fn run_client<T: Target + ?Sized>(
+    mut meta: T::Session,
+    job: ClientJob<T>,
     barrier: Arc<Barrier>,
     mut start: watch::Receiver<Option<Window>>,
     recorder: Arc<Recorder>,
     live: Arc<Live>,
     stop: StopFlag,
-) -> (Box<dyn Meta>, std::result::Result<(), ClientFailure>) {
+) -> (T::Session, std::result::Result<(), ClientFailure>) {
     let outcome = client_body(
         &mut meta, &job, &barrier, &mut start, &recorder, &live, &stop,
     )
@@ -105,21 +104,20 @@ pub(super) async fn run_client(
     (meta, outcome)
 }
 
-pub(super) async fn client_body(
-    meta: &mut Box<dyn Meta>,
-    job: &ClientJob,
+pub(super) async fn client_body<T: Target + ?Sized>(
+    meta: &mut T::Session,
+    job: &ClientJob<T>,
     barrier: &Barrier,
     start: &mut watch::Receiver<Option<Window>>,
     recorder: &Recorder,
     live: &Live,
     stop: &StopFlag,
 ) -> std::result::Result<(), ClientFailure> {
-    let ctx = Ctx::root();
     // Untimed setup: the client's directory and each operation's working set.
     let setup = async {
         let dir = match &job.own_dir {
-            Some(name) => meta.mkdir(&ctx, job.dir, name, 0o755, 0).await?.0,
-            None => job.dir,
+            Some(name) => meta.mkdir(&job.dir, name).await?,
+            None => job.dir.clone(),
         };
         let mut states = Vec::new();
         for &(op, _) in &job.phase.ops {
@@ -128,7 +126,7 @@ pub(super) async fn client_body(
             } else {
                 job.tag.clone()
             };
-            states.push(OpState::setup(op, meta.as_mut(), dir, &tag).await?);
+            states.push(meta.setup(op, &dir, &tag).await?);
         }
         within(job.op_timeout, meta.flush()).await?;
         Ok::<_, MetaError>(states)
@@ -183,7 +181,7 @@ pub(super) async fn client_body(
         };
         let op = job.phase.ops[k].0;
         let (outcome, t0, t1, cost) =
-            match timed_call(&mut states[k], meta.as_mut(), &mut op_timeout, intended).await {
+            match timed_call(&mut states[k], meta, &mut op_timeout, intended).await {
                 Ok(t) => (t.outcome, t.start, t.end, t.cost),
                 Err(e) => {
                     let now = Instant::now();
@@ -251,7 +249,7 @@ pub(super) async fn client_body(
         }
         // A mounted client's background work, between calls, timed apart from them.
         let Some(pass) = (match &mut background {
-            Some(b) => b.run_due(meta.as_mut(), job.op_timeout).await,
+            Some(b) => b.run_due(meta, job.op_timeout).await,
             None => None,
         }) else {
             continue;
@@ -274,7 +272,7 @@ pub(super) async fn client_body(
     let cleanup = async {
         within(job.op_timeout, meta.flush()).await?;
         if let Some(name) = &job.own_dir {
-            remove_tree(meta.as_mut(), job.dir, name).await?;
+            meta.remove_tree(&job.dir, name).await?;
         }
         Ok::<_, MetaError>(())
     };
@@ -307,15 +305,15 @@ pub(super) async fn unless_stopped<T>(
 /// Replaces a client's session after `step` failed with `e` and left it unusable. An
 /// engine that gives no fresh session until one op timeout after the window's end has
 /// failed.
-pub(super) async fn replace_session(
-    meta: &mut Box<dyn Meta>,
-    job: &ClientJob,
+pub(super) async fn replace_session<T: Target + ?Sized>(
+    meta: &mut T::Session,
+    job: &ClientJob<T>,
     window: &Window,
     step: &str,
     e: &MetaError,
 ) -> std::result::Result<(), ClientFailure> {
     let give_up_at = window.end + job.op_timeout;
-    let keep = job.shares_client.then(|| meta.client());
+    let keep = job.shares_client.then(|| T::client_of(meta));
     reopen(
         meta,
         &*job.engine,
@@ -347,20 +345,20 @@ pub(super) fn thread_slot(index: usize, per_client: usize) -> usize {
 
 /// Opens sessions until there are `n`, each on the client thread that will drive it.
 /// Session `i` is a worker of client `i / per_client`: the client's first worker opens
-/// it, and the others join it ([`Engine::worker`]) once that one is open.
-pub(super) async fn grow_sessions(
+/// it, and the others join it ([`Target::worker`]) once that one is open.
+pub(super) async fn grow_sessions<T: Target + ?Sized>(
     exec: &Exec,
-    engine: &Arc<dyn Engine>,
+    engine: &Arc<T>,
     opts: &SessionOptions,
     per_client: usize,
-    sessions: &mut Vec<Box<dyn Meta>>,
+    sessions: &mut Vec<T::Session>,
     n: usize,
 ) -> Result<()> {
     let per_client = per_client.max(1);
     while sessions.len() < n {
         let batch = (n - sessions.len()).min(64);
         let first = sessions.len();
-        let mut opened: BTreeMap<usize, Box<dyn Meta>> = BTreeMap::new();
+        let mut opened: BTreeMap<usize, T::Session> = BTreeMap::new();
         for opening_clients in [true, false] {
             let opening: Vec<_> = (first..first + batch)
                 .filter(|i| (i % per_client == 0) == opening_clients)
@@ -369,8 +367,8 @@ pub(super) async fn grow_sessions(
                     let opts = opts.clone();
                     let lead = index - index % per_client;
                     let client = (!opening_clients).then(|| match opened.get(&lead) {
-                        Some(m) => m.client(),
-                        None => sessions[lead].client(),
+                        Some(m) => T::client_of(m),
+                        None => T::client_of(&sessions[lead]),
                     });
                     let task = exec.spawn(thread_slot(index, per_client), async move {
                         match client {
@@ -410,9 +408,9 @@ pub(super) async fn grow_sessions(
 /// Whether the engine still answers the first client's session (its null round trip,
 /// within `timeout`), on that client's thread. Tells a connection limit (a finding) from
 /// a failed engine when more sessions cannot be opened.
-pub(super) async fn engine_answers(
+pub(super) async fn engine_answers<S: Session + 'static>(
     exec: &Exec,
-    sessions: &mut Vec<Box<dyn Meta>>,
+    sessions: &mut Vec<S>,
     timeout: Duration,
 ) -> bool {
     if sessions.is_empty() {

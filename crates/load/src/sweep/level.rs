@@ -8,7 +8,8 @@ use super::{
 use crate::catalog::Op;
 use crate::exec::Exec;
 use crate::stats::{histogram, us, OpAcc};
-use metabench_engine::{Engine, Meta, MetaError, Result, Telemetry};
+use crate::target::{Session, Target};
+use metabench_engine::{MetaError, Result, Telemetry};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::Latency;
 use metabench_report::{EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime};
@@ -85,7 +86,9 @@ pub(super) fn open_loop_stop(level: &Level, p99_limit: Option<Duration>) -> Opti
 }
 
 /// The engine's telemetry now, within [`TELEMETRY_TIMEOUT`]; the reason on failure.
-pub(super) async fn read_telemetry(engine: &dyn Engine) -> std::result::Result<Telemetry, String> {
+pub(super) async fn read_telemetry<T: Target + ?Sized>(
+    engine: &T,
+) -> std::result::Result<Telemetry, String> {
     match tokio::time::timeout(TELEMETRY_TIMEOUT, engine.telemetry()).await {
         Ok(Ok(t)) => Ok(t),
         Ok(Err(e)) => Err(format!("its counters could not be read: {e}")),
@@ -97,9 +100,9 @@ pub(super) async fn read_telemetry(engine: &dyn Engine) -> std::result::Result<T
 
 /// Measures the floor on client 0's thread and session (the first of `sessions`), once,
 /// each call bounded by `op_timeout`.
-pub(super) async fn measure_floor_on(
+pub(super) async fn measure_floor_on<S: Session + 'static>(
     exec: &Exec,
-    sessions: &mut Vec<Box<dyn Meta>>,
+    sessions: &mut Vec<S>,
     op_timeout: Duration,
     outcome: &mut SweepOutcome,
 ) -> Result<()> {
@@ -109,7 +112,7 @@ pub(super) async fn measure_floor_on(
     let mut meta = sessions.remove(0);
     let measured = exec
         .spawn(0, async move {
-            let floor = crate::floor::measure_floor(meta.as_mut(), op_timeout).await;
+            let floor = crate::floor::measure_session_floor(&mut meta, op_timeout).await;
             (meta, floor)
         })
         .await
@@ -131,10 +134,10 @@ pub(super) struct LevelFigures {
 /// Rank 0 completes a level (engine check, open-loop figures), hands it to `on_level`
 /// and keeps it; says whether the sweep goes on to the next level.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn finish_level(
+pub(super) fn finish_level<T: Target + ?Sized>(
     level: &mut Level,
     figures: LevelFigures,
-    engine: &dyn Engine,
+    engine: &T,
     config: &SweepConfig,
     failure: Option<RunFailure>,
     raw_intervals: &IntervalHistograms,

@@ -9,14 +9,13 @@
 use crate::exec::{within, Exec};
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
+use crate::target::{Session, Target};
 use crate::team::{agree, from_leader, gather_all, share_clients, Team, TeamError};
 use crate::workload::Workload;
 use hdrhistogram::Histogram;
-use metabench_engine::namespace::remove_tree;
-use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions, Telemetry};
+use metabench_engine::{MetaError, Result, SessionOptions, Telemetry};
 use metabench_report::analysis::Point;
 use metabench_report::{Level, RankLevel, RunFailure};
-use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,6 +52,9 @@ const MAX_CONSECUTIVE_ERRORS: u32 = 1000;
 const TELEMETRY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Length of one interval sample.
 const INTERVAL: Duration = Duration::from_secs(1);
+
+/// A directory handle of target `T`'s sessions.
+type DirOf<T> = <<T as Target>::Session as Session>::Dir;
 
 /// In an open loop, the share of the offered rate a level must achieve to go on.
 pub const ACHIEVED_SHARE: f64 = 0.95;
@@ -220,10 +222,10 @@ async fn wait_until(end: Instant, stop: &StopFlag) {
 /// far, the partial level last, and [`SweepOutcome::failure`] naming the level, phase and
 /// operation. `Err` is left for failures before the first level.
 #[allow(clippy::too_many_arguments)]
-pub async fn run_sweep(
+pub async fn run_sweep<T: Target + ?Sized>(
     exec: &Exec,
-    engine: Arc<dyn Engine>,
-    base: Ino,
+    engine: Arc<T>,
+    base: DirOf<T>,
     config: &SweepConfig,
     stop: &StopFlag,
     live: Arc<Live>,
@@ -271,10 +273,10 @@ impl From<TeamError> for Ended {
 /// The levels of [`run_sweep`], adding each to `outcome`; `Err` when a rank stopped
 /// answering, or (rank 0) when the engine failed before the first level.
 #[allow(clippy::too_many_arguments)]
-async fn sweep_levels(
+async fn sweep_levels<T: Target + ?Sized>(
     exec: &Exec,
-    engine: Arc<dyn Engine>,
-    base: Ino,
+    engine: Arc<T>,
+    base: DirOf<T>,
     config: &SweepConfig,
     stop: &StopFlag,
     live: Arc<Live>,
@@ -282,13 +284,13 @@ async fn sweep_levels(
     outcome: &mut SweepOutcome,
     on_level: &mut impl FnMut(&Level, &IntervalHistograms),
 ) -> std::result::Result<(), Ended> {
-    let mut sessions: Vec<Box<dyn Meta>> = Vec::new();
+    let mut sessions: Vec<T::Session> = Vec::new();
     let mut totals: Vec<Point> = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (rank, ranks) = (team.rank(), team.size());
     let leader = rank == 0;
     let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
-        RunFailure::at(engine.kind().name(), clients, phase, step, &e.to_string())
+        RunFailure::at(engine.name(), clients, phase, step, &e.to_string())
     };
     // A closed loop's levels are its concurrencies; an open loop's, its offered rates
     // with the one client pool.
@@ -381,7 +383,6 @@ async fn sweep_levels(
             live.phase.store(phase_index as u32, Ordering::Relaxed);
             live.measuring.store(false, Ordering::Relaxed);
             live.completed.store(0, Ordering::Relaxed);
-            let ctx = Ctx::root();
             let mut level_dir_name = match rate {
                 Some(rate) => format!("c{clients}-r{rate}-{}", phase.name),
                 None => format!("c{clients}-{}", phase.name),
@@ -390,7 +391,6 @@ async fn sweep_levels(
             if ranks > 1 && !config.shared_dir {
                 level_dir_name += &format!("-rank{rank}");
             }
-            let level_dir_name = level_dir_name.into_bytes();
             let makes_dir = if config.shared_dir { leader } else { n > 0 };
             let mut ready = DirReady {
                 stopped: stop.is_stopped(),
@@ -399,20 +399,17 @@ async fn sweep_levels(
             };
             let mut own_dir = None;
             if makes_dir && !ready.stopped {
-                match sessions[0]
-                    .mkdir(&ctx, base, &level_dir_name, 0o755, 0)
-                    .await
-                {
-                    Ok((dir, _)) => {
+                match sessions[0].mkdir(&base, &level_dir_name).await {
+                    Ok(dir) => {
+                        ready.shared_dir = config.shared_dir.then(|| dir.clone());
                         own_dir = Some(dir);
-                        ready.shared_dir = own_dir.filter(|_| config.shared_dir);
                     }
                     Err(e) => ready.failure = Some(failure_at(clients, &phase.name, "setup", &e)),
                 }
             }
             let go = agree(team, &ready, stop, |all| PhaseGo {
                 go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
-                shared_dir: all[0].shared_dir,
+                shared_dir: all[0].shared_dir.clone(),
                 failure: all.into_iter().find_map(|r| r.failure),
             })
             .await?;
@@ -422,7 +419,10 @@ async fn sweep_levels(
                 stopped = failure.is_none();
                 break;
             }
-            let level_dir = go.shared_dir.or(own_dir).unwrap_or(base);
+            let level_dir = go
+                .shared_dir
+                .or_else(|| own_dir.clone())
+                .unwrap_or_else(|| base.clone());
             let barrier = Arc::new(Barrier::new(n + 1));
             let (start_tx, start_rx) = watch::channel(None);
             let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
@@ -433,8 +433,8 @@ async fn sweep_levels(
                 let job = ClientJob {
                     index,
                     phase: phase.clone(),
-                    dir: level_dir,
-                    own_dir: (!config.shared_dir).then(|| format!("c{global}").into_bytes()),
+                    dir: level_dir.clone(),
+                    own_dir: (!config.shared_dir).then(|| format!("c{global}")),
                     tag: if config.shared_dir {
                         format!("c{global}-")
                     } else {
@@ -472,12 +472,12 @@ async fn sweep_levels(
             } else {
                 None
             };
-            let ready = DirReady {
+            let ready = DirReady::<DirOf<T>> {
                 stopped: stop.is_stopped(),
                 failure: settled,
                 shared_dir: None,
             };
-            let release = agree(team, &ready, stop, |all| PhaseGo {
+            let release = agree(team, &ready, stop, |all| PhaseGo::<DirOf<T>> {
                 go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
                 shared_dir: None,
                 failure: all.into_iter().find_map(|r| r.failure),
@@ -556,7 +556,7 @@ async fn sweep_levels(
             returned.append(&mut sessions);
             sessions = returned;
             if first_failure.is_none() && own_dir.is_some() && !config.shared_dir {
-                let removed = remove_tree(sessions[0].as_mut(), base, &level_dir_name);
+                let removed = sessions[0].remove_tree(&base, &level_dir_name);
                 if let Some(Err(e)) = unless_stopped(removed, stop).await {
                     first_failure = Some(ClientFailure::new("cleanup", e));
                 }
@@ -590,7 +590,7 @@ async fn sweep_levels(
                 end.failure = reports.iter().find_map(|r| r.failure.clone());
                 if end.failure.is_none() && config.shared_dir {
                     // Every rank's clients are done with the shared directory.
-                    if let Err(e) = remove_tree(sessions[0].as_mut(), base, &level_dir_name).await {
+                    if let Err(e) = sessions[0].remove_tree(&base, &level_dir_name).await {
                         end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
                     }
                 }

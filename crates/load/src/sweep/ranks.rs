@@ -7,7 +7,6 @@ use crate::catalog::Op;
 use crate::stats::{histogram, BackgroundAcc, OpAcc, WireAcc};
 use hdrhistogram::Histogram;
 use metabench_report::{LevelOp, RunFailure};
-use metabench_schema::Ino;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -33,19 +32,19 @@ pub(super) enum LevelStart {
 
 /// What a rank says once its level directory for a phase is made.
 #[derive(Serialize, Deserialize)]
-pub(super) struct DirReady {
+pub(super) struct DirReady<D> {
     pub(super) stopped: bool,
     pub(super) failure: Option<RunFailure>,
     /// `--shared-dir`: the one directory every rank's clients work in (made by rank 0).
-    pub(super) shared_dir: Option<Ino>,
+    pub(super) shared_dir: Option<D>,
 }
 
 /// Rank 0's word before a phase's clients start, or before its window opens.
 #[derive(Serialize, Deserialize)]
-pub(super) struct PhaseGo {
+pub(super) struct PhaseGo<D> {
     pub(super) go: bool,
     pub(super) failure: Option<RunFailure>,
-    pub(super) shared_dir: Option<Ino>,
+    pub(super) shared_dir: Option<D>,
 }
 
 /// One rank's phase, as it sends it to rank 0 to be merged.
