@@ -7,6 +7,7 @@
 //! another module's runs.
 
 mod baselines;
+mod beside;
 mod cli;
 mod compare;
 mod matrix;

@@ -120,10 +120,12 @@ fn shipped_engine_configs_parse() {
         [
             "etcd",
             "fdb",
+            "hdfs",
             "mysql",
             "postgres",
             "redis-always",
             "redis-everysec",
+            "s3",
             "sqlite",
             "tikv"
         ]

@@ -90,7 +90,7 @@ fn report_of_real_sqlite_runs() {
     ]));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("journal_mode=wal"), "run context missing");
-    assert_eq!(page.matches("<svg").count(), 6, "inline plots");
+    assert_eq!(page.matches("<svg").count(), 7, "inline plots");
     let mut files: Vec<String> = std::fs::read_dir(&plots)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -99,6 +99,7 @@ fn report_of_real_sqlite_runs() {
     assert_eq!(
         files,
         [
+            "latency-at-20.svg",
             "latency-getattr.svg",
             "latency-mkdir.svg",
             "ops.svg",

@@ -29,6 +29,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod path;
+
 /// Arguments of `metabench sweep`.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
@@ -219,6 +221,111 @@ fn say(bar: &ProgressBar, line: String) {
     } else {
         say!("{line}");
     }
+}
+
+/// The progress line of a sweep (rank 0's only): the level, phase and live rate.
+pub(crate) struct Progress {
+    /// The spinner; lines said while it runs go above it ([`say`]).
+    pub(crate) bar: ProgressBar,
+    ticker: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts the line, redrawn every 250 ms from `live`, when `shown`.
+    pub(crate) fn start(
+        shown: bool,
+        live: &Arc<Live>,
+        workload: &Workload,
+        per_client: u32,
+    ) -> Self {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("static template"));
+        let ticker = shown.then(|| {
+            let (bar, live, phases) = (bar.clone(), live.clone(), workload.phases.clone());
+            tokio::spawn(async move {
+                let mut last = (0u64, std::time::Instant::now());
+                loop {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    let done = live.completed.load(Ordering::Relaxed);
+                    let now = std::time::Instant::now();
+                    let rate = done.saturating_sub(last.0) as f64 / (now - last.1).as_secs_f64();
+                    last = (done, now);
+                    let phase = phases
+                        .get(live.phase.load(Ordering::Relaxed) as usize)
+                        .map_or("", |p| p.name.as_str());
+                    let state = if live.measuring.load(Ordering::Relaxed) {
+                        format!("{rate:.0} ops/s")
+                    } else {
+                        "setting up / warming up".to_owned()
+                    };
+                    bar.set_message(format!(
+                        "{} · {phase} · {state}",
+                        level_who(live.clients.load(Ordering::Relaxed), per_client).trim_start()
+                    ));
+                    bar.tick();
+                }
+            })
+        });
+        Self { bar, ticker }
+    }
+
+    /// Stops and clears the line.
+    pub(crate) fn finish(self) {
+        if let Some(ticker) = self.ticker {
+            ticker.abort();
+        }
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Says a finished level's lines and writes its interval log (`--hdr-dir`).
+pub(crate) fn show_level(
+    args: &SweepArgs,
+    bar: &ProgressBar,
+    level: &Level,
+    hists: &IntervalHistograms,
+) -> Result<(), CliError> {
+    for line in level_lines(level, args.threads_per_client) {
+        say(bar, line);
+    }
+    match &args.hdr_dir {
+        Some(dir) => write_interval_log(dir, level, hists),
+        None => Ok(()),
+    }
+}
+
+/// Analyses a finished sweep, prints its table, why it stopped early, its fidelity notes
+/// and metabench's peak memory, and writes its results files (`--json`, `--csv`); the
+/// first file that could not be written.
+pub(crate) fn publish(run: &mut SweepResults, args: &SweepArgs) -> Option<CliError> {
+    run.analyse();
+    out!("{}", sweep_table(run));
+    if let Some(why) = &run.stopped_early {
+        out!("stopped early: {why}");
+    }
+    for line in run.header.engine.fidelity_lines() {
+        out!("{line}");
+    }
+    if let Some(rss) = run.peak_rss_bytes {
+        say!(
+            "metabench peak memory: {:.1} MiB",
+            rss as f64 / (1 << 20) as f64
+        );
+    }
+    let mut write_error = None;
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&*run).expect("results serialize") + "\n";
+        match write_file(path, &text) {
+            Ok(()) => say!("results written to {}", path.display()),
+            Err(e) => write_error = Some(e),
+        }
+    }
+    if let Some(path) = &args.csv {
+        if let Err(e) = write_file(path, &sweep_csv(run)) {
+            write_error.get_or_insert(e);
+        }
+    }
+    write_error
 }
 
 /// The team this sweep runs on: the ranks of the MPI job that started it, or this
@@ -615,6 +722,9 @@ async fn end_early(run: Run, namespace: Option<&Namespace>) {
 /// clean up (the other ranks first), leave. A refusal at a step is rank 0's, for all;
 /// a rank that stops answering ends the job (`MPI_Abort`) once rank 0 has cleaned up.
 pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
+    if let Some(url) = args.target.meta.as_deref().and_then(path::PathUrl::parse) {
+        return path::run(args, url?).await;
+    }
     let team = join_team()?;
     let (ranks, leader) = (team.size(), team.rank() == 0);
     let prepared = prepare(&args, leader);
@@ -716,35 +826,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     }
 
     let live = Arc::new(Live::default());
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("static template"));
-    let ticker = leader.then(|| {
-        let (bar, live, phases) = (bar.clone(), live.clone(), workload.phases.clone());
-        let per_client = args.threads_per_client;
-        tokio::spawn(async move {
-            let mut last = (0u64, std::time::Instant::now());
-            loop {
-                tokio::time::sleep(Duration::from_millis(250)).await;
-                let done = live.completed.load(Ordering::Relaxed);
-                let now = std::time::Instant::now();
-                let rate = done.saturating_sub(last.0) as f64 / (now - last.1).as_secs_f64();
-                last = (done, now);
-                let phase = phases
-                    .get(live.phase.load(Ordering::Relaxed) as usize)
-                    .map_or("", |p| p.name.as_str());
-                let state = if live.measuring.load(Ordering::Relaxed) {
-                    format!("{rate:.0} ops/s")
-                } else {
-                    "setting up / warming up".to_owned()
-                };
-                bar.set_message(format!(
-                    "{} · {phase} · {state}",
-                    level_who(live.clients.load(Ordering::Relaxed), per_client).trim_start()
-                ));
-                bar.tick();
-            }
-        })
-    });
+    let progress = Progress::start(leader, &live, &workload, args.threads_per_client);
+    let bar = progress.bar.clone();
 
     let config = SweepConfig {
         levels,
@@ -779,13 +862,8 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     });
     let outcome = {
         let on_level = |level: &Level, hists: &IntervalHistograms| {
-            for line in level_lines(level, args.threads_per_client) {
-                say(&bar, line);
-            }
-            if let Some(dir) = &args.hdr_dir {
-                if let Err(e) = write_interval_log(dir, level, hists) {
-                    log_error.get_or_insert(e);
-                }
+            if let Err(e) = show_level(&args, &bar, level, hists) {
+                log_error.get_or_insert(e);
             }
             if let (Some(path), Some(partial)) = (&args.json, &mut checkpoint) {
                 partial.levels.push(level.clone());
@@ -810,10 +888,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         .await
         .map_err(CliError::from)
     };
-    if let Some(ticker) = ticker {
-        ticker.abort();
-    }
-    bar.finish_and_clear();
+    progress.finish();
     let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
     let team_lost = matches!(&outcome, Ok(o) if o.team_lost);
     // The other ranks close their sessions first; rank 0 hears from each (its peak
@@ -867,33 +942,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             Box::new(m)
         }),
     };
-    run.analyse();
-    out!("{}", sweep_table(&run));
-    if let Some(why) = &run.stopped_early {
-        out!("stopped early: {why}");
-    }
-    for line in run.header.engine.fidelity_lines() {
-        out!("{line}");
-    }
-    if let Some(rss) = run.peak_rss_bytes {
-        say!(
-            "metabench peak memory: {:.1} MiB",
-            rss as f64 / (1 << 20) as f64
-        );
-    }
-    let mut write_error = None;
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&run).expect("results serialize") + "\n";
-        match write_file(path, &text) {
-            Ok(()) => say!("results written to {}", path.display()),
-            Err(e) => write_error = Some(e),
-        }
-    }
-    if let Some(path) = &args.csv {
-        if let Err(e) = write_file(path, &sweep_csv(&run)) {
-            write_error.get_or_insert(e);
-        }
-    }
+    let write_error = publish(&mut run, &args);
     let result = match (write_error.or(log_error), cleanup_error) {
         (Some(e), _) => Err(e),
         // The results are written; what the run could not remove is the error.

@@ -13,7 +13,7 @@ use metabench_load::{Exec, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
 
 /// The git commit metabench was built from, if known.
-fn git_commit() -> Option<String> {
+pub(crate) fn git_commit() -> Option<String> {
     Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty())
 }
 

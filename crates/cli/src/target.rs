@@ -20,6 +20,9 @@ pub struct TargetArgs {
     /// JuiceFS meta URL, e.g. redis://:pass@host:6379/1,
     /// mysql://user:pass@(host:3306)/db, postgres://user:pass@host:5432/db,
     /// sqlite3:///path/to.db. Without it: a SQLite volume in a temporary directory.
+    /// `sweep` also takes a system beside JuiceFS: hdfs://namenode:8020/path or
+    /// s3://bucket/prefix?endpoint=URL&region=R (keys from AWS_ACCESS_KEY_ID and
+    /// AWS_SECRET_ACCESS_KEY), with --workload nnbench.
     /// A password missing from the URL is read from META_PASSWORD (and REDIS_PASSWORD for
     /// Redis), as JuiceFS does.
     #[arg(
@@ -71,6 +74,12 @@ impl Target {
     ) -> Result<Self, CliError> {
         let mut meta_url = args.meta.clone().unwrap_or_default();
         let (url, temp) = match &args.meta {
+            Some(s) if s.starts_with("hdfs://") || s.starts_with("s3://") => {
+                return Err(input(
+                    "HDFS and S3 are measured beside JuiceFS by `metabench sweep --workload \
+                     nnbench`; this command needs a JuiceFS meta URL",
+                ))
+            }
             Some(s) => (MetaUrl::parse(s)?, None),
             None => {
                 let dir = tempfile::Builder::new()

@@ -176,6 +176,42 @@ impl HdfsTarget {
     }
 }
 
+impl metabench_mount::path_target::PathSystem for HdfsTarget {
+    type Fs = HdfsFs;
+
+    fn name(&self) -> &'static str {
+        "hdfs"
+    }
+
+    fn fs(&self) -> HdfsFs {
+        HdfsTarget::fs(self)
+    }
+
+    fn root(&self) -> String {
+        self.root.clone()
+    }
+
+    fn url(&self) -> String {
+        format!("{}{}", self.url.namenode, self.url.path)
+    }
+
+    fn client(&self) -> &'static str {
+        "hdfs-native 0.14 (HDFS's own RPC in Rust, as DFSClient makes the calls; one client shared by the run's tasks, as one JVM's)"
+    }
+
+    fn fidelity_notes(&self) -> Vec<String> {
+        vec![
+            "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are not counted: they are made inside hdfs-native.".to_owned(),
+            "The published NNBench runs were MapReduce tasks, each a JVM with a DFSClient of its own; here every task is a thread sharing one client's NameNode connection.".to_owned(),
+            "create_write's close calls complete until the NameNode has the DataNode's report of the block; a NameNode that answers before the report arrives makes the client wait (hdfs-native 500 ms, DFSClient 400 ms) and ask again, so create_write can cost about half a second. dfs.namenode.file.close.num-committed-allowed=1 on the NameNode closes such a file at once.".to_owned(),
+        ]
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        HdfsTarget::cleanup(self).await
+    }
+}
+
 /// One task's HDFS calls, for the tree driver: directories are absolute paths.
 pub struct HdfsFs {
     client: Client,

@@ -8,7 +8,8 @@
 //! - `open`: open of an existing file (HDFS `getFileInfo` + `getBlockLocations`, S3
 //!   HEAD + GET);
 //! - `rename`: rename of a file within its directory (S3: COPY + DELETE, as S3A does);
-//! - `unlink`: delete of a file, made untimed before each call with the same block.
+//! - `unlink`: delete of a file, made (empty, as on the JuiceFS side) untimed before
+//!   each call.
 //!
 //! The names follow the JuiceFS side's ([`metabench_load::catalog::OpState`]): `f{i}`
 //! for the numbered files, `file` for the fixed one, all after the client's tag.
@@ -21,8 +22,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
 
-/// Bytes written by `create_write` and by the untimed create before `unlink`: the same
-/// 1 KiB the JuiceFS side's `create_write` records as one slice.
+/// Bytes written by `create_write` (and in the files `open` and `rename` work on): the
+/// same 1 KiB the JuiceFS side's `create_write` records as one slice.
 pub const BLOCK_BYTES: u64 = 1024;
 
 /// A path-level system: where its clients' calls come from.
@@ -38,6 +39,20 @@ pub trait PathSystem: Send + Sync + 'static {
 
     /// The run's own directory: every path the sweep touches is below it.
     fn root(&self) -> <Self::Fs as FsOps>::Dir;
+
+    /// The system's URL, as results print it (no secret is ever in it).
+    fn url(&self) -> String;
+
+    /// The client library that makes the calls, and how the calls are made: what
+    /// results say in place of a JuiceFS client profile.
+    fn client(&self) -> &'static str;
+
+    /// What each operation is on this system, and where a figure knowingly differs from
+    /// the published comparison's client: one line each, printed with every result.
+    fn fidelity_notes(&self) -> Vec<String>;
+
+    /// Removes everything the run made (the run's directory, and what it made above it).
+    fn cleanup(&self) -> impl std::future::Future<Output = crate::Result<()>> + Send;
 }
 
 /// A [`PathSystem`] as a sweep [`Target`].
@@ -148,8 +163,10 @@ impl<F: FsOps<Dir: Serialize + DeserializeOwned>> Session for PathSession<F> {
         let _ = write!(first, "{}f{}", work.tag, work.i);
         let _ = write!(second, "{}f{}", work.tag, work.i + 1);
         if work.op == Op::Unlink {
+            // Empty, as the JuiceFS side's (a delete is the same request either way; an
+            // HDFS file with a block would take its close's wait for the block report).
             self.fs
-                .create(&work.dir, &work.fixed, BLOCK_BYTES)
+                .create(&work.dir, &work.fixed, 0)
                 .await
                 .map_err(meta_error)?;
         }
@@ -215,6 +232,18 @@ mod tests {
         }
         fn root(&self) -> String {
             "base".to_owned()
+        }
+        fn url(&self) -> String {
+            "mem://".to_owned()
+        }
+        fn client(&self) -> &'static str {
+            "in memory"
+        }
+        fn fidelity_notes(&self) -> Vec<String> {
+            Vec::new()
+        }
+        async fn cleanup(&self) -> crate::Result<()> {
+            Ok(())
         }
     }
 

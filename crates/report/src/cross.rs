@@ -4,6 +4,7 @@
 //! HTML.
 
 use crate::model::AnyResults;
+use crate::plot::LATENCY_AT_CLIENTS;
 use crate::table::fmt_us;
 use comfy_table::{presets, CellAlignment, Table};
 
@@ -219,11 +220,63 @@ pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
         .collect()
 }
 
+/// Per operation of the closed-loop sweeps: mean and p99 latency of each run at
+/// [`LATENCY_AT_CLIENTS`] clients, or at its nearest level (said in the header), as the
+/// published HDFS / S3 / JuiceFS comparison set them side by side.
+pub fn latency_at_grid(runs: &[LabeledRun]) -> Option<Grid> {
+    let near: Vec<(&str, &crate::Level)> = LabeledRun::sweeps_of(runs)
+        .into_iter()
+        .filter_map(|(label, s)| Some((label, s.level_near(LATENCY_AT_CLIENTS)?)))
+        .collect();
+    let mut ops: Vec<&str> = Vec::new();
+    for (_, level) in &near {
+        for o in &level.ops {
+            if !ops.contains(&o.op.as_str()) {
+                ops.push(&o.op);
+            }
+        }
+    }
+    if ops.is_empty() {
+        return None;
+    }
+    let mut header = vec!["operation".to_owned()];
+    for (label, level) in &near {
+        let at = match level.clients {
+            LATENCY_AT_CLIENTS => String::new(),
+            c => format!(" (at {c})"),
+        };
+        header.push(format!("{label}{at} mean µs"));
+        header.push(format!("{label}{at} p99 µs"));
+    }
+    let rows = ops
+        .iter()
+        .map(|op| {
+            let mut row = vec![(*op).to_owned()];
+            for (_, level) in &near {
+                match level.ops.iter().find(|o| o.op == *op) {
+                    Some(o) => {
+                        row.push(fmt_us(o.latency.mean_us));
+                        row.push(fmt_us(o.latency.p99_us));
+                    }
+                    None => row.extend(["–".to_owned(), "–".to_owned()]),
+                }
+            }
+            row
+        })
+        .collect();
+    Some(Grid {
+        title: format!("Latency per operation at {LATENCY_AT_CLIENTS} clients"),
+        header,
+        rows,
+    })
+}
+
 /// Every table of a report.
 pub fn grids(runs: &[LabeledRun]) -> Vec<Grid> {
     ops_grid(runs)
         .into_iter()
         .chain(sweep_grids(runs))
+        .chain(latency_at_grid(runs))
         .chain(background_grid(runs))
         .chain(fidelity_grid(runs))
         .collect()

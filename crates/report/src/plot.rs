@@ -362,10 +362,12 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     Ok(plots)
 }
 
-/// Every plot of `runs`: [`ops_plot`] when there are `ops` runs, then [`sweep_plots`].
+/// Every plot of `runs`: [`ops_plot`] when there are `ops` runs, then [`sweep_plots`]
+/// and [`latency_at_plot`].
 pub fn plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     let mut out: Vec<Plot> = ops_plot(runs)?.into_iter().collect();
     out.extend(sweep_plots(runs)?);
+    out.extend(latency_at_plot(runs)?);
     Ok(out)
 }
 
@@ -373,9 +375,6 @@ pub fn plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
 /// log axis, one bar series per run. `None` without `ops` runs.
 pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
     let ops_runs = LabeledRun::ops_of(runs);
-    if ops_runs.is_empty() {
-        return Ok(None);
-    }
     let mut names: Vec<String> = Vec::new();
     for (_, o) in &ops_runs {
         for r in &o.results {
@@ -384,21 +383,95 @@ pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
             }
         }
     }
-    let values = ops_runs
+    let series: Vec<(String, Vec<Option<f64>>)> = ops_runs
         .iter()
-        .flat_map(|(_, o)| o.results.iter())
-        .filter(|r| r.skipped.is_none() && r.latency.mean_us > 0.0)
-        .map(|r| r.latency.mean_us);
+        .map(|(label, o)| {
+            let values = names
+                .iter()
+                .map(|op| {
+                    o.get(op)
+                        .filter(|r| r.skipped.is_none() && r.latency.mean_us > 0.0)
+                        .map(|r| r.latency.mean_us)
+                })
+                .collect();
+            (label.to_string(), values)
+        })
+        .collect();
+    bars(
+        "ops.svg",
+        "µs/op per operation (log scale)".to_owned(),
+        "µs/op",
+        &names,
+        &series,
+    )
+}
+
+/// The client count at which the report compares each operation's latency across runs,
+/// as the published HDFS / S3 / JuiceFS comparison did.
+pub const LATENCY_AT_CLIENTS: u32 = 20;
+
+/// The sweeps' mean latency per operation at [`LATENCY_AT_CLIENTS`] clients, or each
+/// run's nearest level (`latency-at-20.svg`), as grouped bars: one series per run.
+/// `None` without a closed-loop sweep.
+pub fn latency_at_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
+    let sw = LabeledRun::sweeps_of(runs);
+    let mut names: Vec<String> = Vec::new();
+    for (_, s) in &sw {
+        for op in s.op_names() {
+            if !names.contains(&op) {
+                names.push(op);
+            }
+        }
+    }
+    let series: Vec<(String, Vec<Option<f64>>)> = sw
+        .iter()
+        .filter_map(|(label, s)| {
+            let level = s.level_near(LATENCY_AT_CLIENTS)?;
+            let values = names
+                .iter()
+                .map(|op| {
+                    level
+                        .ops
+                        .iter()
+                        .find(|o| &o.op == op && o.latency.mean_us > 0.0)
+                        .map(|o| o.latency.mean_us)
+                })
+                .collect();
+            let at = match level.clients {
+                LATENCY_AT_CLIENTS => String::new(),
+                c => format!(" (at {c})"),
+            };
+            Some((format!("{label}{at}"), values))
+        })
+        .collect();
+    bars(
+        &format!("latency-at-{LATENCY_AT_CLIENTS}.svg"),
+        format!("Mean latency per operation at {LATENCY_AT_CLIENTS} clients, µs (log scale)"),
+        "µs/op",
+        &names,
+        &series,
+    )
+}
+
+/// Grouped horizontal bars on a log axis: one row per name, top to bottom, and one bar
+/// series per run (`None`: no bar). `None` when there is nothing to draw.
+fn bars(
+    file: &str,
+    title: String,
+    x_desc: &str,
+    names: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+) -> Result<Option<Plot>, String> {
+    let values = series.iter().flat_map(|(_, v)| v.iter().flatten().copied());
     let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
-    if names.is_empty() {
+    if names.is_empty() || series.is_empty() || hi <= 0.0 {
         return Ok(None);
     }
     let (lo, hi) = (lo / 2.0, hi * 2.0);
     let n = names.len();
-    let title = "µs/op per operation (log scale)".to_owned();
-    let height = 140 + 14 * n as u32 * (ops_runs.len() as u32).max(1);
+    let height = 140 + 14 * n as u32 * (series.len() as u32).max(1);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
@@ -410,16 +483,15 @@ pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
             .y_label_area_size(130)
             .build_cartesian_2d((lo..hi).log_scale(), -0.5f64..n as f64 - 0.5)
             .map_err(|e| e.to_string())?;
-        let label_names = names.clone();
         chart
             .configure_mesh()
-            .x_desc("µs/op")
+            .x_desc(x_desc)
             .y_labels(n + 1)
             .y_label_formatter(&|y| {
                 let i = y.round();
-                if (y - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < label_names.len() {
-                    // Top to bottom in run order.
-                    label_names[label_names.len() - 1 - i as usize].clone()
+                if (y - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < names.len() {
+                    // Top to bottom in the given order.
+                    names[names.len() - 1 - i as usize].clone()
                 } else {
                     String::new()
                 }
@@ -428,29 +500,26 @@ pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(|e| e.to_string())?;
-        let k = ops_runs.len() as f64;
-        let band = 0.8 / k;
-        for (j, (label, o)) in ops_runs.iter().enumerate() {
+        let band = 0.8 / series.len() as f64;
+        for (j, (label, values)) in series.iter().enumerate() {
             let c = color(j);
-            let bars: Vec<Rectangle<(f64, f64)>> = names
+            let drawn: Vec<Rectangle<(f64, f64)>> = values
                 .iter()
                 .enumerate()
-                .filter_map(|(i, op)| {
-                    let r = o
-                        .get(op)
-                        .filter(|r| r.skipped.is_none() && r.latency.mean_us > 0.0)?;
+                .filter_map(|(i, v)| {
+                    let v = (*v)?;
                     let row = (n - 1 - i) as f64;
                     let top = row + 0.4 - j as f64 * band;
                     Some(Rectangle::new(
-                        [(lo, top - band * 0.9), (r.latency.mean_us, top)],
+                        [(lo, top - band * 0.9), (v, top)],
                         c.filled(),
                     ))
                 })
                 .collect();
             chart
-                .draw_series(bars)
+                .draw_series(drawn)
                 .map_err(|e| e.to_string())?
-                .label(label.to_string())
+                .label(label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
         }
         chart
@@ -464,7 +533,7 @@ pub fn ops_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(Some(Plot {
-        file: "ops.svg".into(),
+        file: file.to_owned(),
         title,
         svg,
     }))

@@ -201,6 +201,7 @@ fn store(url: &S3Url, keys: Option<&S3Keys>) -> Result<AmazonS3> {
 
 /// S3 at a URL, with a prefix of metabench's own below the URL's.
 pub struct S3Target {
+    url: S3Url,
     store: Arc<AmazonS3>,
     /// `prefix/metabench-<run>`: the only keys metabench writes are below it.
     root: String,
@@ -241,6 +242,7 @@ impl S3Target {
             )));
         }
         Ok(Self {
+            url: url.clone(),
             store,
             root: under(&url.prefix, &format!("metabench-{run_id}")),
         })
@@ -289,6 +291,54 @@ async fn delete_below(store: &AmazonS3, prefix: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+impl metabench_mount::path_target::PathSystem for S3Target {
+    type Fs = S3Fs;
+
+    fn name(&self) -> &'static str {
+        "s3"
+    }
+
+    fn fs(&self) -> S3Fs {
+        S3Target::fs(self)
+    }
+
+    fn root(&self) -> String {
+        self.root.clone()
+    }
+
+    fn url(&self) -> String {
+        self.url.display()
+    }
+
+    fn client(&self) -> &'static str {
+        "object_store 0.14 (S3 REST over HTTP/1.1, calls shaped as Hadoop's S3A makes them; one connection pool shared by the run's tasks, no retries)"
+    }
+
+    fn fidelity_notes(&self) -> Vec<String> {
+        let mut notes = vec![
+            "S3 calls: create_write = PUT of 1 KiB; open = HEAD + GET; rename = COPY + DELETE (S3 has no rename); unlink = DELETE. S3A adds HEAD and LIST requests around create and mkdir that these calls leave out. Round trips are not counted: they are made inside object_store.".to_owned(),
+        ];
+        if let Some(endpoint) = self.url.endpoint.as_deref().filter(|e| !is_aws(e)) {
+            notes.push(format!(
+                "Stand-in: an S3-compatible server at {endpoint}, not Amazon S3. It speaks the same REST API and answers the same calls, but keeps its objects in one local file system: read its figures as the request path's cost, not as Amazon S3's (whose index is a distributed service a network away)."
+            ));
+        }
+        notes
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        S3Target::cleanup(self).await
+    }
+}
+
+/// Whether `endpoint` is Amazon S3's own.
+pub fn is_aws(endpoint: &str) -> bool {
+    url::Url::parse(endpoint)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h.ends_with(".amazonaws.com")))
+        .unwrap_or(false)
 }
 
 /// One task's S3 requests, for the tree driver: directories are key prefixes.

@@ -11,6 +11,10 @@ pub fn metabench_command(bin: &str) -> Command {
         "META_PASSWORD",
         "META_PASSWORD_FILE",
         "REDIS_PASSWORD",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
     ] {
         c.env_remove(var);
     }

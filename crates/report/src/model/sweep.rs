@@ -568,6 +568,27 @@ impl SweepResults {
         self.plan.rate.is_some()
     }
 
+    /// The complete level of a closed loop with the client count nearest `clients` (by
+    /// ratio; the lower one on a tie), if any.
+    pub fn level_near(&self, clients: u32) -> Option<&Level> {
+        if self.is_open_loop() {
+            return None;
+        }
+        let distance = |l: &&Level| {
+            (f64::from(l.clients.max(1)) / f64::from(clients.max(1)))
+                .ln()
+                .abs()
+        };
+        self.levels
+            .iter()
+            .filter(|l| !l.partial && !l.ops.is_empty())
+            .min_by(|a, b| {
+                distance(a)
+                    .total_cmp(&distance(b))
+                    .then(a.clients.cmp(&b.clients))
+            })
+    }
+
     /// Recomputes the saturation analysis from the levels (closed loops only: an open
     /// loop's levels share one client count, and its limit is the highest rate achieved).
     pub fn analyse(&mut self) {
