@@ -229,18 +229,7 @@ fn ctrl_c_mid_sweep_on_hdfs_cleans_up() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("ops/s")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no level reported: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::wait_for_log(&log, "ops/s");
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

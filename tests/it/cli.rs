@@ -479,14 +479,7 @@ fn ops_keeps_the_measured_operations_when_the_engine_dies() {
         .spawn()
         .unwrap();
     // getattr done (its line is on stderr), setattr running: kill the engine.
-    let start = Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("getattr ")
-    {
-        assert!(start.elapsed() < Duration::from_secs(60), "no getattr line");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::wait_for_log(&log, "getattr ");
     std::thread::sleep(Duration::from_millis(500));
     let killed = Command::new("kill")
         .args(["-KILL", &redis.pid().to_string()])

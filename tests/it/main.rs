@@ -73,3 +73,20 @@ pub fn assert_left_clean(url: &str) {
     let status = metabench_testkit::juicefs_status(url);
     assert_eq!(status["Sessions"], serde_json::json!([]), "{status}");
 }
+
+/// Waits until the file `log` (a run's stderr) holds `text`; fails the test after 60 s,
+/// with what the log holds.
+pub fn wait_for_log(log: &std::path::Path, text: &str) {
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains(text)
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no '{text}' within 60 s: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

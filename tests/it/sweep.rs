@@ -256,17 +256,7 @@ fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
         .spawn()
         .unwrap();
     // Let the first level finish (its line goes to stderr), then interrupt.
-    let start = Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("ops/s")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "sweep never reported a level"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::wait_for_log(&log, "ops/s");
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -19,10 +19,11 @@ use metabench_engine::namespace::Namespace;
 use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
-    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
+    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, SweepOutcome,
+    Workload,
 };
 use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
-use metabench_report::{Level, SweepPlan, SweepResults};
+use metabench_report::{Level, RunHeader, SweepPlan, SweepResults};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -291,6 +292,28 @@ pub(crate) fn show_level(
     match &args.hdr_dir {
         Some(dir) => write_interval_log(dir, level, hists),
         None => Ok(()),
+    }
+}
+
+/// The results file of a finished sweep (rank 0's), before its analysis.
+pub(crate) fn results(
+    header: RunHeader,
+    plan: SweepPlan,
+    outcome: SweepOutcome,
+    interrupted: bool,
+    mpi: Option<MpiRun>,
+) -> SweepResults {
+    SweepResults {
+        header,
+        plan,
+        floor: outcome.floor,
+        levels: outcome.levels,
+        saturation: Default::default(),
+        stopped_early: outcome.stopped_early,
+        peak_rss_bytes: peak_rss_bytes(),
+        interrupted,
+        failure: outcome.failure.map(Box::new),
+        mpi: mpi.map(Box::new),
     }
 }
 
@@ -927,21 +950,11 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         };
     }
 
-    let mut run = SweepResults {
-        header,
-        plan,
-        floor: outcome.floor,
-        levels: outcome.levels,
-        saturation: Default::default(),
-        stopped_early: outcome.stopped_early,
-        peak_rss_bytes: peak_rss_bytes(),
-        interrupted: stop.is_stopped(),
-        failure: outcome.failure.map(Box::new),
-        mpi: mpi.map(|mut m| {
-            m.peak_rss_bytes = ends.ok().flatten().unwrap_or_default();
-            Box::new(m)
-        }),
-    };
+    let mpi = mpi.map(|mut m| {
+        m.peak_rss_bytes = ends.ok().flatten().unwrap_or_default();
+        m
+    });
+    let mut run = results(header, plan, outcome, stop.is_stopped(), mpi);
     let write_error = publish(&mut run, &args);
     let result = match (write_error.or(log_error), cleanup_error) {
         (Some(e), _) => Err(e),

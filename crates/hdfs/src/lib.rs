@@ -203,7 +203,7 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
         vec![
             "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are not counted: they are made inside hdfs-native.".to_owned(),
             "The published NNBench runs were MapReduce tasks, each a JVM with a DFSClient of its own; here every task is a thread sharing one client's NameNode connection.".to_owned(),
-            "create_write's close calls complete until the NameNode has the DataNode's report of the block; a NameNode that answers before the report arrives makes the client wait (hdfs-native 500 ms, DFSClient 400 ms) and ask again, so create_write can cost about half a second. dfs.namenode.file.close.num-committed-allowed=1 on the NameNode closes such a file at once.".to_owned(),
+            "create_write's close asks the NameNode to complete the file; one that has not yet processed the DataNode's report of the block answers false, and the client waits (hdfs-native 500 ms, DFSClient 400 ms) before asking again. When the report loses that race, create_write measures about half a second: the client's wait, not the NameNode's work (on the loopback test cluster it lost on nearly every call).".to_owned(),
         ]
     }
 

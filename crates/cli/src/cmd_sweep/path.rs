@@ -8,7 +8,7 @@
 //! holds data is refused unless `--existing`. Credentials for S3 come from the usual
 //! environment variables and are never printed.
 
-use super::{prepare, publish, show_level, Prepared, Progress, SweepArgs};
+use super::{prepare, publish, results, show_level, Prepared, Progress, SweepArgs};
 use crate::args::watch_ctrl_c;
 use crate::error::{input, CliError};
 use crate::lifecycle::{after_cleanup, exit_code, git_commit};
@@ -18,8 +18,7 @@ use metabench_hdfs::{HdfsTarget, HdfsUrl};
 use metabench_load::team::launched_by_mpi;
 use metabench_load::{run_sweep, Live, Op, OpenLoop, Solo, StopFlag, SweepConfig};
 use metabench_mount::path_target::{PathSystem, PathTarget};
-use metabench_report::model::peak_rss_bytes;
-use metabench_report::{EngineInfo, RunHeader, SweepResults};
+use metabench_report::{EngineInfo, RunHeader};
 use metabench_s3::{S3Target, S3Url};
 use std::sync::Arc;
 
@@ -181,18 +180,8 @@ async fn sweep_on<P: PathSystem>(
         )
     });
     let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
-    let mut run = SweepResults {
-        header: RunHeader::new("sweep", started_at, engine, git_commit()),
-        plan,
-        floor: outcome.floor,
-        levels: outcome.levels,
-        saturation: Default::default(),
-        stopped_early: outcome.stopped_early,
-        peak_rss_bytes: peak_rss_bytes(),
-        interrupted: stop.is_stopped(),
-        failure: outcome.failure.map(Box::new),
-        mpi: None,
-    };
+    let header = RunHeader::new("sweep", started_at, engine, git_commit());
+    let mut run = results(header, plan, outcome, stop.is_stopped(), None);
     let write_error = publish(&mut run, args);
     match (write_error.or(log_error), cleanup_error) {
         (Some(e), _) | (None, Some(e)) => Err(e),
