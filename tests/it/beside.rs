@@ -240,6 +240,45 @@ fn ctrl_c_mid_sweep_on_hdfs_cleans_up() {
     assert!(!hdfs_exists(&url), "{url} left behind: {stderr}");
 }
 
+/// `metabench tree`: parity's mdtest-shaped trees, every phase, on HDFS and on S3 (its
+/// directories as `dir/` markers), with two tasks; nothing left afterwards. On a JuiceFS
+/// meta URL it points to `parity`.
+#[test]
+fn mdtest_trees_run_on_hdfs_and_s3_and_leave_nothing() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let hdfs = hdfs_url("tree");
+    let (s3, prefix) = s3_url("tree");
+    for url in [&hdfs, &s3] {
+        let o = run(&["tree", "--meta", url, "--scale", "small", "--tasks", "2"]);
+        let t = output_text(&o);
+        assert!(o.status.success(), "{t}");
+        for tree in ["metadata", "small-files"] {
+            assert!(t.contains(&format!("{tree}\n| phase |")), "{t}");
+        }
+        for phase in [
+            "Tree creation",
+            "Directory creation",
+            "Directory stat",
+            "Directory removal",
+            "File creation",
+            "File stat",
+            "File read",
+            "File removal",
+            "Tree removal",
+        ] {
+            assert!(t.contains(&format!("| {phase} | ")), "{phase}: {t}");
+        }
+    }
+    assert!(!hdfs_exists(&hdfs), "{hdfs} left behind");
+    assert!(s3_keys(&prefix).is_empty());
+    refused(
+        &run(&["tree", "--meta", "sqlite3:///tmp/x.db"]),
+        2,
+        "metabench parity",
+    );
+}
+
 /// Asserts `o` failed with `code` and one line saying `says`.
 fn refused(o: &Output, code: i32, says: &str) {
     let stderr = String::from_utf8_lossy(&o.stderr);

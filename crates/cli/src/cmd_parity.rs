@@ -102,7 +102,8 @@ fn mount_err(e: MountError) -> CliError {
     }
 }
 
-fn specs(scale: Scale, tasks: u32) -> Vec<(&'static str, TreeSpec)> {
+/// The trees of a run at `scale`, each with its name.
+pub(crate) fn specs(scale: Scale, tasks: u32) -> Vec<(&'static str, TreeSpec)> {
     match scale {
         Scale::Docs => vec![
             ("metadata", TreeSpec::docs_metadata(tasks)),
@@ -128,7 +129,8 @@ fn specs(scale: Scale, tasks: u32) -> Vec<(&'static str, TreeSpec)> {
     }
 }
 
-fn say_phase(side: &'static str, name: &str) -> impl FnMut(&PhaseResult) {
+/// Says each finished phase of tree `name` on `side`, one line each.
+pub(crate) fn say_phase(side: &'static str, name: &str) -> impl FnMut(&PhaseResult) {
     let name = name.to_owned();
     move |r: &PhaseResult| {
         say!(

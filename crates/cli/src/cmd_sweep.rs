@@ -32,6 +32,8 @@ use std::time::Duration;
 
 mod path;
 
+pub(crate) use path::PathUrl;
+
 /// Arguments of `metabench sweep`.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {

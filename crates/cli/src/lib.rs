@@ -37,6 +37,7 @@ mod cmd_ops;
 mod cmd_parity;
 mod cmd_report;
 mod cmd_sweep;
+mod cmd_tree;
 mod error;
 mod lifecycle;
 mod target;
@@ -100,6 +101,9 @@ enum Command {
     /// Mount the real JuiceFS client on the same engine, run mdtest-shaped work, fio and
     /// `juicefs bench` through it, run the same mdtest phases natively, and compare.
     Parity(cmd_parity::ParityArgs),
+    /// Run parity's mdtest-shaped trees (mdtest's phases and rates) on HDFS or S3
+    /// (--meta hdfs://… or s3://…), beside JuiceFS.
+    Tree(cmd_tree::TreeArgs),
     /// Print a shell completion script: `metabench completions bash > /etc/bash_completion.d/metabench`,
     /// `metabench completions zsh > "${fpath[1]}/_metabench"`,
     /// `metabench completions fish > ~/.config/fish/completions/metabench.fish`.
@@ -168,6 +172,7 @@ pub fn main() -> i32 {
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,
             Command::Parity(args) => cmd_parity::run(args).await,
+            Command::Tree(args) => cmd_tree::run(args).await,
             Command::Compare(args) => cmd_compare::run_compare(args),
             Command::Gate(args) => cmd_compare::run_gate(args),
             Command::Report(args) => cmd_report::run(args),
