@@ -32,7 +32,7 @@ use std::time::Duration;
 
 mod path;
 
-pub(crate) use path::PathUrl;
+pub(crate) use path::{Opened, PathUrl};
 
 /// Arguments of `metabench sweep`.
 #[derive(Debug, clap::Args)]
@@ -122,6 +122,17 @@ pub struct SweepArgs {
     /// into this directory.
     #[arg(long, value_name = "DIR")]
     hdr_dir: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The open loop `--rate` asks for, if it does.
+    fn open_loop(&self) -> Option<OpenLoop> {
+        self.rate.as_ref().map(|rate| OpenLoop {
+            rates: rate.rates().to_vec(),
+            arrivals: self.arrivals,
+            p99_limit: self.p99_limit,
+        })
+    }
 }
 
 fn write_interval_log(
@@ -865,11 +876,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
         threads_per_client: args.threads_per_client,
-        open_loop: args.rate.as_ref().map(|rate| OpenLoop {
-            rates: rate.rates().to_vec(),
-            arrivals: args.arrivals,
-            p99_limit: args.p99_limit,
-        }),
+        open_loop: args.open_loop(),
     };
     let header = run.header("sweep");
     let mut log_error = None;

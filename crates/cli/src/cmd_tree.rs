@@ -10,14 +10,12 @@
 
 use crate::args::watch_ctrl_c;
 use crate::cmd_parity::{say_phase, specs, Scale};
-use crate::cmd_sweep::PathUrl;
+use crate::cmd_sweep::{Opened, PathUrl};
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, TargetArgs};
-use metabench_hdfs::HdfsTarget;
 use metabench_load::StopFlag;
 use metabench_mount::path_target::PathSystem;
 use metabench_mount::tree::{run_tree, FsOps, PhaseResult};
-use metabench_s3::S3Target;
 
 /// Arguments of `metabench tree`.
 #[derive(Debug, clap::Args)]
@@ -52,16 +50,10 @@ pub async fn run(args: TreeArgs) -> Result<i32, CliError> {
         "stopping the phase in progress and cleaning up",
     );
     let run_id = new_run_id();
-    let existing = args.target.existing;
-    let ran = match url {
-        PathUrl::Hdfs(url) => match HdfsTarget::open(&url, &run_id, existing).await {
-            Ok(system) => trees_on(system, &args, &stop).await,
-            Err(e) => Err(CliError::Io(e.to_string())),
-        },
-        PathUrl::S3(url) => match S3Target::open(&url, None, &run_id, existing).await {
-            Ok(system) => trees_on(system, &args, &stop).await,
-            Err(e) => Err(CliError::Io(e.to_string())),
-        },
+    let ran = match url.open(&run_id, args.target.existing).await {
+        Ok(Opened::Hdfs(system)) => trees_on(system, &args, &stop).await,
+        Ok(Opened::S3(system)) => trees_on(system, &args, &stop).await,
+        Err(e) => Err(e),
     };
     watcher.abort();
     ran
@@ -87,8 +79,10 @@ async fn trees_on<P: PathSystem>(
             break;
         }
         let ran = async {
-            let base = system.fs().mkdir(&system.root(), name).await?;
-            let clients = (0..args.tasks).map(|_| system.fs()).collect();
+            let base = system.fs()?.mkdir(&system.root(), name).await?;
+            let clients = (0..args.tasks)
+                .map(|_| system.fs())
+                .collect::<metabench_mount::Result<Vec<_>>>()?;
             run_tree(clients, base, &spec, stop, say_phase(system.name(), name)).await
         };
         match ran.await {

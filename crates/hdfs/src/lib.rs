@@ -183,8 +183,12 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
         "hdfs"
     }
 
-    fn fs(&self) -> HdfsFs {
-        HdfsTarget::fs(self)
+    /// A `Client` of its own, whose NameNode connection and DataNode streams run on
+    /// the calling thread's runtime.
+    fn fs(&self) -> Result<HdfsFs> {
+        Ok(HdfsFs {
+            client: client(&self.url.namenode)?,
+        })
     }
 
     fn root(&self) -> String {
@@ -196,13 +200,13 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
     }
 
     fn client(&self) -> &'static str {
-        "hdfs-native 0.14 (HDFS's own RPC in Rust, as DFSClient makes the calls; one client shared by the run's tasks, as one JVM's)"
+        "hdfs-native 0.14 (HDFS's own RPC in Rust, as DFSClient makes the calls; a client per task, as NNBench's tasks each had one)"
     }
 
     fn fidelity_notes(&self) -> Vec<String> {
         vec![
             "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are not counted: they are made inside hdfs-native.".to_owned(),
-            "The published NNBench runs were MapReduce tasks, each a JVM with a DFSClient of its own; here every task is a thread sharing one client's NameNode connection.".to_owned(),
+            "NNBench's tasks were JVMs with a DFSClient each; here each task has an hdfs-native client of its own, whose NameNode connection is served by a task on the same thread (hdfs-native multiplexes calls through it, as DFSClient through its connection thread).".to_owned(),
             "create_write's close asks the NameNode to complete the file; one that has not yet processed the DataNode's report of the block answers false, and the client waits (hdfs-native 500 ms, DFSClient 400 ms) before asking again. When the report loses that race, create_write measures about half a second: the client's wait, not the NameNode's work (on the loopback test cluster it lost on nearly every call).".to_owned(),
         ]
     }

@@ -34,8 +34,10 @@ pub trait PathSystem: Send + Sync + 'static {
     /// The system's name in results and failures (`hdfs`, `s3`).
     fn name(&self) -> &'static str;
 
-    /// A fresh client's calls.
-    fn fs(&self) -> Self::Fs;
+    /// A client of its own (its own connections), opened where it is called: on the
+    /// thread that will make its calls, so no request or reply crosses to another
+    /// thread. NNBench's tasks were JVMs with a client each.
+    fn fs(&self) -> crate::Result<Self::Fs>;
 
     /// The run's own directory: every path the sweep touches is below it.
     fn root(&self) -> <Self::Fs as FsOps>::Dir;
@@ -95,7 +97,7 @@ impl<P: PathSystem> Target for PathTarget<P> {
 
     async fn session(&self, _opts: &SessionOptions) -> Result<Self::Session> {
         Ok(PathSession {
-            fs: self.0.fs(),
+            fs: self.0.fs().map_err(meta_error)?,
             root: self.0.root(),
         })
     }
@@ -227,8 +229,8 @@ mod tests {
         fn name(&self) -> &'static str {
             "mem"
         }
-        fn fs(&self) -> MemFs {
-            MemFs(self.0.clone())
+        fn fs(&self) -> crate::Result<MemFs> {
+            Ok(MemFs(self.0.clone()))
         }
         fn root(&self) -> String {
             "base".to_owned()

@@ -202,6 +202,9 @@ fn store(url: &S3Url, keys: Option<&S3Keys>) -> Result<AmazonS3> {
 /// S3 at a URL, with a prefix of metabench's own below the URL's.
 pub struct S3Target {
     url: S3Url,
+    /// The keys given to [`S3Target::open`] (none: the environment's), for each task's
+    /// own store.
+    keys: Option<S3Keys>,
     store: Arc<AmazonS3>,
     /// `prefix/metabench-<run>`: the only keys metabench writes are below it.
     root: String,
@@ -243,6 +246,7 @@ impl S3Target {
         }
         Ok(Self {
             url: url.clone(),
+            keys: keys.cloned(),
             store,
             root: under(&url.prefix, &format!("metabench-{run_id}")),
         })
@@ -300,8 +304,12 @@ impl metabench_mount::path_target::PathSystem for S3Target {
         "s3"
     }
 
-    fn fs(&self) -> S3Fs {
-        S3Target::fs(self)
+    /// A store of its own: its HTTP connections are made, and served, on the calling
+    /// thread's runtime.
+    fn fs(&self) -> Result<S3Fs> {
+        Ok(S3Fs {
+            store: Arc::new(store(&self.url, self.keys.as_ref())?),
+        })
     }
 
     fn root(&self) -> String {
@@ -313,7 +321,7 @@ impl metabench_mount::path_target::PathSystem for S3Target {
     }
 
     fn client(&self) -> &'static str {
-        "object_store 0.14 (S3 REST over HTTP/1.1, calls shaped as Hadoop's S3A makes them; one connection pool shared by the run's tasks, no retries)"
+        "object_store 0.14 (S3 REST over HTTP/1.1, calls shaped as Hadoop's S3A makes them; a connection pool per task, no retries)"
     }
 
     fn fidelity_notes(&self) -> Vec<String> {

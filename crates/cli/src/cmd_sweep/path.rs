@@ -16,7 +16,7 @@ use crate::target::new_run_id;
 use metabench_engine::SessionOptions;
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
 use metabench_load::team::launched_by_mpi;
-use metabench_load::{run_sweep, Live, Op, OpenLoop, Solo, StopFlag, SweepConfig};
+use metabench_load::{run_sweep, Live, Op, Solo, StopFlag, SweepConfig};
 use metabench_mount::path_target::{PathSystem, PathTarget};
 use metabench_report::{EngineInfo, RunHeader};
 use metabench_s3::{S3Target, S3Url};
@@ -41,6 +41,30 @@ impl PathUrl {
         } else {
             None
         }
+    }
+}
+
+/// A path-level system opened for a run: its URL checked, its run directory made.
+pub(crate) enum Opened {
+    /// HDFS.
+    Hdfs(HdfsTarget),
+    /// S3.
+    S3(S3Target),
+}
+
+impl PathUrl {
+    /// Opens the system for run `run_id` (see [`HdfsTarget::open`], [`S3Target::open`]):
+    /// nothing is written when it refuses, and the refusal is one line.
+    pub(crate) async fn open(self, run_id: &str, existing: bool) -> Result<Opened, CliError> {
+        let opened = match self {
+            Self::Hdfs(url) => HdfsTarget::open(&url, run_id, existing)
+                .await
+                .map(Opened::Hdfs),
+            Self::S3(url) => S3Target::open(&url, None, run_id, existing)
+                .await
+                .map(Opened::S3),
+        };
+        opened.map_err(|e| CliError::Io(e.to_string()))
     }
 }
 
@@ -81,16 +105,10 @@ pub(crate) async fn run(args: SweepArgs, url: PathUrl) -> Result<i32, CliError> 
     );
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let existing = args.target.existing;
-    let swept = match url {
-        PathUrl::Hdfs(url) => match HdfsTarget::open(&url, &run_id, existing).await {
-            Ok(system) => sweep_on(system, &args, prepared, &stop, started_at).await,
-            Err(e) => Err(CliError::Io(e.to_string())),
-        },
-        PathUrl::S3(url) => match S3Target::open(&url, None, &run_id, existing).await {
-            Ok(system) => sweep_on(system, &args, prepared, &stop, started_at).await,
-            Err(e) => Err(CliError::Io(e.to_string())),
-        },
+    let swept = match url.open(&run_id, args.target.existing).await {
+        Ok(Opened::Hdfs(system)) => sweep_on(system, &args, prepared, &stop, started_at).await,
+        Ok(Opened::S3(system)) => sweep_on(system, &args, prepared, &stop, started_at).await,
+        Err(e) => Err(e),
     };
     watcher.abort();
     swept
@@ -146,11 +164,7 @@ async fn sweep_on<P: PathSystem>(
         background_in_window: false,
         op_timeout: args.client.op_timeout,
         threads_per_client: 1,
-        open_loop: args.rate.as_ref().map(|rate| OpenLoop {
-            rates: rate.rates().to_vec(),
-            arrivals: args.arrivals,
-            p99_limit: args.p99_limit,
-        }),
+        open_loop: args.open_loop(),
     };
     let live = Arc::new(Live::default());
     let progress = Progress::start(true, &live, &workload, 1);
