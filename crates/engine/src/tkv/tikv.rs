@@ -26,9 +26,8 @@ use tikv_client::{
 /// Keys per Scan request (`tikvTxn.iter`: `SetScanBatchSize(10240)`).
 const SCAN_BATCH: usize = 10240;
 
-/// Keys deleted per transaction when a volume is removed. tikv-client sends every
-/// prewrite with the list of secondary keys, and unistore stores that list in each lock,
-/// so a raft entry grows with the square of the keys: 128 keys stay well under its limit.
+/// Keys deleted per transaction when a volume is removed (JuiceFS's `reset` uses
+/// `DeleteRange`): small transactions, each well inside a raft entry.
 const DELETE_BATCH: usize = 128;
 
 /// How long connecting to PD may take before the URL is reported unreachable.
@@ -91,6 +90,10 @@ fn is_retryable(e: &tikv_client::Error) -> bool {
     use tikv_client::Error as E;
     match e {
         E::KeyError(k) => k.conflict.is_some() || k.txn_not_found.is_some(),
+        // A lock whose primary was never written (a failed prewrite's): the lock resolver
+        // gives up before the lock's TTL lets it roll the primary back; a retry later
+        // succeeds, as client-go retries it.
+        E::TxnNotFound(_) => true,
         E::ExtractedErrors(v) | E::MultipleKeyErrors(v) => v.iter().any(is_retryable),
         E::UndeterminedError(inner) => is_retryable(inner),
         other => {

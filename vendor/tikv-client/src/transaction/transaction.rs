@@ -1335,12 +1335,18 @@ impl<PdC: PdClient> Committer<PdC> {
 
         request.use_async_commit = self.options.async_commit;
         request.try_one_pc = self.options.try_one_pc;
-        request.secondaries = self
-            .mutations
-            .iter()
-            .filter(|m| self.primary_key.as_ref().unwrap() != m.key.as_ref())
-            .map(|m| m.key.clone())
-            .collect();
+        // metabench: secondaries only where they are used (async commit, and 1PC's
+        // one-batch check in `apply_shard`), as client-go sends them. Sent with a plain 2PC
+        // prewrite, a store may keep them in every lock (unistore does), so a raft entry
+        // grows with the square of the transaction's keys. See README.metabench.md.
+        if self.options.async_commit || self.options.try_one_pc {
+            request.secondaries = self
+                .mutations
+                .iter()
+                .filter(|m| self.primary_key.as_ref().unwrap() != m.key.as_ref())
+                .map(|m| m.key.clone())
+                .collect();
+        }
         // FIXME set max_commit_ts and min_commit_ts
 
         let plan = PlanBuilder::new(self.rpc.clone(), self.keyspace, request)
