@@ -387,13 +387,7 @@ impl OpState {
                 let n = if op == Op::Read1 { 1 } else { 10 };
                 for j in 0..n {
                     let id = meta.new_slice().await?;
-                    let slice = Slice {
-                        pos: j * 1024,
-                        id,
-                        size: 1024,
-                        off: 0,
-                        len: 1024,
-                    };
+                    let slice = Slice::whole(j * 1024, id, 1024);
                     meta.write(s.target, 0, slice, Timestamp::now()).await?;
                 }
             }
@@ -501,25 +495,13 @@ impl OpState {
             Op::Newchunk => meta.new_slice().await.map(drop),
             Op::Write => {
                 let id = meta.new_slice().await?;
-                let slice = Slice {
-                    pos: s.write_offset,
-                    id,
-                    size: 1024,
-                    off: 0,
-                    len: 1024,
-                };
+                let slice = Slice::whole(s.write_offset, id, 1024);
                 meta.write(target, 0, slice, Timestamp::now()).await
             }
             Op::CreateWrite => {
                 let (ino, _) = meta.create(ctx, dir, first, 0o644, 0o022).await?;
                 let id = meta.new_slice().await?;
-                let slice = Slice {
-                    pos: 0,
-                    id,
-                    size: 1024,
-                    off: 0,
-                    len: 1024,
-                };
+                let slice = Slice::whole(0, id, 1024);
                 meta.write(ino, 0, slice, Timestamp::now()).await
             }
             Op::Open => {

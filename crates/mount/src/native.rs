@@ -60,13 +60,7 @@ impl FsOps for NativeFs {
         while left > 0 {
             let len = left.min(CHUNK_SIZE) as u32;
             let id = self.meta.new_slice().await?;
-            let slice = Slice {
-                pos: 0,
-                id,
-                size: len,
-                off: 0,
-                len,
-            };
+            let slice = Slice::whole(0, id, len);
             self.meta.write(ino, indx, slice, Timestamp::now()).await?;
             left -= u64::from(len);
             indx += 1;

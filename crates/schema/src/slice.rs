@@ -33,6 +33,18 @@ impl Slice {
         }
     }
 
+    /// Slice object `id` of `size` bytes, all of it at `pos` of a chunk: what a write of
+    /// `size` bytes records (`marshalSlice(pos, id, size, 0, size)`).
+    pub fn whole(pos: u32, id: u64, size: u32) -> Self {
+        Self {
+            pos,
+            id,
+            size,
+            off: 0,
+            len: size,
+        }
+    }
+
     /// Encodes one record.
     pub fn encode(&self) -> [u8; SLICE_LEN] {
         let mut b = [0u8; SLICE_LEN];

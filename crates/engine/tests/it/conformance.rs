@@ -514,13 +514,7 @@ async fn errnos_of_every_operation(on: TestEngine) {
         "EEXIST"
     );
     assert_eq!(errno(v.s.read(d, 0).await), "EPERM");
-    let s = Slice {
-        pos: 0,
-        id: 1,
-        size: 10,
-        off: 0,
-        len: 10,
-    };
+    let s = Slice::whole(0, 1, 10);
     assert_eq!(errno(v.s.write(d, 0, s, Timestamp::now()).await), "EPERM");
     assert_eq!(
         errno(v.s.write(4242, 0, s, Timestamp::now()).await),
@@ -638,13 +632,7 @@ async fn write_then_read(on: TestEngine) {
     let mut written = Vec::new();
     for j in 0..3u32 {
         let id = v.s.new_slice().await.unwrap();
-        let s = Slice {
-            pos: j * 1024,
-            id,
-            size: 1024,
-            off: 0,
-            len: 1024,
-        };
+        let s = Slice::whole(j * 1024, id, 1024);
         v.s.write(f, 0, s, Timestamp::now()).await.unwrap();
         written.push(s);
     }
@@ -652,13 +640,7 @@ async fn write_then_read(on: TestEngine) {
     assert_eq!(v.s.getattr(f).await.unwrap().length, 3072);
     // Second chunk.
     let id = v.s.new_slice().await.unwrap();
-    let s = Slice {
-        pos: 0,
-        id,
-        size: 10,
-        off: 0,
-        len: 10,
-    };
+    let s = Slice::whole(0, id, 10);
     v.s.write(f, 1, s, Timestamp::now()).await.unwrap();
     assert_eq!(v.s.getattr(f).await.unwrap().length, (64 << 20) + 10);
     assert_eq!(v.s.read(f, 1).await.unwrap(), vec![s]);
@@ -867,13 +849,7 @@ async fn resizes(on: TestEngine) {
     let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
     let (f, created) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
     let id = v.s.new_slice().await.unwrap();
-    let data = Slice {
-        pos: 0,
-        id,
-        size: 1024,
-        off: 0,
-        len: 1024,
-    };
+    let data = Slice::whole(0, id, 1024);
     v.s.write(f, 0, data, Timestamp::now()).await.unwrap();
 
     // Down within a chunk: the cut-off tail reads as a hole; mtime and ctime move.

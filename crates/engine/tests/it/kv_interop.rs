@@ -43,13 +43,7 @@ async fn write(
     size: u32,
 ) -> Slice {
     let id = meta.new_slice().await.unwrap();
-    let s = Slice {
-        pos,
-        id,
-        size,
-        off: 0,
-        len: size,
-    };
+    let s = Slice::whole(pos, id, size);
     meta.write(ino, indx, s, Timestamp::now()).await.unwrap();
     write_slice_blocks(bucket, volume, id, size, 0);
     s
@@ -408,13 +402,7 @@ async fn metabench_reads_what_juicefs_wrote(store: Store) {
     assert!(d > max_theirs);
     let (f, _) = meta.create(&c, d, b"f", 0o644, 0o022).await.unwrap();
     let id = meta.new_slice().await.unwrap();
-    let s = Slice {
-        pos: 0,
-        id,
-        size: 777,
-        off: 0,
-        len: 777,
-    };
+    let s = Slice::whole(0, id, 777);
     meta.write(f, 0, s, Timestamp::now()).await.unwrap();
     write_slice_blocks(bucket.path(), "jfsvol", id, 777, 0);
     let first_file = ours

@@ -534,13 +534,7 @@ async fn data_and_background_sequences() {
         .unwrap();
     let (id, got) = trace!(fx, fx.meta.new_slice().await.unwrap());
     assert_trace(&got, &want!["INCRBY nextchunk 4096"]);
-    let slice = Slice {
-        pos: 0,
-        id,
-        size: 5000,
-        off: 0,
-        len: 5000,
-    };
+    let slice = Slice::whole(0, id, 5000);
     let (_, got) = trace!(
         fx,
         fx.meta.write(f, 0, slice, Timestamp::now()).await.unwrap()

@@ -636,18 +636,7 @@ async fn newchunk_costs_one_round_trip_per_4096() {
 async fn write_kib(fx: &mut Fixture, ino: Ino, j: u32) {
     let id = fx.meta.new_slice().await.unwrap();
     fx.meta
-        .write(
-            ino,
-            0,
-            Slice {
-                pos: j * 1024,
-                id,
-                size: 1024,
-                off: 0,
-                len: 1024,
-            },
-            Timestamp::now(),
-        )
+        .write(ino, 0, Slice::whole(j * 1024, id, 1024), Timestamp::now())
         .await
         .unwrap();
 }
@@ -657,13 +646,7 @@ async fn write_is_4_round_trips() {
     let (mut fx, _, ino) = with_file("benchWrite").await;
     for j in 0..6u32 {
         let id = fx.meta.new_slice().await.unwrap();
-        let slice = Slice {
-            pos: j * 1024,
-            id,
-            size: 1024,
-            off: 0,
-            len: 1024,
-        };
+        let slice = Slice::whole(j * 1024, id, 1024);
         // usedSpace grows only when the length crosses a 4 KiB boundary (the 5th write).
         let grows = j == 4;
         let mut want = vec![
@@ -845,13 +828,7 @@ async fn truncate_over_10000_chunks_scans_for_them() {
     let (mut fx, _, ino) = with_file("benchTruncateHuge").await;
     let ctx = fx.ctx.clone();
     let id = fx.meta.new_slice().await.unwrap();
-    let s = Slice {
-        pos: 0,
-        id,
-        size: 1024,
-        off: 0,
-        len: 1024,
-    };
+    let s = Slice::whole(0, id, 1024);
     fx.meta.write(ino, 5, s, Timestamp::now()).await.unwrap();
     fx.meta.truncate(&ctx, ino, 0).await.unwrap();
     // One SCAN step finds chunk 5 among this small database's keys; only it gets a hole.

@@ -292,13 +292,7 @@ async fn write_read_dir_stats_counters_and_freed_data() {
     let mut written = Vec::new();
     for j in 0..3u32 {
         let id = fx.meta.new_slice().await.unwrap();
-        let s = Slice {
-            pos: j * 3000,
-            id,
-            size: 3000,
-            off: 0,
-            len: 3000,
-        };
+        let s = Slice::whole(j * 3000, id, 3000);
         fx.meta
             .write(
                 f,
@@ -372,13 +366,7 @@ async fn hard_linked_writes_reach_every_parent_at_flush() {
     let (f, _) = fx.meta.create(&c, a, b"f", 0o644, 0).await.unwrap();
     fx.meta.link(&c, f, b, b"g").await.unwrap();
     fx.meta.flush().await.unwrap();
-    let s = Slice {
-        pos: 0,
-        id: fx.meta.new_slice().await.unwrap(),
-        size: 5000,
-        off: 0,
-        len: 5000,
-    };
+    let s = Slice::whole(0, fx.meta.new_slice().await.unwrap(), 5000);
     fx.meta.write(f, 0, s, Timestamp::now()).await.unwrap();
     fx.meta.flush().await.unwrap();
     for p in [a, b] {

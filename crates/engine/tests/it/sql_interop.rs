@@ -42,13 +42,7 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     let mut slices = Vec::new();
     for (pos, len) in [(0u32, 5000u32), (5000, 100)] {
         let id = s.new_slice().await.unwrap();
-        let sl = Slice {
-            pos,
-            id,
-            size: len,
-            off: 0,
-            len,
-        };
+        let sl = Slice::whole(pos, id, len);
         s.write(file, 0, sl, Timestamp::now()).await.unwrap();
         write_slice_blocks(bucket.path(), NAME, id, len, 0);
         slices.push(sl);
@@ -78,13 +72,7 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     const C: u64 = 64 << 20;
     let (t, _) = s.create(&ctx, a, b"t", 0o644, 0).await.unwrap();
     let id = s.new_slice().await.unwrap();
-    let tdata = Slice {
-        pos: 0,
-        id,
-        size: 4096,
-        off: 0,
-        len: 4096,
-    };
+    let tdata = Slice::whole(0, id, 4096);
     s.write(t, 0, tdata, Timestamp::now()).await.unwrap();
     write_slice_blocks(bucket.path(), NAME, id, 4096, 0);
     s.truncate(&ctx, t, 100).await.unwrap();
@@ -100,20 +88,9 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     // a deleted file with data: freed at flush, so fsck sees no leaked slice
     let (gone, _) = s.create(&ctx, a, b"gone", 0o644, 0).await.unwrap();
     let id = s.new_slice().await.unwrap();
-    s.write(
-        gone,
-        0,
-        Slice {
-            pos: 0,
-            id,
-            size: 10,
-            off: 0,
-            len: 10,
-        },
-        Timestamp::now(),
-    )
-    .await
-    .unwrap();
+    s.write(gone, 0, Slice::whole(0, id, 10), Timestamp::now())
+        .await
+        .unwrap();
     s.unlink(&ctx, a, b"gone").await.unwrap();
     s.flush().await.unwrap();
     drop(s);

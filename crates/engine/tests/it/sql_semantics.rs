@@ -12,13 +12,7 @@ use sql_common::{volume, Vol};
 use std::collections::BTreeMap;
 
 fn slice(id: u64, pos: u32, len: u32) -> Slice {
-    Slice {
-        pos,
-        id,
-        size: len,
-        off: 0,
-        len,
-    }
+    Slice::whole(pos, id, len)
 }
 
 fn user(uid: u32) -> Ctx {

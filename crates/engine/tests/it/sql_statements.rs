@@ -145,13 +145,7 @@ async fn create(v: &mut Vol, parent: Ino, name: &str) -> Ino {
 }
 
 fn slice(id: u64, pos: u32) -> Slice {
-    Slice {
-        pos,
-        id,
-        size: 1024,
-        off: 0,
-        len: 1024,
-    }
+    Slice::whole(pos, id, 1024)
 }
 
 /// Every sub-benchmark of `benchmarkAll`, in one client, with its set-up untimed.

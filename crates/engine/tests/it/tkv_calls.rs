@@ -447,13 +447,7 @@ async fn per_operation(store: Store) {
     );
     expect!(fx, s, "newchunk", s.new_slice().await.unwrap(), []);
     let (w, _) = s.create(&ctx, p, b"w", 0o644, 0).await.unwrap();
-    let sl1 = Slice {
-        pos: 0,
-        id,
-        size: 1024,
-        off: 0,
-        len: 1024,
-    };
+    let sl1 = Slice::whole(0, id, 1024);
     expect!(
         fx,
         s,
