@@ -213,3 +213,39 @@ async fn format_matches_juicefs(base: &str) {
     theirs.destroy(&format.uuid).await.unwrap();
     ours.destroy(&format.uuid).await.unwrap();
 }
+
+/// A file written 1,000 times, as `ops --ops write --iterations 1000` leaves it, then
+/// unlinked: freeing its data is one transaction of about 1,000 keys (JuiceFS's
+/// `deleteChunk`: the chunk and a slice reference per slice). On the TiKV stand-in each
+/// prewrite carried every secondary key and unistore kept them in every lock, so that
+/// transaction's raft entry grew past its 8 MB limit (`RaftEntryTooLarge`). It must commit,
+/// leave no chunk or slice reference behind, and let the volume be destroyed.
+#[cfg(feature = "tikv")]
+#[tokio::test]
+async fn tikv_frees_a_file_of_a_thousand_slices() {
+    use metabench_engine::{Ctx, SessionOptions};
+    use metabench_schema::Slice;
+    let e = open(&format!("{}/{}", tikv_base(), unique("big"))).await;
+    let f = Format::new("vbig", &uuid::Uuid::new_v4().to_string(), "/tmp/x/", 0);
+    e.format(&f).await.unwrap();
+    let mut s = e.session(&SessionOptions::default()).await.unwrap();
+    let ctx = Ctx::root();
+    let (ino, _) = s.create(&ctx, ROOT_INODE, b"f", 0o644, 0).await.unwrap();
+    for _ in 0..1000 {
+        let id = s.new_slice().await.unwrap();
+        let slice = Slice::whole(0, id, 4096);
+        s.write(ino, 0, slice, Timestamp::now()).await.unwrap();
+    }
+    assert_eq!(s.read(ino, 0).await.unwrap().len(), 1000);
+    s.unlink(&ctx, ROOT_INODE, b"f").await.unwrap();
+    s.flush().await.unwrap();
+    let left: Vec<_> = keys_of(&e)
+        .await
+        .into_keys()
+        .filter(|k| k.starts_with(b"K") || (k.starts_with(b"A") && k.get(9) == Some(&b'C')))
+        .collect();
+    assert!(left.is_empty(), "chunk or slice keys left: {left:?}");
+    s.close().await.unwrap();
+    e.destroy(&f.uuid).await.unwrap();
+    assert_eq!(e.probe().await.unwrap(), VolumeState::Empty);
+}
