@@ -92,6 +92,23 @@ pub struct ChunkWrite {
     pub mtime: Timestamp,
 }
 
+impl ChunkWrite {
+    /// What the write does to a file of `length` bytes (`doWrite` in `pkg/meta/redis.go`,
+    /// `sql.go` and `tkv.go`): its new length, and the length and space it adds
+    /// (4 KiB-aligned), both 0 when the write ends inside the file.
+    pub(crate) fn grow(&self, length: u64) -> (u64, i64, i64) {
+        let end = self.indx as u64 * metabench_schema::CHUNK_SIZE
+            + self.slice.pos as u64
+            + self.slice.len as u64;
+        if end > length {
+            let space = metabench_schema::align4k(end) - metabench_schema::align4k(length);
+            (end, (end - length) as i64, space)
+        } else {
+            (length, 0, 0)
+        }
+    }
+}
+
 /// How a session behaves where the Go client answers from memory, and the JuiceFS
 /// `Config` fields that change its transactions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

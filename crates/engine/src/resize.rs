@@ -77,6 +77,33 @@ impl Resized {
             space: 0,
         }
     }
+
+    /// `doTruncate` up to its writes, the same on every engine family: the checks
+    /// ([`check_truncate`]), then `attr` at `length` bytes, stamped now, with the holes to
+    /// append. No holes when the file has that length already: nothing is written then.
+    pub fn truncate(ctx: &Ctx, attr: Attr, length: u64) -> Result<(Self, Option<TruncateHoles>)> {
+        check_truncate(ctx, &attr)?;
+        if length == attr.length {
+            return Ok((Self::unchanged(attr), None));
+        }
+        let holes = TruncateHoles::new(attr.length, length);
+        Ok((Self::to_length(attr, length, Timestamp::now()), Some(holes)))
+    }
+
+    /// `doFallocate` up to its writes, the same on every engine family: the checks
+    /// ([`check_fallocate`]), then `attr` at its length after the call, stamped now, with
+    /// the holes to append ([`fallocate_holes`]).
+    pub fn fallocate(
+        ctx: &Ctx,
+        attr: Attr,
+        range: FallocRange,
+    ) -> Result<(Self, Vec<(u32, Slice)>)> {
+        check_fallocate(ctx, &attr, range.mode)?;
+        let old = attr.length;
+        let holes = fallocate_holes(range, old);
+        let length = fallocated_length(old, range);
+        Ok((Self::to_length(attr, length, Timestamp::now()), holes))
+    }
 }
 
 /// `baseMeta.Fallocate` before any I/O: COLLAPSE_RANGE and INSERT_RANGE alone are

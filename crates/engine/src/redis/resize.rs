@@ -4,14 +4,11 @@
 use super::session::RedisSession;
 use super::txn::{txn, Conn, TxErr};
 use crate::base::{ResizeSteps, Storage};
-use crate::resize::{
-    check_fallocate, check_truncate, fallocate_holes, fallocated_length, FallocRange, Resized,
-    TruncateHoles,
-};
+use crate::resize::{FallocRange, Resized, TruncateHoles};
 use crate::retry::decode_attr as decode;
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
-use metabench_schema::{align4k, Attr, Ino, Timestamp, CHUNK_SIZE};
+use metabench_schema::{Attr, Ino, CHUNK_SIZE};
 use redis::cmd;
 use std::collections::HashMap;
 
@@ -54,15 +51,12 @@ impl ResizeSteps for RedisSession {
         let keys = self.keys.clone();
         txn!(self, vec![ki.clone()], |c| {
             let attr = get_attr(&mut c, &ki).await?;
-            check_truncate(ctx, &attr)?;
-            if length == attr.length {
-                return Ok(Resized::unchanged(attr));
-            }
-            let old = attr.length;
-            let done = Resized::to_length(attr, length, Timestamp::now());
+            let (done, holes) = Resized::truncate(ctx, attr, length)?;
+            let Some(holes) = holes else {
+                return Ok(done);
+            };
             let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
-            let holes = TruncateHoles::new(old, length);
             let between: Vec<u32> = if (holes.right - holes.left) / CHUNK_SIZE >= SCAN_FROM_CHUNKS {
                 scan_chunks(&mut c, &keys, ino, &holes).await?
             } else {
@@ -100,23 +94,20 @@ impl ResizeSteps for RedisSession {
         let keys = self.keys.clone();
         txn!(self, vec![ki.clone()], |c| {
             let attr = get_attr(&mut c, &ki).await?;
-            check_fallocate(ctx, &attr, range.mode)?;
-            let old = attr.length;
-            let length = fallocated_length(old, range);
-            let done = Resized::to_length(attr, length, Timestamp::now());
+            let (done, holes) = Resized::fallocate(ctx, attr, range)?;
             let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
             let mut p = redis::pipe();
             p.atomic();
             p.cmd("SET").arg(&ki).arg(done.attr.encode());
-            for (indx, hole) in fallocate_holes(range, old) {
+            for (indx, hole) in holes {
                 p.cmd("RPUSH")
                     .arg(keys.chunk(ino, indx))
                     .arg(&hole.encode()[..]);
             }
             p.cmd("INCRBY")
                 .arg(keys.named(names::USED_SPACE))
-                .arg(align4k(length) - align4k(old));
+                .arg(done.space);
             c.exec(&p).await?;
             Ok(done)
         })

@@ -15,8 +15,7 @@ use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{
-    align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
-    TRASH_INODE,
+    align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, TRASH_INODE,
 };
 use redis::cmd;
 
@@ -533,13 +532,8 @@ impl Storage for RedisSession {
             if attr.typ != FileType::File {
                 return Err(MetaError::Perm.into());
             }
-            let newleng = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
-            let (mut dlen, mut dspace) = (0i64, 0i64);
-            if newleng > attr.length {
-                dlen = (newleng - attr.length) as i64;
-                dspace = align4k(newleng) - align4k(attr.length);
-                attr.length = newleng;
-            }
+            let (length, dlen, dspace) = w.grow(attr.length);
+            attr.length = length;
             let parents = quota_parents(&mut c, &keys, ino, &attr).await?;
             self.check_space_quota(dspace, &parents).await;
             let now = Timestamp::now();

@@ -4,14 +4,11 @@
 use super::kv::{txn, KeyRange, TxErr, Txn};
 use super::session::{parents_of, TkvSession};
 use crate::base::{ResizeSteps, Storage};
-use crate::resize::{
-    check_fallocate, check_truncate, fallocate_holes, fallocated_length, FallocRange, Resized,
-    TruncateHoles,
-};
+use crate::resize::{FallocRange, Resized, TruncateHoles};
 use crate::retry::decode_attr as decode;
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::tkv::TkvKeys;
-use metabench_schema::{Attr, Ino, Slice, Timestamp};
+use metabench_schema::{Attr, Ino, Slice};
 
 /// `kvMeta.getParents`: the parent, or for a hard-linked file (parent 0) the parents with
 /// a positive count under `A{ino}P` (one scan).
@@ -59,15 +56,12 @@ impl ResizeSteps for TkvSession {
         let kn = keys.inode(ino);
         txn!(self, [ino], |tx| {
             let attr = get_attr(&mut tx, &kn).await?;
-            check_truncate(ctx, &attr)?;
-            if length == attr.length {
-                return Ok(Resized::unchanged(attr));
-            }
-            let old = attr.length;
-            let done = Resized::to_length(attr, length, Timestamp::now());
+            let (done, holes) = Resized::truncate(ctx, attr, length)?;
+            let Some(holes) = holes else {
+                return Ok(done);
+            };
             let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
-            let holes = TruncateHoles::new(old, length);
             if !holes.between.is_empty() {
                 let whole = TruncateHoles::whole_chunk().encode();
                 let (from, to) = (
@@ -96,14 +90,11 @@ impl ResizeSteps for TkvSession {
         let kn = keys.inode(ino);
         txn!(self, [ino], |tx| {
             let attr = get_attr(&mut tx, &kn).await?;
-            check_fallocate(ctx, &attr, range.mode)?;
-            let old = attr.length;
-            let length = fallocated_length(old, range);
-            let done = Resized::to_length(attr, length, Timestamp::now());
+            let (done, holes) = Resized::fallocate(ctx, attr, range)?;
             let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
             tx.set(&kn, &done.attr.encode()).await?;
-            for (indx, hole) in fallocate_holes(range, old) {
+            for (indx, hole) in holes {
                 append(&mut tx, &keys.chunk(ino, indx), hole).await?;
             }
             Ok(done)

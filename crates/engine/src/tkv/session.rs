@@ -17,8 +17,7 @@ use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{
-    align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, CHUNK_SIZE,
-    TRASH_INODE,
+    align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, TRASH_INODE,
 };
 use std::sync::Arc;
 
@@ -603,13 +602,8 @@ impl Storage for TkvSession {
                 ))
                 .into());
             }
-            let newlen = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
-            let (mut dlen, mut dspace) = (0i64, 0i64);
-            if newlen > attr.length {
-                dlen = (newlen - attr.length) as i64;
-                dspace = align4k(newlen) - align4k(attr.length);
-                attr.length = newlen;
-            }
+            let (length, dlen, dspace) = w.grow(attr.length);
+            attr.length = length;
             let parents = quota_parents(&mut tx, &keys, ino, &attr).await?;
             self.check_space_quota(dspace, &parents).await;
             let now = Timestamp::now();

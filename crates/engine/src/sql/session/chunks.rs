@@ -4,14 +4,11 @@ use super::rows::*;
 use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
 use crate::base::{ResizeSteps, Storage};
-use crate::resize::{
-    check_fallocate, check_truncate, fallocate_holes, fallocated_length, FallocRange, Resized,
-    TruncateHoles,
-};
+use crate::resize::{FallocRange, Resized, TruncateHoles};
 use crate::sql::conn::Arg;
 use crate::{ChunkWrite, Ctx, MetaError, Result};
 use metabench_schema::sql::{Dialect, NodeRow};
-use metabench_schema::{align4k, Attr, Ino, Slice, Timestamp, CHUNK_SIZE};
+use metabench_schema::{Attr, Ino, Slice, Timestamp};
 
 impl SqlSession {
     pub(super) async fn write_txn(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
@@ -23,13 +20,8 @@ impl SqlSession {
             if n.typ != TYPE_FILE {
                 return Err(MetaError::Perm.into());
             }
-            let newleng = indx as u64 * CHUNK_SIZE + slice.pos as u64 + slice.len as u64;
-            let (mut dlen, mut dspace) = (0i64, 0i64);
-            if newleng > n.length as u64 {
-                dlen = newleng as i64 - n.length;
-                dspace = align4k(newleng) - align4k(n.length as u64);
-                n.length = newleng as i64;
-            }
+            let (length, dlen, dspace) = w.grow(n.length as u64);
+            n.length = length as i64;
             let parent = n.parent.unwrap_or(0);
             let parents = self.quota_parents(ino, parent as Ino).await?;
             self.check_space_quota(dspace, &parents).await;
@@ -168,16 +160,10 @@ impl ResizeSteps for SqlSession {
         let st = self.st.clone();
         txn!(self, [ino], {
             let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
-            let attr = n.to_attr()?;
-            check_truncate(ctx, &attr)?;
-            if length == attr.length {
-                Resized::unchanged(attr)
-            } else {
-                let old = attr.length;
-                let done = Resized::to_length(attr, length, Timestamp::now());
+            let (done, holes) = Resized::truncate(ctx, n.to_attr()?, length)?;
+            if let Some(holes) = holes {
                 let parents = self.quota_parents(ino, done.attr.parent).await?;
                 self.check_space_quota(done.space, &parents).await;
-                let holes = TruncateHoles::new(old, length);
                 let mut between = Vec::new();
                 if !holes.between.is_empty() {
                     let rows = self
@@ -204,8 +190,8 @@ impl ResizeSteps for SqlSession {
                     self.append_slice(ino, indx, tail).await?;
                 }
                 self.update_length(ino, &done.attr).await?;
-                done
             }
+            done
         })
     }
 
@@ -215,15 +201,11 @@ impl ResizeSteps for SqlSession {
     async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
         txn!(self, [ino], {
             let n = self.get_node(ino, true).await?.ok_or(MetaError::NotFound)?;
-            let attr = n.to_attr()?;
-            check_fallocate(ctx, &attr, range.mode)?;
-            let old = attr.length;
-            let length = fallocated_length(old, range);
-            let done = Resized::to_length(attr, length, Timestamp::now());
+            let (done, holes) = Resized::fallocate(ctx, n.to_attr()?, range)?;
             let parents = self.quota_parents(ino, done.attr.parent).await?;
             self.check_space_quota(done.space, &parents).await;
             self.update_length(ino, &done.attr).await?;
-            for (indx, hole) in fallocate_holes(range, old) {
+            for (indx, hole) in holes {
                 self.append_slice(ino, indx, hole).await?;
             }
             done
