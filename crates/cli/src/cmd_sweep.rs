@@ -16,7 +16,7 @@ use metabench_report::MpiRun;
 use metabench_schema::Ino;
 
 use metabench_engine::namespace::Namespace;
-use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme};
+use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme, SessionOptions};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{
     run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, SweepOutcome,
@@ -132,6 +132,31 @@ impl SweepArgs {
             arrivals: self.arrivals,
             p99_limit: self.p99_limit,
         })
+    }
+
+    /// The sweep these arguments ask for: `levels` of `workload`, the windows, the open
+    /// loop, and sessions of `session` whose clients have `threads_per_client` workers.
+    fn config(
+        &self,
+        levels: Vec<u32>,
+        workload: &Workload,
+        session: SessionOptions,
+        background_in_window: bool,
+        threads_per_client: u32,
+    ) -> SweepConfig {
+        SweepConfig {
+            levels,
+            workload: workload.clone(),
+            warmup: self.warmup,
+            duration: self.duration,
+            shared_dir: self.shared_dir,
+            until_plateau: self.until_plateau,
+            session,
+            background_in_window,
+            op_timeout: self.client.op_timeout,
+            threads_per_client,
+            open_loop: self.open_loop(),
+        }
     }
 }
 
@@ -865,19 +890,13 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     let progress = Progress::start(leader, &live, &workload, args.threads_per_client);
     let bar = progress.bar.clone();
 
-    let config = SweepConfig {
+    let config = args.config(
         levels,
-        workload: workload.clone(),
-        warmup: args.warmup,
-        duration: args.duration,
-        shared_dir: args.shared_dir,
-        until_plateau: args.until_plateau,
-        session: run.client.session.clone(),
-        background_in_window: run.client.background_in_window(),
-        op_timeout: args.client.op_timeout,
-        threads_per_client: args.threads_per_client,
-        open_loop: args.open_loop(),
-    };
+        &workload,
+        run.client.session.clone(),
+        run.client.background_in_window(),
+        args.threads_per_client,
+    );
     let header = run.header("sweep");
     let mut log_error = None;
     // Under MPI, rank 0 writes the levels merged so far after each one: a rank that is

@@ -211,6 +211,20 @@ impl MetaUrl {
         v
     }
 
+    /// Every `host:port`, an IPv6 host in brackets.
+    pub fn host_ports(&self) -> Vec<String> {
+        self.hosts()
+            .into_iter()
+            .map(|(host, port)| {
+                if host.contains(':') {
+                    format!("[{host}]:{port}")
+                } else {
+                    format!("{host}:{port}")
+                }
+            })
+            .collect()
+    }
+
     /// The URL with the password shown as `****`, as JuiceFS logs it.
     pub fn redacted(&self) -> String {
         let mut s = format!("{}://", self.scheme.as_str());
@@ -228,17 +242,7 @@ impl MetaUrl {
             (Address::Unix(_), Scheme::Postgres) => s += &format!("{cred}/{}", self.database),
             (Address::Unix(p), _) => s += &format!("{cred}unix({p})/{}", self.database),
             (Address::Tcp { .. }, _) => {
-                let hosts: Vec<String> = self
-                    .hosts()
-                    .into_iter()
-                    .map(|(host, port)| {
-                        if host.contains(':') {
-                            format!("[{host}]:{port}")
-                        } else {
-                            format!("{host}:{port}")
-                        }
-                    })
-                    .collect();
+                let hosts = self.host_ports();
                 let master = self
                     .sentinel_master
                     .as_ref()

@@ -302,11 +302,8 @@ impl FsOps for HdfsFs {
 
     /// `getFileInfo`, then `open` (`getBlockLocations`), reading nothing.
     async fn open(&mut self, parent: &String, name: &str) -> Result<()> {
+        self.stat(parent, name).await?;
         let path = join(parent, name);
-        self.client
-            .get_file_info(&path)
-            .await
-            .map_err(|e| hdfs_error("stat", &path, e))?;
         self.client
             .read(&path)
             .await

@@ -45,6 +45,19 @@ impl LabeledRun {
     }
 }
 
+/// The operations of `sweeps`, each once, in the order the runs first name them.
+pub fn op_names_of(sweeps: &[(&str, &crate::SweepResults)]) -> Vec<String> {
+    let mut ops: Vec<String> = Vec::new();
+    for (_, s) in sweeps {
+        for op in s.op_names() {
+            if !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+    }
+    ops
+}
+
 /// An engine that could not be measured, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreachable {
@@ -150,14 +163,7 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
 /// each run.
 pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
     let sweeps = LabeledRun::sweeps_of(runs);
-    let mut ops: Vec<String> = Vec::new();
-    for (_, s) in &sweeps {
-        for op in s.op_names() {
-            if !ops.contains(&op) {
-                ops.push(op);
-            }
-        }
-    }
+    let ops = op_names_of(&sweeps);
     // Rows by level: clients, or an open loop's offered rate.
     let x_of = |l: &crate::Level| l.offered_ops_per_s.unwrap_or(l.clients as f64);
     let open = sweeps.iter().any(|(_, s)| s.is_open_loop());

@@ -415,14 +415,7 @@ pub const LATENCY_AT_CLIENTS: u32 = 20;
 /// `None` without a closed-loop sweep.
 pub fn latency_at_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
     let sw = LabeledRun::sweeps_of(runs);
-    let mut names: Vec<String> = Vec::new();
-    for (_, s) in &sw {
-        for op in s.op_names() {
-            if !names.contains(&op) {
-                names.push(op);
-            }
-        }
-    }
+    let names = crate::cross::op_names_of(&sw);
     let series: Vec<(String, Vec<Option<f64>>)> = sw
         .iter()
         .filter_map(|(label, s)| {

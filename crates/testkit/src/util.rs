@@ -65,27 +65,11 @@ pub(crate) fn check(what: &str, out: Output) -> Output {
     out
 }
 
-/// `%XX` decoding, as used in URLs.
+/// `%XX` decoding, as used in URLs (invalid escapes kept as they are).
 pub(crate) fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-            if let (true, Ok(v)) = (
-                hex.bytes().all(|c| c.is_ascii_hexdigit()),
-                u8::from_str_radix(hex, 16),
-            ) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on (the OS's pick; free when asked).

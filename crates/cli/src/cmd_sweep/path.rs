@@ -16,7 +16,7 @@ use crate::target::new_run_id;
 use metabench_engine::SessionOptions;
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
 use metabench_load::team::launched_by_mpi;
-use metabench_load::{run_sweep, Live, Op, Solo, StopFlag, SweepConfig};
+use metabench_load::{run_sweep, Live, Op, Solo, StopFlag};
 use metabench_mount::path_target::{PathSystem, PathTarget};
 use metabench_report::{EngineInfo, RunHeader};
 use metabench_s3::{S3Target, S3Url};
@@ -153,19 +153,7 @@ async fn sweep_on<P: PathSystem>(
         engine.url,
         workload.name
     );
-    let config = SweepConfig {
-        levels,
-        workload: workload.clone(),
-        warmup: args.warmup,
-        duration: args.duration,
-        shared_dir: args.shared_dir,
-        until_plateau: args.until_plateau,
-        session: SessionOptions::default(),
-        background_in_window: false,
-        op_timeout: args.client.op_timeout,
-        threads_per_client: 1,
-        open_loop: args.open_loop(),
-    };
+    let config = args.config(levels, &workload, SessionOptions::default(), false, 1);
     let live = Arc::new(Live::default());
     let progress = Progress::start(true, &live, &workload, 1);
     let target = Arc::new(PathTarget(system));

@@ -135,15 +135,9 @@ impl EtcdKv {
         let tls = tls_options(url).map_err(fail)?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let endpoints: Vec<String> = url
-            .hosts()
+            .host_ports()
             .into_iter()
-            .map(|(h, p)| {
-                if h.contains(':') {
-                    format!("{scheme}://[{h}]:{p}")
-                } else {
-                    format!("{scheme}://{h}:{p}")
-                }
-            })
+            .map(|hp| format!("{scheme}://{hp}"))
             .collect();
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(5))
