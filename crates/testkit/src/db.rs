@@ -233,7 +233,7 @@ pub struct TestDb {
 /// a fresh temp file; Redis is a fresh private [`RedisServer`] (database 1).
 pub fn fresh_database(kind: Kind) -> TestDb {
     let name = unique_name("mb");
-    match kind {
+    let (url, inner) = match kind {
         Kind::Mysql => {
             let s = Server::mysql();
             s.mysql_query(None, &format!("CREATE DATABASE `{name}`"));
@@ -241,12 +241,7 @@ pub fn fresh_database(kind: Kind) -> TestDb {
                 "mysql://{}:{}@({}:{})/{name}",
                 s.user, s.password, s.host, s.port
             );
-            TestDb {
-                kind,
-                name,
-                url,
-                inner: Inner::Mysql(s),
-            }
+            (url, Inner::Mysql(s))
         }
         Kind::Postgres => {
             let s = Server::postgres();
@@ -255,34 +250,24 @@ pub fn fresh_database(kind: Kind) -> TestDb {
                 "postgres://{}:{}@{}:{}/{name}?sslmode=disable",
                 s.user, s.password, s.host, s.port
             );
-            TestDb {
-                kind,
-                name,
-                url,
-                inner: Inner::Postgres(s),
-            }
+            (url, Inner::Postgres(s))
         }
         Kind::Sqlite => {
             let dir = temp_dir();
             let path = dir.path().join(format!("{name}.db"));
             let url = format!("sqlite3://{}", path.display());
-            TestDb {
-                kind,
-                name,
-                url,
-                inner: Inner::Sqlite { _dir: dir, path },
-            }
+            (url, Inner::Sqlite { _dir: dir, path })
         }
         Kind::Redis => {
             let server = RedisServer::start();
-            let url = server.url(1);
-            TestDb {
-                kind,
-                name,
-                url,
-                inner: Inner::Redis(server),
-            }
+            (server.url(1), Inner::Redis(server))
         }
+    };
+    TestDb {
+        kind,
+        name,
+        url,
+        inner,
     }
 }
 

@@ -343,43 +343,49 @@ impl Conn {
     }
 }
 
-fn mysql_row(r: &sqlx::mysql::MySqlRow) -> Result<Row, sqlx::Error> {
+/// A fetched row as [`Row`]: NULL columns as [`Val::Null`], the others as `value` makes
+/// them from the column's index and its type's name.
+fn to_row<R: sqlx::Row>(
+    r: &R,
+    value: impl Fn(&R, usize, &str) -> Result<Val, sqlx::Error>,
+) -> Result<Row, sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+{
     let mut out = Vec::with_capacity(r.columns().len());
     for (i, c) in r.columns().iter().enumerate() {
-        let raw = r.try_get_raw(i)?;
-        if raw.is_null() {
-            out.push(Val::Null);
-            continue;
-        }
-        let ty = c.type_info().name().to_ascii_uppercase();
-        if ty.contains("INT") && ty.contains("UNSIGNED") {
-            out.push(Val::Int(r.try_get::<u64, _>(i)? as i64));
-        } else if ty.contains("INT") {
-            out.push(Val::Int(r.try_get::<i64, _>(i)?));
+        out.push(if r.try_get_raw(i)?.is_null() {
+            Val::Null
         } else {
-            out.push(Val::Bytes(r.try_get_unchecked::<Vec<u8>, _>(i)?));
-        }
+            value(r, i, c.type_info().name())?
+        });
     }
     Ok(Row(out))
 }
 
+fn mysql_row(r: &sqlx::mysql::MySqlRow) -> Result<Row, sqlx::Error> {
+    to_row(r, |r, i, ty| {
+        let ty = ty.to_ascii_uppercase();
+        Ok(if ty.contains("INT") && ty.contains("UNSIGNED") {
+            Val::Int(r.try_get::<u64, _>(i)? as i64)
+        } else if ty.contains("INT") {
+            Val::Int(r.try_get::<i64, _>(i)?)
+        } else {
+            Val::Bytes(r.try_get_unchecked::<Vec<u8>, _>(i)?)
+        })
+    })
+}
+
 fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row, sqlx::Error> {
-    let mut out = Vec::with_capacity(r.columns().len());
-    for (i, c) in r.columns().iter().enumerate() {
-        let raw = r.try_get_raw(i)?;
-        if raw.is_null() {
-            out.push(Val::Null);
-            continue;
-        }
-        out.push(match c.type_info().name() {
+    to_row(r, |r, i, ty| {
+        Ok(match ty {
             "INT2" => Val::Int(r.try_get::<i16, _>(i)? as i64),
             "INT4" => Val::Int(r.try_get::<i32, _>(i)? as i64),
             "INT8" => Val::Int(r.try_get::<i64, _>(i)?),
             "BYTEA" => Val::Bytes(r.try_get::<Vec<u8>, _>(i)?),
             _ => Val::Bytes(r.try_get_unchecked::<String, _>(i)?.into_bytes()),
-        });
-    }
-    Ok(Row(out))
+        })
+    })
 }
 
 /// The sleeps of SQLite's default busy handler (`sqliteDefaultBusyCallback`), ms; the

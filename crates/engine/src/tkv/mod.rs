@@ -128,7 +128,7 @@ impl TkvEngine {
 
     /// Connects to the store (memkv: finds or creates the named in-process store).
     pub async fn open(url: &MetaUrl) -> Result<Self> {
-        match url.scheme() {
+        let (kind, kv, keys): (_, Arc<dyn KvBackend>, _) = match url.scheme() {
             Scheme::Memkv => {
                 let mut store = mem::MemKv::named(url.database());
                 let ms = |key: &str| -> Result<Option<Duration>> {
@@ -146,48 +146,31 @@ impl TkvEngine {
                     let after = ms("stall_after_ms")?.unwrap_or_default();
                     store = store.with_stall_once(after, length);
                 }
-                Ok(Self::with_backend(
-                    url.clone(),
-                    EngineKind::Memkv,
-                    Arc::new(store),
-                    TkvKeys::default(),
-                ))
+                (EngineKind::Memkv, Arc::new(store), TkvKeys::default())
             }
             #[cfg(feature = "etcd")]
             Scheme::Etcd => {
                 let (kv, prefix) = etcd::EtcdKv::connect(url).await?;
-                Ok(Self::with_backend(
-                    url.clone(),
-                    EngineKind::Etcd,
-                    Arc::new(kv),
-                    TkvKeys::new(prefix),
-                ))
+                (EngineKind::Etcd, Arc::new(kv), TkvKeys::new(prefix))
             }
             #[cfg(feature = "tikv")]
             Scheme::Tikv => {
                 let (kv, prefix) = tikv::TikvKv::connect(url).await?;
-                Ok(Self::with_backend(
-                    url.clone(),
-                    EngineKind::Tikv,
-                    Arc::new(kv),
-                    TkvKeys::new(prefix),
-                ))
+                (EngineKind::Tikv, Arc::new(kv), TkvKeys::new(prefix))
             }
             #[cfg(feature = "fdb")]
             Scheme::Fdb => {
                 let (kv, prefix) = fdb::FdbKv::connect(url).await?;
-                Ok(Self::with_backend(
-                    url.clone(),
-                    EngineKind::Fdb,
-                    Arc::new(kv),
-                    TkvKeys::new(prefix),
-                ))
+                (EngineKind::Fdb, Arc::new(kv), TkvKeys::new(prefix))
             }
-            other => Err(MetaError::BadUrl(format!(
-                "'{}' is not a TKV engine in this build",
-                other.as_str()
-            ))),
-        }
+            other => {
+                return Err(MetaError::BadUrl(format!(
+                    "'{}' is not a TKV engine in this build",
+                    other.as_str()
+                )))
+            }
+        };
+        Ok(Self::with_backend(url.clone(), kind, kv, keys))
     }
 
     /// An engine over any backend (tests wrap backends this way).

@@ -23,14 +23,6 @@ fn user(uid: u32) -> Ctx {
     }
 }
 
-fn int(v: &Vol, sql: &str) -> i64 {
-    let rows = v.db.query(sql);
-    rows.first()
-        .and_then(|r| r.first())
-        .map(|s| s.parse().unwrap_or_else(|_| panic!("{sql}: {s:?}")))
-        .unwrap_or_else(|| panic!("{sql}: no row"))
-}
-
 fn count<D: AsDb>(v: &D, sql: &str) -> usize {
     v.db().query(sql).len()
 }
@@ -370,22 +362,10 @@ async fn flush_writes_stats_and_frees_data(kind: Kind) {
     // root: a (dir) and g2 (300 B, hard link)
     assert_eq!(stat(&v, ROOT_INODE), (300, 4096 + 4096, 2));
     // 4 inodes created; space: a, f, g, s at 4096 each, f grew to 8192
-    assert_eq!(
-        int(
-            &v,
-            "SELECT value FROM jfs_counter WHERE name = 'totalInodes'"
-        ),
-        4
-    );
-    assert_eq!(
-        int(&v, "SELECT value FROM jfs_counter WHERE name = 'usedSpace'"),
-        4 * 4096 + 4096
-    );
-    assert_eq!(
-        int(&v, "SELECT value FROM jfs_counter WHERE name = 'nextChunk'"),
-        4097
-    );
-    assert!(int(&v, "SELECT value FROM jfs_counter WHERE name = 'nextInode'") > g as i64);
+    assert_eq!(counter(&v.db, "totalInodes"), 4);
+    assert_eq!(counter(&v.db, "usedSpace"), 4 * 4096 + 4096);
+    assert_eq!(counter(&v.db, "nextChunk"), 4097);
+    assert!(counter(&v.db, "nextInode") > g as i64);
     assert_eq!(count(&v, "SELECT * FROM jfs_chunk_ref"), 4);
 
     // delete f and g (both names): data freed at the next flush
@@ -399,17 +379,8 @@ async fn flush_writes_stats_and_frees_data(kind: Kind) {
     assert_eq!(count(&v, "SELECT * FROM jfs_chunk_ref"), 0);
     assert_eq!(stat(&v, a), (0, 4096, 1));
     assert_eq!(stat(&v, ROOT_INODE), (0, 4096, 1));
-    assert_eq!(
-        int(
-            &v,
-            "SELECT value FROM jfs_counter WHERE name = 'totalInodes'"
-        ),
-        2
-    );
-    assert_eq!(
-        int(&v, "SELECT value FROM jfs_counter WHERE name = 'usedSpace'"),
-        2 * 4096
-    );
+    assert_eq!(counter(&v.db, "totalInodes"), 2);
+    assert_eq!(counter(&v.db, "usedSpace"), 2 * 4096);
     // a flush with nothing to do sends nothing
     let before = v.rtt();
     v.s.flush().await.unwrap();
@@ -459,10 +430,7 @@ async fn inode_prefetch(kind: Kind) {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), 1100);
-    assert_eq!(
-        int(&v, "SELECT value FROM jfs_counter WHERE name = 'nextInode'"),
-        2 + 2 * 1024
-    );
+    assert_eq!(counter(&v.db, "nextInode"), 2 + 2 * 1024);
 }
 
 /// A transaction that runs into a concurrent insert of the same name is retried, as
@@ -669,24 +637,14 @@ async fn trash(kind: Kind) {
         &["5000", &(8192 + 3 * 4096).to_string(), "4"].map(String::from)
     );
     // d, f, g, x, a, b and the sub-directory; nothing was freed
-    assert_eq!(
-        int_db(
-            &db,
-            "SELECT value FROM jfs_counter WHERE name = 'totalInodes'"
-        ),
-        7
-    );
-    assert_eq!(
-        int_db(
-            &db,
-            "SELECT value FROM jfs_counter WHERE name = 'nextTrash'"
-        ),
-        1
-    );
+    assert_eq!(counter(&db, "totalInodes"), 7);
+    assert_eq!(counter(&db, "nextTrash"), 1);
 }
 
-fn int_db(db: &metabench_testkit::TestDb, sql: &str) -> i64 {
-    db.query(sql)[0][0].parse().unwrap()
+/// The value of JuiceFS counter `name` (`jfs_counter`).
+fn counter(db: &metabench_testkit::TestDb, name: &str) -> i64 {
+    let sql = format!("SELECT value FROM jfs_counter WHERE name = '{name}'");
+    db.query(&sql)[0][0].parse().unwrap()
 }
 
 metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>

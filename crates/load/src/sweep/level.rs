@@ -146,22 +146,16 @@ pub(super) fn finish_level<T: Target + ?Sized>(
     on_level: &mut impl FnMut(&Level, &IntervalHistograms),
 ) -> bool {
     let clients = level.clients;
-    let LevelFigures {
-        rate,
-        achieved,
-        pool_busy,
-        telemetry,
-        telemetry_error,
-        measured,
-    } = figures;
-    if !telemetry.is_empty() || telemetry_error.is_some() {
-        let reason = engine.engine_bound(&telemetry, measured, clients);
+    let (rate, achieved, pool_busy) = (figures.rate, figures.achieved, figures.pool_busy);
+    let telemetry = figures.telemetry;
+    if !telemetry.is_empty() || figures.telemetry_error.is_some() {
+        let reason = engine.engine_bound(&telemetry, figures.measured, clients);
         level.engine = Some(EngineCheck {
             counters: telemetry.counters,
             gauges: telemetry.gauges,
             engine_bound: reason.is_some(),
             reason,
-            error: telemetry_error,
+            error: figures.telemetry_error,
         });
     }
     if rate.is_some() && achieved.is_finite() {

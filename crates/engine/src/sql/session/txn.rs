@@ -74,6 +74,27 @@ pub(crate) fn final_error(e: TxErr, retryable: bool) -> MetaError {
     }
 }
 
+/// The retry loop of [`txn!`], [`ro_txn!`] and [`simple!`]: awaits `$attempt` (an
+/// `async` block giving `Result<_, TxErr>`) until it succeeds, or until `$retryable` (of
+/// the failed attempt's error `$e`) says no or the tries run out (`wait_to_retry`).
+macro_rules! retry {
+    ($s:ident, $attempt:expr, |$e:ident| $retryable:expr) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = $attempt.await;
+            match res {
+                Ok(v) => break Ok(v),
+                Err($e) => {
+                    let retry = $retryable;
+                    if !$s.wait_to_retry(retry, &mut attempt).await {
+                        break Err($crate::sql::session::txn::final_error($e, retry));
+                    }
+                }
+            }
+        }
+    }};
+}
+
 /// A write transaction (`dbMeta.txn`), holding the client's transaction locks of the
 /// inodes its `pkg/meta/sql.go` call site names (`[ino, …]`, none when left out; inode 1
 /// for every transaction on SQLite). The body is a block evaluated inside the
@@ -84,9 +105,9 @@ macro_rules! txn {
     };
     ($s:ident, [$($ino:expr),*], $body:block) => {{
         let _guard = $s.write_guard(&[$($ino),*]).await;
-        let mut attempt: u32 = 0;
-        loop {
-            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = async {
+        $crate::sql::session::txn::retry!(
+            $s,
+            async {
                 $s.begin()
                     .await
                     .map_err($crate::sql::session::txn::TxErr::Db)?;
@@ -96,70 +117,38 @@ macro_rules! txn {
                     .await
                     .map_err($crate::sql::session::txn::TxErr::Commit)?;
                 Ok(v)
-            }
-            .await;
-            match res {
-                Ok(v) => break Ok(v),
-                Err(e) => {
-                    let retry = $s.abort(&e).await;
-                    if !$s.wait_to_retry(retry, &mut attempt).await {
-                        break Err($crate::sql::session::txn::final_error(e, retry));
-                    }
-                }
-            }
-        }
+            },
+            |e| $s.abort(&e).await
+        )
     }};
 }
 
 /// A read-only transaction (`dbMeta.roTxn`): always rolled back.
 macro_rules! ro_txn {
-    ($s:ident, $body:block) => {{
-        let mut attempt: u32 = 0;
-        loop {
-            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = async {
+    ($s:ident, $body:block) => {
+        $crate::sql::session::txn::retry!(
+            $s,
+            async {
                 $s.begin_ro()
                     .await
                     .map_err($crate::sql::session::txn::TxErr::Db)?;
-                Ok($body)
-            }
-            .await;
-            match res {
-                Ok(v) => {
-                    let _ = $s.rollback().await;
-                    break Ok(v);
-                }
-                Err(e) => {
-                    let retry = $s.abort(&e).await;
-                    if !$s.wait_to_retry(retry, &mut attempt).await {
-                        break Err($crate::sql::session::txn::final_error(e, retry));
-                    }
-                }
-            }
-        }
-    }};
+                let v = $body;
+                let _ = $s.rollback().await;
+                Ok(v)
+            },
+            |e| $s.abort(&e).await
+        )
+    };
 }
 
 /// Autocommit reads (`dbMeta.simpleTxn`), retried on retryable errors.
 macro_rules! simple {
-    ($s:ident, $body:block) => {{
-        let mut attempt: u32 = 0;
-        loop {
-            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> =
-                async { Ok($body) }.await;
-            match res {
-                Ok(v) => break Ok(v),
-                Err(e) => {
-                    let retry = e.retryable_outside_txn();
-                    if !$s.wait_to_retry(retry, &mut attempt).await {
-                        break Err($crate::sql::session::txn::final_error(e, retry));
-                    }
-                }
-            }
-        }
-    }};
+    ($s:ident, $body:block) => {
+        $crate::sql::session::txn::retry!($s, async { Ok($body) }, |e| e.retryable_outside_txn())
+    };
 }
 
-pub(super) use {ro_txn, simple, txn};
+pub(super) use {retry, ro_txn, simple, txn};
 
 impl SqlSession {
     /// After a failed attempt that may be retried (`retry`): counts the retry, sleeps the
