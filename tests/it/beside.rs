@@ -189,6 +189,42 @@ fn nnbench_on_hdfs_runs_every_op_and_leaves_nothing() {
     assert!(!hdfs_exists(&url), "{url} left behind");
 }
 
+/// Both output pipes closed at once, with the client library's debug log on: the log's
+/// writer once panicked on the closed stderr (tracing-subscriber's report of its own
+/// failed write), and the run died before its cleanup. A closed pipe is not a failed run.
+#[test]
+fn closed_pipes_with_debug_logging_on_hdfs_still_clean_up() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let url = hdfs_url("pipes");
+    let json = dir.path().join("sweep.json");
+    let mut child = metabench()
+        .args(["sweep", "--meta", &url, "--workload", "nnbench"])
+        .args([
+            "--conc",
+            "1",
+            "--warmup",
+            "200ms",
+            "--duration",
+            "1s",
+            "--json",
+        ])
+        .arg(&json)
+        .env("RUST_LOG", "hdfs_native=debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "a closed pipe is not a failed run");
+    assert!(!hdfs_exists(&url), "{url} left behind");
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(run.levels.len(), 1);
+}
+
 #[test]
 fn nnbench_on_s3_runs_every_op_is_labelled_a_stand_in_and_leaves_nothing() {
     let _phase = crate::phase(module_path!());

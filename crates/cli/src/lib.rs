@@ -199,8 +199,12 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // A log line that cannot be written is dropped. By default tracing-subscriber reports
+    // the failed write with `eprintln!`, which panics on a closed stderr (`metabench … 2>&1
+    // | head`): the run would die before its cleanup.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .try_init();
 }
