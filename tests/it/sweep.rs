@@ -194,6 +194,28 @@ fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
     assert_eq!(run.floor.as_ref().unwrap().request, "get of an absent key");
 }
 
+/// `--warmup 0` (or `0s`) is no warm-up, not an error: the first window starts at once.
+#[test]
+fn a_sweep_may_have_no_warm_up() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    for (i, warmup) in ["0", "0s"].into_iter().enumerate() {
+        let json = dir.path().join(format!("nowarm{i}.json"));
+        let o = metabench()
+            .args(["sweep", "--meta", "memkv://nowarm", "--conc", "1"])
+            .args(["--ops", "getattr", "--warmup", warmup, "--duration", "500ms"])
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(run.plan.warmup_s, 0.0);
+        assert!(run.levels[0].ops[0].latency.count > 0, "{:?}", run.levels[0]);
+    }
+}
+
 #[test]
 fn short_sweep_on_redis_leaves_the_database_empty() {
     let _phase = crate::phase(module_path!());

@@ -1,6 +1,9 @@
 //! `metabench sweep`: concurrency sweeps to saturation with per-operation histograms.
 
-use crate::args::{check_output_path, parse_duration, write_file, ClientArgs, ClientSettings};
+use crate::args::{
+    check_output_path, parse_duration, parse_duration_or_zero, write_file, ClientArgs,
+    ClientSettings,
+};
 use crate::error::{input, CliError};
 use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
 use crate::target::TargetArgs;
@@ -77,8 +80,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "NAME")]
     workload: Option<String>,
 
-    /// Discarded warm-up before each timed window.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    /// Discarded warm-up before each timed window (0 for none).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration_or_zero)]
     warmup: Duration,
 
     /// Timed window per level and phase.
