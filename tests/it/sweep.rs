@@ -204,7 +204,14 @@ fn a_sweep_may_have_no_warm_up() {
         let json = dir.path().join(format!("nowarm{i}.json"));
         let o = metabench()
             .args(["sweep", "--meta", "memkv://nowarm", "--conc", "1"])
-            .args(["--ops", "getattr", "--warmup", warmup, "--duration", "500ms"])
+            .args([
+                "--ops",
+                "getattr",
+                "--warmup",
+                warmup,
+                "--duration",
+                "500ms",
+            ])
             .arg("--json")
             .arg(&json)
             .output()
@@ -212,7 +219,11 @@ fn a_sweep_may_have_no_warm_up() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(run.plan.warmup_s, 0.0);
-        assert!(run.levels[0].ops[0].latency.count > 0, "{:?}", run.levels[0]);
+        assert!(
+            run.levels[0].ops[0].latency.count > 0,
+            "{:?}",
+            run.levels[0]
+        );
     }
 }
 
