@@ -170,6 +170,18 @@ fn nnbench_sweep(url: &str, dir: &Path) -> (SweepResults, String) {
     (run, text)
 }
 
+/// Every level's round trips per call of each op: the requests its calls name.
+fn assert_round_trips(run: &SweepResults, want: [(&str, f64); 4]) {
+    for level in &run.levels {
+        let got: Vec<(&str, f64)> = level
+            .ops
+            .iter()
+            .map(|o| (o.op.as_str(), o.round_trips_per_op))
+            .collect();
+        assert_eq!(got, want, "{} clients", level.clients);
+    }
+}
+
 #[test]
 fn nnbench_on_hdfs_runs_every_op_and_leaves_nothing() {
     let _phase = crate::phase(module_path!());
@@ -184,6 +196,16 @@ fn nnbench_on_hdfs_runs_every_op_and_leaves_nothing() {
     assert!(
         text.contains("open = getFileInfo + getBlockLocations"),
         "{text}"
+    );
+    // NameNode RPCs: create + addBlock + complete; getFileInfo + getBlockLocations.
+    assert_round_trips(
+        &run,
+        [
+            ("create_write", 3.0),
+            ("open", 2.0),
+            ("rename", 1.0),
+            ("unlink", 1.0),
+        ],
     );
     // metabench made the directory: it is gone with everything below it.
     assert!(!hdfs_exists(&url), "{url} left behind");
@@ -247,6 +269,16 @@ fn nnbench_on_s3_runs_every_op_is_labelled_a_stand_in_and_leaves_nothing() {
         run.header.engine.fidelity_notes
     );
     assert!(text.contains("rename = COPY + DELETE"), "{text}");
+    // HTTP requests: PUT; HEAD + GET; COPY + DELETE; DELETE.
+    assert_round_trips(
+        &run,
+        [
+            ("create_write", 1.0),
+            ("open", 2.0),
+            ("rename", 2.0),
+            ("unlink", 1.0),
+        ],
+    );
     assert!(!text.contains(&env("METABENCH_S3_SECRET_KEY")), "{text}");
     assert_eq!(s3_keys(&prefix), Vec::<String>::new());
 }

@@ -159,6 +159,7 @@ impl HdfsTarget {
     pub fn fs(&self) -> HdfsFs {
         HdfsFs {
             client: self.client.clone(),
+            requests: 0,
         }
     }
 
@@ -188,6 +189,7 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
     fn fs(&self) -> Result<HdfsFs> {
         Ok(HdfsFs {
             client: client(&self.url.namenode)?,
+            requests: 0,
         })
     }
 
@@ -205,7 +207,7 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
 
     fn fidelity_notes(&self) -> Vec<String> {
         vec![
-            "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are not counted: they are made inside hdfs-native.".to_owned(),
+            "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are NameNode RPCs, each counted once where the call makes it (create_write: create, addBlock, complete = 3); a complete asked again while the block report is pending, and DataNode traffic, happen inside hdfs-native and are not counted.".to_owned(),
             "NNBench's tasks were JVMs with a DFSClient each; here each task has an hdfs-native client of its own, whose NameNode connection is served by a task on the same thread (hdfs-native multiplexes calls through it, as DFSClient through its connection thread).".to_owned(),
             "create_write's close asks the NameNode to complete the file; one that has not yet processed the DataNode's report of the block answers false, and the client waits (hdfs-native 500 ms, DFSClient 400 ms) before asking again. When the report loses that race, create_write measures about half a second: the client's wait, not the NameNode's work (on the loopback test cluster it lost on nearly every call).".to_owned(),
         ]
@@ -219,6 +221,10 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
 /// One task's HDFS calls, for the tree driver: directories are absolute paths.
 pub struct HdfsFs {
     client: Client,
+    /// NameNode RPCs sent, each counted once where the call names it (a `complete`
+    /// asked again while the block report is pending, and DataNode traffic, are made
+    /// inside hdfs-native, unseen).
+    requests: u64,
 }
 
 fn join(parent: &str, name: &str) -> String {
@@ -231,6 +237,7 @@ impl FsOps for HdfsFs {
 
     /// `mkdirs` of one new directory (`FileSystem.mkdirs`, mode 0755).
     async fn mkdir(&mut self, parent: &String, name: &str) -> Result<String> {
+        self.requests += 1;
         let path = join(parent, name);
         self.client
             .mkdirs(&path, 0o755, false)
@@ -241,6 +248,7 @@ impl FsOps for HdfsFs {
 
     /// `delete(path, false)`: HDFS has no rmdir of its own.
     async fn rmdir(&mut self, parent: &String, name: &str) -> Result<()> {
+        self.requests += 1;
         let path = join(parent, name);
         match self.client.delete(&path, false).await {
             Ok(true) => Ok(()),
@@ -253,6 +261,7 @@ impl FsOps for HdfsFs {
 
     /// `getFileInfo`.
     async fn stat(&mut self, parent: &String, name: &str) -> Result<()> {
+        self.requests += 1;
         let path = join(parent, name);
         self.client
             .get_file_info(&path)
@@ -261,8 +270,10 @@ impl FsOps for HdfsFs {
         Ok(())
     }
 
-    /// `create` (no overwrite), the bytes written to a DataNode, `complete` on close.
+    /// `create` (no overwrite), the bytes written to a DataNode (after `addBlock`),
+    /// `complete` on close.
     async fn create(&mut self, parent: &String, name: &str, bytes: u64) -> Result<()> {
+        self.requests += 1;
         let path = join(parent, name);
         let options = WriteOptions::default().create_parent(false);
         let mut writer = self
@@ -271,11 +282,13 @@ impl FsOps for HdfsFs {
             .await
             .map_err(|e| hdfs_error("create", &path, e))?;
         if bytes > 0 {
+            self.requests += 1;
             writer
                 .write_bytes(Bytes::from(vec![b'x'; bytes as usize]))
                 .await
                 .map_err(|e| hdfs_error("write", &path, e))?;
         }
+        self.requests += 1;
         writer
             .close()
             .await
@@ -284,6 +297,7 @@ impl FsOps for HdfsFs {
 
     /// `open` (`getBlockLocations`), then the first `bytes` read from a DataNode.
     async fn read(&mut self, parent: &String, name: &str, bytes: u64) -> Result<()> {
+        self.requests += 1;
         let path = join(parent, name);
         let reader = self
             .client
@@ -304,6 +318,7 @@ impl FsOps for HdfsFs {
     async fn open(&mut self, parent: &String, name: &str) -> Result<()> {
         self.stat(parent, name).await?;
         let path = join(parent, name);
+        self.requests += 1;
         self.client
             .read(&path)
             .await
@@ -313,6 +328,7 @@ impl FsOps for HdfsFs {
 
     /// `rename(src, dst)`, not overwriting.
     async fn rename(&mut self, parent: &String, from: &str, to: &str) -> Result<()> {
+        self.requests += 1;
         let (src, dst) = (join(parent, from), join(parent, to));
         self.client
             .rename(&src, &dst, false)
@@ -322,6 +338,7 @@ impl FsOps for HdfsFs {
 
     /// `delete(path, false)`.
     async fn unlink(&mut self, parent: &String, name: &str) -> Result<()> {
+        self.requests += 1;
         let path = join(parent, name);
         match self.client.delete(&path, false).await {
             Ok(true) => Ok(()),
@@ -332,6 +349,7 @@ impl FsOps for HdfsFs {
 
     /// `delete(path, true)`.
     async fn remove_tree(&mut self, parent: &String, name: &str) -> Result<()> {
+        self.requests += 1;
         let path = join(parent, name);
         match self.client.delete(&path, true).await {
             Ok(_) | Err(HdfsError::FileNotFound(_)) => Ok(()),
@@ -342,12 +360,17 @@ impl FsOps for HdfsFs {
     /// `getFileInfo` of a path that is never there: one NameNode RPC, answered
     /// `FileNotFound` from its namespace in memory.
     async fn null_round_trip(&mut self, dir: &String) -> Result<&'static str> {
+        self.requests += 1;
         let path = join(dir, ".metabench-absent");
         match self.client.get_file_info(&path).await {
             Err(HdfsError::FileNotFound(_)) => Ok("getFileInfo (absent)"),
             Ok(_) => Err(MountError::Io(format!("hdfs {path}: exists"))),
             Err(e) => Err(hdfs_error("stat", &path, e)),
         }
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests
     }
 }
 

@@ -188,11 +188,13 @@ impl<F: FsOps<Dir: Serialize + DeserializeOwned>> Session for PathSession<F> {
         outcome.map_err(meta_error)
     }
 
-    /// Nothing counted: a path-level client's requests (HDFS RPCs and DataNode
-    /// streams, S3 HTTP requests) are made inside its library, which metabench does not
-    /// see one by one; the calls each operation makes are in the module's list.
+    /// The requests the system's client counts ([`FsOps::requests`]): HDFS NameNode
+    /// RPCs, S3 HTTP requests.
     fn stats(&self) -> SessionStats {
-        SessionStats::default()
+        SessionStats {
+            round_trips: self.fs.requests(),
+            retries: 0,
+        }
     }
 
     async fn flush(&mut self) -> Result<()> {

@@ -54,6 +54,12 @@ pub trait FsOps: Send + 'static {
     async fn between_phases(&mut self) -> Result<()> {
         Ok(())
     }
+    /// The requests to its servers this task has made so far, where it counts them (the
+    /// round trips of a call are the difference); 0 where it does not (a mount's calls
+    /// are system calls).
+    fn requests(&self) -> u64 {
+        0
+    }
 }
 
 /// mdtest's options that shape the work.

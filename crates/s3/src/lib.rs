@@ -261,6 +261,7 @@ impl S3Target {
     pub fn fs(&self) -> S3Fs {
         S3Fs {
             store: self.store.clone(),
+            requests: 0,
         }
     }
 
@@ -268,15 +269,15 @@ impl S3Target {
     /// trailing slash on the way (`Path`), so an empty one may be a directory marker: its
     /// `key/` form is deleted too (deleting an absent key is no error in S3).
     pub async fn cleanup(&self) -> Result<()> {
-        delete_below(&self.store, &self.root).await
+        delete_below(&self.store, &self.root).await.map(drop)
     }
 }
 
 /// Deletes every key below `prefix/`, one DELETE each. A listed key loses its trailing
 /// slash on the way (`Path`), so an empty one may be a directory marker: its `key/` form
 /// is deleted too (deleting an absent key is no error in S3). The marker of `prefix`
-/// itself goes last.
-async fn delete_below(store: &AmazonS3, prefix: &str) -> Result<()> {
+/// itself goes last. Returns the requests made.
+async fn delete_below(store: &AmazonS3, prefix: &str) -> Result<u64> {
     let root = Path::from(prefix);
     let listed: Vec<(Path, u64)> = store
         .list(Some(&root))
@@ -285,16 +286,18 @@ async fn delete_below(store: &AmazonS3, prefix: &str) -> Result<()> {
         .await
         .map_err(|e| s3_error("list", prefix, e))?;
     let own_marker = [(root.clone(), 0)];
+    let mut requests = 1;
     for (key, size) in listed.into_iter().chain(own_marker) {
         let marker = (size == 0).then(|| key.clone().join(""));
         for k in std::iter::once(key).chain(marker) {
+            requests += 1;
             match store.delete(&k).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(s3_error("delete", k.as_ref(), e)),
             }
         }
     }
-    Ok(())
+    Ok(requests)
 }
 
 impl metabench_mount::path_target::PathSystem for S3Target {
@@ -309,6 +312,7 @@ impl metabench_mount::path_target::PathSystem for S3Target {
     fn fs(&self) -> Result<S3Fs> {
         Ok(S3Fs {
             store: Arc::new(store(&self.url, self.keys.as_ref())?),
+            requests: 0,
         })
     }
 
@@ -326,7 +330,7 @@ impl metabench_mount::path_target::PathSystem for S3Target {
 
     fn fidelity_notes(&self) -> Vec<String> {
         let mut notes = vec![
-            "S3 calls: create_write = PUT of 1 KiB; open = HEAD + GET; rename = COPY + DELETE (S3 has no rename); unlink = DELETE. S3A adds HEAD and LIST requests around create and mkdir that these calls leave out. Round trips are not counted: they are made inside object_store.".to_owned(),
+            "S3 calls: create_write = PUT of 1 KiB; open = HEAD + GET; rename = COPY + DELETE (S3 has no rename); unlink = DELETE. S3A adds HEAD and LIST requests around create and mkdir that these calls leave out. Round trips are HTTP requests, counted per request metabench asks object_store for (with its retries off, one each).".to_owned(),
         ];
         if let Some(endpoint) = self.url.endpoint.as_deref().filter(|e| !is_aws(e)) {
             notes.push(format!(
@@ -352,6 +356,9 @@ pub fn is_aws(endpoint: &str) -> bool {
 /// One task's S3 requests, for the tree driver: directories are key prefixes.
 pub struct S3Fs {
     store: Arc<AmazonS3>,
+    /// HTTP requests sent (metabench asks object_store for no retries; a listing counts
+    /// as one request per call).
+    requests: u64,
 }
 
 impl S3Fs {
@@ -362,7 +369,8 @@ impl S3Fs {
     }
 
     /// Whether anything is below `dir/` other than its marker.
-    async fn has_children(&self, dir: &str) -> Result<bool> {
+    async fn has_children(&mut self, dir: &str) -> Result<bool> {
+        self.requests += 1;
         let listed = self
             .store
             .list_with_delimiter(Some(&Path::from(dir)))
@@ -383,6 +391,7 @@ impl FsOps for S3Fs {
 
     async fn mkdir(&mut self, parent: &String, name: &str) -> Result<String> {
         let dir = under(parent, name);
+        self.requests += 1;
         self.store
             .put(&Self::marker(&dir), PutPayload::new())
             .await
@@ -395,6 +404,7 @@ impl FsOps for S3Fs {
         if self.has_children(&dir).await? {
             return Err(MountError::Io(format!("s3 rmdir {dir}: not empty")));
         }
+        self.requests += 1;
         self.store
             .delete(&Self::marker(&dir))
             .await
@@ -403,9 +413,11 @@ impl FsOps for S3Fs {
 
     async fn stat(&mut self, parent: &String, name: &str) -> Result<()> {
         let key = under(parent, name);
+        self.requests += 1;
         match self.store.head(&Path::from(key.as_str())).await {
             Ok(_) => Ok(()),
             Err(object_store::Error::NotFound { .. }) => {
+                self.requests += 1;
                 let listed = self
                     .store
                     .list_with_delimiter(Some(&Path::from(key.as_str())))
@@ -423,6 +435,7 @@ impl FsOps for S3Fs {
 
     async fn create(&mut self, parent: &String, name: &str, bytes: u64) -> Result<()> {
         let key = under(parent, name);
+        self.requests += 1;
         self.store
             .put(&Path::from(key.as_str()), vec![b'x'; bytes as usize].into())
             .await
@@ -432,12 +445,14 @@ impl FsOps for S3Fs {
 
     async fn read(&mut self, parent: &String, name: &str, bytes: u64) -> Result<()> {
         let key = Path::from(under(parent, name));
+        self.requests += 1;
         let meta = self
             .store
             .head(&key)
             .await
             .map_err(|e| s3_error("head", key.as_ref(), e))?;
         let len = bytes.min(meta.size);
+        self.requests += 1;
         let got = if len > 0 {
             self.store.get_range(&key, 0..len).await.map(drop)
         } else {
@@ -461,10 +476,12 @@ impl FsOps for S3Fs {
             Path::from(under(parent, from)),
             Path::from(under(parent, to)),
         );
+        self.requests += 1;
         self.store
             .copy(&src, &dst)
             .await
             .map_err(|e| s3_error("copy", src.as_ref(), e))?;
+        self.requests += 1;
         self.store
             .delete(&src)
             .await
@@ -473,6 +490,7 @@ impl FsOps for S3Fs {
 
     async fn unlink(&mut self, parent: &String, name: &str) -> Result<()> {
         let key = Path::from(under(parent, name));
+        self.requests += 1;
         self.store
             .delete(&key)
             .await
@@ -482,17 +500,23 @@ impl FsOps for S3Fs {
     /// Every key below `parent/name/`, one DELETE each (no bulk delete: S3A deletes in
     /// pages of up to 1,000, versitygw's POSIX backend one by one either way).
     async fn remove_tree(&mut self, parent: &String, name: &str) -> Result<()> {
-        delete_below(&self.store, &under(parent, name)).await
+        self.requests += delete_below(&self.store, &under(parent, name)).await?;
+        Ok(())
     }
 
     /// HEAD of a key that is never there: one request, answered 404.
     async fn null_round_trip(&mut self, dir: &String) -> Result<&'static str> {
         let key = under(dir, ".metabench-absent");
+        self.requests += 1;
         match self.store.head(&Path::from(key.as_str())).await {
             Err(object_store::Error::NotFound { .. }) => Ok("HEAD (absent key)"),
             Ok(_) => Err(MountError::Io(format!("s3 {key}: exists"))),
             Err(e) => Err(s3_error("head", &key, e)),
         }
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests
     }
 }
 
