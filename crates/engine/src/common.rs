@@ -161,19 +161,24 @@ pub(crate) fn check_rename_nodes(
 }
 
 /// `doRename`'s bookkeeping in `redis.go` and `tkv.go` once the destination is dealt
-/// with: a directory (`typ`, as its entry says) moving to another parent takes one link
-/// from the source parent `sattr` to the destination parent `dattr`; a file records its
-/// new parent unless it is hard-linked (parent 0) — the link moves force both parents to
-/// be written unless `rule` skips nlink; each parent is touched when it is written or
-/// its mtime is due under `rule`. Takes and returns whether each parent must be written.
+/// with: EACCES from the source parent's sticky bit (`ctx` must own the entry `iattr` or
+/// the parent `sattr`); then a directory (`typ`, as its entry says) moving to another
+/// parent takes one link from `sattr` to the destination parent `dattr`; a file records
+/// its new parent unless it is hard-linked (parent 0) — the link moves force both parents
+/// to be written unless `rule` skips nlink; each parent is touched when it is written or
+/// its mtime is due under `rule`, and the entry's ctime is `now`. Takes and returns
+/// whether each parent must be written.
 pub(crate) fn move_between_parents(
+    ctx: &Ctx,
     r: &Rename<'_>,
     typ: FileType,
     [sattr, dattr, iattr]: [&mut Attr; 3],
     (mut supdate, mut dupdate): (bool, bool),
     now: Timestamp,
     rule: ParentRule,
-) -> (bool, bool) {
+) -> Result<(bool, bool), MetaError> {
+    check_sticky(ctx, sattr, iattr.uid)?;
+    iattr.ctime = now;
     if r.parent_src != r.parent_dst {
         if typ == FileType::Directory {
             iattr.parent = r.parent_dst;
@@ -186,10 +191,10 @@ pub(crate) fn move_between_parents(
             iattr.parent = r.parent_dst;
         }
     }
-    (
+    Ok((
         rule.touch(sattr, supdate, now),
         rule.touch(dattr, dupdate, now),
-    )
+    ))
 }
 
 /// Where a session's background work runs, the same for every family (a line of their

@@ -136,16 +136,15 @@ impl RedisSession {
             } else if exchange {
                 return Err(MetaError::NotFound.into());
             }
-            check_sticky(ctx, &sattr, iattr.uid)?;
             (supdate, dupdate) = move_between_parents(
+                ctx,
                 r,
                 typ,
                 [&mut sattr, &mut dattr, &mut iattr],
                 (supdate, dupdate),
                 now,
                 rule,
-            );
-            iattr.ctime = now;
+            )?;
 
             let mut p = redis::pipe();
             p.atomic();

@@ -105,22 +105,21 @@ impl TkvSession {
                 }
                 target = Some((t.inode, t.typ, tattr, space, inodes));
             }
-            check_sticky(ctx, &sattr, iattr.uid)?;
             (supdate, dupdate) = move_between_parents(
+                ctx,
                 r,
                 typ,
                 [&mut sattr, &mut dattr, &mut iattr],
                 (supdate, dupdate),
                 now,
                 ParentRule::kv(skip_mtime, skip_nlink, tx.retry()),
-            );
+            )?;
             if ps == pd {
                 // One directory: only the destination's copy is written (kvMeta.doRename
                 // writes the source parent only when the parents differ), with its own
                 // times: a replaced directory forces it to be touched.
                 supdate = false;
             }
-            iattr.ctime = now;
             tx.delete(&kes);
             if supdate && !is_trash(ps) {
                 tx.set(&keys.inode(ps), &sattr.encode()).await?;

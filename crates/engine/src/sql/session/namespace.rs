@@ -516,17 +516,14 @@ impl SqlSession {
                     }
                     set_ctime(&mut n, now);
                     if exchange {
-                        if ps != pd
-                            && move_to_parent(
-                                &mut n,
-                                de.typ,
-                                ps,
-                                [&mut dpn, &mut spn],
-                                [&mut dstnlink, &mut srcnlink],
-                            )
-                        {
-                            (supdate, dupdate) = (true, true);
-                        }
+                        move_to_parent(
+                            &mut n,
+                            de.typ,
+                            [pd, ps],
+                            [&mut dpn, &mut spn],
+                            [&mut dstnlink, &mut srcnlink],
+                            [&mut dupdate, &mut supdate],
+                        );
                     } else if de.inode == se.inode {
                         same_inode = true;
                     } else if se.typ == TYPE_DIR && de.typ != TYPE_DIR {
@@ -572,17 +569,14 @@ impl SqlSession {
                     }
                 } else {
                     check_sticky(ctx, &spattr, sattr.uid)?;
-                    if ps != pd
-                        && move_to_parent(
-                            &mut sn,
-                            se.typ,
-                            pd,
-                            [&mut spn, &mut dpn],
-                            [&mut srcnlink, &mut dstnlink],
-                        )
-                    {
-                        (supdate, dupdate) = (true, true);
-                    }
+                    move_to_parent(
+                        &mut sn,
+                        se.typ,
+                        [ps, pd],
+                        [&mut spn, &mut dpn],
+                        [&mut srcnlink, &mut dstnlink],
+                        [&mut supdate, &mut dupdate],
+                    );
                     supdate = touch_parent(&rule, &mut spn, supdate, now);
                     dupdate = touch_parent(&rule, &mut dpn, dupdate, now);
                     set_ctime(&mut sn, now);
@@ -693,28 +687,30 @@ impl SqlSession {
     }
 }
 
-/// A node of type `typ` moving to the directory `to` in `dbMeta.doRename`: a directory
-/// takes one link from the parent it leaves to the one it joins (both rows and both
-/// pending nlink changes, `[leaves, joins]`) and says so (both parents are written); a
-/// file records its new parent unless it is hard-linked (parent 0).
+/// A node of type `typ` moving from directory `from` to directory `to` in
+/// `dbMeta.doRename` (nothing when they are one): a directory takes one link from the
+/// parent it leaves to the one it joins (both rows and both pending nlink changes,
+/// `[leaves, joins]`), and both parents must then be written (`updates`); a file records
+/// its new parent unless it is hard-linked (parent 0).
 fn move_to_parent(
     n: &mut NodeRow,
     typ: i64,
-    to: Ino,
+    [from, to]: [Ino; 2],
     [leaves, joins]: [&mut NodeRow; 2],
     [leaves_nlink, joins_nlink]: [&mut i32; 2],
-) -> bool {
+    [leaves_update, joins_update]: [&mut bool; 2],
+) {
+    if from == to {
+        return;
+    }
     if typ == TYPE_DIR {
         n.parent = Some(to as i64);
         leaves.nlink -= 1;
         *leaves_nlink -= 1;
         joins.nlink += 1;
         *joins_nlink += 1;
-        true
-    } else {
-        if n.parent.unwrap_or(0) > 0 {
-            n.parent = Some(to as i64);
-        }
-        false
+        (*leaves_update, *joins_update) = (true, true);
+    } else if n.parent.unwrap_or(0) > 0 {
+        n.parent = Some(to as i64);
     }
 }
