@@ -207,7 +207,7 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
 
     fn fidelity_notes(&self) -> Vec<String> {
         vec![
-            "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are NameNode RPCs, each counted once where the call makes it (create_write: create, addBlock, complete = 3); a complete asked again while the block report is pending, and DataNode traffic, happen inside hdfs-native and are not counted.".to_owned(),
+            "HDFS calls: create_write = create, one 1 KiB block written through a DataNode, complete; open = getFileInfo + getBlockLocations; rename = rename; unlink = delete. Round trips are NameNode RPCs, each counted once where the call makes it (create_write: create, addBlock, complete = 3); a complete asked again while the block report is pending, a client's one getServerDefaults before its first create, its background renewLease, and DataNode traffic happen inside hdfs-native and are not counted.".to_owned(),
             "NNBench's tasks were JVMs with a DFSClient each; here each task has an hdfs-native client of its own, whose NameNode connection is served by a task on the same thread (hdfs-native multiplexes calls through it, as DFSClient through its connection thread).".to_owned(),
             "create_write's close asks the NameNode to complete the file; one that has not yet processed the DataNode's report of the block answers false, and the client waits (hdfs-native 500 ms, DFSClient 400 ms) before asking again. When the report loses that race, create_write measures about half a second: the client's wait, not the NameNode's work (on the loopback test cluster it lost on nearly every call).".to_owned(),
         ]
@@ -222,8 +222,8 @@ impl metabench_mount::path_target::PathSystem for HdfsTarget {
 pub struct HdfsFs {
     client: Client,
     /// NameNode RPCs sent, each counted once where the call names it (a `complete`
-    /// asked again while the block report is pending, and DataNode traffic, are made
-    /// inside hdfs-native, unseen).
+    /// asked again while the block report is pending, `getServerDefaults`, `renewLease`
+    /// and DataNode traffic are made inside hdfs-native, unseen).
     requests: u64,
 }
 

@@ -84,8 +84,9 @@ fn other(e: tikv_client::Error) -> KvError {
     KvError::Other(format!("tikv: {e}"))
 }
 
-/// Whether JuiceFS would retry the error: a write conflict or `TxnLockNotFound`, found
-/// anywhere in the (possibly nested) error.
+/// Whether JuiceFS would retry the error: a write conflict, `TxnLockNotFound`, or a lock
+/// whose primary is not found yet (`TxnNotFound`), found anywhere in the (possibly
+/// nested) error.
 fn is_retryable(e: &tikv_client::Error) -> bool {
     use tikv_client::Error as E;
     match e {
@@ -146,11 +147,7 @@ fn one_pc_is_safe(stores: &std::result::Result<Vec<StoreInfo>, String>) -> bool 
 impl TikvKv {
     /// Connects to the URL's PD endpoints and returns the backend with its key prefix.
     pub async fn connect(url: &MetaUrl) -> Result<(Self, Vec<u8>)> {
-        let endpoints: Vec<String> = url
-            .hosts()
-            .into_iter()
-            .map(|(h, p)| format!("{h}:{p}"))
-            .collect();
+        let endpoints = url.host_ports();
         let unreachable = |reason: String| MetaError::Connect {
             url: url.redacted(),
             reason,
@@ -435,21 +432,36 @@ impl KvBackend for TikvKv {
     }
 
     /// Deletes the prefix in transactions of up to [`DELETE_BATCH`] keys (JuiceFS's `reset`
-    /// uses `DeleteRange`, which a TiKV-compatible store need not offer).
+    /// uses `DeleteRange`, which a TiKV-compatible store need not offer). A batch that
+    /// conflicts (or meets a lock whose primary is not found yet) is retried as a
+    /// transaction is ([`crate::retry::after_conflict`]).
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
         let end = TkvKeys::prefix_end(prefix);
+        let mut attempt = 0;
         loop {
-            let mut t = self.reader(false);
-            let keys = NativeTxn::scan(
-                &mut t,
-                KeyRange::new(prefix, &end).limit(DELETE_BATCH).keys_only(),
-            )
-            .await?;
-            if keys.is_empty() {
-                return Ok(());
+            let batch = async {
+                let mut t = self.reader(false);
+                let keys = NativeTxn::scan(
+                    &mut t,
+                    KeyRange::new(prefix, &end).limit(DELETE_BATCH).keys_only(),
+                )
+                .await?;
+                if keys.is_empty() {
+                    return Ok(true);
+                }
+                let writes: Vec<Write> = keys.into_iter().map(|(k, _)| (k, None)).collect();
+                Box::new(t).commit(&writes).await.map(|()| false)
+            };
+            match batch.await {
+                Ok(true) => return Ok(()),
+                Ok(false) => attempt = 0,
+                Err(KvError::Conflict(msg)) => {
+                    crate::retry::after_conflict(&mut attempt, "tikv", &msg)
+                        .await
+                        .map_err(|e| KvError::Other(format!("tikv: {e}: {msg}")))?;
+                }
+                Err(e) => return Err(e),
             }
-            let writes: Vec<Write> = keys.into_iter().map(|(k, _)| (k, None)).collect();
-            Box::new(t).commit(&writes).await?;
         }
     }
 
@@ -609,7 +621,7 @@ mod tests {
         assert!(one_pc_is_safe(&Err("PD unreachable over HTTP".into())));
     }
 
-    /// The vendored tikv-client's one change: `u64::MAX` survives as a read timestamp.
+    /// The vendored tikv-client's first change: `u64::MAX` survives as a read timestamp.
     #[test]
     fn point_reads_can_use_the_latest_timestamp() {
         assert_eq!(Timestamp::from_version(u64::MAX).version(), u64::MAX);
@@ -627,6 +639,10 @@ mod tests {
         let e =
             tikv_client::Error::MultipleKeyErrors(vec![tikv_client::Error::KeyError(Box::new(k))]);
         assert!(is_retryable(&e));
+        assert!(matches!(classify(e), KvError::Conflict(_)));
+        // A lock left by a failed prewrite whose primary was never written: retried until
+        // its TTL lets the resolver roll it back.
+        let e = tikv_client::Error::TxnNotFound(Default::default());
         assert!(matches!(classify(e), KvError::Conflict(_)));
         assert!(matches!(
             classify(tikv_client::Error::StringError("region unavailable".into())),

@@ -1335,10 +1335,11 @@ impl<PdC: PdClient> Committer<PdC> {
 
         request.use_async_commit = self.options.async_commit;
         request.try_one_pc = self.options.try_one_pc;
-        // metabench: secondaries only where they are used (async commit, and 1PC's
-        // one-batch check in `apply_shard`), as client-go sends them. Sent with a plain 2PC
-        // prewrite, a store may keep them in every lock (unistore does), so a raft entry
-        // grows with the square of the transaction's keys. See README.metabench.md.
+        // metabench: secondaries only where they are used: async commit (as client-go
+        // sends them) and 1PC, whose one-batch check in `apply_shard` counts them. Sent with
+        // a plain 2PC prewrite, a store may keep them in every lock (unistore does), so a
+        // raft entry grows with the square of the transaction's keys. See
+        // README.metabench.md.
         if self.options.async_commit || self.options.try_one_pc {
             request.secondaries = self
                 .mutations
