@@ -221,26 +221,21 @@ fn closed_pipes_with_debug_logging_on_hdfs_still_clean_up() {
     let dir = tempfile::tempdir().unwrap();
     let url = hdfs_url("pipes");
     let json = dir.path().join("sweep.json");
-    let mut child = metabench()
-        .args(["sweep", "--meta", &url, "--workload", "nnbench"])
-        .args([
-            "--conc",
-            "1",
-            "--warmup",
-            "200ms",
-            "--duration",
-            "1s",
-            "--json",
-        ])
-        .arg(&json)
-        .env("RUST_LOG", "hdfs_native=debug")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    drop(child.stderr.take());
-    let status = child.wait().unwrap();
+    let status = crate::status_with_closed_pipes(
+        metabench()
+            .args(["sweep", "--meta", &url, "--workload", "nnbench"])
+            .args([
+                "--conc",
+                "1",
+                "--warmup",
+                "200ms",
+                "--duration",
+                "1s",
+                "--json",
+            ])
+            .arg(&json)
+            .env("RUST_LOG", "hdfs_native=debug"),
+    );
     assert_eq!(status.code(), Some(0), "a closed pipe is not a failed run");
     assert!(!hdfs_exists(&url), "{url} left behind");
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();

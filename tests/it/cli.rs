@@ -200,24 +200,19 @@ fn closed_output_pipes_still_clean_up_and_write_results() {
     assert!(o.status.success(), "{}", stderr(&o));
     let before = sqlite_snapshot(&db);
     let json = tmp.path().join("r.json");
-    let mut child = metabench()
-        .args([
-            "ops",
-            "--meta",
-            &url,
-            "--existing",
-            "--ops",
-            "mkdir,create,getattr",
-        ])
-        .args(["--iterations", "50", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    drop(child.stderr.take());
-    let status = child.wait().unwrap();
+    let status = crate::status_with_closed_pipes(
+        metabench()
+            .args([
+                "ops",
+                "--meta",
+                &url,
+                "--existing",
+                "--ops",
+                "mkdir,create,getattr",
+            ])
+            .args(["--iterations", "50", "--json"])
+            .arg(&json),
+    );
     assert_eq!(status.code(), Some(0), "a closed pipe is not a failed run");
     // The namespace is gone: the same nodes, entries and chunks as before the run (the
     // root's dir-stat row and the counters legitimately move, as with any client).

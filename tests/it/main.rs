@@ -55,6 +55,20 @@ pub fn metabench(args: &[&str]) -> std::process::Output {
     metabench_testkit::run_metabench(env!("CARGO_BIN_EXE_metabench"), args)
 }
 
+/// Runs `cmd` with its stdout and stderr pipes closed as soon as it has started (as
+/// `metabench … | head` leaves them); its exit status.
+pub fn status_with_closed_pipes(cmd: &mut std::process::Command) -> std::process::ExitStatus {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    child.wait().unwrap()
+}
+
 /// The binary under test as a command still to be set up, with the same clean
 /// environment as [`metabench`].
 pub fn metabench_cmd() -> std::process::Command {
