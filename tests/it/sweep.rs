@@ -98,23 +98,13 @@ fn short_sweep_on_the_embedded_sqlite() {
     assert_eq!(run.header.engine.kind, "sqlite");
 }
 
-/// On memkv every level is client-bound by construction (no I/O: the calls never wait).
-/// With more clients than client threads, the self-check must still see the CPU the
-/// clients burn and flag the level, rather than starve with them.
-/// One level of `create,unlink` on a fresh SQLite volume under `profile`: its results and
-/// what it printed.
-fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
-    let json = dir.join(format!("{profile}.json"));
+/// `metabench sweep ARGS --json DIR/NAME.json`, which must succeed: its results and what
+/// it printed on stdout.
+fn sweep_json(args: &[&str], dir: &Path, name: &str) -> (SweepResults, String) {
+    let json = dir.join(format!("{name}.json"));
     let o = metabench()
-        .args(["sweep", "--profile", profile, "--conc", "2"])
-        .args([
-            "--ops",
-            "create,unlink",
-            "--warmup",
-            "200ms",
-            "--duration",
-            "1500ms",
-        ])
+        .arg("sweep")
+        .args(args)
         .arg("--json")
         .arg(&json)
         .output()
@@ -122,6 +112,21 @@ fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     (run, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// One level of `create,unlink` on a fresh SQLite volume under `profile`: its results and
+/// what it printed.
+fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
+    let args = [
+        "--profile",
+        profile,
+        "--conc",
+        "2",
+        "--ops",
+        "create,unlink",
+    ];
+    let window = ["--warmup", "200ms", "--duration", "1500ms"];
+    sweep_json(&[&args[..], &window].concat(), dir, profile)
 }
 
 /// Under the mount profile the clients' background work runs in the window and is
@@ -167,21 +172,30 @@ fn background_work_runs_in_the_window_under_the_mount_profile_only() {
     assert!(gobench.levels[0].background.is_none());
 }
 
+/// On memkv every level is client-bound by construction (no I/O: the calls never wait).
+/// With more clients than client threads, the self-check must still see the CPU the
+/// clients burn and flag the level, rather than starve with them.
 #[test]
 fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("memkv.json");
-    let o = metabench()
-        .args(["sweep", "--meta", "memkv://selfcheck", "--conc", "8"])
-        .args(["--ops", "getattr", "--warmup", "200ms", "--duration", "2s"])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (run, _) = sweep_json(
+        &[
+            "--meta",
+            "memkv://selfcheck",
+            "--conc",
+            "8",
+            "--ops",
+            "getattr",
+            "--warmup",
+            "200ms",
+            "--duration",
+            "2s",
+        ],
+        dir.path(),
+        "memkv",
+    );
     let level = &run.levels[0];
     let window = 2.0 * run.header.host.cores as f64;
     assert!(
@@ -200,24 +214,23 @@ fn a_sweep_may_have_no_warm_up() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    for (i, warmup) in ["0", "0s"].into_iter().enumerate() {
-        let json = dir.path().join(format!("nowarm{i}.json"));
-        let o = metabench()
-            .args(["sweep", "--meta", "memkv://nowarm", "--conc", "1"])
-            .args([
+    for warmup in ["0", "0s"] {
+        let (run, _) = sweep_json(
+            &[
+                "--meta",
+                "memkv://nowarm",
+                "--conc",
+                "1",
                 "--ops",
                 "getattr",
                 "--warmup",
                 warmup,
                 "--duration",
                 "500ms",
-            ])
-            .arg("--json")
-            .arg(&json)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            ],
+            dir.path(),
+            &format!("nowarm-{warmup}"),
+        );
         assert_eq!(run.plan.warmup_s, 0.0);
         assert!(
             run.levels[0].ops[0].latency.count > 0,

@@ -154,15 +154,6 @@ impl HdfsTarget {
         &self.root
     }
 
-    /// A task's calls (one per task, as NNBench and mdtest give each its own client
-    /// state; the connection to the NameNode is shared, as in one JVM's `DFSClient`).
-    pub fn fs(&self) -> HdfsFs {
-        HdfsFs {
-            client: self.client.clone(),
-            requests: 0,
-        }
-    }
-
     /// Removes the run's directory, and the URL's path when metabench made it.
     pub async fn cleanup(&self) -> Result<()> {
         let gone = if self.made_path {

@@ -257,14 +257,6 @@ impl S3Target {
         &self.root
     }
 
-    /// A task's calls (the HTTP connections are shared, as in one S3A file system).
-    pub fn fs(&self) -> S3Fs {
-        S3Fs {
-            store: self.store.clone(),
-            requests: 0,
-        }
-    }
-
     /// Deletes every key below the run's prefix, one DELETE each. A listed key loses its
     /// trailing slash on the way (`Path`), so an empty one may be a directory marker: its
     /// `key/` form is deleted too (deleting an absent key is no error in S3).

@@ -3,6 +3,7 @@
 
 use hdfs_native::{ClientBuilder, WriteOptions};
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
+use metabench_mount::path_target::PathSystem;
 use metabench_mount::tree::{run_smoke, Phase};
 use std::time::{Duration, Instant};
 
@@ -56,7 +57,7 @@ async fn mdtest_phases_run_on_hdfs_and_the_run_leaves_nothing() {
     assert!(target
         .root()
         .starts_with(&format!("{}/metabench-", url.path)));
-    let clients = vec![target.fs(), target.fs()];
+    let clients = vec![target.fs().unwrap(), target.fs().unwrap()];
     let results = run_smoke(clients, target.root().to_owned()).await.unwrap();
     assert!(results.iter().all(|r| r.ops_per_s > 0.0), "{results:?}");
     assert!(results.iter().any(|r| r.phase == Phase::FileRead));
@@ -77,7 +78,7 @@ async fn mdtest_phases_run_on_hdfs_and_the_run_leaves_nothing() {
 async fn files_written_are_on_the_datanode_and_read_back() {
     let url = url("rw");
     let target = HdfsTarget::open(&url, &run_id(), false).await.unwrap();
-    let mut fs = target.fs();
+    let mut fs = target.fs().unwrap();
     let root = target.root().to_owned();
     use metabench_mount::tree::FsOps;
     fs.create(&root, "f", 3000).await.unwrap();

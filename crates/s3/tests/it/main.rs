@@ -2,6 +2,7 @@
 //! `scripts/engines.sh` starts (`METABENCH_S3_URL`, with its keys in
 //! `METABENCH_S3_ACCESS_KEY` and `METABENCH_S3_SECRET_KEY`).
 
+use metabench_mount::path_target::PathSystem;
 use metabench_mount::tree::{run_smoke, FsOps};
 use metabench_s3::{S3Keys, S3Target, S3Url};
 use object_store::aws::AmazonS3Builder;
@@ -77,7 +78,7 @@ async fn mdtest_phases_run_on_s3_and_the_run_leaves_nothing() {
     assert!(target
         .root()
         .starts_with(&format!("{}/metabench-", url.prefix)));
-    let clients = vec![target.fs(), target.fs()];
+    let clients = vec![target.fs().unwrap(), target.fs().unwrap()];
     let results = run_smoke(clients, target.root().to_owned()).await.unwrap();
     assert!(results.iter().all(|r| r.ops_per_s > 0.0), "{results:?}");
     assert_eq!(
@@ -95,7 +96,7 @@ async fn objects_are_written_read_renamed_by_copy_and_deleted() {
         .await
         .unwrap();
     let root = target.root().to_owned();
-    let mut fs = target.fs();
+    let mut fs = target.fs().unwrap();
     fs.mkdir(&root, "d").await.unwrap();
     fs.create(&root, "f", 3000).await.unwrap();
     let meta = observer(&url)
@@ -142,7 +143,7 @@ async fn a_prefix_that_holds_data_is_refused_unless_existing_and_is_left_alone()
     let target = S3Target::open(&url, Some(&keys()), "own", true)
         .await
         .unwrap();
-    let mut fs = target.fs();
+    let mut fs = target.fs().unwrap();
     fs.create(&target.root().to_owned(), "mine", 1)
         .await
         .unwrap();
