@@ -4,6 +4,7 @@ use crate::{MetaError, MetaUrl, Result, SessionStats};
 use async_trait::async_trait;
 use metabench_schema::{Attr, FileType, Format, Ino, Slice, Timestamp};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Who performs an operation (`meta.Context`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -418,11 +419,21 @@ pub trait Meta: Send {
     /// Allocates a slice id (`NewSlice`): one counter round trip per 4096 ids, as JuiceFS.
     async fn new_slice(&mut self) -> Result<u64>;
 
+    /// `NewSlice` while the client's batch lasts: the id at once, with no future to box
+    /// (Go's call is a plain function call). `None` once the batch is used up: then
+    /// [`Meta::new_slice`] fetches the next batch.
+    fn take_slice_id(&self) -> Option<u64>;
+
     /// Appends a slice record to chunk `indx` of a file (`Write`).
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()>;
 
     /// Reads the slice records of chunk `indx` (`Read`), as stored (no overlay).
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>>;
+
+    /// `Read` answered from the client's chunk cache (`--client-cache`): the slices at
+    /// once, shared and with no future to box, as Go hands out its cached slice. `None`
+    /// when the chunk is not cached: then [`Meta::read`].
+    fn read_cached(&self, ino: Ino, indx: u32) -> Option<Arc<[Slice]>>;
 
     /// Sets a file's length (`Truncate` as a truncate by path makes it: flags 0, the
     /// permission checked), appending holes over the range that changed. EFBIG from

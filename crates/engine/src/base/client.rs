@@ -1,6 +1,8 @@
 //! The one implementation of [`Meta`]: `baseMeta`'s methods (`pkg/meta/base.go`) over any
 //! family's [`Storage`] steps. A call costs one boxed future (the `dyn Meta` the runner
-//! holds); the steps and the helpers under it are plain `impl Future`s.
+//! holds), a slice id from the client's batch or a cached chunk none
+//! ([`Meta::take_slice_id`], [`Meta::read_cached`]); the steps and the helpers under it
+//! are plain `impl Future`s.
 
 use super::{ClientState, Storage};
 use crate::common::{
@@ -11,6 +13,7 @@ use crate::resize::{check_fallocate_args, FallocRange};
 use crate::{Ctx, Entry, Made, Meta, MetaError, Result, SessionStats, XattrFlags};
 use async_trait::async_trait;
 use metabench_schema::{align4k, Attr, FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
+use std::sync::Arc;
 
 /// `maxFileSize` of the VFS (`pkg/vfs/vfs.go`): `ChunkSize << 31`. A truncate or
 /// fallocate that reaches it is EFBIG there, before the metadata client is called.
@@ -300,12 +303,20 @@ impl<S: Storage> Meta for S {
         self.next_slice().await
     }
 
+    fn take_slice_id(&self) -> Option<u64> {
+        self.state().take_slice_id()
+    }
+
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {
         self.do_write(ino, ChunkWrite { indx, slice, mtime }).await
     }
 
     async fn read(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         self.read_chunk(ino, indx).await
+    }
+
+    fn read_cached(&self, ino: Ino, indx: u32) -> Option<Arc<[Slice]>> {
+        self.state().cached_chunk(ino, indx)
     }
 
     async fn truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Attr> {

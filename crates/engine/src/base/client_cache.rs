@@ -3,6 +3,7 @@
 use foldhash::fast::RandomState;
 use metabench_schema::{Ino, Slice};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Entries a cache holds before it is emptied and starts again.
 const CACHE_LIMIT: usize = 100_000;
@@ -12,7 +13,7 @@ const CACHE_LIMIT: usize = 100_000;
 #[derive(Debug, Default)]
 pub(crate) struct ClientCache {
     enabled: bool,
-    chunks: HashMap<(Ino, u32), Vec<Slice>, RandomState>,
+    chunks: HashMap<(Ino, u32), Arc<[Slice]>, RandomState>,
     symlinks: HashMap<Ino, Vec<u8>, RandomState>,
 }
 
@@ -25,8 +26,9 @@ impl ClientCache {
         }
     }
 
-    /// The slices of chunk `indx` of `ino`, if cached.
-    pub(crate) fn chunk(&self, ino: Ino, indx: u32) -> Option<Vec<Slice>> {
+    /// The slices of chunk `indx` of `ino`, if cached: shared, not copied, as Go hands
+    /// out its cached slice.
+    pub(crate) fn chunk(&self, ino: Ino, indx: u32) -> Option<Arc<[Slice]>> {
         self.chunks.get(&(ino, indx)).cloned()
     }
 
@@ -36,7 +38,7 @@ impl ClientCache {
             if self.chunks.len() >= CACHE_LIMIT {
                 self.chunks.clear();
             }
-            self.chunks.insert((ino, indx), slices.to_vec());
+            self.chunks.insert((ino, indx), Arc::from(slices));
         }
     }
 
@@ -88,12 +90,12 @@ mod tests {
         c.keep_chunk(2, 1, &[]);
         c.keep_chunk(5, 0, &[]);
         c.keep_symlink(3, b"t");
-        assert_eq!(c.chunk(2, 1), Some(vec![]));
+        assert_eq!(c.chunk(2, 1).as_deref(), Some(&[][..]));
         assert_eq!(c.symlink(3).as_deref(), Some(&b"t"[..]));
         c.forget_chunk(2, 1);
         assert_eq!(c.chunk(2, 1), None);
         c.forget_file(2);
         assert_eq!(c.chunk(2, 0), None);
-        assert_eq!(c.chunk(5, 0), Some(vec![]));
+        assert_eq!(c.chunk(5, 0).as_deref(), Some(&[][..]));
     }
 }

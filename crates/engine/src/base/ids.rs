@@ -2,6 +2,7 @@
 //! (`nextInode`, `NewSlice`).
 
 use metabench_schema::Ino;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Inode ids are fetched 1024 at a time (`inodeBatch`).
 pub const INODE_BATCH: u64 = 1024;
@@ -120,27 +121,47 @@ impl Drop for InodeIds {
     }
 }
 
-/// A session's slice ids as `baseMeta.NewSlice` keeps them (`freeSlices`): `[next, maxid)`
+/// A client's slice ids as `baseMeta.NewSlice` keeps them (`freeSlices`): `[next, maxid)`
 /// of the last `nextChunk` batch. Unlike inode ids, none is skipped.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+///
+/// Taking an id needs no lock: JuiceFS takes `freeMu` for it, a lock that costs as much
+/// as the rest of Go's call, while an atomic step here costs less than one. Refills are
+/// made under `freeMu` ([`super::ClientState::ids`]), one at a time, only once the batch
+/// is used up; a refill first closes the batch (`max` = 0), so no taker can pair the old
+/// `next` with the new `max`, and the counter only grows, so the new `next` is never one
+/// a taker of the old batch could still win.
+#[derive(Debug, Default)]
 pub struct SliceIds {
-    next: u64,
-    max: u64,
+    next: AtomicU64,
+    max: AtomicU64,
 }
 
 impl SliceIds {
-    /// The next id of the current batch; `None` when it is used up.
-    pub fn take(&mut self) -> Option<u64> {
-        (self.next < self.max).then(|| {
-            self.next += 1;
-            self.next - 1
-        })
+    /// The next id of the current batch; `None` when it is used up (or being refilled).
+    pub fn take(&self) -> Option<u64> {
+        loop {
+            let max = self.max.load(Ordering::Acquire);
+            let next = self.next.load(Ordering::Acquire);
+            if next >= max {
+                return None;
+            }
+            if self
+                .next
+                .compare_exchange_weak(next, next + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(next);
+            }
+        }
     }
 
     /// The batch that `incrCounter("nextChunk", sliceIdBatch)` answered `counter` for.
-    pub fn refill(&mut self, counter: u64) {
-        self.next = counter.saturating_sub(SLICE_BATCH);
-        self.max = counter;
+    /// Called under `freeMu`, once the batch is used up.
+    pub fn refill(&self, counter: u64) {
+        self.max.store(0, Ordering::Release);
+        self.next
+            .store(counter.saturating_sub(SLICE_BATCH), Ordering::Release);
+        self.max.store(counter, Ordering::Release);
     }
 }
 
@@ -150,12 +171,56 @@ mod tests {
 
     #[test]
     fn slice_batches_hand_out_every_id_below_the_counter() {
-        let mut s = SliceIds::default();
+        let s = SliceIds::default();
         assert_eq!(s.take(), None);
         s.refill(1 + SLICE_BATCH);
         assert_eq!((s.take(), s.take()), (Some(1), Some(2)));
         let last = std::iter::from_fn(|| s.take()).last();
         assert_eq!(last, Some(SLICE_BATCH));
+    }
+
+    /// `NewSlice` as the base layer runs it: take without a lock, else refill under
+    /// `freeMu` (here a plain lock) once the batch is used up.
+    fn new_slice(s: &SliceIds, free_mu: &std::sync::Mutex<()>, counter: &AtomicU64) -> u64 {
+        if let Some(id) = s.take() {
+            return id;
+        }
+        let _free_mu = free_mu.lock().unwrap();
+        loop {
+            if let Some(id) = s.take() {
+                return id;
+            }
+            s.refill(counter.fetch_add(SLICE_BATCH, Ordering::SeqCst) + SLICE_BATCH);
+        }
+    }
+
+    #[test]
+    fn workers_taking_and_refilling_at_once_never_share_an_id() {
+        let s = SliceIds::default();
+        let free_mu = std::sync::Mutex::new(());
+        let counter = AtomicU64::new(1);
+        let per_worker = 3 * SLICE_BATCH as usize;
+        let taken: Vec<u64> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        (0..per_worker)
+                            .map(|_| new_slice(&s, &free_mu, &counter))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap())
+                .collect()
+        });
+        let mut distinct = taken.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 4 * per_worker, "an id was handed out twice");
+        let end = counter.load(Ordering::SeqCst);
+        assert!(distinct.iter().all(|&id| (1..end).contains(&id)));
     }
 
     #[test]

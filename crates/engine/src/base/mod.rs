@@ -405,17 +405,20 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     }
 
     /// `NewSlice`: the next slice id, with one `incrCounter("nextChunk", sliceIdBatch)`
-    /// per batch.
+    /// per batch, made under `freeMu` as JuiceFS makes it.
     fn next_slice(&mut self) -> impl Future<Output = Result<u64>> + Send {
         async move {
+            if let Some(id) = self.state().take_slice_id() {
+                return Ok(id);
+            }
             let client = self.state().clone();
-            let mut ids = client.ids().await;
+            let _free_mu = client.ids().await;
             loop {
-                if let Some(id) = ids.slices.take() {
+                if let Some(id) = client.take_slice_id() {
                     return Ok(id);
                 }
                 let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await?;
-                ids.slices.refill(v as u64);
+                client.slices().refill(v as u64);
             }
         }
     }
@@ -475,9 +478,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
         indx: u32,
     ) -> impl Future<Output = Result<Vec<Slice>>> + Send {
         async move {
-            let cached = self.state().data().cache.chunk(ino, indx);
-            if let Some(s) = cached {
-                return Ok(s);
+            if let Some(s) = self.state().cached_chunk(ino, indx) {
+                return Ok(s.to_vec());
             }
             let slices = self.do_read(ino, indx).await?;
             if slices.is_empty() {

@@ -9,7 +9,7 @@ use super::session::SessionRegistry;
 use super::tx_locks::{TxGuard, TxLock, TxLocks};
 use crate::meta::SessionOptions;
 use crate::parent_rule::ParentRule;
-use metabench_schema::Ino;
+use metabench_schema::{Ino, Slice};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 /// (its sessions, each with its own connection) holds a clone of.
 ///
 /// - The id batches sit behind `freeMu`, an async lock held across an allocation as
-///   JuiceFS holds it ([`ClientState::ids`]).
+///   JuiceFS holds it ([`ClientState::ids`]); a slice id is taken without it
+///   ([`ClientState::take_slice_id`]).
 /// - The buffers, caches, deleted-file queue and session id sit behind a plain lock that
 ///   is never held across an await ([`ClientState::data`]).
 /// - The transaction locks (`txlocks`) are taken once the client has a second worker
@@ -34,15 +35,16 @@ struct Client {
     skip_dir_mtime: Duration,
     skip_dir_nlink: u32,
     ids: tokio::sync::Mutex<Ids>,
+    /// `freeSlices`: refilled under `ids`, taken from without it.
+    slices: SliceIds,
     data: Mutex<ClientData>,
     tx_locks: TxLocks,
 }
 
-/// The id batches (`freeInodes`, `prefetchedInodes`, `freeSlices`), behind `freeMu`.
+/// The inode batches (`freeInodes`, `prefetchedInodes`), behind `freeMu`.
 #[derive(Debug, Default)]
 pub(crate) struct Ids {
     pub(crate) inodes: InodeIds,
-    pub(crate) slices: SliceIds,
 }
 
 /// The client's buffers and caches, each access short.
@@ -77,6 +79,7 @@ impl ClientState {
             skip_dir_mtime: opts.skip_dir_mtime,
             skip_dir_nlink: opts.skip_dir_nlink,
             ids: tokio::sync::Mutex::new(Ids::default()),
+            slices: SliceIds::default(),
             data: Mutex::new(ClientData {
                 dir_stats: DirStatBuffer::default(),
                 new_space: 0,
@@ -124,6 +127,22 @@ impl ClientState {
             Ok(ids) => ids,
             Err(_) => self.0.ids.lock().await,
         }
+    }
+
+    /// `NewSlice` while the slice batch lasts: the next id, taken without `freeMu`.
+    /// `None` once the batch is used up; refill it under [`ClientState::ids`].
+    pub fn take_slice_id(&self) -> Option<u64> {
+        self.0.slices.take()
+    }
+
+    /// `Read` from the chunk cache (`--client-cache`): chunk `indx` of `ino`, if cached.
+    pub fn cached_chunk(&self, ino: Ino, indx: u32) -> Option<Arc<[Slice]>> {
+        self.data().cache.chunk(ino, indx)
+    }
+
+    /// The slice batch, to refill under [`ClientState::ids`] once it is used up.
+    pub(crate) fn slices(&self) -> &SliceIds {
+        &self.0.slices
     }
 
     /// `txLock` / `txBatchLock`: waits for and holds what `lock` names until the guard is
