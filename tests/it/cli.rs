@@ -157,8 +157,16 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
         out.contains("  - ") && out.contains("database/sql"),
         "{out}"
     );
-    // So is how a call is timed, whatever the engine (sub-µs calls are mostly clock reads).
+    // So is how a call is timed, whatever the engine, with the clock's own part that was
+    // measured and taken off every call.
     assert!(out.contains("  - Each call is timed alone"), "{out}");
+    let clock_ns: u64 = out
+        .split("What the clock reads add to a call's time (")
+        .nth(1)
+        .and_then(|rest| rest.split(" ns here").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no measured clock figure in {out}"));
+    assert!((1..50_000).contains(&clock_ns), "{clock_ns} ns");
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["schema_version"], 1);

@@ -173,8 +173,8 @@ impl Target {
                 .engine
                 .fidelity_notes()
                 .iter()
-                .chain(metabench_load::exec::TIMING_NOTES)
                 .map(|n| (*n).to_owned())
+                .chain(metabench_load::exec::timing_notes())
                 .collect(),
         }
     }

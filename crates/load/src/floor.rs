@@ -60,20 +60,21 @@ async fn floor_of<S: NullRoundTrip + ?Sized>(
     op_timeout: Duration,
 ) -> Result<Option<Floor>> {
     let mut timeout = OpTimeout::new(op_timeout);
-    let request = match timeout.time(session.null_round_trip()).await.0 {
+    let request = match timeout.time(session.null_round_trip()).await.outcome {
         Ok(r) => r,
         Err(MetaError::NotSupported) => return Ok(None),
         Err(e) => return Err(e),
     };
     for _ in 0..10 {
-        timeout.time(session.null_round_trip()).await.0?;
+        timeout.time(session.null_round_trip()).await.outcome?;
     }
     let mut hist = histogram();
     let until = Instant::now() + FLOOR_BUDGET;
     while hist.len() < FLOOR_CALLS && Instant::now() < until {
-        let (outcome, start, end) = timeout.time(session.null_round_trip()).await;
-        outcome?;
-        let _ = hist.record((end - start).as_nanos() as u64);
+        let clocked = timeout.time(session.null_round_trip()).await;
+        let elapsed = clocked.elapsed();
+        clocked.outcome?;
+        let _ = hist.record(elapsed.as_nanos() as u64);
     }
     let s = Latency::of(&hist);
     Ok(Some(Floor {

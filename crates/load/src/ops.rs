@@ -212,11 +212,10 @@ async fn run_one(
         }
         let Timed {
             outcome,
-            start,
-            end,
+            elapsed,
             cost,
+            ..
         } = timed_call(&mut state, meta, &mut op_timeout, None).await?;
-        let elapsed = end - start;
         calls += 1;
         timed += elapsed;
         round_trips += cost.round_trips;

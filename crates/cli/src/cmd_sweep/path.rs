@@ -140,11 +140,7 @@ async fn sweep_on<P: PathSystem>(
         fidelity_notes: system
             .fidelity_notes()
             .into_iter()
-            .chain(
-                metabench_load::exec::TIMING_NOTES
-                    .iter()
-                    .map(|n| (*n).to_owned()),
-            )
+            .chain(metabench_load::exec::timing_notes())
             .collect(),
     };
     say!(

@@ -180,12 +180,12 @@ pub(super) async fn client_body<T: Target + ?Sized>(
             k
         };
         let op = job.phase.ops[k].0;
-        let (outcome, t0, t1, cost) =
+        let (outcome, t0, t1, elapsed, cost) =
             match timed_call(&mut states[k], meta, &mut op_timeout, intended).await {
-                Ok(t) => (t.outcome, t.start, t.end, t.cost),
+                Ok(t) => (t.outcome, t.start, t.end, t.elapsed, t.cost),
                 Err(e) => {
                     let now = Instant::now();
-                    (Err(e), now, now, SessionStats::default())
+                    (Err(e), now, now, Duration::ZERO, SessionStats::default())
                 }
             };
         // Which window a call belongs to: by its start, or in an open loop by its
@@ -198,7 +198,7 @@ pub(super) async fn client_body<T: Target + ?Sized>(
         // to a millisecond late) and its untimed preparation are not charged to it.
         let queued = intended.map(|at| {
             let start = ideal_free.map_or(at, |free| free.max(at));
-            ideal_free = Some(start + (t1 - t0));
+            ideal_free = Some(start + elapsed);
             start - at
         });
         if from >= window.end {
@@ -213,18 +213,18 @@ pub(super) async fn client_body<T: Target + ?Sized>(
                 acc.calls += 1;
                 acc.round_trips += cost.round_trips;
                 acc.retries += cost.retries;
-                acc.busy += t1 - t0;
+                acc.busy += elapsed;
                 acc.last_end = acc.last_end.max(Some(t1));
                 if t1 > window.end {
                     acc.in_flight_at_end += 1;
                 }
                 match &outcome {
                     Ok(()) => acc.record(
-                        (t1 - t0) + queued.unwrap_or_default(),
-                        queued.map(|_| t1 - t0),
+                        elapsed + queued.unwrap_or_default(),
+                        queued.map(|_| elapsed),
                         interval,
                     ),
-                    Err(e) => acc.record_failure(e.kind(), t1 - t0, interval),
+                    Err(e) => acc.record_failure(e.kind(), elapsed, interval),
                 }
             });
         }
