@@ -45,6 +45,11 @@ GO_LINE = re.compile(r"^Benchmark\w+/(\S+?)(?:-\d+)?\s+(\d+)\s+([\d.]+) ns/op")
 SKIP = {"resolve"}
 
 
+def fmt_us(value):
+    """µs with three significant digits: 0.0173, 3.21, 2281.8."""
+    return f"{value:.1f}" if value >= 100 else f"{value:.3g}"
+
+
 def pinned(args):
     """The command prefix that runs a client on `--cpus` (none without it)."""
     return ["taskset", "-c", args.cpus] if args.cpus else []
@@ -141,7 +146,7 @@ def main():
         r = m / g if g > 0 else float("nan")
         ratios.append(r)
         mark = "" if r <= 1.10 and r >= 0.90 else " *"
-        print(f"| {op} | {g:.1f} | {m:.1f} | {r:.2f}{mark} |")
+        print(f"| {op} | {fmt_us(g)} | {fmt_us(m)} | {r:.2f}{mark} |")
     within = sum(1 for r in ratios if 0.90 <= r <= 1.10)
     at_most = sum(1 for r in ratios if r <= 1.10)
     print()
