@@ -376,9 +376,8 @@ impl<T> Clocked<T> {
 const CALIBRATION_CALLS: usize = 10_000;
 
 /// What timing a call adds to its time: the part of the two clock reads, and of the
-/// timing path's own polls, that falls between them (about one clock read: some 30 ns on
-/// this project's KVM guest, more than JuiceFS's Go client spends on a whole
-/// `NewSlice`). Measured once per process with [`OpTimeout::time`] itself, on
+/// timing path's own polls, that falls between them (some 40 ns on this project's KVM
+/// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per process with [`OpTimeout::time`] itself, on
 /// [`CALIBRATION_CALLS`] calls that do nothing and return at once; their median is taken
 /// off every call's time, so that metabench's own timing is not charged to the engine
 /// (criterion's regression leaves a harness's fixed cost out of its estimate likewise;
