@@ -46,8 +46,9 @@ SKIP = {"resolve"}
 
 
 def fmt_us(value):
-    """µs with three significant digits: 0.0173, 3.21, 2281.8."""
-    return f"{value:.1f}" if value >= 100 else f"{value:.3g}"
+    """µs to a tenth above 10 µs, to a hundredth above 1 µs, else to 0.1 ns: 2281.8, 3.21,
+    0.0173."""
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}" if value >= 1 else f"{value:.4f}"
 
 
 def pinned(args):

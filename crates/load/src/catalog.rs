@@ -252,7 +252,6 @@ pub struct OpState {
     next: [Vec<u8>; 2],
 }
 
-/// Writes `{tag}{prefix}{i}` into `buf`, reusing its allocation.
 /// `NewSlice` as a JuiceFS client makes it: from the client's batch at once while it
 /// lasts ([`Meta::take_slice_id`]: no boxed future), else the call that fetches the next.
 async fn new_slice(meta: &mut dyn Meta) -> Result<u64> {
@@ -262,6 +261,7 @@ async fn new_slice(meta: &mut dyn Meta) -> Result<u64> {
     }
 }
 
+/// Writes `{tag}{prefix}{i}` into `buf`, reusing its allocation.
 fn write_name(buf: &mut Vec<u8>, tag: &str, prefix: &str, i: u64) {
     use std::io::Write as _;
     buf.clear();

@@ -263,11 +263,11 @@ async fn pace(now: Option<Instant>) {
 }
 
 /// A client's op timeout: one runtime timer, made by the client's first call that waits
-/// and pushed back to `start + limit` before each call. Pushing a registered timer later is an atomic update
-/// (tokio's `extend_expiration`); a fresh timer per call would be registered with the
-/// thread's time driver on every call that waits, and each registration wakes the
-/// thread's own driver (a write to its eventfd and one more `epoll_wait`): client CPU on
-/// every call, which `redis-benchmark` does not spend.
+/// and pushed back to `start + limit` before each call. Pushing a registered timer later
+/// is an atomic update (tokio's `extend_expiration`); a fresh timer per call would be
+/// registered with the thread's time driver on every call that waits, and each
+/// registration wakes the thread's own driver (a write to its eventfd and one more
+/// `epoll_wait`): client CPU on every call, which `redis-benchmark` does not spend.
 pub(crate) struct OpTimeout {
     limit: Duration,
     /// Made by the first call that waits, on the client's runtime (it belongs to that
@@ -377,11 +377,12 @@ const CALIBRATION_CALLS: usize = 10_000;
 
 /// What timing a call adds to its time: the part of the two clock reads, and of the
 /// timing path's own polls, that falls between them (some 40 ns on this project's KVM
-/// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per process with [`OpTimeout::time`] itself, on
-/// [`CALIBRATION_CALLS`] calls that do nothing and return at once; their median is taken
-/// off every call's time, so that metabench's own timing is not charged to the engine
-/// (criterion's regression leaves a harness's fixed cost out of its estimate likewise;
-/// hyperfine takes off the shell's start-up).
+/// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per
+/// process with [`OpTimeout::time`] itself, on [`CALIBRATION_CALLS`] calls that do
+/// nothing and return at once, pinned and handed over as [`timed_call`] hands a call;
+/// their median is taken off every call's latency, so that metabench's own timing is not
+/// charged to the engine (criterion's regression leaves a harness's fixed cost out of its
+/// estimate likewise; hyperfine takes off the shell's start-up).
 pub fn clock_overhead() -> Duration {
     static OVERHEAD: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *OVERHEAD.get_or_init(|| {
@@ -390,8 +391,8 @@ pub fn clock_overhead() -> Duration {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         let mut spans: Vec<Duration> = (0..CALIBRATION_CALLS)
             .map(|_| {
-                let mut timed =
-                    std::pin::pin!(timing.time(std::future::ready(Ok::<(), MetaError>(()))));
+                let call = std::pin::pin!(std::future::ready(Ok::<(), MetaError>(())));
+                let mut timed = std::pin::pin!(timing.time(std::hint::black_box(call)));
                 match timed.as_mut().poll(&mut cx) {
                     Poll::Ready(clocked) => clocked.end - clocked.start,
                     Poll::Pending => unreachable!("a call that returns at once is timed at once"),

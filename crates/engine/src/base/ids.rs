@@ -127,9 +127,10 @@ impl Drop for InodeIds {
 /// Taking an id needs no lock: JuiceFS takes `freeMu` for it, a lock that costs as much
 /// as the rest of Go's call, while an atomic step here costs less than one. Refills are
 /// made under `freeMu` ([`super::ClientState::ids`]), one at a time, only once the batch
-/// is used up; a refill first closes the batch (`max` = 0), so no taker can pair the old
-/// `next` with the new `max`, and the counter only grows, so the new `next` is never one
-/// a taker of the old batch could still win.
+/// is used up. A refill writes `next` before `max` and a taker reads `max` before `next`,
+/// so a taker that sees the new `max` sees the new `next`; one that read the old `max`
+/// finds `next` at or past it (the counter only grows), or wins an id below it that no
+/// one else took, since `next` changed under any other taker's compare-and-swap.
 #[derive(Debug, Default)]
 pub struct SliceIds {
     next: AtomicU64,
@@ -158,7 +159,6 @@ impl SliceIds {
     /// The batch that `incrCounter("nextChunk", sliceIdBatch)` answered `counter` for.
     /// Called under `freeMu`, once the batch is used up.
     pub fn refill(&self, counter: u64) {
-        self.max.store(0, Ordering::Release);
         self.next
             .store(counter.saturating_sub(SLICE_BATCH), Ordering::Release);
         self.max.store(counter, Ordering::Release);

@@ -405,7 +405,8 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     }
 
     /// `NewSlice`: the next slice id, with one `incrCounter("nextChunk", sliceIdBatch)`
-    /// per batch, made under `freeMu` as JuiceFS makes it.
+    /// per batch. The batch is refilled under `freeMu`, as JuiceFS holds it across the
+    /// call; an id is taken without it ([`ClientState::take_slice_id`]).
     fn next_slice(&mut self) -> impl Future<Output = Result<u64>> + Send {
         async move {
             if let Some(id) = self.state().take_slice_id() {

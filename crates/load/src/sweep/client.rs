@@ -213,7 +213,8 @@ pub(super) async fn client_body<T: Target + ?Sized>(
                 acc.calls += 1;
                 acc.round_trips += cost.round_trips;
                 acc.retries += cost.retries;
-                acc.busy += elapsed;
+                // The client's occupancy: its clock reads keep it busy too.
+                acc.busy += t1 - t0;
                 acc.last_end = acc.last_end.max(Some(t1));
                 if t1 > window.end {
                     acc.in_flight_at_end += 1;
