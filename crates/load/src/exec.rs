@@ -376,7 +376,7 @@ impl<T> Clocked<T> {
 const CALIBRATION_CALLS: usize = 10_000;
 
 /// What timing a call adds to its time: the part of the two clock reads, and of the
-/// timing path's own polls, that falls between them (some 40 ns on this project's KVM
+/// timing path's own polls, that falls between them (40 to 50 ns on this project's KVM
 /// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per
 /// process with [`OpTimeout::time`] itself, on [`CALIBRATION_CALLS`] calls that do
 /// nothing and return at once, pinned and handed over as [`timed_call`] hands a call;
