@@ -174,7 +174,7 @@ impl Target {
                 .fidelity_notes()
                 .iter()
                 .map(|n| (*n).to_owned())
-                .chain(metabench_load::exec::timing_notes())
+                .chain([metabench_load::exec::timing_note()])
                 .collect(),
         }
     }

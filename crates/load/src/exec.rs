@@ -27,9 +27,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// Where metabench's timing of a call knowingly differs from JuiceFS's Go benchmark,
-/// whatever the engine: printed and stored with the engine family's fidelity notes.
-pub fn timing_notes() -> Vec<String> {
-    vec![format!(
+/// whatever the engine: printed and stored after the engine family's fidelity notes.
+pub fn timing_note() -> String {
+    format!(
         "Each call is timed alone, between two clock reads, as a sweep must time it for its \
          histograms; JuiceFS's Go benchmark times a loop of calls. What the clock reads add \
          to a call's time ({} ns here: the median of {CALIBRATION_CALLS} timed calls that \
@@ -38,7 +38,7 @@ pub fn timing_notes() -> Vec<String> {
          well under 1 µs (Go: about 0.02 µs for newchunk, 0.1 µs for a cached read); there \
          the clock's own jitter, a few ns, is a large part of the figure.",
         clock_overhead().as_nanos()
-    )]
+    )
 }
 
 /// How often the lag probe pokes each client thread.
@@ -59,6 +59,8 @@ impl Exec {
     /// Starts `threads` client threads (at least one), each with its own current-thread
     /// runtime (timers and I/O enabled).
     pub fn new(threads: usize) -> std::io::Result<Self> {
+        // Measured now, before any call is timed, rather than by the first one.
+        clock_overhead();
         let mut workers = Vec::with_capacity(threads.max(1));
         for i in 0..threads.max(1) {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -219,15 +221,8 @@ impl LagProbe {
 
 /// One timed call, as every runner times it (`ops`, `sweep`, at any level).
 pub(crate) struct Timed {
-    /// What the call returned.
-    pub outcome: Result<()>,
-    /// When the call was issued and when its answer was back.
-    pub start: Instant,
-    /// See `start`.
-    pub end: Instant,
-    /// The call's time: from `start` to `end`, less the clock's own part
-    /// ([`clock_overhead`]).
-    pub elapsed: Duration,
+    /// What the call returned, when it was issued and when its answer was back.
+    pub call: Clocked<()>,
     /// What the call sent (round trips, retries).
     pub cost: SessionStats,
 }
@@ -275,27 +270,15 @@ pub(crate) struct OpTimeout {
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     /// When the last call timed here ended.
     last_end: Option<Instant>,
-    /// [`clock_overhead`], read once.
-    overhead: Duration,
 }
 
 impl OpTimeout {
     /// A timeout of `limit` per call.
     pub(crate) fn new(limit: Duration) -> Self {
         Self {
-            overhead: clock_overhead(),
-            ..Self::uncalibrated(limit)
-        }
-    }
-
-    /// A timeout that takes nothing off a call's span: what [`clock_overhead`] measures
-    /// with.
-    fn uncalibrated(limit: Duration) -> Self {
-        Self {
             limit,
             timer: None,
             last_end: None,
-            overhead: Duration::ZERO,
         }
     }
 
@@ -313,7 +296,6 @@ impl OpTimeout {
             outcome,
             start,
             end,
-            overhead: self.overhead,
         }
     }
 
@@ -361,14 +343,13 @@ pub(crate) struct Clocked<T> {
     pub start: Instant,
     /// The clock read just after it.
     pub end: Instant,
-    overhead: Duration,
 }
 
 impl<T> Clocked<T> {
-    /// The call's time: from `start` to `end`, less the clock's own part
-    /// ([`clock_overhead`]).
+    /// The call's time: from `start` to `end`, less the timing's own part
+    /// ([`clock_overhead`]). Windows and occupancy use `start` and `end` themselves.
     pub(crate) fn elapsed(&self) -> Duration {
-        (self.end - self.start).saturating_sub(self.overhead)
+        (self.end - self.start).saturating_sub(clock_overhead())
     }
 }
 
@@ -378,16 +359,17 @@ const CALIBRATION_CALLS: usize = 10_000;
 /// What timing a call adds to its time: the part of the two clock reads, and of the
 /// timing path's own polls, that falls between them (40 to 50 ns on this project's KVM
 /// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per
-/// process with [`OpTimeout::time`] itself, on [`CALIBRATION_CALLS`] calls that do
-/// nothing and return at once, pinned and handed over as [`timed_call`] hands a call;
-/// their median is taken off every call's latency, so that metabench's own timing is not
-/// charged to the engine (criterion's regression leaves a harness's fixed cost out of its
-/// estimate likewise; hyperfine takes off the shell's start-up).
+/// process, when the client threads start ([`Exec::new`]), with [`OpTimeout::time`]
+/// itself, on [`CALIBRATION_CALLS`] calls that do nothing and return at once, pinned and
+/// handed over as [`timed_call`] hands a call; their median is taken off every call's
+/// latency, so that metabench's own timing is not charged to the engine (criterion's
+/// regression leaves a harness's fixed cost out of its estimate likewise; hyperfine
+/// takes off the shell's start-up).
 pub fn clock_overhead() -> Duration {
     static OVERHEAD: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *OVERHEAD.get_or_init(|| {
         // A call that returns at once never reaches the timer: no runtime is needed.
-        let mut timing = OpTimeout::uncalibrated(Duration::from_secs(1));
+        let mut timing = OpTimeout::new(Duration::from_secs(1));
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         let mut spans: Vec<Duration> = (0..CALIBRATION_CALLS)
             .map(|_| {
@@ -428,10 +410,7 @@ pub(crate) async fn timed_call<S: Session>(
         timeout.time(call).await
     };
     Ok(Timed {
-        elapsed: clocked.elapsed(),
-        outcome: clocked.outcome,
-        start: clocked.start,
-        end: clocked.end,
+        call: clocked,
         cost: session.stats().since(&before),
     })
 }

@@ -175,7 +175,7 @@ async fn run_one(
     // warm-up does. Its outcome is not recorded; a call it left unusable is replaced.
     if !stop.is_stopped() {
         let warm = timed_call(&mut state, meta, &mut op_timeout, None).await?;
-        if matches!(&warm.outcome, Err(e) if e.breaks_session()) {
+        if matches!(&warm.call.outcome, Err(e) if e.breaks_session()) {
             fresh_session(meta, engine, config).await?;
         }
     }
@@ -210,20 +210,15 @@ async fn run_one(
         if done || stop.is_stopped() {
             break;
         }
-        let Timed {
-            outcome,
-            start,
-            end,
-            elapsed,
-            cost,
-        } = timed_call(&mut state, meta, &mut op_timeout, None).await?;
+        let Timed { call, cost } = timed_call(&mut state, meta, &mut op_timeout, None).await?;
+        let elapsed = call.elapsed();
         calls += 1;
         // The budget counts what the calls took, the clock's part too (as `-benchtime`
         // counts a whole loop): a call of a few ns still spends time.
-        timed += end - start;
+        timed += call.end - call.start;
         round_trips += cost.round_trips;
         retries += cost.retries;
-        match outcome {
+        match call.outcome {
             Ok(()) => {
                 consecutive_errors = 0;
                 let _ = hist.record(elapsed.as_nanos() as u64);

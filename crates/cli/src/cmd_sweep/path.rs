@@ -140,7 +140,7 @@ async fn sweep_on<P: PathSystem>(
         fidelity_notes: system
             .fidelity_notes()
             .into_iter()
-            .chain(metabench_load::exec::timing_notes())
+            .chain([metabench_load::exec::timing_note()])
             .collect(),
     };
     say!(

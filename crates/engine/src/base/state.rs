@@ -34,8 +34,6 @@ struct Client {
     /// `Config.SkipDirMtime` and `SkipDirNlink`.
     skip_dir_mtime: Duration,
     skip_dir_nlink: u32,
-    /// `--client-cache`: whether the caches in `data` answer at all (read without its lock).
-    client_cache: bool,
     ids: tokio::sync::Mutex<Ids>,
     /// `freeSlices`: refilled under `ids`, taken from without it.
     slices: SliceIds,
@@ -80,7 +78,6 @@ impl ClientState {
             dir_stats_on,
             skip_dir_mtime: opts.skip_dir_mtime,
             skip_dir_nlink: opts.skip_dir_nlink,
-            client_cache: opts.client_cache,
             ids: tokio::sync::Mutex::new(Ids::default()),
             slices: SliceIds::default(),
             data: Mutex::new(ClientData {
@@ -140,9 +137,6 @@ impl ClientState {
 
     /// `Read` from the chunk cache (`--client-cache`): chunk `indx` of `ino`, if cached.
     pub fn cached_chunk(&self, ino: Ino, indx: u32) -> Option<Arc<[Slice]>> {
-        if !self.0.client_cache {
-            return None;
-        }
         self.data().cache.chunk(ino, indx)
     }
 

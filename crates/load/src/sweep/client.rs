@@ -3,7 +3,7 @@
 
 use super::DirOf;
 use super::{Arrivals, Live, Window, MAX_CONSECUTIVE_ERRORS};
-use crate::exec::{reopen, timed_call, within, ClientBackground, Exec, OpTimeout};
+use crate::exec::{reopen, timed_call, within, ClientBackground, Exec, OpTimeout, Timed};
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
 use crate::target::{Session, Target};
@@ -182,7 +182,10 @@ pub(super) async fn client_body<T: Target + ?Sized>(
         let op = job.phase.ops[k].0;
         let (outcome, t0, t1, elapsed, cost) =
             match timed_call(&mut states[k], meta, &mut op_timeout, intended).await {
-                Ok(t) => (t.outcome, t.start, t.end, t.elapsed, t.cost),
+                Ok(Timed { call, cost }) => {
+                    let elapsed = call.elapsed();
+                    (call.outcome, call.start, call.end, elapsed, cost)
+                }
                 Err(e) => {
                     let now = Instant::now();
                     (Err(e), now, now, Duration::ZERO, SessionStats::default())
