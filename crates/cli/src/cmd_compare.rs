@@ -3,7 +3,8 @@
 
 use crate::error::{input, CliError};
 use metabench_report::compare::{
-    compare, gate, parse_percent, render, round_trips_not_gated, GatePolicy, DEFAULT_ALPHA,
+    compare, gate, parse_percent, render, round_trips_not_gated, Comparison, GatePolicy,
+    DEFAULT_ALPHA,
 };
 use metabench_report::AnyResults;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,18 @@ pub fn read_results(path: &Path) -> Result<AnyResults, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
     AnyResults::from_json(&text).map_err(|e| input(format!("{}: {e}", path.display())))
+}
+
+/// Reads the baseline and the current results files and compares them at `alpha`.
+fn read_and_compare(
+    baseline: &Path,
+    current: &Path,
+    alpha: f64,
+) -> Result<(AnyResults, AnyResults, Comparison), CliError> {
+    let base = read_results(baseline)?;
+    let cur = read_results(current)?;
+    let c = compare(&base, &cur, alpha).map_err(input)?;
+    Ok((base, cur, c))
 }
 
 fn parse_alpha(s: &str) -> Result<f64, String> {
@@ -43,9 +56,7 @@ pub struct CompareArgs {
 
 /// Runs `metabench compare`.
 pub fn run_compare(args: CompareArgs) -> Result<i32, CliError> {
-    let base = read_results(&args.baseline)?;
-    let cur = read_results(&args.current)?;
-    let c = compare(&base, &cur, args.alpha).map_err(input)?;
+    let (base, cur, c) = read_and_compare(&args.baseline, &args.current, args.alpha)?;
     out!(
         "baseline {} ({} {}), current {} ({} {})",
         args.baseline.display(),
@@ -89,9 +100,7 @@ pub struct GateArgs {
 
 /// Runs `metabench gate`: 0 when it passes, 1 when a row failed.
 pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
-    let base = read_results(&args.baseline)?;
-    let cur = read_results(&args.current)?;
-    let c = compare(&base, &cur, args.alpha).map_err(input)?;
+    let (_, _, c) = read_and_compare(&args.baseline, &args.current, args.alpha)?;
     let policy = GatePolicy {
         max_regression: (!args.round_trips_only).then_some(args.max_regression),
         alpha: args.alpha,

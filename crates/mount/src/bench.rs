@@ -1,6 +1,6 @@
 //! `juicefs bench MOUNT -p N`: run and parse its table.
 
-use crate::juicefs::run_tool;
+use crate::juicefs::run_juicefs_bench;
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
 use serde::{Deserialize, Serialize};
@@ -89,23 +89,15 @@ pub async fn run_bench(
     docs_scale: bool,
     stop: &StopFlag,
 ) -> Result<BenchResult> {
-    let mut cmd = tokio::process::Command::new(juicefs);
-    cmd.args(crate::juicefs::GLOBAL_FLAGS)
-        .arg("bench")
-        .arg(dir)
-        .arg("-p")
-        .arg(threads.to_string());
-    if !docs_scale {
-        cmd.args([
-            "--big-file-size",
-            "8M",
-            "--small-file-size",
-            "64K",
-            "--small-file-count",
-            "20",
-        ]);
-    }
-    let out = run_tool(cmd, "juicefs bench", stop).await?;
+    let small = [
+        "--big-file-size",
+        "8M",
+        "--small-file-size",
+        "64K",
+        "--small-file-count",
+        "20",
+    ];
+    let out = run_juicefs_bench(juicefs, "bench", [dir], threads, docs_scale, &small, stop).await?;
     parse_bench(&out)
 }
 

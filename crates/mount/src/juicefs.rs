@@ -321,6 +321,30 @@ pub async fn run_tool(cmd: tokio::process::Command, what: &str, stop: &StopFlag)
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Runs one of `juicefs`'s own benchmarks, `juicefs SUB ARGS… -p THREADS` after
+/// [`GLOBAL_FLAGS`], with `small_sizes` unless at the docs' scale (where the tool's default
+/// sizes stand); returns its stdout, as [`run_tool`] does.
+pub(crate) async fn run_juicefs_bench(
+    juicefs: &Path,
+    sub: &str,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+    threads: u32,
+    docs_scale: bool,
+    small_sizes: &[&str],
+    stop: &StopFlag,
+) -> Result<String> {
+    let mut cmd = tokio::process::Command::new(juicefs);
+    cmd.args(GLOBAL_FLAGS)
+        .arg(sub)
+        .args(args)
+        .arg("-p")
+        .arg(threads.to_string());
+    if !docs_scale {
+        cmd.args(small_sizes);
+    }
+    run_tool(cmd, &format!("juicefs {sub}"), stop).await
+}
+
 /// [`run_tool`], answering the tool's whole output (standard error too: `juicefs mdtest`
 /// logs its results there).
 pub async fn run_tool_output(

@@ -4,7 +4,7 @@
 //! objbench works under a prefix of its own (`__juicefs_benchmark_<ns>__/`) and deletes
 //! it at the end; credentials come from `ACCESS_KEY` / `SECRET_KEY`, as for juicefs.
 
-use crate::juicefs::run_tool;
+use crate::juicefs::run_juicefs_bench;
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
 use serde::{Deserialize, Serialize};
@@ -112,16 +112,10 @@ pub async fn run_objbench(
     docs_scale: bool,
     stop: &StopFlag,
 ) -> Result<ObjbenchResult> {
-    let mut cmd = tokio::process::Command::new(juicefs);
-    cmd.args(crate::juicefs::GLOBAL_FLAGS)
-        .args(["objbench", "--storage", storage])
-        .arg(bucket)
-        .arg("-p")
-        .arg(threads.to_string());
-    if !docs_scale {
-        cmd.args(["--big-object-size", "16M", "--small-objects", "20"]);
-    }
-    let out = run_tool(cmd, "juicefs objbench", stop).await?;
+    let args = ["--storage", storage, bucket];
+    let small = ["--big-object-size", "16M", "--small-objects", "20"];
+    let out =
+        run_juicefs_bench(juicefs, "objbench", args, threads, docs_scale, &small, stop).await?;
     parse_objbench(&out, &format!("{storage} {bucket}"))
 }
 

@@ -5,7 +5,7 @@ use crate::tree::FsOps;
 use crate::{MountError, Result};
 use async_trait::async_trait;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One task's view of the mount.
 #[derive(Debug, Default)]
@@ -19,6 +19,17 @@ async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| MountError::Io(format!("{what}: {e}")))?
         .map_err(|e| MountError::Io(format!("{what}: {e}")))
+}
+
+/// [`blocking`] `f` on `parent/name`; its errors name the call `what` and the path.
+async fn at<T: Send + 'static>(
+    what: &str,
+    parent: &Path,
+    name: &str,
+    f: impl FnOnce(&Path) -> std::io::Result<T> + Send + 'static,
+) -> Result<T> {
+    let p = parent.join(name);
+    blocking(format!("{what} {}", p.display()), move || f(&p)).await
 }
 
 #[async_trait]
@@ -36,28 +47,19 @@ impl FsOps for PosixFs {
     }
 
     async fn rmdir(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
-        let p = parent.join(name);
-        blocking(format!("rmdir {}", p.display()), move || {
-            std::fs::remove_dir(&p)
-        })
-        .await
+        at("rmdir", parent, name, |p| std::fs::remove_dir(p)).await
     }
 
     async fn stat(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
-        let p = parent.join(name);
-        blocking(format!("stat {}", p.display()), move || {
-            std::fs::metadata(&p).map(drop)
-        })
-        .await
+        at("stat", parent, name, |p| std::fs::metadata(p).map(drop)).await
     }
 
     async fn create(&mut self, parent: &PathBuf, name: &str, bytes: u64) -> Result<()> {
-        let p = parent.join(name);
-        blocking(format!("create {}", p.display()), move || {
+        at("create", parent, name, move |p| {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(&p)?;
+                .open(p)?;
             let buf = vec![b'x'; bytes.min(1 << 20) as usize];
             let mut left = bytes;
             while left > 0 {
@@ -71,9 +73,8 @@ impl FsOps for PosixFs {
     }
 
     async fn read(&mut self, parent: &PathBuf, name: &str, bytes: u64) -> Result<()> {
-        let p = parent.join(name);
-        blocking(format!("read {}", p.display()), move || {
-            let mut f = std::fs::File::open(&p)?;
+        at("read", parent, name, move |p| {
+            let mut f = std::fs::File::open(p)?;
             let mut buf = vec![0u8; bytes.min(1 << 20) as usize];
             let mut left = bytes;
             while left > 0 {
@@ -87,19 +88,11 @@ impl FsOps for PosixFs {
     }
 
     async fn unlink(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
-        let p = parent.join(name);
-        blocking(format!("unlink {}", p.display()), move || {
-            std::fs::remove_file(&p)
-        })
-        .await
+        at("unlink", parent, name, |p| std::fs::remove_file(p)).await
     }
 
     async fn open(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
-        let p = parent.join(name);
-        blocking(format!("open {}", p.display()), move || {
-            std::fs::File::open(&p).map(drop)
-        })
-        .await
+        at("open", parent, name, |p| std::fs::File::open(p).map(drop)).await
     }
 
     async fn rename(&mut self, parent: &PathBuf, from: &str, to: &str) -> Result<()> {
@@ -111,14 +104,12 @@ impl FsOps for PosixFs {
     }
 
     async fn remove_tree(&mut self, parent: &PathBuf, name: &str) -> Result<()> {
-        let p = parent.join(name);
-        blocking(
-            format!("remove {}", p.display()),
-            move || match std::fs::remove_dir_all(&p) {
+        at("remove", parent, name, |p| {
+            match std::fs::remove_dir_all(p) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 done => done,
-            },
-        )
+            }
+        })
         .await
     }
 }

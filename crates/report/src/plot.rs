@@ -6,6 +6,9 @@
 
 use crate::cross::LabeledRun;
 use crate::model::SweepResults;
+use plotters::chart::MeshStyle;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::element::{CoordMapper, Drawable, PointCollection};
 use plotters::prelude::*;
 
 /// A rendered plot: a file name (`throughput-mkdir.svg`) and the SVG text.
@@ -140,43 +143,33 @@ fn draw(
     let xmin = if xmin.is_finite() { xmin.floor() } else { 0.0 };
     let x_labels = (xmax.floor() - xmin) as usize + 2;
     let xrange = xmin - 0.25..xmax.max(xmin + 1.0) + 0.25;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut b = ChartBuilder::on(&root);
-        b.caption(title, ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(44)
-            .y_label_area_size(80);
+    svg_chart(SIZE, title, 80, |b| {
         macro_rules! finish {
             ($chart:expr) => {{
                 let mut chart = $chart;
-                chart
-                    .configure_mesh()
-                    .x_desc(x_desc)
-                    .y_desc(y_desc)
-                    .x_labels(x_labels)
-                    .x_label_formatter(&|x| {
-                        if (x - x.round()).abs() < 1e-9 && *x >= 0.0 {
-                            format!("{:.0}", x.round().exp2())
-                        } else {
-                            String::new()
-                        }
-                    })
-                    .y_label_formatter(&|y| crate::table::fmt_us(*y))
-                    .light_line_style(WHITE.mix(0.0))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                draw_mesh(
+                    chart
+                        .configure_mesh()
+                        .x_desc(x_desc)
+                        .y_desc(y_desc)
+                        .x_labels(x_labels)
+                        .x_label_formatter(&|x| {
+                            if (x - x.round()).abs() < 1e-9 && *x >= 0.0 {
+                                format!("{:.0}", x.round().exp2())
+                            } else {
+                                String::new()
+                            }
+                        })
+                        .y_label_formatter(&|y| crate::table::fmt_us(*y)),
+                )?;
                 for s in series {
                     let c = s.color;
-                    chart
-                        .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                        .map_err(|e| e.to_string())?
-                        .label(s.label.clone())
-                        .legend(move |(x, y)| {
-                            Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled())
-                        });
+                    legend_entry(
+                        &mut chart,
+                        LineSeries::new(s.points.iter().copied(), c.stroke_width(2)),
+                        s.label.clone(),
+                        swatch(c),
+                    )?;
                     chart
                         .draw_series(
                             s.points
@@ -190,53 +183,135 @@ fn draw(
                             marked
                                 .clone()
                                 .filter(|(_, m)| m.0)
-                                .map(|(&p, _)| Circle::new(p, 7, BLACK.stroke_width(1))),
+                                .map(|(&p, _)| ring(p, 7)),
                         )
                         .map_err(|e| e.to_string())?;
                     chart
-                        .draw_series(
-                            marked
-                                .filter(|(_, m)| m.1)
-                                .map(|(&p, _)| Cross::new(p, 6, RED.stroke_width(2))),
-                        )
+                        .draw_series(marked.filter(|(_, m)| m.1).map(|(&p, _)| cross(p, 6)))
                         .map_err(|e| e.to_string())?;
                 }
+                // What the marks mean.
                 if any_client_bound {
-                    chart
-                        .draw_series(Vec::<Circle<(f64, f64), i32>>::new())
-                        .map_err(|e| e.to_string())?
-                        .label("ringed: metabench was the bottleneck (client-bound)")
-                        .legend(|(x, y)| Circle::new((x + 8, y), 6, BLACK.stroke_width(1)));
+                    let note = "ringed: metabench was the bottleneck (client-bound)";
+                    legend_note(&mut chart, note, |(x, y)| ring((x + 8, y), 6))?;
                 }
                 if any_engine_bound {
-                    chart
-                        .draw_series(Vec::<Cross<(f64, f64), i32>>::new())
-                        .map_err(|e| e.to_string())?
-                        .label("crossed: the engine's counters show it as the bottleneck")
-                        .legend(|(x, y)| Cross::new((x + 8, y), 5, RED.stroke_width(2)));
+                    let note = "crossed: the engine's counters show it as the bottleneck";
+                    legend_note(&mut chart, note, |(x, y)| cross((x + 8, y), 5))?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.4))
-                    .label_font(("sans-serif", 14))
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
             }};
         }
         if log_y {
             finish!(b
                 .build_cartesian_2d(xrange.clone(), (ymin / 1.5..ymax * 1.5).log_scale())
-                .map_err(|e| e.to_string())?);
+                .map_err(|e| e.to_string())?)
         } else {
             finish!(b
                 .build_cartesian_2d(xrange.clone(), 0f64..ymax * 1.1)
-                .map_err(|e| e.to_string())?);
+                .map_err(|e| e.to_string())?)
         }
+    })
+}
+
+/// An SVG of `size` pixels on white, captioned `title`: `body` draws the chart with the
+/// builder it is handed (margins set, the y axis's labels `y_label_area` pixels wide).
+fn svg_chart(
+    size: (u32, u32),
+    title: &str,
+    y_label_area: u32,
+    body: impl FnOnce(&mut ChartBuilder<'_, '_, SVGBackend<'_>>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(y_label_area);
+        body(&mut b)?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+/// Draws a mesh its caller has configured, without the light grid lines.
+fn draw_mesh<X, Y>(mesh: &mut MeshStyle<'_, '_, X, Y, SVGBackend<'_>>) -> Result<(), String>
+where
+    X: Ranged + ValueFormatter<X::ValueType>,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+{
+    mesh.light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// Draws `series` on `chart`, and lists it in the legend as `label` beside `mark`.
+fn legend_entry<'a, 'b, CT, B, E, S>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    series: S,
+    label: impl Into<String>,
+    mark: impl Fn((i32, i32)) -> E + 'a,
+) -> Result<(), String>
+where
+    CT: CoordTranslate,
+    B: CoordMapper,
+    for<'c> &'c S::Item: PointCollection<'c, CT::From, B>,
+    S::Item: Drawable<SVGBackend<'b>, B>,
+    S: IntoIterator,
+    E: IntoDynElement<'a, SVGBackend<'b>, (i32, i32)>,
+{
+    chart
+        .draw_series(series)
+        .map_err(|e| e.to_string())?
+        .label(label)
+        .legend(mark);
+    Ok(())
+}
+
+/// A legend entry with no series of its own: `label` beside `mark`.
+fn legend_note<'a, 'b, CT, E>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    label: &str,
+    mark: impl Fn((i32, i32)) -> E + 'a,
+) -> Result<(), String>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+    E: IntoDynElement<'a, SVGBackend<'b>, (i32, i32)>,
+{
+    legend_entry(chart, Vec::<Circle<(f64, f64), i32>>::new(), label, mark)
+}
+
+/// The mark of a level where metabench was the bottleneck: a ring.
+fn ring<C>(at: C, size: i32) -> Circle<C, i32> {
+    Circle::new(at, size, BLACK.stroke_width(1))
+}
+
+/// The mark of a level the engine's counters show as the bottleneck: a cross.
+fn cross<C>(at: C, size: i32) -> Cross<C, i32> {
+    Cross::new(at, size, RED.stroke_width(2))
+}
+
+/// A series' legend mark: a square of its colour.
+fn swatch(c: RGBColor) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
+    move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled())
+}
+
+/// Draws `chart`'s legend at `position`, on a pale ground with a thin border.
+fn draw_legend<'a, 'b: 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(|e| e.to_string())
 }
 
 /// Every plot of the sweeps among `runs`: `throughput.svg` (one series per operation and
@@ -321,23 +396,19 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
             } else {
                 ""
             };
-            lat.push(Series {
-                label: format!("{label} p50{from_start}"),
-                color: pale,
+            let percentile = |p: &str, color, us: fn(&crate::Latency) -> f64| Series {
+                label: format!("{label} {p}{from_start}"),
+                color,
                 points: levels
                     .iter()
-                    .map(|(x, o, _)| (*x, o.latency.p50_us))
+                    .map(|(x, o, _)| (*x, us(&o.latency)))
                     .collect(),
                 marks: Vec::new(),
-            });
+            };
+            lat.push(percentile("p50", pale, |l| l.p50_us));
             lat.push(Series {
-                label: format!("{label} p99{from_start}"),
-                color: c,
-                points: levels
-                    .iter()
-                    .map(|(x, o, _)| (*x, o.latency.p99_us))
-                    .collect(),
                 marks: levels.iter().map(|(_, _, m)| *m).collect(),
+                ..percentile("p99", c, |l| l.p99_us)
             });
             let service: Vec<(f64, f64)> = levels
                 .iter()
@@ -465,34 +536,26 @@ fn bars(
     let (lo, hi) = (lo / 2.0, hi * 2.0);
     let n = names.len();
     let height = 140 + 14 * n as u32 * (series.len() as u32).max(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(44)
-            .y_label_area_size(130)
+    let svg = svg_chart((SIZE.0, height), &title, 130, |b| {
+        let mut chart = b
             .build_cartesian_2d((lo..hi).log_scale(), -0.5f64..n as f64 - 0.5)
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_labels(n + 1)
-            .y_label_formatter(&|y| {
-                let i = y.round();
-                if (y - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < names.len() {
-                    // Top to bottom in the given order.
-                    names[names.len() - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .x_label_formatter(&|x| crate::table::fmt_us(*x))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        draw_mesh(
+            chart
+                .configure_mesh()
+                .x_desc(x_desc)
+                .y_labels(n + 1)
+                .y_label_formatter(&|y| {
+                    let i = y.round();
+                    if (y - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < names.len() {
+                        // Top to bottom in the given order.
+                        names[names.len() - 1 - i as usize].clone()
+                    } else {
+                        String::new()
+                    }
+                })
+                .x_label_formatter(&|x| crate::table::fmt_us(*x)),
+        )?;
         let band = 0.8 / series.len() as f64;
         for (j, (label, values)) in series.iter().enumerate() {
             let c = color(j);
@@ -509,22 +572,10 @@ fn bars(
                     ))
                 })
                 .collect();
-            chart
-                .draw_series(drawn)
-                .map_err(|e| e.to_string())?
-                .label(label.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+            legend_entry(&mut chart, drawn, label.clone(), swatch(c))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
-    }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)
+    })?;
     Ok(Some(Plot {
         file: file.to_owned(),
         title,
@@ -669,18 +720,10 @@ mod tests {
                 .filter(|n| n.tag_name().name() == tag && n.attribute("stroke-width") == Some("2"))
                 .count()
         };
-        let texts = |svg: &str| -> Vec<String> {
-            roxmltree::Document::parse(svg)
-                .unwrap()
-                .descendants()
-                .filter(|n| n.tag_name().name() == "text")
-                .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
-                .collect()
-        };
         let overview = &plots[0];
         assert_eq!(overview.file, "throughput.svg");
         assert_eq!(count(&overview.svg, "polyline"), 6, "{}", overview.svg);
-        let t = texts(&overview.svg);
+        let t = svg_texts(&overview.svg);
         for op in ["mkdir", "lookup", "create"] {
             for e in ["redis", "sqlite"] {
                 let label = format!("{op} — {e}");
@@ -697,7 +740,7 @@ mod tests {
             .find(|p| p.file == "latency-mkdir.svg")
             .unwrap();
         assert_eq!(count(&lat.svg, "polyline"), 4);
-        let t = texts(&lat.svg);
+        let t = svg_texts(&lat.svg);
         assert!(t.contains(&"sqlite p99".to_owned()), "{t:?}");
         // No sweep, no sweep plot; no ops run, no ops plot.
         let ops_only = vec![LabeledRun {
@@ -731,11 +774,7 @@ mod tests {
         let runs = vec![ops("redis", 1.0), ops("mysql", 3.0)];
         let p = ops_plot(&runs).unwrap().unwrap();
         let doc = roxmltree::Document::parse(&p.svg).unwrap();
-        let texts: Vec<String> = doc
-            .descendants()
-            .filter(|n| n.tag_name().name() == "text")
-            .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
-            .collect();
+        let texts = svg_texts(&p.svg);
         for t in ["redis", "mysql", "mkdir", "lookup", "rename"] {
             assert!(texts.contains(&t.to_owned()), "{t}: {texts:?}");
         }

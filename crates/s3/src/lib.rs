@@ -375,6 +375,15 @@ impl S3Fs {
                 .iter()
                 .any(|o| o.location.as_ref() != marker && o.location.as_ref() != dir))
     }
+
+    /// DELETE of `key`: one request.
+    async fn delete(&mut self, key: &Path) -> Result<()> {
+        self.requests += 1;
+        self.store
+            .delete(key)
+            .await
+            .map_err(|e| s3_error("delete", key.as_ref(), e))
+    }
 }
 
 #[async_trait]
@@ -473,20 +482,11 @@ impl FsOps for S3Fs {
             .copy(&src, &dst)
             .await
             .map_err(|e| s3_error("copy", src.as_ref(), e))?;
-        self.requests += 1;
-        self.store
-            .delete(&src)
-            .await
-            .map_err(|e| s3_error("delete", src.as_ref(), e))
+        self.delete(&src).await
     }
 
     async fn unlink(&mut self, parent: &String, name: &str) -> Result<()> {
-        let key = Path::from(under(parent, name));
-        self.requests += 1;
-        self.store
-            .delete(&key)
-            .await
-            .map_err(|e| s3_error("delete", key.as_ref(), e))
+        self.delete(&Path::from(under(parent, name))).await
     }
 
     /// Every key below `parent/name/`, one DELETE each (no bulk delete: S3A deletes in

@@ -240,13 +240,7 @@ impl Attr {
     /// Decodes as `Attr.Unmarshal` does, accepting pre-1.0 records without a parent.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         const FIXED: usize = 63;
-        if buf.len() < FIXED {
-            return Err(DecodeError::TooShort {
-                what: "attr",
-                len: buf.len(),
-                need: FIXED,
-            });
-        }
+        DecodeError::check_len("attr", buf, FIXED)?;
         let mut r = Reader(buf);
         let flags = r.u8();
         let tm = r.u16();

@@ -49,13 +49,7 @@ impl DirStat {
 
     /// Decodes a TKV `U<ino>` value.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        if buf.len() < 24 {
-            return Err(DecodeError::TooShort {
-                what: "dir stat",
-                len: buf.len(),
-                need: 24,
-            });
-        }
+        DecodeError::check_len("dir stat", buf, 24)?;
         let mut r = crate::attr::Reader(buf);
         Ok(Self {
             length: r.u64() as i64,

@@ -22,13 +22,7 @@ impl Dentry {
 
     /// Decodes a 9-byte entry value.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        if buf.len() < 9 {
-            return Err(DecodeError::TooShort {
-                what: "dentry",
-                len: buf.len(),
-                need: 9,
-            });
-        }
+        DecodeError::check_len("dentry", buf, 9)?;
         Ok(Self {
             typ: FileType::from_u8(buf[0])?,
             inode: u64::from_be_bytes(buf[1..9].try_into().expect("9 bytes")),

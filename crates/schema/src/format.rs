@@ -5,14 +5,10 @@ use serde::{Deserialize, Serialize};
 /// Highest `MetaVersion` this model (and JuiceFS 1.4) understands.
 pub const MAX_META_VERSION: i64 = 1;
 
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-fn is_zero(v: &i64) -> bool {
-    *v == 0
-}
-fn is_zero_u(v: &u64) -> bool {
-    *v == 0
+/// Whether a field holds its zero value (`false`, 0, empty, none), which Go's `omitempty`
+/// leaves out of the JSON.
+fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// The volume format, field for field and in JuiceFS's order, so the JSON written here is
@@ -29,77 +25,49 @@ pub struct Format {
     #[serde(rename = "Storage", default)]
     pub storage: String,
     /// Object storage class.
-    #[serde(
-        rename = "StorageClass",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "StorageClass", default, skip_serializing_if = "is_zero")]
     pub storage_class: String,
     /// Storage tiers, kept as JuiceFS wrote them.
-    #[serde(rename = "Tiers", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "Tiers", default, skip_serializing_if = "is_zero")]
     pub tiers: Option<serde_json::Value>,
     /// Bucket URL or directory.
     #[serde(rename = "Bucket", default)]
     pub bucket: String,
     /// Object storage access key.
-    #[serde(
-        rename = "AccessKey",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "AccessKey", default, skip_serializing_if = "is_zero")]
     pub access_key: String,
     /// Object storage secret key (encrypted when `KeyEncrypted`).
-    #[serde(
-        rename = "SecretKey",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "SecretKey", default, skip_serializing_if = "is_zero")]
     pub secret_key: String,
     /// Object storage session token.
-    #[serde(
-        rename = "SessionToken",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "SessionToken", default, skip_serializing_if = "is_zero")]
     pub session_token: String,
     /// Block size in KiB; must be > 0 for the real client.
     #[serde(rename = "BlockSize", default)]
     pub block_size: i64,
     /// Block compression.
-    #[serde(
-        rename = "Compression",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "Compression", default, skip_serializing_if = "is_zero")]
     pub compression: String,
     /// Object storage shards.
     #[serde(rename = "Shards", default, skip_serializing_if = "is_zero")]
     pub shards: i64,
     /// Hash prefix for object names.
-    #[serde(rename = "HashPrefix", default, skip_serializing_if = "is_false")]
+    #[serde(rename = "HashPrefix", default, skip_serializing_if = "is_zero")]
     pub hash_prefix: bool,
     /// Capacity quota in bytes.
-    #[serde(rename = "Capacity", default, skip_serializing_if = "is_zero_u")]
+    #[serde(rename = "Capacity", default, skip_serializing_if = "is_zero")]
     pub capacity: u64,
     /// Inode quota.
-    #[serde(rename = "Inodes", default, skip_serializing_if = "is_zero_u")]
+    #[serde(rename = "Inodes", default, skip_serializing_if = "is_zero")]
     pub inodes: u64,
     /// Encryption key.
-    #[serde(
-        rename = "EncryptKey",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "EncryptKey", default, skip_serializing_if = "is_zero")]
     pub encrypt_key: String,
     /// Encryption algorithm.
-    #[serde(
-        rename = "EncryptAlgo",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "EncryptAlgo", default, skip_serializing_if = "is_zero")]
     pub encrypt_algo: String,
     /// Whether secrets are encrypted.
-    #[serde(rename = "KeyEncrypted", default, skip_serializing_if = "is_false")]
+    #[serde(rename = "KeyEncrypted", default, skip_serializing_if = "is_zero")]
     pub key_encrypted: bool,
     /// Upload limit, Mbps.
     #[serde(rename = "UploadLimit", default, skip_serializing_if = "is_zero")]
@@ -114,24 +82,16 @@ pub struct Format {
     #[serde(rename = "MetaVersion", default, skip_serializing_if = "is_zero")]
     pub meta_version: i64,
     /// Oldest client allowed.
-    #[serde(
-        rename = "MinClientVersion",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "MinClientVersion", default, skip_serializing_if = "is_zero")]
     pub min_client_version: String,
     /// Newest client allowed.
-    #[serde(
-        rename = "MaxClientVersion",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "MaxClientVersion", default, skip_serializing_if = "is_zero")]
     pub max_client_version: String,
     /// Whether per-directory usage is kept.
-    #[serde(rename = "DirStats", default, skip_serializing_if = "is_false")]
+    #[serde(rename = "DirStats", default, skip_serializing_if = "is_zero")]
     pub dir_stats: bool,
     /// Whether user/group quotas are on.
-    #[serde(rename = "UserGroupQuota", default, skip_serializing_if = "is_false")]
+    #[serde(rename = "UserGroupQuota", default, skip_serializing_if = "is_zero")]
     pub user_group_quota: bool,
     /// Whether POSIX ACLs are on.
     #[serde(rename = "EnableACL", default)]

@@ -45,3 +45,18 @@ pub enum DecodeError {
         value: u64,
     },
 }
+
+impl DecodeError {
+    /// [`DecodeError::TooShort`] when `buf` holds fewer than `need` bytes of a `what`
+    /// record.
+    pub(crate) fn check_len(what: &'static str, buf: &[u8], need: usize) -> Result<(), Self> {
+        if buf.len() < need {
+            return Err(DecodeError::TooShort {
+                what,
+                len: buf.len(),
+                need,
+            });
+        }
+        Ok(())
+    }
+}

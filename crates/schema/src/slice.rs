@@ -58,13 +58,7 @@ impl Slice {
 
     /// Decodes one record.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        if buf.len() < SLICE_LEN {
-            return Err(DecodeError::TooShort {
-                what: "slice",
-                len: buf.len(),
-                need: SLICE_LEN,
-            });
-        }
+        DecodeError::check_len("slice", buf, SLICE_LEN)?;
         let mut r = crate::attr::Reader(buf);
         Ok(Self {
             pos: r.u32(),

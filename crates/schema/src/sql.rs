@@ -168,6 +168,15 @@ const fn zero(name: &'static str) -> Column {
         default: Some("0"),
     }
 }
+/// A table keyed by its one `pk` column, with these indexes.
+const fn table(name: &'static str, columns: &'static [Column], indexes: &'static [Index]) -> Table {
+    Table {
+        name,
+        columns,
+        composite_pk: &[],
+        indexes,
+    }
+}
 const fn uqe(name: &'static str, columns: &'static [&'static str]) -> Index {
     Index {
         unique: true,
@@ -187,33 +196,22 @@ use ColType::*;
 
 /// Every table `juicefs format` creates, in `syncAllTables` order.
 pub const TABLES: &[Table] = &[
-    Table {
-        name: "setting",
-        columns: &[pk("name", Varchar), col("value", Text)],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "counter",
-        columns: &[pk("name", Varchar), col("value", BigInt)],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "edge",
-        columns: &[
+    table("setting", &[pk("name", Varchar), col("value", Text)], &[]),
+    table("counter", &[pk("name", Varchar), col("value", BigInt)], &[]),
+    table(
+        "edge",
+        &[
             pk("id", BigSerial),
             col("parent", BigInt),
             col("name", Varbinary(255)),
             col("inode", BigInt),
             col("type", Int),
         ],
-        composite_pk: &[],
-        indexes: &[uqe("edge", &["parent", "name"]), idx("inode", &["inode"])],
-    },
-    Table {
-        name: "node",
-        columns: &[
+        &[uqe("edge", &["parent", "name"]), idx("inode", &["inode"])],
+    ),
+    table(
+        "node",
+        &[
             pk("inode", BigInt),
             col("type", Int),
             col("flags", Int),
@@ -234,115 +232,103 @@ pub const TABLES: &[Table] = &[
             null("default_acl_id", Int),
             null("tier_id", Int),
         ],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "symlink",
-        columns: &[pk("inode", BigInt), col("target", Varbinary(4096))],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "xattr",
-        columns: &[
+        &[],
+    ),
+    table(
+        "symlink",
+        &[pk("inode", BigInt), col("target", Varbinary(4096))],
+        &[],
+    ),
+    table(
+        "xattr",
+        &[
             pk("id", BigSerial),
             col("inode", BigInt),
             col("name", Varchar),
             col("value", Blob),
         ],
-        composite_pk: &[],
-        indexes: &[uqe("name", &["inode", "name"])],
-    },
-    Table {
-        name: "chunk",
-        columns: &[
+        &[uqe("name", &["inode", "name"])],
+    ),
+    table(
+        "chunk",
+        &[
             pk("id", BigSerial),
             col("inode", BigInt),
             col("indx", Int),
             col("slices", Blob),
         ],
-        composite_pk: &[],
-        indexes: &[uqe("chunk", &["inode", "indx"])],
-    },
-    Table {
-        name: "chunk_ref",
-        columns: &[pk("chunkid", BigInt), col("size", Int), col("refs", Int)],
-        composite_pk: &[],
-        indexes: &[idx("refs", &["refs"])],
-    },
-    Table {
-        name: "delslices",
-        columns: &[
+        &[uqe("chunk", &["inode", "indx"])],
+    ),
+    table(
+        "chunk_ref",
+        &[pk("chunkid", BigInt), col("size", Int), col("refs", Int)],
+        &[idx("refs", &["refs"])],
+    ),
+    table(
+        "delslices",
+        &[
             pk("chunkid", BigInt),
             col("deleted", BigInt),
             col("slices", Blob),
         ],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "session2",
-        columns: &[pk("sid", BigInt), col("expire", BigInt), null("info", Blob)],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "sustained",
-        columns: &[
+        &[],
+    ),
+    table(
+        "session2",
+        &[pk("sid", BigInt), col("expire", BigInt), null("info", Blob)],
+        &[],
+    ),
+    table(
+        "sustained",
+        &[
             pk("id", BigSerial),
             col("sid", BigInt),
             col("inode", BigInt),
         ],
-        composite_pk: &[],
-        indexes: &[uqe("sustained", &["sid", "inode"])],
-    },
-    Table {
-        name: "delfile",
-        columns: &[
+        &[uqe("sustained", &["sid", "inode"])],
+    ),
+    table(
+        "delfile",
+        &[
             pk("inode", BigInt),
             col("length", BigInt),
             col("expire", BigInt),
         ],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "flock",
-        columns: &[
+        &[],
+    ),
+    table(
+        "flock",
+        &[
             pk("id", BigSerial),
             col("inode", BigInt),
             col("sid", BigInt),
             col("owner", BigInt),
             col("ltype", Int),
         ],
-        composite_pk: &[],
-        indexes: &[uqe("flock", &["inode", "sid", "owner"])],
-    },
-    Table {
-        name: "plock",
-        columns: &[
+        &[uqe("flock", &["inode", "sid", "owner"])],
+    ),
+    table(
+        "plock",
+        &[
             pk("id", BigSerial),
             col("inode", BigInt),
             col("sid", BigInt),
             col("owner", BigInt),
             col("records", Blob),
         ],
-        composite_pk: &[],
-        indexes: &[uqe("plock", &["inode", "sid", "owner"])],
-    },
-    Table {
-        name: "dir_quota",
-        columns: &[
+        &[uqe("plock", &["inode", "sid", "owner"])],
+    ),
+    table(
+        "dir_quota",
+        &[
             pk("inode", BigInt),
             col("max_space", BigInt),
             col("max_inodes", BigInt),
             col("used_space", BigInt),
             col("used_inodes", BigInt),
         ],
-        composite_pk: &[],
-        indexes: &[],
-    },
+        &[],
+    ),
     Table {
         name: "user_group_quota",
         columns: &[
@@ -356,26 +342,24 @@ pub const TABLES: &[Table] = &[
         composite_pk: &["qtype", "qkey"],
         indexes: &[],
     },
-    Table {
-        name: "dir_stats",
-        columns: &[
+    table(
+        "dir_stats",
+        &[
             pk("inode", BigInt),
             col("data_length", BigInt),
             col("used_space", BigInt),
             col("used_inodes", BigInt),
         ],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "detached_node",
-        columns: &[pk("inode", BigInt), col("added", BigInt)],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "acl",
-        columns: &[
+        &[],
+    ),
+    table(
+        "detached_node",
+        &[pk("inode", BigInt), col("added", BigInt)],
+        &[],
+    ),
+    table(
+        "acl",
+        &[
             pk("id", Serial),
             null("owner", Int),
             null("group", Int),
@@ -384,21 +368,18 @@ pub const TABLES: &[Table] = &[
             null("named_users", Blob),
             null("named_groups", Blob),
         ],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "delegation_token",
-        columns: &[pk("id", Serial), null("token", Blob)],
-        composite_pk: &[],
-        indexes: &[],
-    },
-    Table {
-        name: "change_log",
-        columns: &[pk("id", BigSerial), col("entry", Text)],
-        composite_pk: &[],
-        indexes: &[],
-    },
+        &[],
+    ),
+    table(
+        "delegation_token",
+        &[pk("id", Serial), null("token", Blob)],
+        &[],
+    ),
+    table(
+        "change_log",
+        &[pk("id", BigSerial), col("entry", Text)],
+        &[],
+    ),
 ];
 
 /// Tables of older releases that `Reset` (and metabench's destroy) also drop if present.
