@@ -6,36 +6,34 @@
 
 use metabench_report::cross::{render_html, LabeledRun};
 use metabench_report::plot::sweep_plots;
-use metabench_report::{AnyResults, Level, LevelOp, SweepResults};
+use metabench_report::{AnyResults, Latency, Level, LevelOp, RunHeader, SweepResults};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// A synthetic sweep: `mkdir` and `getattr` at 1 to 16 clients, `scale` times the
+/// throughput (and a `scale`th of the latency) of scale 1.
 fn sweep(scale: f64) -> AnyResults {
+    let op = |op: &str, c: f64| LevelOp {
+        op: op.to_string(),
+        ops_per_s: scale * c * 1000.0 / (1.0 + 0.2 * c),
+        latency: Latency {
+            p50_us: 100.0 * c / scale,
+            p99_us: 400.0 * c / scale,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let level = |c: u32| Level {
+        clients: c,
+        ops: vec![op("mkdir", c as f64), op("getattr", c as f64)],
+        ..Default::default()
+    };
     AnyResults::Sweep(SweepResults {
-        header: metabench_report::RunHeader {
+        header: RunHeader {
             kind: "sweep".into(),
             ..Default::default()
         },
-        levels: [1u32, 2, 4, 8, 16]
-            .iter()
-            .map(|&c| Level {
-                clients: c,
-                ops: ["mkdir", "getattr"]
-                    .iter()
-                    .map(|op| LevelOp {
-                        op: op.to_string(),
-                        ops_per_s: scale * c as f64 * 1000.0 / (1.0 + 0.2 * c as f64),
-                        latency: metabench_report::Latency {
-                            p50_us: 100.0 * c as f64 / scale,
-                            p99_us: 400.0 * c as f64 / scale,
-                            ..Default::default()
-                        },
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect(),
+        levels: [1, 2, 4, 8, 16].into_iter().map(level).collect(),
         ..Default::default()
     })
 }

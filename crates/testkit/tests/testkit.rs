@@ -145,12 +145,10 @@ fn juicefs_oracle(kind: Kind) {
         !fresh.status.success(),
         "{kind:?}: fresh volume passed fsck"
     );
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.contains("usage stat of / is missing")),
-        "{kind:?}: {problems:?}"
-    );
+    let root_stat_missing = problems
+        .iter()
+        .any(|p| p.contains("usage stat of / is missing"));
+    assert!(root_stat_missing, "{kind:?}: {problems:?}");
 
     let out = juicefs_mdtest(
         db.url(),
@@ -185,25 +183,24 @@ fn juicefs_oracle(kind: Kind) {
     );
 }
 
-#[test]
-fn juicefs_oracle_on_sqlite() {
-    juicefs_oracle(Kind::Sqlite);
+/// One `#[test]` of [`juicefs_oracle`] per engine.
+macro_rules! juicefs_oracle_on {
+    ($($test:ident => $kind:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                juicefs_oracle(Kind::$kind);
+            }
+        )*
+    };
 }
 
-#[test]
-fn juicefs_oracle_on_redis() {
-    juicefs_oracle(Kind::Redis);
-}
-
-#[test]
-fn juicefs_oracle_on_mysql() {
-    juicefs_oracle(Kind::Mysql);
-}
-
-#[test]
-fn juicefs_oracle_on_postgres() {
-    juicefs_oracle(Kind::Postgres);
-}
+juicefs_oracle_on!(
+    juicefs_oracle_on_sqlite => Sqlite,
+    juicefs_oracle_on_redis => Redis,
+    juicefs_oracle_on_mysql => Mysql,
+    juicefs_oracle_on_postgres => Postgres,
+);
 
 #[test]
 fn juicefs_load_round_trips_a_dump() {

@@ -8,11 +8,12 @@
 //! `scripts/engines.sh`); MariaDB and PostgreSQL
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
+use super::common::{self, volume_format};
 use metabench_engine::{
     Ctx, Engine, EngineKind, FallocRange, Meta, MetaError, MetaUrl, SessionOptions, SetAttr,
     TxLock, XattrFlags,
 };
-use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{fresh_database, Kind, RedisCluster, TestDb, TestEngine};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,6 +31,22 @@ struct Vol {
 }
 
 impl Vol {
+    /// An empty directory of the set-up, made by root.
+    async fn dir(&mut self, parent: Ino, name: &[u8]) -> Ino {
+        common::mkdir(self.s.as_mut(), &self.ctx, parent, name).await
+    }
+
+    /// An empty file of the set-up, made by root with no umask.
+    async fn file(&mut self, parent: Ino, name: &[u8]) -> Ino {
+        common::create(self.s.as_mut(), &self.ctx, parent, name, 0).await
+    }
+
+    /// The set-up most tests start from: a directory `d` with an empty file `d/f`.
+    async fn dir_and_file(&mut self) -> (Ino, Ino) {
+        let d = self.dir(ROOT_INODE, b"d").await;
+        (d, self.file(d, b"f").await)
+    }
+
     async fn session(&self) -> Box<dyn Meta> {
         self.engine
             .session(&SessionOptions::default())
@@ -73,8 +90,8 @@ fn rand_u32() -> u32 {
     t.subsec_nanos() ^ (t.as_secs() as u32).rotate_left(7)
 }
 
-/// A fresh formatted volume on `on` (always `Some`; the option keeps the bodies' `let … else`).
-async fn volume(on: TestEngine) -> Option<Vol> {
+/// A fresh formatted volume on `on`.
+async fn volume(on: TestEngine) -> Vol {
     let mut cluster = None;
     let (url, db) = match on {
         TestEngine::Memkv => (format!("memkv://{}", unique("conf")), None),
@@ -112,16 +129,11 @@ async fn volume(on: TestEngine) -> Option<Vol> {
         .unwrap_or_else(|e| panic!("open {url}: {e}"));
     let uuid = uuid::Uuid::new_v4().to_string();
     engine
-        .format(&Format::new(
-            "conformance",
-            &uuid,
-            "/tmp/metabench-unused/",
-            0,
-        ))
+        .format(&volume_format("conformance", &uuid))
         .await
         .unwrap();
     let s = engine.session(&SessionOptions::default()).await.unwrap();
-    Some(Vol {
+    Vol {
         engine,
         url,
         db,
@@ -129,7 +141,7 @@ async fn volume(on: TestEngine) -> Option<Vol> {
         uuid,
         s,
         ctx: Ctx::root(),
-    })
+    }
 }
 
 metabench_testkit::engine_matrix!(
@@ -158,6 +170,13 @@ fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
     }
 }
 
+/// Asserts that `$result` is the error `$errno`.
+macro_rules! assert_errno {
+    ($result:expr, $errno:literal) => {
+        assert_eq!(errno($result), $errno, "{}", stringify!($result))
+    };
+}
+
 fn names(entries: &[metabench_engine::Entry]) -> Vec<String> {
     let mut v: Vec<String> = entries
         .iter()
@@ -168,9 +187,7 @@ fn names(entries: &[metabench_engine::Entry]) -> Vec<String> {
 }
 
 async fn namespace_operations(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
     let (d, dattr) =
         v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0o022)
@@ -207,7 +224,7 @@ async fn namespace_operations(on: TestEngine) {
     assert_eq!(v.s.getattr(d).await.unwrap().nlink, 2);
     v.s.unlink(&ctx, d, b"f").await.unwrap();
     v.s.unlink(&ctx, d, b"fifo").await.unwrap();
-    assert_eq!(errno(v.s.getattr(f).await), "ENOENT");
+    assert_errno!(v.s.getattr(f).await, "ENOENT");
     v.s.rmdir(&ctx, ROOT_INODE, b"d").await.unwrap();
     assert_eq!(
         names(&v.s.readdir(&ctx, ROOT_INODE, false).await.unwrap()),
@@ -220,68 +237,55 @@ async fn namespace_operations(on: TestEngine) {
 /// The errnos of the mknod family, a file listed as a directory, xattrs and a read-only
 /// parent (the rest are in [`errnos_of_every_operation`]).
 async fn errnos(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
-    let (f, _) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
-    assert_eq!(
-        errno(v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await),
-        "EEXIST"
-    );
-    assert_eq!(errno(v.s.mkdir(&ctx, d, b"f", 0o755, 0).await), "EEXIST");
+    let (d, f) = v.dir_and_file().await;
+    assert_errno!(v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await, "EEXIST");
+    assert_errno!(v.s.mkdir(&ctx, d, b"f", 0o755, 0).await, "EEXIST");
     // The mknod family, written once over each engine's one transaction: a symlink only
     // through symlink, with a target; create opens an existing file, not a directory.
-    assert_eq!(
-        errno(
-            v.s.mknod(&ctx, d, b"s", FileType::Symlink, 0o777, 0, 0)
-                .await
-        ),
+    assert_errno!(
+        v.s.mknod(&ctx, d, b"s", FileType::Symlink, 0o777, 0, 0)
+            .await,
         "EINVAL"
     );
-    assert_eq!(errno(v.s.symlink(&ctx, d, b"s", b"").await), "EINVAL");
-    assert_eq!(errno(v.s.symlink(&ctx, d, b"s", b"a\0b").await), "EINVAL");
+    assert_errno!(v.s.symlink(&ctx, d, b"s", b"").await, "EINVAL");
+    assert_errno!(v.s.symlink(&ctx, d, b"s", b"a\0b").await, "EINVAL");
     assert_eq!(v.s.create(&ctx, d, b"f", 0o600, 0).await.unwrap().0, f);
-    assert_eq!(
-        errno(v.s.create(&ctx, ROOT_INODE, b"d", 0o644, 0).await),
-        "EEXIST"
-    );
-    assert_eq!(errno(v.s.symlink(&ctx, d, b"f", b"/t").await), "EEXIST");
+    assert_errno!(v.s.create(&ctx, ROOT_INODE, b"d", 0o644, 0).await, "EEXIST");
+    assert_errno!(v.s.symlink(&ctx, d, b"f", b"/t").await, "EEXIST");
     // JuiceFS lists a file as `.` and `..` (baseMeta.Readdir checks no type).
     assert_eq!(v.s.readdir(&ctx, f, false).await.unwrap().len(), 2);
-    assert_eq!(errno(v.s.removexattr(f, b"user.none").await), "ENOATTR");
+    assert_errno!(v.s.removexattr(f, b"user.none").await, "ENOATTR");
     let user = Ctx {
         uid: 1000,
         gids: vec![1000],
         pid: 7,
     };
-    let (ro, _) = v.s.mkdir(&ctx, ROOT_INODE, b"ro", 0o755, 0).await.unwrap();
-    assert_eq!(errno(v.s.create(&user, ro, b"x", 0o644, 0).await), "EACCES");
+    let ro = v.dir(ROOT_INODE, b"ro").await;
+    assert_errno!(v.s.create(&user, ro, b"x", 0o644, 0).await, "EACCES");
     v.finish().await;
 }
 
 async fn renames_replace_and_move(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (a, _) = v.s.mkdir(&ctx, ROOT_INODE, b"a", 0o755, 0).await.unwrap();
-    let (b, _) = v.s.mkdir(&ctx, ROOT_INODE, b"b", 0o755, 0).await.unwrap();
-    let (f, _) = v.s.create(&ctx, a, b"f", 0o644, 0).await.unwrap();
+    let a = v.dir(ROOT_INODE, b"a").await;
+    let b = v.dir(ROOT_INODE, b"b").await;
+    let f = v.file(a, b"f").await;
     // Same directory, target absent.
     let (ino, _) = v.s.rename(&ctx, a, b"f", a, b"g", 0).await.unwrap();
     assert_eq!(ino, f);
-    assert_eq!(errno(v.s.lookup(&ctx, a, b"f").await), "ENOENT");
+    assert_errno!(v.s.lookup(&ctx, a, b"f").await, "ENOENT");
     assert_eq!(v.s.lookup(&ctx, a, b"g").await.unwrap().0, f);
     // Across directories, replacing a file (freed later).
-    let (t, _) = v.s.create(&ctx, b, b"t", 0o644, 0).await.unwrap();
+    let t = v.file(b, b"t").await;
     v.s.rename(&ctx, a, b"g", b, b"t", 0).await.unwrap();
     assert_eq!(v.s.lookup(&ctx, b, b"t").await.unwrap().0, f);
     assert_eq!(v.s.getattr(f).await.unwrap().parent, b);
-    assert_eq!(errno(v.s.getattr(t).await), "ENOENT");
+    assert_errno!(v.s.getattr(t).await, "ENOENT");
     // A directory moves with its nlink accounting.
-    let (sub, _) = v.s.mkdir(&ctx, a, b"sub", 0o755, 0).await.unwrap();
+    let sub = v.dir(a, b"sub").await;
     assert_eq!(v.s.getattr(a).await.unwrap().nlink, 3);
     v.s.rename(&ctx, a, b"sub", b, b"sub", 0).await.unwrap();
     assert_eq!(v.s.getattr(a).await.unwrap().nlink, 2);
@@ -289,35 +293,23 @@ async fn renames_replace_and_move(on: TestEngine) {
     assert_eq!(v.s.getattr(sub).await.unwrap().parent, b);
     // Errors.
     v.s.create(&ctx, b, b"u", 0o644, 0).await.unwrap();
-    assert_eq!(errno(v.s.rename(&ctx, b, b"t", b, b"u", 1).await), "EEXIST");
-    assert_eq!(
-        errno(v.s.rename(&ctx, b, b"t", b, b"sub", 0).await),
-        "EISDIR"
-    );
-    assert_eq!(
-        errno(v.s.rename(&ctx, b, b"sub", b, b"u", 0).await),
-        "ENOTDIR"
-    );
-    assert_eq!(
-        errno(v.s.rename(&ctx, b, b"nope", b, b"x", 0).await),
-        "ENOENT"
-    );
+    assert_errno!(v.s.rename(&ctx, b, b"t", b, b"u", 1).await, "EEXIST");
+    assert_errno!(v.s.rename(&ctx, b, b"t", b, b"sub", 0).await, "EISDIR");
+    assert_errno!(v.s.rename(&ctx, b, b"sub", b, b"u", 0).await, "ENOTDIR");
+    assert_errno!(v.s.rename(&ctx, b, b"nope", b, b"x", 0).await, "ENOENT");
     v.s.create(&ctx, sub, b"inside", 0o644, 0).await.unwrap();
     v.s.mkdir(&ctx, b, b"full", 0o755, 0).await.unwrap();
-    assert_eq!(
-        errno(v.s.rename(&ctx, b, b"full", b, b"sub", 0).await),
+    assert_errno!(
+        v.s.rename(&ctx, b, b"full", b, b"sub", 0).await,
         "ENOTEMPTY"
     );
     v.finish().await;
 }
 
 async fn links_symlinks_xattrs(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
-    let (f, _) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
+    let (d, f) = v.dir_and_file().await;
     let a = v.s.link(&ctx, f, d, b"l1").await.unwrap();
     assert_eq!((a.nlink, a.parent), (2, 0));
     v.s.link(&ctx, f, ROOT_INODE, b"l2").await.unwrap();
@@ -327,39 +319,35 @@ async fn links_symlinks_xattrs(on: TestEngine) {
     assert_eq!(v.s.getattr(f).await.unwrap().nlink, 2);
     v.s.unlink(&ctx, d, b"l1").await.unwrap();
     v.s.unlink(&ctx, ROOT_INODE, b"l2").await.unwrap();
-    assert_eq!(errno(v.s.getattr(f).await), "ENOENT");
+    assert_errno!(v.s.getattr(f).await, "ENOENT");
 
     let (s, sattr) = v.s.symlink(&ctx, d, b"s", b"/some/where").await.unwrap();
     assert_eq!((sattr.typ, sattr.length), (FileType::Symlink, 11));
     assert_eq!(v.s.readlink(s).await.unwrap(), b"/some/where");
-    assert_eq!(errno(v.s.symlink(&ctx, d, b"s", b"x").await), "EEXIST");
+    assert_errno!(v.s.symlink(&ctx, d, b"s", b"x").await, "EEXIST");
 
-    let (x, _) = v.s.create(&ctx, d, b"x", 0o644, 0).await.unwrap();
-    v.s.setxattr(x, b"user.a", b"1", XattrFlags::Any)
-        .await
-        .unwrap();
-    v.s.setxattr(x, b"user.a", b"1", XattrFlags::Any)
-        .await
-        .unwrap();
-    v.s.setxattr(x, b"user.b", b"2", XattrFlags::Create)
-        .await
-        .unwrap();
-    assert_eq!(
-        errno(v.s.setxattr(x, b"user.b", b"3", XattrFlags::Create).await),
-        "EEXIST"
-    );
-    assert_eq!(
-        errno(v.s.setxattr(x, b"user.c", b"3", XattrFlags::Replace).await),
-        "ENOATTR"
-    );
-    v.s.setxattr(x, b"user.b", b"22", XattrFlags::Replace)
-        .await
-        .unwrap();
+    let x = v.file(d, b"x").await;
+    // Any sets a name whether it is there or not, Create only a new one, Replace only an
+    // existing one.
+    for (name, value, flags, fails) in [
+        ("user.a", "1", XattrFlags::Any, None),
+        ("user.a", "1", XattrFlags::Any, None),
+        ("user.b", "2", XattrFlags::Create, None),
+        ("user.b", "3", XattrFlags::Create, Some("EEXIST")),
+        ("user.c", "3", XattrFlags::Replace, Some("ENOATTR")),
+        ("user.b", "22", XattrFlags::Replace, None),
+    ] {
+        let r = v.s.setxattr(x, name.as_bytes(), value.as_bytes(), flags);
+        match fails {
+            None => r.await.unwrap(),
+            Some(e) => assert_eq!(errno(r.await), e, "setxattr {name} {flags:?}"),
+        }
+    }
     assert_eq!(v.s.getxattr(x, b"user.b").await.unwrap(), b"22");
     // An empty value: TiKV cannot store one, so kvMeta.doSetXattr refuses it there only.
     let empty = v.s.setxattr(x, b"user.e", b"", XattrFlags::Any).await;
     if on == TestEngine::Tikv {
-        assert_eq!(errno(empty), "EINVAL");
+        assert_errno!(empty, "EINVAL");
     } else {
         empty.unwrap();
         assert_eq!(v.s.getxattr(x, b"user.e").await.unwrap(), b"");
@@ -427,54 +415,49 @@ async fn drop_symlink_target(v: &Vol, on: TestEngine, ino: Ino) {
 /// `base.go` `ReadLink`: a symlink whose target record is missing is EIO, on every family;
 /// a node that is not a symlink is EINVAL.
 async fn readlink_without_a_target(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
     let (s, _) = v.s.symlink(&ctx, ROOT_INODE, b"s", b"/t").await.unwrap();
-    let (f, _) = v.s.create(&ctx, ROOT_INODE, b"f", 0o644, 0).await.unwrap();
-    assert_eq!(errno(v.s.readlink(f).await), "EINVAL");
+    let f = v.file(ROOT_INODE, b"f").await;
+    assert_errno!(v.s.readlink(f).await, "EINVAL");
     drop_symlink_target(&v, on, s).await;
     let mut fresh = v.session().await;
-    assert_eq!(errno(fresh.readlink(s).await), "EIO");
+    assert_errno!(fresh.readlink(s).await, "EIO");
     v.finish().await;
 }
 
 /// Every operation's errno for bad arguments, missing or wrong-typed nodes and an
 /// unprivileged caller, as JuiceFS answers (`base.go` and the engines' `do*`).
 async fn errnos_of_every_operation(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let c = v.ctx.clone();
-    let (d, _) = v.s.mkdir(&c, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
-    let (f, _) = v.s.create(&c, d, b"f", 0o644, 0).await.unwrap();
+    let (d, f) = v.dir_and_file().await;
     v.s.mkdir(&c, d, b"sub", 0o755, 0).await.unwrap();
 
-    assert_eq!(errno(v.s.mkdir(&c, d, b"sub", 0o755, 0).await), "EEXIST");
-    assert_eq!(errno(v.s.mkdir(&c, d, b"f", 0o755, 0).await), "EEXIST");
-    assert_eq!(
-        errno(v.s.mknod(&c, d, b"f", FileType::File, 0o644, 0, 0).await),
+    assert_errno!(v.s.mkdir(&c, d, b"sub", 0o755, 0).await, "EEXIST");
+    assert_errno!(v.s.mkdir(&c, d, b"f", 0o755, 0).await, "EEXIST");
+    assert_errno!(
+        v.s.mknod(&c, d, b"f", FileType::File, 0o644, 0, 0).await,
         "EEXIST"
     );
-    assert_eq!(errno(v.s.symlink(&c, d, b"f", b"x").await), "EEXIST");
+    assert_errno!(v.s.symlink(&c, d, b"f", b"x").await, "EEXIST");
     // Create without O_EXCL opens an existing file, as JuiceFS's Create(flags 0) does …
     assert_eq!(v.s.create(&c, d, b"f", 0o644, 0).await.unwrap().0, f);
     // … but not an existing directory.
-    assert_eq!(errno(v.s.create(&c, d, b"sub", 0o644, 0).await), "EEXIST");
-    assert_eq!(errno(v.s.mkdir(&c, d, b".", 0o755, 0).await), "EEXIST");
-    assert_eq!(errno(v.s.mkdir(&c, d, b"a/b", 0o755, 0).await), "EINVAL");
-    assert_eq!(errno(v.s.mkdir(&c, d, b"", 0o755, 0).await), "EINVAL");
-    assert_eq!(errno(v.s.mkdir(&c, f, b"x", 0o755, 0).await), "ENOTDIR");
-    assert_eq!(errno(v.s.create(&c, 4242, b"x", 0o644, 0).await), "ENOENT");
-    assert_eq!(
-        errno(v.s.mkdir(&c, ROOT_INODE, b".trash", 0o755, 0).await),
+    assert_errno!(v.s.create(&c, d, b"sub", 0o644, 0).await, "EEXIST");
+    assert_errno!(v.s.mkdir(&c, d, b".", 0o755, 0).await, "EEXIST");
+    assert_errno!(v.s.mkdir(&c, d, b"a/b", 0o755, 0).await, "EINVAL");
+    assert_errno!(v.s.mkdir(&c, d, b"", 0o755, 0).await, "EINVAL");
+    assert_errno!(v.s.mkdir(&c, f, b"x", 0o755, 0).await, "ENOTDIR");
+    assert_errno!(v.s.create(&c, 4242, b"x", 0o644, 0).await, "ENOENT");
+    assert_errno!(
+        v.s.mkdir(&c, ROOT_INODE, b".trash", 0o755, 0).await,
         "EPERM"
     );
-    assert_eq!(errno(v.s.symlink(&c, d, b"s", b"").await), "EINVAL");
+    assert_errno!(v.s.symlink(&c, d, b"s", b"").await, "EINVAL");
 
-    assert_eq!(errno(v.s.lookup(&c, d, b"nope").await), "ENOENT");
-    assert_eq!(errno(v.s.lookup(&c, f, b"..").await), "ENOTDIR");
+    assert_errno!(v.s.lookup(&c, d, b"nope").await, "ENOENT");
+    assert_errno!(v.s.lookup(&c, f, b"..").await, "ENOTDIR");
     // baseMeta.Lookup answers these itself, the same on every family.
     assert_eq!(
         v.s.lookup(&c, ROOT_INODE, b"..").await.unwrap().0,
@@ -484,48 +467,39 @@ async fn errnos_of_every_operation(on: TestEngine) {
     assert_eq!(v.s.lookup(&c, d, b".").await.unwrap().0, d);
     let (trash, attr) = v.s.lookup(&c, ROOT_INODE, b".trash").await.unwrap();
     assert_eq!((trash, attr.typ), (TRASH_INODE, FileType::Directory));
-    assert_eq!(errno(v.s.unlink(&c, d, b"nope").await), "ENOENT");
-    assert_eq!(errno(v.s.unlink(&c, d, b"sub").await), "EPERM");
-    assert_eq!(errno(v.s.rmdir(&c, d, b"f").await), "ENOTDIR");
-    assert_eq!(errno(v.s.rmdir(&c, d, b"nope").await), "ENOENT");
-    assert_eq!(errno(v.s.rmdir(&c, ROOT_INODE, b"d").await), "ENOTEMPTY");
-    assert_eq!(errno(v.s.rmdir(&c, d, b".").await), "EINVAL");
-    assert_eq!(errno(v.s.rmdir(&c, d, b"..").await), "ENOTEMPTY");
-    assert_eq!(errno(v.s.link(&c, d, ROOT_INODE, b"dl").await), "EPERM");
-    assert_eq!(errno(v.s.link(&c, f, d, b"sub").await), "EEXIST");
-    assert_eq!(errno(v.s.link(&c, 4242, d, b"x").await), "ENOENT");
-    assert_eq!(errno(v.s.readlink(f).await), "EINVAL");
-    assert_eq!(errno(v.s.getxattr(f, b"user.none").await), "ENOATTR");
-    assert_eq!(errno(v.s.removexattr(f, b"user.none").await), "ENOATTR");
-    assert_eq!(
-        errno(v.s.setxattr(f, b"", b"v", XattrFlags::Any).await),
-        "EINVAL"
-    );
-    assert_eq!(errno(v.s.removexattr(f, b"").await), "EINVAL");
-    assert_eq!(
-        errno(v.s.setxattr(f, b"user.k", b"v", XattrFlags::Replace).await),
+    assert_errno!(v.s.unlink(&c, d, b"nope").await, "ENOENT");
+    assert_errno!(v.s.unlink(&c, d, b"sub").await, "EPERM");
+    assert_errno!(v.s.rmdir(&c, d, b"f").await, "ENOTDIR");
+    assert_errno!(v.s.rmdir(&c, d, b"nope").await, "ENOENT");
+    assert_errno!(v.s.rmdir(&c, ROOT_INODE, b"d").await, "ENOTEMPTY");
+    assert_errno!(v.s.rmdir(&c, d, b".").await, "EINVAL");
+    assert_errno!(v.s.rmdir(&c, d, b"..").await, "ENOTEMPTY");
+    assert_errno!(v.s.link(&c, d, ROOT_INODE, b"dl").await, "EPERM");
+    assert_errno!(v.s.link(&c, f, d, b"sub").await, "EEXIST");
+    assert_errno!(v.s.link(&c, 4242, d, b"x").await, "ENOENT");
+    assert_errno!(v.s.readlink(f).await, "EINVAL");
+    assert_errno!(v.s.getxattr(f, b"user.none").await, "ENOATTR");
+    assert_errno!(v.s.removexattr(f, b"user.none").await, "ENOATTR");
+    assert_errno!(v.s.setxattr(f, b"", b"v", XattrFlags::Any).await, "EINVAL");
+    assert_errno!(v.s.removexattr(f, b"").await, "EINVAL");
+    assert_errno!(
+        v.s.setxattr(f, b"user.k", b"v", XattrFlags::Replace).await,
         "ENOATTR"
     );
     v.s.setxattr(f, b"user.k", b"v", XattrFlags::Create)
         .await
         .unwrap();
-    assert_eq!(
-        errno(v.s.setxattr(f, b"user.k", b"v", XattrFlags::Create).await),
+    assert_errno!(
+        v.s.setxattr(f, b"user.k", b"v", XattrFlags::Create).await,
         "EEXIST"
     );
-    assert_eq!(errno(v.s.read(d, 0).await), "EPERM");
+    assert_errno!(v.s.read(d, 0).await, "EPERM");
     let s = Slice::whole(0, 1, 10);
-    assert_eq!(errno(v.s.write(d, 0, s, Timestamp::now()).await), "EPERM");
-    assert_eq!(
-        errno(v.s.write(4242, 0, s, Timestamp::now()).await),
-        "ENOENT"
-    );
-    assert_eq!(errno(v.s.read(4242, 0).await), "ENOENT");
-    assert_eq!(
-        errno(v.s.setattr(&c, 4242, &SetAttr::default()).await),
-        "ENOENT"
-    );
-    assert_eq!(errno(v.s.resolve(&c, ROOT_INODE, b"d/f").await), "ENOTSUP");
+    assert_errno!(v.s.write(d, 0, s, Timestamp::now()).await, "EPERM");
+    assert_errno!(v.s.write(4242, 0, s, Timestamp::now()).await, "ENOENT");
+    assert_errno!(v.s.read(4242, 0).await, "ENOENT");
+    assert_errno!(v.s.setattr(&c, 4242, &SetAttr::default()).await, "ENOENT");
+    assert_errno!(v.s.resolve(&c, ROOT_INODE, b"d/f").await, "ENOTSUP");
 
     // Permissions of an unprivileged user.
     let user = Ctx {
@@ -533,38 +507,36 @@ async fn errnos_of_every_operation(on: TestEngine) {
         gids: vec![1000],
         pid: 1,
     };
-    assert_eq!(errno(v.s.create(&user, d, b"u", 0o644, 0).await), "EACCES");
-    assert_eq!(errno(v.s.unlink(&user, d, b"f").await), "EACCES");
-    assert_eq!(errno(v.s.access(&user, f, 2).await), "EACCES");
+    assert_errno!(v.s.create(&user, d, b"u", 0o644, 0).await, "EACCES");
+    assert_errno!(v.s.unlink(&user, d, b"f").await, "EACCES");
+    assert_errno!(v.s.access(&user, f, 2).await, "EACCES");
     v.s.access(&user, f, 4).await.unwrap();
     let chmod = SetAttr {
         mode: Some(0o777),
         ..Default::default()
     };
-    assert_eq!(errno(v.s.setattr(&user, f, &chmod).await), "EPERM");
+    assert_errno!(v.s.setattr(&user, f, &chmod).await, "EPERM");
     let chown = SetAttr {
         uid: Some(1000),
         ..Default::default()
     };
-    assert_eq!(errno(v.s.setattr(&user, f, &chown).await), "EPERM");
+    assert_errno!(v.s.setattr(&user, f, &chown).await, "EPERM");
 
     // Renames the flags or the tree refuse.
-    let (e, _) = v.s.mkdir(&c, d, b"e", 0o755, 0).await.unwrap();
-    assert_eq!(
-        errno(v.s.rename(&c, ROOT_INODE, b"d", e, b"loop", 0).await),
+    let e = v.dir(d, b"e").await;
+    assert_errno!(
+        v.s.rename(&c, ROOT_INODE, b"d", e, b"loop", 0).await,
         "EPERM"
     );
-    assert_eq!(errno(v.s.rename(&c, d, b"f", d, b"w", 4).await), "ENOTSUP");
-    assert_eq!(errno(v.s.rename(&c, d, b"f", d, b"w", 99).await), "EINVAL");
+    assert_errno!(v.s.rename(&c, d, b"f", d, b"w", 4).await, "ENOTSUP");
+    assert_errno!(v.s.rename(&c, d, b"f", d, b"w", 99).await, "EINVAL");
     v.finish().await;
 }
 
 /// `NewSlice` hands out every id of a `nextChunk` batch, from the first (`base.go`):
 /// on a fresh volume a client starts at 1, and the next client at 1 + 4096.
 async fn slice_ids_come_in_whole_batches(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let first: Vec<u64> = [
         v.s.new_slice().await.unwrap(),
         v.s.new_slice().await.unwrap(),
@@ -580,9 +552,7 @@ async fn slice_ids_come_in_whole_batches(on: TestEngine) {
 /// entry's owner remove, rename or replace an entry (`base.go`, the engines' `doUnlink`,
 /// `doRmdir`, `doRename`).
 async fn the_sticky_bit_guards_removal(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
     let user = |uid: u32| Ctx {
         uid,
@@ -598,17 +568,11 @@ async fn the_sticky_bit_guards_removal(on: TestEngine) {
     v.s.create(&alice, tmp, b"a", 0o666, 0).await.unwrap();
     v.s.create(&bob, tmp, b"b", 0o666, 0).await.unwrap();
     v.s.mkdir(&alice, tmp, b"ad", 0o777, 0).await.unwrap();
-    assert_eq!(errno(v.s.unlink(&bob, tmp, b"a").await), "EACCES");
-    assert_eq!(errno(v.s.rmdir(&bob, tmp, b"ad").await), "EACCES");
-    assert_eq!(
-        errno(v.s.rename(&bob, tmp, b"a", tmp, b"c", 0).await),
-        "EACCES"
-    );
+    assert_errno!(v.s.unlink(&bob, tmp, b"a").await, "EACCES");
+    assert_errno!(v.s.rmdir(&bob, tmp, b"ad").await, "EACCES");
+    assert_errno!(v.s.rename(&bob, tmp, b"a", tmp, b"c", 0).await, "EACCES");
     // Replacing alice's entry with bob's own file is removing hers.
-    assert_eq!(
-        errno(v.s.rename(&bob, tmp, b"b", tmp, b"a", 0).await),
-        "EACCES"
-    );
+    assert_errno!(v.s.rename(&bob, tmp, b"b", tmp, b"a", 0).await, "EACCES");
     // The entry's owner, and root, may.
     v.s.rename(&alice, tmp, b"a", tmp, b"c", 0).await.unwrap();
     v.s.unlink(&alice, tmp, b"c").await.unwrap();
@@ -620,14 +584,9 @@ async fn the_sticky_bit_guards_removal(on: TestEngine) {
 }
 
 async fn write_then_read(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (f, _) =
-        v.s.create(&ctx, ROOT_INODE, b"data", 0o644, 0)
-            .await
-            .unwrap();
+    let f = v.file(ROOT_INODE, b"data").await;
     assert!(v.s.read(f, 0).await.unwrap().is_empty());
     let mut written = Vec::new();
     for j in 0..3u32 {
@@ -648,21 +607,19 @@ async fn write_then_read(on: TestEngine) {
     let mut sorted = ids.clone();
     sorted.dedup();
     assert_eq!(sorted.len(), 4, "slice ids are unique: {ids:?}");
-    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
-    assert_eq!(errno(v.s.write(d, 0, s, Timestamp::now()).await), "EPERM");
+    let d = v.dir(ROOT_INODE, b"d").await;
+    assert_errno!(v.s.write(d, 0, s, Timestamp::now()).await, "EPERM");
     // Unlink, then the background frees the data.
     v.s.unlink(&ctx, ROOT_INODE, b"data").await.unwrap();
     v.s.flush().await.unwrap();
-    assert_eq!(errno(v.s.getattr(f).await), "ENOENT");
+    assert_errno!(v.s.getattr(f).await, "ENOENT");
     v.finish().await;
 }
 
 async fn setattr_and_access(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (f, _) = v.s.create(&ctx, ROOT_INODE, b"f", 0o644, 0).await.unwrap();
+    let f = v.file(ROOT_INODE, b"f").await;
     let a =
         v.s.setattr(
             &ctx,
@@ -683,7 +640,7 @@ async fn setattr_and_access(on: TestEngine) {
         gids: vec![2000],
         pid: 1,
     };
-    assert_eq!(errno(v.s.access(&other, f, 4).await), "EACCES");
+    assert_errno!(v.s.access(&other, f, 4).await, "EACCES");
     let owner = Ctx {
         uid: 1000,
         gids: vec![1000],
@@ -708,7 +665,7 @@ async fn setattr_and_access(on: TestEngine) {
         atime: Some(Timestamp { sec: -1, nsec: 0 }),
         ..Default::default()
     };
-    assert_eq!(errno(v.s.setattr(&other, f, &now).await), "EACCES");
+    assert_errno!(v.s.setattr(&other, f, &now).await, "EACCES");
     let a = v.s.setattr(&owner, f, &now).await.unwrap();
     assert!(
         a.atime.sec > 0,
@@ -732,14 +689,9 @@ async fn setattr_and_access(on: TestEngine) {
 /// Two sessions create entries in one directory at once: every entry is there, the
 /// directory's nlink is right, and optimistic engines count their retries.
 async fn racing_creates_in_one_directory(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (d, _) =
-        v.s.mkdir(&ctx, ROOT_INODE, b"race", 0o755, 0)
-            .await
-            .unwrap();
+    let d = v.dir(ROOT_INODE, b"race").await;
     const N: usize = 60;
     let mut tasks = Vec::new();
     for c in 0..2 {
@@ -789,9 +741,7 @@ async fn racing_creates_in_one_directory(on: TestEngine) {
 /// directory made or replaced still changes its nlink and times (on TKV until
 /// SkipDirNlink retries). Under the Go benchmark's settings (0) every create moves it.
 async fn skipped_parent_updates(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
     let opts = SessionOptions {
         skip_dir_mtime: std::time::Duration::from_secs(3600),
@@ -799,10 +749,7 @@ async fn skipped_parent_updates(on: TestEngine) {
         ..SessionOptions::default()
     };
     let mut m = v.engine.session(&opts).await.unwrap();
-    let (p, _) =
-        v.s.mkdir(&ctx, ROOT_INODE, b"skip", 0o755, 0)
-            .await
-            .unwrap();
+    let p = v.dir(ROOT_INODE, b"skip").await;
     for d in [&b"a"[..], b"b"] {
         m.mkdir(&ctx, p, d, 0o755, 0).await.unwrap();
     }
@@ -842,11 +789,9 @@ async fn skipped_parent_updates(on: TestEngine) {
 async fn resizes(on: TestEngine) {
     use metabench_engine::falloc::*;
     const C: u64 = 64 << 20;
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let ctx = v.ctx.clone();
-    let (d, _) = v.s.mkdir(&ctx, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
+    let d = v.dir(ROOT_INODE, b"d").await;
     let (f, created) = v.s.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
     let id = v.s.new_slice().await.unwrap();
     let data = Slice::whole(0, id, 1024);
@@ -894,7 +839,7 @@ async fn resizes(on: TestEngine) {
     );
 
     // Fallocate: mode 0 grows the file without a hole; KEEP_SIZE keeps the length.
-    let (g, _) = v.s.create(&ctx, d, b"g", 0o644, 0).await.unwrap();
+    let g = v.file(d, b"g").await;
     assert_eq!(
         v.s.fallocate(&ctx, g, FallocRange::new(0, 0, 5000))
             .await
@@ -938,90 +883,56 @@ async fn resizes(on: TestEngine) {
 
     // Errnos: the VFS's checks first (a size of 0, then EFBIG, overflow included), then
     // base's argument checks, then the node's.
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(COLLAPSE_RANGE, 0, 0))
-                .await
-        ),
-        "EINVAL"
-    );
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(PUNCH_HOLE, C << 31, 1))
-                .await
-        ),
+    for (mode, off, size, want) in [
+        (COLLAPSE_RANGE, 0, 0, "EINVAL"),
+        (PUNCH_HOLE, C << 31, 1, "EFBIG"),
+        (0, u64::MAX - 1, 10, "EFBIG"),
+        (PUNCH_HOLE, 0, 1, "EINVAL"),
+        (0, 0, 0, "EINVAL"),
+        (COLLAPSE_RANGE, 0, 1, "ENOTSUP"),
+        (INSERT_RANGE | KEEP_SIZE, 0, 1, "EINVAL"),
+    ] {
+        let r = v.s.fallocate(&ctx, g, FallocRange::new(mode, off, size));
+        assert_eq!(
+            errno(r.await),
+            want,
+            "fallocate mode {mode:#x} {off}+{size}"
+        );
+    }
+    assert_errno!(v.s.truncate(&ctx, g, C << 31).await, "EFBIG");
+    assert_errno!(
+        v.s.fallocate(&ctx, g, FallocRange::new(0, C << 31, 1))
+            .await,
         "EFBIG"
     );
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(0, u64::MAX - 1, 10))
-                .await
-        ),
-        "EFBIG"
-    );
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(PUNCH_HOLE, 0, 1))
-                .await
-        ),
-        "EINVAL"
-    );
-    assert_eq!(
-        errno(v.s.fallocate(&ctx, g, FallocRange::new(0, 0, 0)).await),
-        "EINVAL"
-    );
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(COLLAPSE_RANGE, 0, 1))
-                .await
-        ),
-        "ENOTSUP"
-    );
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(INSERT_RANGE | KEEP_SIZE, 0, 1))
-                .await
-        ),
-        "EINVAL"
-    );
-    assert_eq!(errno(v.s.truncate(&ctx, g, C << 31).await), "EFBIG");
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, g, FallocRange::new(0, C << 31, 1))
-                .await
-        ),
-        "EFBIG"
-    );
-    assert_eq!(errno(v.s.truncate(&ctx, d, 0).await), "EPERM");
-    assert_eq!(
-        errno(v.s.fallocate(&ctx, d, FallocRange::new(0, 0, 1)).await),
+    assert_errno!(v.s.truncate(&ctx, d, 0).await, "EPERM");
+    assert_errno!(
+        v.s.fallocate(&ctx, d, FallocRange::new(0, 0, 1)).await,
         "EPERM"
     );
     let (fifo, _) =
         v.s.mknod(&ctx, d, b"p", FileType::Fifo, 0o644, 0, 0)
             .await
             .unwrap();
-    assert_eq!(
-        errno(v.s.fallocate(&ctx, fifo, FallocRange::new(0, 0, 1)).await),
+    assert_errno!(
+        v.s.fallocate(&ctx, fifo, FallocRange::new(0, 0, 1)).await,
         "EPIPE"
     );
-    assert_eq!(errno(v.s.truncate(&ctx, fifo, 0).await), "EPERM");
+    assert_errno!(v.s.truncate(&ctx, fifo, 0).await, "EPERM");
     let user = Ctx {
         uid: 7,
         gids: vec![7],
         pid: 1,
     };
-    assert_eq!(errno(v.s.truncate(&user, g, 0).await), "EACCES");
-    assert_eq!(
-        errno(v.s.fallocate(&user, g, FallocRange::new(0, 0, 1)).await),
+    assert_errno!(v.s.truncate(&user, g, 0).await, "EACCES");
+    assert_errno!(
+        v.s.fallocate(&user, g, FallocRange::new(0, 0, 1)).await,
         "EACCES"
     );
-    assert_eq!(errno(v.s.truncate(&ctx, 1 << 40, 0).await), "ENOENT");
-    assert_eq!(
-        errno(
-            v.s.fallocate(&ctx, 1 << 40, FallocRange::new(0, 0, 1))
-                .await
-        ),
+    assert_errno!(v.s.truncate(&ctx, 1 << 40, 0).await, "ENOENT");
+    assert_errno!(
+        v.s.fallocate(&ctx, 1 << 40, FallocRange::new(0, 0, 1))
+            .await,
         "ENOENT"
     );
     // An error wrote nothing.
@@ -1054,9 +965,7 @@ fn sessions_listed(url: &str) -> Vec<u64> {
 /// the Lua scripts), and leaves no record once closed, or once the engine cleans up the
 /// sessions that were never closed.
 async fn registered_sessions(on: TestEngine) {
-    let Some(mut v) = volume(on).await else {
-        return;
-    };
+    let mut v = volume(on).await;
     let opts = SessionOptions {
         register: true,
         ..Default::default()
@@ -1077,22 +986,16 @@ async fn registered_sessions(on: TestEngine) {
     let (d, _) = a.mkdir(&ctx, ROOT_INODE, b"rs", 0o755, 0).await.unwrap();
     let (f, _) = a.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
     assert_eq!(b.lookup(&ctx, d, b"f").await.unwrap().0, f);
-    assert_eq!(errno(b.lookup(&ctx, d, b"nope").await), "ENOENT");
+    assert_errno!(b.lookup(&ctx, d, b"nope").await, "ENOENT");
     // With the Cluster's key prefix JuiceFS never uses its scripts: no resolve.
     if on == TestEngine::RedisCluster {
-        assert_eq!(errno(b.resolve(&ctx, ROOT_INODE, b"rs/f").await), "ENOTSUP");
+        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/f").await, "ENOTSUP");
     }
     if on == TestEngine::Db(Kind::Redis) {
         let (ino, attr) = b.resolve(&ctx, ROOT_INODE, b"rs/f").await.unwrap();
         assert_eq!((ino, attr.typ), (f, FileType::File));
-        assert_eq!(
-            errno(b.resolve(&ctx, ROOT_INODE, b"rs/nope").await),
-            "ENOENT"
-        );
-        assert_eq!(
-            errno(b.resolve(&ctx, ROOT_INODE, b"rs/f/x").await),
-            "ENOTDIR"
-        );
+        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/nope").await, "ENOENT");
+        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/f/x").await, "ENOTDIR");
         let user = Ctx {
             uid: 7,
             gids: vec![7],
@@ -1108,14 +1011,11 @@ async fn registered_sessions(on: TestEngine) {
         )
         .await
         .unwrap();
-        assert_eq!(errno(b.resolve(&user, ROOT_INODE, b"rs/f").await), "EACCES");
+        assert_errno!(b.resolve(&user, ROOT_INODE, b"rs/f").await, "EACCES");
         a.symlink(&ctx, d, b"l", b"f").await.unwrap();
-        assert_eq!(
-            errno(b.resolve(&ctx, ROOT_INODE, b"rs/l/x").await),
-            "ENOTSUP"
-        );
+        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/l/x").await, "ENOTSUP");
     } else {
-        assert_eq!(errno(b.resolve(&ctx, ROOT_INODE, b"rs/f").await), "ENOTSUP");
+        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/f").await, "ENOTSUP");
     }
 
     // Closing removes the record; the engine's clean-up removes what was never closed.
@@ -1142,9 +1042,7 @@ async fn registered_sessions(on: TestEngine) {
 /// Workers of one client (`--threads-per-client`): one registered session, one id batch,
 /// and JuiceFS's process-local transaction locks, which another client does not share.
 async fn workers_share_one_client(on: TestEngine) {
-    let Some(v) = volume(on).await else {
-        return;
-    };
+    let v = volume(on).await;
     let opts = SessionOptions {
         register: true,
         ..Default::default()

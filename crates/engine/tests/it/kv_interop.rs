@@ -11,7 +11,8 @@
 //!
 //! The SQL engines have their own (`sql_interop.rs`: tables, not keys).
 
-use metabench_engine::{Ctx, Engine, FallocRange, Meta, MetaUrl, SessionOptions, XattrFlags};
+use crate::common::punched_file;
+use metabench_engine::{Ctx, Engine, Meta, MetaUrl, SessionOptions, XattrFlags};
 use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fsck_problems, juicefs_dump, juicefs_format, juicefs_fsck, juicefs_mdtest, temp_dir,
@@ -173,26 +174,18 @@ async fn juicefs_reads_what_metabench_wrote(store: Store) {
     m.mknod(&c, a, b"fifo", FileType::Fifo, 0o644, 0, 0)
         .await
         .unwrap();
-    m.setxattr(f1, b"user.k", b"v", XattrFlags::Any)
-        .await
-        .unwrap();
-    m.setxattr(a, b"user.dir", b"1", XattrFlags::Any)
-        .await
-        .unwrap();
+    for (ino, name, value) in [(f1, "user.k", "v"), (a, "user.dir", "1")] {
+        m.setxattr(ino, name.as_bytes(), value.as_bytes(), XattrFlags::Any)
+            .await
+            .unwrap();
+    }
     m.create(&c, ROOT_INODE, b"top", 0o644, 0).await.unwrap();
     // Resized files: a truncate down and up across a chunk boundary, a punched hole.
     let (t, _) = m.create(&c, a, b"t", 0o644, 0).await.unwrap();
     let t1 = write(m, b, volume, t, 0, 0, 4096).await;
     m.truncate(&c, t, 100).await.unwrap();
     m.truncate(&c, t, (64 << 20) + 5).await.unwrap();
-    let (fa, _) = m.create(&c, a, b"fa", 0o644, 0).await.unwrap();
-    m.fallocate(&c, fa, FallocRange::new(0, 0, 10_000))
-        .await
-        .unwrap();
-    let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
-    m.fallocate(&c, fa, FallocRange::new(punch, 10, 10))
-        .await
-        .unwrap();
+    punched_file(m, &c, a).await;
     // Entries that come and go must leave nothing behind.
     let (gone, _) = m.create(&c, a, b"gone", 0o644, 0).await.unwrap();
     write(m, b, volume, gone, 0, 0, 100).await;

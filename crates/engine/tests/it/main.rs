@@ -2,6 +2,7 @@
 //! clients are linked once, and every module runs against the engines `scripts/test.sh`
 //! starts.
 
+mod common;
 mod conformance;
 mod kv_interop;
 mod redis_cluster;

@@ -4,9 +4,10 @@
 //! node that answers `CLUSTER INFO` as a Cluster node; `juicefs` writes and reads the
 //! same keys both ways; only the volume's tagged keys count, and only they are removed.
 
+use super::common::volume_format;
 use super::url_forms::{both_ways, open};
 use metabench_engine::{Ctx, SessionOptions, VolumeState};
-use metabench_schema::{Format, ROOT_INODE};
+use metabench_schema::ROOT_INODE;
 use metabench_testkit::{
     dump_tree, juicefs_dump, juicefs_format_with, temp_dir, RedisCluster, RedisServer, Resp,
 };
@@ -59,12 +60,7 @@ async fn a_cluster_volume_works_both_ways_with_juicefs_through_the_seed_list() {
     assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
     let uuid = uuid::Uuid::new_v4().to_string();
     engine
-        .format(&Format::new(
-            "mb-cluster",
-            &uuid,
-            "/tmp/metabench-unused/",
-            0,
-        ))
+        .format(&volume_format("mb-cluster", &uuid))
         .await
         .unwrap();
     let mut s = engine.session(&SessionOptions::default()).await.unwrap();
@@ -138,7 +134,7 @@ async fn only_the_volumes_tagged_keys_count_and_only_they_are_removed() {
         other => panic!("{other:?}"),
     }
     let uuid = uuid::Uuid::new_v4().to_string();
-    let format = Format::new("tagged", &uuid, "/tmp/metabench-unused/", 0);
+    let format = volume_format("tagged", &uuid);
     let err = engine.format(&format).await.unwrap_err().to_string();
     assert!(err.contains("not empty (keys tagged {5})"), "{err}");
     let all: Vec<String> = cluster.nodes.iter().flat_map(keys_of).collect();
@@ -175,13 +171,9 @@ async fn a_database_written_02_is_the_tag_2() {
         cluster.serving("{2}setting")
     );
     let bucket = temp_dir();
-    juicefs_format_with(
-        &cluster.url(2),
-        "db-two",
-        bucket.path(),
-        &["--trash-days", "0"],
-    );
-    let url = cluster.url(2).replace("/2", "/02");
+    let url = cluster.url(2);
+    juicefs_format_with(&url, "db-two", bucket.path(), &["--trash-days", "0"]);
+    let url = url.replace("/2", "/02");
     match open(&url).await.unwrap().probe().await.unwrap() {
         VolumeState::Volume(f) => assert_eq!(f.name, "db-two"),
         other => panic!("{url}: {other:?}"),
@@ -259,10 +251,7 @@ async fn after_a_failover_every_kind_of_request_follows_moved() {
     let replica = cluster.add_replica(owner);
     let engine = open(&cluster.url(1)).await.unwrap();
     let uuid = uuid::Uuid::new_v4().to_string();
-    engine
-        .format(&Format::new("moved", &uuid, "/tmp/metabench-unused/", 0))
-        .await
-        .unwrap();
+    engine.format(&volume_format("moved", &uuid)).await.unwrap();
     let ctx = Ctx::root();
     let mut sessions = Vec::new();
     for _ in 0..5 {

@@ -2,8 +2,9 @@
 //! `MONITOR` shows it, against MONITOR traces of the Go client (`pkg/meta/redis.go`).
 //! Binary values (attributes, dentries, slices) are matched by `*`.
 
-use metabench_engine::{namespace, Ctx, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags};
-use metabench_schema::{Format, Ino, Slice, Timestamp, ROOT_INODE};
+use super::common::redis_volume;
+use metabench_engine::{namespace, Ctx, Meta, SessionOptions, SetAttr, XattrFlags};
+use metabench_schema::{Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::RedisServer;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -115,19 +116,13 @@ struct Fixture {
 
 impl Fixture {
     async fn new() -> Fixture {
-        let server = RedisServer::start();
-        let url = MetaUrl::parse(&server.url(2)).unwrap();
-        let engine = metabench_engine::open(&url).await.unwrap();
-        engine
-            .format(&Format::new(
-                "monitor",
-                "11111111-2222-4333-8444-555555555555",
-                "/tmp/metabench-unused/",
-                0,
-            ))
-            .await
-            .unwrap();
-        let meta = engine.session(&SessionOptions::default()).await.unwrap();
+        let (server, _, meta) = redis_volume(
+            2,
+            "monitor",
+            "11111111-2222-4333-8444-555555555555",
+            &SessionOptions::default(),
+        )
+        .await;
         let mon = Monitor::start(&server);
         Fixture {
             server,
@@ -150,6 +145,19 @@ impl Fixture {
         self.meta.flush().await.unwrap();
         p
     }
+
+    /// A fixture with a parent `seq` and an empty file `name` in it: (it, the parent, the
+    /// file).
+    async fn with_file(name: &[u8]) -> (Fixture, Ino, Ino) {
+        let mut fx = Fixture::new().await;
+        let p = fx.parent("seq").await;
+        let (f, _) = fx
+            .meta
+            .create(&fx.ctx, p, name, 0o644, 0o022)
+            .await
+            .unwrap();
+        (fx, p, f)
+    }
 }
 
 /// Runs `$call` between two marks and returns (its value, the commands it sent).
@@ -162,26 +170,71 @@ macro_rules! trace {
     }};
 }
 
-fn assert_trace(got: &[Vec<String>], want: &[Vec<String>]) {
-    let show = |v: &[Vec<String>]| v.iter().map(|l| l.join(" ")).collect::<Vec<_>>().join("\n");
+/// Asserts that `got` is the sequence `want`, a line per command with its arguments
+/// separated by spaces; a `*` argument matches any value.
+fn assert_trace(got: &[Vec<String>], want: &[String]) {
     let ok = got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(g, w)| g.len() == w.len() && g.iter().zip(w).all(|(a, b)| b == "*" || a == b));
+        && got.iter().zip(want).all(|(g, w)| {
+            let w: Vec<&str> = w.split(' ').collect();
+            g.len() == w.len() && g.iter().zip(w).all(|(a, b)| b == "*" || a == b)
+        });
+    let got: Vec<String> = got.iter().map(|l| l.join(" ")).collect();
     assert!(
         ok,
         "command sequence differs\n--- got\n{}\n--- want\n{}",
-        show(got),
-        show(want)
+        got.join("\n"),
+        want.join("\n")
     );
 }
 
-/// Builds expected lines from space-separated strings.
+/// Expected lines, from space-separated strings.
 macro_rules! want {
     ($($line:expr),* $(,)?) => {
-        [$($line.split(' ').map(str::to_owned).collect::<Vec<String>>()),*]
+        [$(String::from($line)),*]
     };
+}
+
+/// Runs `$call` between two marks, asserts that it sent the commands `$want` and returns
+/// its value.
+macro_rules! expect_trace {
+    ($fx:expr, $call:expr, $want:expr) => {{
+        let (out, got) = trace!($fx, $call);
+        assert_trace(&got, &$want);
+        out
+    }};
+}
+
+/// `doMknod`'s sequence making `name`, inode `ino`, in `p`: `target` is a symlink's,
+/// `records` a directory's dir-stat records.
+fn mknod_trace(p: Ino, name: &str, ino: Ino, target: &[String], records: &[String]) -> Vec<String> {
+    let mut want = Vec::from(want![
+        format!("WATCH i{p} d{p}"),
+        format!("GET i{p}"),
+        format!("HGET d{p} {name}"),
+        "MULTI",
+        format!("SET i{ino} *"),
+        format!("SET i{p} *"),
+    ]);
+    want.extend_from_slice(target);
+    want.push(format!("HSET d{p} {name} *"));
+    want.extend_from_slice(records);
+    want.extend(want![
+        "INCRBY usedSpace 4096",
+        "INCR totalInodes",
+        "EXEC",
+        "UNWATCH"
+    ]);
+    want
+}
+
+/// `doUpdateDirStat` of `p`'s batched deltas, its record existing: a pipelined HEXISTS,
+/// then a pipelined HINCRBY of each.
+fn dir_stat_trace(p: Ino, space: i64, inodes: i64) -> [String; 3] {
+    want![
+        format!("HEXISTS dirUsedSpace {p}"),
+        format!("HINCRBY dirUsedSpace {p} {space}"),
+        format!("HINCRBY dirUsedInodes {p} {inodes}"),
+    ]
 }
 
 #[tokio::test]
@@ -193,25 +246,12 @@ async fn create_and_delete_sequences() {
         fx,
         fx.meta.mkdir(&fx.ctx, p, b"d0", 0o755, 0).await.unwrap()
     );
-    assert_trace(
-        &got,
-        &want![
-            format!("WATCH i{p} d{p}"),
-            format!("GET i{p}"),
-            format!("HGET d{p} d0"),
-            "MULTI",
-            format!("SET i{n} *"),
-            format!("SET i{p} *"),
-            format!("HSET d{p} d0 *"),
-            format!("HSET dirUsedInodes {n} 0"),
-            format!("HSET dirDataLength {n} 0"),
-            format!("HSET dirUsedSpace {n} 0"),
-            "INCRBY usedSpace 4096",
-            "INCR totalInodes",
-            "EXEC",
-            "UNWATCH",
-        ],
-    );
+    let records = want![
+        format!("HSET dirUsedInodes {n} 0"),
+        format!("HSET dirDataLength {n} 0"),
+        format!("HSET dirUsedSpace {n} 0"),
+    ];
+    assert_trace(&got, &mknod_trace(p, "d0", n, &[], &records));
 
     let ((f, _), got) = trace!(
         fx,
@@ -220,32 +260,13 @@ async fn create_and_delete_sequences() {
             .await
             .unwrap()
     );
-    assert_trace(
-        &got,
-        &want![
-            format!("WATCH i{p} d{p}"),
-            format!("GET i{p}"),
-            format!("HGET d{p} file"),
-            "MULTI",
-            format!("SET i{f} *"),
-            format!("SET i{p} *"),
-            format!("HSET d{p} file *"),
-            "INCRBY usedSpace 4096",
-            "INCR totalInodes",
-            "EXEC",
-            "UNWATCH",
-        ],
-    );
+    assert_trace(&got, &mknod_trace(p, "file", f, &[], &[]));
 
     // The dir stats of `p` (a record exists): pipelined HEXISTS, then pipelined HINCRBY.
-    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
-    assert_trace(
-        &got,
-        &want![
-            format!("HEXISTS dirUsedSpace {p}"),
-            format!("HINCRBY dirUsedSpace {p} 8192"),
-            format!("HINCRBY dirUsedInodes {p} 2"),
-        ],
+    expect_trace!(
+        fx,
+        fx.meta.flush().await.unwrap(),
+        dir_stat_trace(p, 8192, 2)
     );
 
     let ((s, _), got) = trace!(
@@ -254,26 +275,13 @@ async fn create_and_delete_sequences() {
     );
     assert_trace(
         &got,
-        &want![
-            format!("WATCH i{p} d{p}"),
-            format!("GET i{p}"),
-            format!("HGET d{p} sym"),
-            "MULTI",
-            format!("SET i{s} *"),
-            format!("SET i{p} *"),
-            format!("SET s{s} file"),
-            format!("HSET d{p} sym *"),
-            "INCRBY usedSpace 4096",
-            "INCR totalInodes",
-            "EXEC",
-            "UNWATCH",
-        ],
+        &mknod_trace(p, "sym", s, &want![format!("SET s{s} file")], &[]),
     );
 
-    let (_, got) = trace!(fx, fx.meta.link(&fx.ctx, f, p, b"l0").await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.link(&fx.ctx, f, p, b"l0").await.unwrap(),
+        want![
             format!("GET i{f}"),
             format!("WATCH i{p} d{p} i{f}"),
             format!("MGET i{p} i{f}"),
@@ -286,14 +294,14 @@ async fn create_and_delete_sequences() {
             format!("HINCRBY p{f} {p} 1"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 
     // Unlinking one of two links keeps the inode: SET and HINCRBY -1 instead of deletes.
-    let (_, got) = trace!(fx, fx.meta.unlink(&fx.ctx, p, b"l0").await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.unlink(&fx.ctx, p, b"l0").await.unwrap(),
+        want![
             format!("WATCH i{p} d{p}"),
             format!("HGET d{p} l0"),
             format!("WATCH i{f}"),
@@ -305,14 +313,14 @@ async fn create_and_delete_sequences() {
             format!("HINCRBY p{f} {p} -1"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 
     // The last link of a hard-linked file: its parent counters go too.
-    let (_, got) = trace!(fx, fx.meta.unlink(&fx.ctx, p, b"file").await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.unlink(&fx.ctx, p, b"file").await.unwrap(),
+        want![
             format!("WATCH i{p} d{p}"),
             format!("HGET d{p} file"),
             format!("WATCH i{f}"),
@@ -328,13 +336,13 @@ async fn create_and_delete_sequences() {
             format!("DEL p{f}"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 
-    let (_, got) = trace!(fx, fx.meta.unlink(&fx.ctx, p, b"sym").await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.unlink(&fx.ctx, p, b"sym").await.unwrap(),
+        want![
             format!("WATCH i{p} d{p}"),
             format!("HGET d{p} sym"),
             format!("WATCH i{s}"),
@@ -349,13 +357,13 @@ async fn create_and_delete_sequences() {
             format!("DEL x{s}"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 
-    let (_, got) = trace!(fx, fx.meta.rmdir(&fx.ctx, p, b"d0").await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.rmdir(&fx.ctx, p, b"d0").await.unwrap(),
+        want![
             format!("WATCH i{p} d{p}"),
             format!("HGET d{p} d0"),
             format!("WATCH i{n} d{n}"),
@@ -376,43 +384,27 @@ async fn create_and_delete_sequences() {
             format!("HDEL dirQuotaUsedInodes {n}"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 
     // The background part: the dir stats of `p` (sym, l0 made; l0, file, sym, d0 gone),
     // then a 0-byte file's data, which is one ZREM.
-    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
-    assert_trace(
-        &got,
-        &want![
-            format!("HEXISTS dirUsedSpace {p}"),
-            format!("HINCRBY dirUsedSpace {p} -8192"),
-            format!("HINCRBY dirUsedInodes {p} -2"),
-            format!("ZREM delfiles {f}:0"),
-        ],
-    );
+    let mut want = dir_stat_trace(p, -8192, -2).to_vec();
+    want.push(format!("ZREM delfiles {f}:0"));
+    expect_trace!(fx, fx.meta.flush().await.unwrap(), want);
 }
 
 #[tokio::test]
 async fn rename_lookup_readdir_and_attr_sequences() {
-    let mut fx = Fixture::new().await;
-    let p = fx.parent("seq").await;
-    let (f, _) = fx
-        .meta
-        .create(&fx.ctx, p, b"f0", 0o644, 0o022)
-        .await
-        .unwrap();
+    let (mut fx, p, f) = Fixture::with_file(b"f0").await;
 
-    let (_, got) = trace!(
+    expect_trace!(
         fx,
         fx.meta
             .rename(&fx.ctx, p, b"f0", p, b"f1", 0)
             .await
-            .unwrap()
-    );
-    assert_trace(
-        &got,
-        &want![
+            .unwrap(),
+        want![
             format!("WATCH i{p} d{p} i{p} d{p}"),
             format!("HGET d{p} f0"),
             format!("HGET d{p} f1"),
@@ -425,123 +417,112 @@ async fn rename_lookup_readdir_and_attr_sequences() {
             format!("SET i{p} *"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 
-    let (_, got) = trace!(fx, fx.meta.lookup(&fx.ctx, p, b"f1").await.unwrap());
-    assert_trace(&got, &want![format!("HGET d{p} f1"), format!("GET i{f}")]);
+    expect_trace!(
+        fx,
+        fx.meta.lookup(&fx.ctx, p, b"f1").await.unwrap(),
+        want![format!("HGET d{p} f1"), format!("GET i{f}")]
+    );
 
-    let (_, got) = trace!(fx, fx.meta.readdir(&fx.ctx, p, true).await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.readdir(&fx.ctx, p, true).await.unwrap(),
+        want![
             format!("GET i{p}"),
             format!("HSCAN d{p} 0 MATCH * COUNT 10000"),
             format!("MGET i{p} i1 i{f}"),
-        ],
+        ]
     );
     // Without attributes JuiceFS does not MGET.
-    let (_, got) = trace!(fx, fx.meta.readdir(&fx.ctx, p, false).await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.readdir(&fx.ctx, p, false).await.unwrap(),
+        want![
             format!("GET i{p}"),
             format!("HSCAN d{p} 0 MATCH * COUNT 10000")
-        ],
+        ]
     );
 
     let set = SetAttr {
         mode: Some(0o600),
         ..Default::default()
     };
-    let (_, got) = trace!(fx, fx.meta.setattr(&fx.ctx, f, &set).await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.setattr(&fx.ctx, f, &set).await.unwrap(),
+        want![
             format!("WATCH i{f}"),
             format!("GET i{f}"),
             "MULTI",
             format!("SET i{f} *"),
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
     // Nothing changes: no MULTI/EXEC at all.
-    let (_, got) = trace!(fx, fx.meta.setattr(&fx.ctx, f, &set).await.unwrap());
-    assert_trace(
-        &got,
-        &want![format!("WATCH i{f}"), format!("GET i{f}"), "UNWATCH"],
+    expect_trace!(
+        fx,
+        fx.meta.setattr(&fx.ctx, f, &set).await.unwrap(),
+        want![format!("WATCH i{f}"), format!("GET i{f}"), "UNWATCH"]
     );
 
-    let (_, got) = trace!(
-        fx,
-        fx.meta
-            .setxattr(f, b"user.k", b"v1", XattrFlags::Any)
-            .await
-            .unwrap()
-    );
-    assert_trace(
-        &got,
-        &want![
+    // `Replace` first checks that the name exists.
+    for (v, flags) in [("v1", XattrFlags::Any), ("v2", XattrFlags::Replace)] {
+        let mut want = Vec::from(want![
             format!("WATCH x{f}"),
             "MULTI",
-            format!("HSET x{f} user.k v1"),
+            format!("HSET x{f} user.k {v}"),
             "EXEC",
             "UNWATCH",
-        ],
-    );
-    let (_, got) = trace!(
+        ]);
+        if flags == XattrFlags::Replace {
+            want.insert(1, format!("HEXISTS x{f} user.k"));
+        }
+        expect_trace!(
+            fx,
+            fx.meta
+                .setxattr(f, b"user.k", v.as_bytes(), flags)
+                .await
+                .unwrap(),
+            want
+        );
+    }
+    expect_trace!(
         fx,
-        fx.meta
-            .setxattr(f, b"user.k", b"v2", XattrFlags::Replace)
-            .await
-            .unwrap()
+        fx.meta.listxattr(f).await.unwrap(),
+        want![format!("HKEYS x{f}"), format!("GET i{f}")]
     );
-    assert_trace(
-        &got,
-        &want![
-            format!("WATCH x{f}"),
-            format!("HEXISTS x{f} user.k"),
-            "MULTI",
-            format!("HSET x{f} user.k v2"),
-            "EXEC",
-            "UNWATCH",
-        ],
+    expect_trace!(
+        fx,
+        fx.meta.getxattr(f, b"user.k").await.unwrap(),
+        want![format!("HGET x{f} user.k")]
     );
-    let (_, got) = trace!(fx, fx.meta.listxattr(f).await.unwrap());
-    assert_trace(&got, &want![format!("HKEYS x{f}"), format!("GET i{f}")]);
-    let (_, got) = trace!(fx, fx.meta.getxattr(f, b"user.k").await.unwrap());
-    assert_trace(&got, &want![format!("HGET x{f} user.k")]);
-    let (_, got) = trace!(fx, fx.meta.removexattr(f, b"user.k").await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.removexattr(f, b"user.k").await.unwrap(),
+        want![
             format!("WATCH x{f}"),
             format!("HDEL x{f} user.k"),
             "UNWATCH"
-        ],
+        ]
     );
 }
 
 #[tokio::test]
 async fn data_and_background_sequences() {
-    let mut fx = Fixture::new().await;
-    let p = fx.parent("seq").await;
-    let (f, _) = fx
-        .meta
-        .create(&fx.ctx, p, b"f", 0o644, 0o022)
-        .await
-        .unwrap();
-    let (id, got) = trace!(fx, fx.meta.new_slice().await.unwrap());
-    assert_trace(&got, &want!["INCRBY nextchunk 4096"]);
-    let slice = Slice::whole(0, id, 5000);
-    let (_, got) = trace!(
+    let (mut fx, p, f) = Fixture::with_file(b"f").await;
+    let id = expect_trace!(
         fx,
-        fx.meta.write(f, 0, slice, Timestamp::now()).await.unwrap()
+        fx.meta.new_slice().await.unwrap(),
+        want!["INCRBY nextchunk 4096"]
     );
-    assert_trace(
-        &got,
-        &want![
+    let slice = Slice::whole(0, id, 5000);
+    expect_trace!(
+        fx,
+        fx.meta.write(f, 0, slice, Timestamp::now()).await.unwrap(),
+        want![
             format!("WATCH i{f}"),
             format!("GET i{f}"),
             "MULTI",
@@ -550,22 +531,25 @@ async fn data_and_background_sequences() {
             "INCRBY usedSpace 4096",
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
-    let (_, got) = trace!(fx, fx.meta.read(f, 0).await.unwrap());
-    assert_trace(&got, &want![format!("LRANGE c{f}_0 0 -1")]);
+    expect_trace!(
+        fx,
+        fx.meta.read(f, 0).await.unwrap(),
+        want![format!("LRANGE c{f}_0 0 -1")]
+    );
     // An empty chunk also reads the attribute (EPERM for non-files).
-    let (_, got) = trace!(fx, fx.meta.read(f, 1).await.unwrap());
-    assert_trace(
-        &got,
-        &want![format!("LRANGE c{f}_1 0 -1"), format!("GET i{f}")],
+    expect_trace!(
+        fx,
+        fx.meta.read(f, 1).await.unwrap(),
+        want![format!("LRANGE c{f}_1 0 -1"), format!("GET i{f}")]
     );
 
     fx.meta.unlink(&fx.ctx, p, b"f").await.unwrap();
-    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.flush().await.unwrap(),
+        want![
             // dir stat of p: +1 file, +5000 B, then −1 file, −5000 B. The directory stays
             // in the batch (JuiceFS keeps it in its `dirStats` map), so `doUpdateDirStat`
             // asks whether its record exists and then has nothing to add.
@@ -580,7 +564,7 @@ async fn data_and_background_sequences() {
             "UNWATCH",
             format!("HDEL sliceRef k{id}_5000"),
             format!("ZREM delfiles {f}:5000"),
-        ],
+        ]
     );
 }
 
@@ -592,10 +576,10 @@ async fn root_dir_stat_is_synced_on_first_flush() {
         .mkdir(&fx.ctx, ROOT_INODE, b"top", 0o755, 0)
         .await
         .unwrap();
-    let (_, got) = trace!(fx, fx.meta.flush().await.unwrap());
-    assert_trace(
-        &got,
-        &want![
+    expect_trace!(
+        fx,
+        fx.meta.flush().await.unwrap(),
+        want![
             "HEXISTS dirUsedSpace 1",
             "HSCAN d1 0 MATCH * COUNT 10000",
             format!("MGET i{d}"),
@@ -607,6 +591,6 @@ async fn root_dir_stat_is_synced_on_first_flush() {
             "HSET dirUsedInodes 1 1",
             "EXEC",
             "UNWATCH",
-        ],
+        ]
     );
 }

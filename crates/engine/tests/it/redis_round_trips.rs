@@ -4,10 +4,11 @@
 //! that command multiset (MULTI/EXEC counts once as a round trip, but every queued
 //! command is a call on the server).
 
+use super::common::{self, redis_volume};
 use metabench_engine::{
-    namespace, Ctx, Engine, FallocRange, Meta, MetaUrl, SessionOptions, SetAttr, XattrFlags,
+    namespace, Ctx, Engine, FallocRange, Meta, SessionOptions, SetAttr, XattrFlags,
 };
-use metabench_schema::{Format, Ino, Slice, Timestamp, ROOT_INODE};
+use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::RedisServer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,20 +23,7 @@ struct Fixture {
 }
 
 async fn fixture_with(opts: SessionOptions) -> Fixture {
-    let server = RedisServer::start();
-    let url = MetaUrl::parse(&server.url(1)).unwrap();
-    let engine = metabench_engine::open(&url).await.unwrap();
-    let uuid = uuid_v4();
-    engine
-        .format(&Format::new(
-            "benchmark-all",
-            &uuid,
-            "/tmp/metabench-unused/",
-            0,
-        ))
-        .await
-        .unwrap();
-    let meta = engine.session(&opts).await.unwrap();
+    let (server, engine, meta) = redis_volume(1, "benchmark-all", &uuid_v4(), &opts).await;
     Fixture {
         server,
         _engine: engine,
@@ -48,6 +36,27 @@ async fn fixture() -> Fixture {
     fixture_with(SessionOptions::default()).await
 }
 
+/// A registered session (`NewSession(true)`, the mount profile).
+async fn registered_fixture() -> Fixture {
+    fixture_with(SessionOptions {
+        register: true,
+        ..Default::default()
+    })
+    .await
+}
+
+impl Fixture {
+    /// An empty directory of the set-up (untimed).
+    async fn mkdir(&mut self, parent: Ino, name: &[u8]) -> Ino {
+        common::mkdir(self.meta.as_mut(), &self.ctx, parent, name).await
+    }
+
+    /// An empty file of the set-up (untimed), umask 022 as the Go benchmark's.
+    async fn create(&mut self, parent: Ino, name: &[u8]) -> Ino {
+        common::create(self.meta.as_mut(), &self.ctx, parent, name, 0o022).await
+    }
+}
+
 fn uuid_v4() -> String {
     // Good enough for a test volume.
     format!("00000000-0000-4000-8000-{:012x}", std::process::id())
@@ -58,15 +67,23 @@ async fn prepare_parent(fx: &mut Fixture, name: &str) -> Ino {
     namespace::remove_tree(fx.meta.as_mut(), ROOT_INODE, name.as_bytes())
         .await
         .unwrap();
-    fx.meta
-        .mkdir(&fx.ctx, ROOT_INODE, name.as_bytes(), 0o755, 0)
-        .await
-        .unwrap()
-        .0
+    fx.mkdir(ROOT_INODE, name.as_bytes()).await
 }
 
+/// A fresh fixture and its `prepareParent(name)`.
+async fn with_parent(name: &str) -> (Fixture, Ino) {
+    let mut fx = fixture().await;
+    let parent = prepare_parent(&mut fx, name).await;
+    (fx, parent)
+}
+
+/// The command multiset of `pairs`; a command named twice counts the sum.
 fn cmds(pairs: &[(&str, u64)]) -> Cmds {
-    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    let mut m = Cmds::new();
+    for (k, v) in pairs {
+        *m.entry(k.to_string()).or_default() += v;
+    }
+    m
 }
 
 fn delta(before: &Cmds, after: &Cmds) -> Cmds {
@@ -112,18 +129,41 @@ fn name(prefix: &str, i: usize) -> Vec<u8> {
     format!("{prefix}{i}").into_bytes()
 }
 
-const CREATE: &[(&str, u64)] = &[
-    ("watch", 1),
-    ("get", 1),
-    ("hget", 1),
-    ("multi", 1),
-    ("set", 2),
-    ("hset", 1),
-    ("incrby", 1),
-    ("incr", 1),
-    ("exec", 1),
-    ("unwatch", 1),
-];
+/// `doMknod`'s transaction: `set` counts the new inode's and the parent's attributes (and
+/// a symlink's target), `hset` the entry (and a directory's dir-stat records).
+fn mknod_cmds(set: u64, hset: u64) -> Vec<(&'static str, u64)> {
+    vec![
+        ("watch", 1),
+        ("get", 1),
+        ("hget", 1),
+        ("multi", 1),
+        ("set", set),
+        ("hset", hset),
+        ("incrby", 1),
+        ("incr", 1),
+        ("exec", 1),
+        ("unwatch", 1),
+    ]
+}
+
+/// `doRmdir`'s and `doUnlink`'s transaction, plus `extra`: the commands of the one or the
+/// other.
+fn remove_cmds(extra: &[(&'static str, u64)]) -> Vec<(&'static str, u64)> {
+    let mut want = vec![
+        ("watch", 2),
+        ("hget", 1),
+        ("mget", 1),
+        ("multi", 1),
+        ("set", 1),
+        ("del", 2),
+        ("incrby", 1),
+        ("decr", 1),
+        ("exec", 1),
+        ("unwatch", 1),
+    ];
+    want.extend_from_slice(extra);
+    want
+}
 
 const RENAME: &[(&str, u64)] = &[
     ("watch", 2),
@@ -139,8 +179,7 @@ const RENAME: &[(&str, u64)] = &[
 
 #[tokio::test]
 async fn mkdir_is_5_round_trips() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchMkdir").await;
+    let (mut fx, parent) = with_parent("benchMkdir").await;
     for i in 0..3 {
         let (ino, attr) = expect!(
             fx,
@@ -149,37 +188,28 @@ async fn mkdir_is_5_round_trips() {
                 .await
                 .unwrap(),
             5,
-            &[
-                ("watch", 1),
-                ("get", 1),
-                ("hget", 1),
-                ("multi", 1),
-                ("set", 2),
-                ("hset", 4),
-                ("incrby", 1),
-                ("incr", 1),
-                ("exec", 1),
-                ("unwatch", 1),
-            ]
+            &mknod_cmds(2, 4)
         );
         assert!(ino > 1);
         assert_eq!((attr.nlink, attr.length, attr.parent), (2, 4096, parent));
     }
 }
 
-#[tokio::test]
-async fn mvdir_is_7_round_trips() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchMvdir").await;
-    fx.meta
-        .mkdir(&fx.ctx, parent, b"d0", 0o755, 0)
-        .await
-        .unwrap();
+/// `benchMvdir` and `benchRename`: `{prefix}0` renamed to `{prefix}1`, `{prefix}2` and
+/// `{prefix}3` within its parent.
+async fn renames_are_7_round_trips(fx: &mut Fixture, parent: Ino, prefix: &str) {
     for i in 0..3 {
         expect!(
             fx,
             fx.meta
-                .rename(&fx.ctx, parent, &name("d", i), parent, &name("d", i + 1), 0)
+                .rename(
+                    &fx.ctx,
+                    parent,
+                    &name(prefix, i),
+                    parent,
+                    &name(prefix, i + 1),
+                    0
+                )
                 .await
                 .unwrap(),
             7,
@@ -189,44 +219,78 @@ async fn mvdir_is_7_round_trips() {
 }
 
 #[tokio::test]
-async fn rmdir_is_7_round_trips() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchRmdir").await;
+async fn mvdir_is_7_round_trips() {
+    let (mut fx, parent) = with_parent("benchMvdir").await;
+    fx.mkdir(parent, b"d0").await;
+    renames_are_7_round_trips(&mut fx, parent, "d").await;
+}
+
+#[tokio::test]
+async fn rename_is_7_round_trips() {
+    let (mut fx, parent) = with_parent("benchRename").await;
+    fx.create(parent, b"f0").await;
+    renames_are_7_round_trips(&mut fx, parent, "f").await;
+}
+
+/// `benchRmdir` and `benchUnlink`: three times over, a directory `dir` or a file `file` is
+/// made again (untimed) and removed.
+async fn removals_are(
+    fx: &mut Fixture,
+    parent: Ino,
+    ty: FileType,
+    rtt: u64,
+    want: &[(&'static str, u64)],
+) {
+    let dir = ty == FileType::Directory;
+    let name: &[u8] = if dir { b"dir" } else { b"file" };
     for _ in 0..3 {
-        fx.meta
-            .mkdir(&fx.ctx, parent, b"dir", 0o755, 0)
-            .await
-            .unwrap();
+        if dir {
+            fx.mkdir(parent, name).await;
+        } else {
+            fx.create(parent, name).await;
+        }
         expect!(
             fx,
-            fx.meta.rmdir(&fx.ctx, parent, b"dir").await.unwrap(),
-            7,
-            &[
-                ("watch", 2),
-                ("hget", 1),
-                ("mget", 1),
-                ("hlen", 1),
-                ("multi", 1),
-                ("hdel", 7),
-                ("set", 1),
-                ("del", 2),
-                ("incrby", 1),
-                ("decr", 1),
-                ("exec", 1),
-                ("unwatch", 1),
-            ]
+            if dir {
+                fx.meta.rmdir(&fx.ctx, parent, name).await.unwrap()
+            } else {
+                fx.meta.unlink(&fx.ctx, parent, name).await.unwrap()
+            },
+            rtt,
+            want
         );
     }
 }
 
+#[tokio::test]
+async fn rmdir_is_7_round_trips() {
+    let (mut fx, parent) = with_parent("benchRmdir").await;
+    let want = remove_cmds(&[("hlen", 1), ("hdel", 7)]);
+    removals_are(&mut fx, parent, FileType::Directory, 7, &want).await;
+}
+
+#[tokio::test]
+async fn unlink_is_6_round_trips() {
+    let (mut fx, parent) = with_parent("benchUnlink").await;
+    // Settle the dir stats of the set-up (the root gets its record here).
+    fx.meta.flush().await.unwrap();
+    let want = remove_cmds(&[("hdel", 1), ("zadd", 1)]);
+    removals_are(&mut fx, parent, FileType::File, 6, &want).await;
+    // The background part: doDeleteFileData of a 0-byte file is one ZREM. The parent's
+    // dir-stat deltas cancel out, but it stays in the batch (JuiceFS's `dirStats` map):
+    // one HEXISTS pipeline and nothing to add.
+    expect!(
+        fx,
+        fx.meta.flush().await.unwrap(),
+        4,
+        &[("hexists", 1), ("zrem", 3)]
+    );
+}
+
 async fn readdir_n(n: usize) {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, &format!("benchReaddir{n}")).await;
+    let (mut fx, parent) = with_parent(&format!("benchReaddir{n}")).await;
     for i in 0..n {
-        fx.meta
-            .create(&fx.ctx, parent, &name("f", i), 0o644, 0o022)
-            .await
-            .unwrap();
+        fx.create(parent, &name("f", i)).await;
     }
     // Let a background inode prefetch started during the set-up land first.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -255,19 +319,10 @@ async fn readdir_1k_is_3_round_trips() {
 /// Above 4096 entries the attributes come in several MGETs (JuiceFS: two goroutines).
 #[tokio::test]
 async fn readdir_5k_fetches_attributes_in_4096_key_batches() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchReaddir5k").await;
+    let (mut fx, parent) = with_parent("benchReaddir5k").await;
     for i in 0..5000 {
         fx.meta
-            .mknod(
-                &fx.ctx,
-                parent,
-                &name("f", i),
-                metabench_schema::FileType::File,
-                0o644,
-                0,
-                0,
-            )
+            .mknod(&fx.ctx, parent, &name("f", i), FileType::File, 0o644, 0, 0)
             .await
             .unwrap();
     }
@@ -285,8 +340,7 @@ async fn readdir_5k_fetches_attributes_in_4096_key_batches() {
 
 #[tokio::test]
 async fn mknod_and_create_are_5_round_trips() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchMknod").await;
+    let (mut fx, parent) = with_parent("benchMknod").await;
     for i in 0..3 {
         expect!(
             fx,
@@ -295,7 +349,7 @@ async fn mknod_and_create_are_5_round_trips() {
                     &fx.ctx,
                     parent,
                     &name("f", i),
-                    metabench_schema::FileType::File,
+                    FileType::File,
                     0o644,
                     0o022,
                     0
@@ -303,7 +357,7 @@ async fn mknod_and_create_are_5_round_trips() {
                 .await
                 .unwrap(),
             5,
-            CREATE
+            &mknod_cmds(2, 1)
         );
         expect!(
             fx,
@@ -312,83 +366,15 @@ async fn mknod_and_create_are_5_round_trips() {
                 .await
                 .unwrap(),
             5,
-            CREATE
+            &mknod_cmds(2, 1)
         );
     }
-}
-
-#[tokio::test]
-async fn rename_is_7_round_trips() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchRename").await;
-    fx.meta
-        .create(&fx.ctx, parent, b"f0", 0o644, 0o022)
-        .await
-        .unwrap();
-    for i in 0..3 {
-        expect!(
-            fx,
-            fx.meta
-                .rename(&fx.ctx, parent, &name("f", i), parent, &name("f", i + 1), 0)
-                .await
-                .unwrap(),
-            7,
-            RENAME
-        );
-    }
-}
-
-#[tokio::test]
-async fn unlink_is_6_round_trips() {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, "benchUnlink").await;
-    // Settle the dir stats of the set-up (the root gets its record here).
-    fx.meta.flush().await.unwrap();
-    for _ in 0..3 {
-        fx.meta
-            .create(&fx.ctx, parent, b"file", 0o644, 0o022)
-            .await
-            .unwrap();
-        expect!(
-            fx,
-            fx.meta.unlink(&fx.ctx, parent, b"file").await.unwrap(),
-            6,
-            &[
-                ("watch", 2),
-                ("hget", 1),
-                ("mget", 1),
-                ("multi", 1),
-                ("hdel", 1),
-                ("set", 1),
-                ("zadd", 1),
-                ("del", 2),
-                ("incrby", 1),
-                ("decr", 1),
-                ("exec", 1),
-                ("unwatch", 1),
-            ]
-        );
-    }
-    // The background part: doDeleteFileData of a 0-byte file is one ZREM. The parent's
-    // dir-stat deltas cancel out, but it stays in the batch (JuiceFS's `dirStats` map):
-    // one HEXISTS pipeline and nothing to add.
-    expect!(
-        fx,
-        fx.meta.flush().await.unwrap(),
-        4,
-        &[("hexists", 1), ("zrem", 3)]
-    );
 }
 
 /// A created file, for the attribute and xattr benchmarks.
 async fn with_file(name: &str) -> (Fixture, Ino, Ino) {
-    let mut fx = fixture().await;
-    let parent = prepare_parent(&mut fx, name).await;
-    let (ino, _) = fx
-        .meta
-        .create(&fx.ctx, parent, b"file", 0o644, 0o022)
-        .await
-        .unwrap();
+    let (mut fx, parent) = with_parent(name).await;
+    let ino = fx.create(parent, b"file").await;
     (fx, parent, ino)
 }
 
@@ -558,18 +544,7 @@ async fn symlink_is_5_and_readlink_1_round_trips() {
                 .await
                 .unwrap(),
             5,
-            &[
-                ("watch", 1),
-                ("get", 1),
-                ("hget", 1),
-                ("multi", 1),
-                ("set", 3),
-                ("hset", 1),
-                ("incrby", 1),
-                ("incr", 1),
-                ("exec", 1),
-                ("unwatch", 1),
-            ]
+            &mknod_cmds(3, 1)
         );
         assert_eq!(attr.length, 20);
         last = ino;
@@ -599,11 +574,7 @@ async fn client_cache_serves_readlink_and_read_from_memory() {
         let t = expect!(fx, fx.meta.readlink(sym).await.unwrap(), 0, &[]);
         assert_eq!(t, b"/target");
     }
-    let (ino, _) = fx
-        .meta
-        .create(&fx.ctx, parent, b"f", 0o644, 0o022)
-        .await
-        .unwrap();
+    let ino = fx.create(parent, b"f").await;
     write_kib(&mut fx, ino, 0).await;
     expect!(fx, fx.meta.read(ino, 0).await.unwrap(), 1, &[("lrange", 1)]);
     for _ in 0..3 {
@@ -694,7 +665,10 @@ async fn read_1_and_read_10_are_1_round_trip() {
 #[tokio::test]
 async fn first_create_of_a_session_allocates_inodes_inline() {
     let mut fx = fixture().await;
-    // The very first create fetches the first inode batch on the calling path.
+    // The very first create fetches the first inode batch on the calling path: one
+    // INCRBY more.
+    let mut want = mknod_cmds(2, 4);
+    want.push(("incrby", 1));
     let (ino, _) = expect!(
         fx,
         fx.meta
@@ -702,18 +676,7 @@ async fn first_create_of_a_session_allocates_inodes_inline() {
             .await
             .unwrap(),
         6,
-        &[
-            ("incrby", 2),
-            ("watch", 1),
-            ("get", 1),
-            ("hget", 1),
-            ("multi", 1),
-            ("set", 2),
-            ("hset", 4),
-            ("incr", 1),
-            ("exec", 1),
-            ("unwatch", 1),
-        ]
+        &want
     );
     assert_eq!(ino, 2, "the first inode is 2");
 }
@@ -920,18 +883,10 @@ async fn fallocate_is_4_round_trips() {
 /// script the server lost (`SCRIPT FLUSH`) is loaded again once.
 #[tokio::test]
 async fn a_registered_session_looks_up_in_one_evalsha() {
-    let mut fx = fixture_with(SessionOptions {
-        register: true,
-        ..Default::default()
-    })
-    .await;
+    let mut fx = registered_fixture().await;
     let parent = prepare_parent(&mut fx, "benchLookupLua").await;
     let ctx = fx.ctx.clone();
-    let (ino, _) = fx
-        .meta
-        .create(&ctx, parent, b"file", 0o644, 0o022)
-        .await
-        .unwrap();
+    let ino = fx.create(parent, b"file").await;
     let (found, _) = expect!(
         fx,
         fx.meta.lookup(&ctx, parent, b"file").await.unwrap(),
@@ -965,11 +920,7 @@ async fn a_registered_session_looks_up_in_one_evalsha() {
 /// another client removed the record as stale meanwhile.
 #[tokio::test]
 async fn a_registered_session_refreshes_its_record_every_heartbeat() {
-    let mut fx = fixture_with(SessionOptions {
-        register: true,
-        ..Default::default()
-    })
-    .await;
+    let mut fx = registered_fixture().await;
     let sid = fx.meta.sid();
     // Not due yet: the background work sends no heartbeat.
     let (_, _, got) = measure!(fx, fx.meta.flush().await.unwrap());

@@ -2,10 +2,9 @@
 //! for each failure, dir stats and volume counters after a flush, freed file data,
 //! conflicting transactions retried, and the background inode prefetch.
 
-use metabench_engine::{
-    Ctx, Engine, Meta, MetaError, MetaUrl, SessionOptions, SetAttr, XattrFlags,
-};
-use metabench_schema::{FileType, Format, Ino, Slice, Timestamp, ROOT_INODE};
+use super::common::redis_volume;
+use metabench_engine::{Ctx, Engine, Meta, MetaError, SessionOptions, SetAttr, XattrFlags};
+use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::RedisServer;
 use std::sync::Arc;
 
@@ -19,25 +18,30 @@ struct Fixture {
 const DB: u32 = 3;
 
 async fn fixture() -> Fixture {
-    let server = RedisServer::start();
-    let url = MetaUrl::parse(&server.url(DB)).unwrap();
-    let engine = metabench_engine::open(&url).await.unwrap();
-    engine
-        .format(&Format::new(
-            "semantics",
-            "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee",
-            "/tmp/metabench-unused/",
-            0,
-        ))
-        .await
-        .unwrap();
-    let meta = engine.session(&SessionOptions::default()).await.unwrap();
+    let (server, engine, meta) = redis_volume(
+        DB,
+        "semantics",
+        "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee",
+        &SessionOptions::default(),
+    )
+    .await;
     Fixture {
         server,
         engine,
         meta,
         ctx: Ctx::root(),
     }
+}
+
+/// A fixture with the directories `a` and `b` under the root and an empty file `a/f`:
+/// (it, `a`, `b`, `f`).
+async fn two_dirs_and_a_file() -> (Fixture, Ino, Ino, Ino) {
+    let mut fx = fixture().await;
+    let c = fx.ctx.clone();
+    let (a, _) = fx.meta.mkdir(&c, ROOT_INODE, b"a", 0o755, 0).await.unwrap();
+    let (b, _) = fx.meta.mkdir(&c, ROOT_INODE, b"b", 0o755, 0).await.unwrap();
+    let (f, _) = fx.meta.create(&c, a, b"f", 0o644, 0).await.unwrap();
+    (fx, a, b, f)
 }
 
 impl Fixture {
@@ -154,11 +158,8 @@ async fn create_lookup_getattr_and_readdir() {
 
 #[tokio::test]
 async fn renames() {
-    let mut fx = fixture().await;
+    let (mut fx, a, b, f) = two_dirs_and_a_file().await;
     let c = fx.ctx.clone();
-    let (a, _) = fx.meta.mkdir(&c, ROOT_INODE, b"a", 0o755, 0).await.unwrap();
-    let (b, _) = fx.meta.mkdir(&c, ROOT_INODE, b"b", 0o755, 0).await.unwrap();
-    let (f, _) = fx.meta.create(&c, a, b"f", 0o644, 0).await.unwrap();
     let (sub, _) = fx.meta.mkdir(&c, a, b"sub", 0o755, 0).await.unwrap();
 
     // A file within a directory, then across directories.
@@ -203,11 +204,8 @@ async fn renames() {
 
 #[tokio::test]
 async fn hard_links_symlinks_and_xattrs() {
-    let mut fx = fixture().await;
+    let (mut fx, d, e, f) = two_dirs_and_a_file().await;
     let c = fx.ctx.clone();
-    let (d, _) = fx.meta.mkdir(&c, ROOT_INODE, b"d", 0o755, 0).await.unwrap();
-    let (e, _) = fx.meta.mkdir(&c, ROOT_INODE, b"e", 0o755, 0).await.unwrap();
-    let (f, _) = fx.meta.create(&c, d, b"f", 0o644, 0).await.unwrap();
     let a = fx.meta.link(&c, f, e, b"h").await.unwrap();
     assert_eq!((a.nlink, a.parent), (2, 0));
     assert_eq!(fx.int(&["HGET", &format!("p{f}"), &d.to_string()]), 1);
@@ -359,11 +357,8 @@ async fn write_read_dir_stats_counters_and_freed_data() {
 
 #[tokio::test]
 async fn hard_linked_writes_reach_every_parent_at_flush() {
-    let mut fx = fixture().await;
+    let (mut fx, a, b, f) = two_dirs_and_a_file().await;
     let c = fx.ctx.clone();
-    let (a, _) = fx.meta.mkdir(&c, ROOT_INODE, b"a", 0o755, 0).await.unwrap();
-    let (b, _) = fx.meta.mkdir(&c, ROOT_INODE, b"b", 0o755, 0).await.unwrap();
-    let (f, _) = fx.meta.create(&c, a, b"f", 0o644, 0).await.unwrap();
     fx.meta.link(&c, f, b, b"g").await.unwrap();
     fx.meta.flush().await.unwrap();
     let s = Slice::whole(0, fx.meta.new_slice().await.unwrap(), 5000);

@@ -1,6 +1,7 @@
 //! Opening, probing, formatting and destroying Redis volumes: what is refused, what is
 //! written (compared with `juicefs format`), and connection errors without the password.
 
+use super::common::volume_format;
 use metabench_engine::{Engine, MetaError, MetaUrl, SessionOptions, VolumeState};
 use metabench_schema::{Attr, FileType, Format, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{juicefs_format_with, temp_dir, RedisServer};
@@ -30,6 +31,14 @@ fn dbsize(server: &RedisServer, db: u32) -> u64 {
     redis::cmd("DBSIZE").query(&mut con(server, db)).unwrap()
 }
 
+/// A command that writes, on database `db` (its reply is not read).
+fn write(server: &RedisServer, db: u32, args: &[&str]) {
+    let _: () = redis::cmd(args[0])
+        .arg(&args[1..])
+        .query(&mut con(server, db))
+        .unwrap();
+}
+
 fn keys(server: &RedisServer, db: u32) -> BTreeSet<String> {
     redis::cmd("KEYS")
         .arg("*")
@@ -49,7 +58,7 @@ async fn probe_format_and_destroy_a_volume() {
     let server = RedisServer::start();
     let engine = open(&server, 1).await;
     assert_eq!(engine.probe().await.unwrap(), VolumeState::Empty);
-    let format = Format::new("vol", UUID, "/tmp/metabench-unused/", 0);
+    let format = volume_format("vol", UUID);
     engine.format(&format).await.unwrap();
     assert_eq!(
         engine.probe().await.unwrap(),
@@ -86,11 +95,7 @@ async fn probe_format_and_destroy_a_volume() {
     meta.new_slice().await.unwrap();
     meta.flush().await.unwrap();
     drop(meta);
-    let _: () = redis::cmd("SET")
-        .arg("user:1")
-        .arg("x")
-        .query(&mut con(&server, 1))
-        .unwrap();
+    write(&server, 1, &["SET", "user:1", "x"]);
     assert!(dbsize(&server, 1) > 10);
 
     // The wrong UUID is refused; the right one removes the volume's keys only.
@@ -109,11 +114,7 @@ async fn probe_format_and_destroy_a_volume() {
 #[tokio::test]
 async fn foreign_data_is_never_touched() {
     let server = RedisServer::start();
-    let _: () = redis::cmd("SET")
-        .arg("foo")
-        .arg("bar")
-        .query(&mut con(&server, 4))
-        .unwrap();
+    write(&server, 4, &["SET", "foo", "bar"]);
     let engine = open(&server, 4).await;
     assert_eq!(
         engine.probe().await.unwrap(),
@@ -128,11 +129,7 @@ async fn foreign_data_is_never_touched() {
     assert!(engine.destroy(UUID).await.is_err());
     assert_eq!(dbsize(&server, 4), 1);
     // A `setting` that is not JuiceFS's is foreign too.
-    let _: () = redis::cmd("SET")
-        .arg("setting")
-        .arg("{\"x\":1}")
-        .query(&mut con(&server, 4))
-        .unwrap();
+    write(&server, 4, &["SET", "setting", "{\"x\":1}"]);
     match engine.probe().await.unwrap() {
         VolumeState::Foreign(why) => assert!(why.contains("2 keys"), "{why}"),
         other => panic!("{other:?}"),
@@ -250,12 +247,11 @@ async fn connection_errors_never_show_the_password() {
 async fn server_info_reports_version_and_durability_and_changes_nothing() {
     let server = RedisServer::start();
     // JuiceFS would switch this to noeviction; metabench only reports it.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("allkeys-lru")
-        .query(&mut con(&server, 0))
-        .unwrap();
+    write(
+        &server,
+        0,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
     let engine = open(&server, 1).await;
     let info = engine.server_info().await.unwrap();
     assert!(info.version.starts_with("redis "), "{}", info.version);

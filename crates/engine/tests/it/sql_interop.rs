@@ -10,9 +10,10 @@
 //! - a volume `juicefs format` made and `juicefs mdtest` filled is what metabench's
 //!   lookup, readdir, getattr and read see.
 
+use crate::common::punched_file;
 use crate::sql_common;
 
-use metabench_engine::{Ctx, FallocRange, Meta};
+use metabench_engine::{Ctx, Meta, SetAttr};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE};
 use metabench_testkit::{
     dump_tree, fresh_database, fsck_problems, juicefs_dump, juicefs_format_with, juicefs_fsck,
@@ -48,18 +49,13 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
         slices.push(sl);
     }
     let (g, _) = s.create(&ctx, b, b"g", 0o666, 0o022).await.unwrap();
-    s.setattr(
-        &ctx,
-        g,
-        &metabench_engine::SetAttr {
-            mode: Some(0o600),
-            uid: Some(1000),
-            gid: Some(100),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let set = SetAttr {
+        mode: Some(0o600),
+        uid: Some(1000),
+        gid: Some(100),
+        ..Default::default()
+    };
+    s.setattr(&ctx, g, &set).await.unwrap();
     s.symlink(&ctx, a, b"s", b"/target/x").await.unwrap();
     s.link(&ctx, file, b, b"h").await.unwrap();
     s.setxattr(file, b"user.k", b"v", Default::default())
@@ -77,14 +73,7 @@ async fn metabench_volume_reads_back_in_juicefs(kind: Kind) {
     write_slice_blocks(bucket.path(), NAME, id, 4096, 0);
     s.truncate(&ctx, t, 100).await.unwrap();
     s.truncate(&ctx, t, C + 5).await.unwrap();
-    let (fa, _) = s.create(&ctx, a, b"fa", 0o644, 0).await.unwrap();
-    s.fallocate(&ctx, fa, FallocRange::new(0, 0, 10_000))
-        .await
-        .unwrap();
-    let punch = metabench_engine::falloc::PUNCH_HOLE | metabench_engine::falloc::KEEP_SIZE;
-    s.fallocate(&ctx, fa, FallocRange::new(punch, 10, 10))
-        .await
-        .unwrap();
+    punched_file(&mut s, &ctx, a).await;
     // a deleted file with data: freed at flush, so fsck sees no leaked slice
     let (gone, _) = s.create(&ctx, a, b"gone", 0o644, 0).await.unwrap();
     let id = s.new_slice().await.unwrap();

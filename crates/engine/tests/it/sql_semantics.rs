@@ -393,10 +393,7 @@ async fn flush_writes_stats_and_frees_data(kind: Kind) {
 async fn inode_prefetch(kind: Kind) {
     let mut v = volume(kind).await;
     let ctx = v.ctx.clone();
-    let (d, _) =
-        v.s.mkdir(&ctx, ROOT_INODE, b"many", 0o755, 0)
-            .await
-            .unwrap();
+    let d = v.parent("many").await;
     assert_eq!(v.rtt(), 4 + 8, "first mkdir: counter transaction + mkdir");
     let start = v.rtt();
     let mut inos = Vec::new();
@@ -433,16 +430,29 @@ async fn inode_prefetch(kind: Kind) {
     assert_eq!(counter(&v.db, "nextInode"), 2 + 2 * 1024);
 }
 
+/// On the connection `c` of another client: runs `sql` in a transaction, tells `tx`, and
+/// commits 700 ms later.
+async fn insert_and_hold<C>(mut c: C, sql: &str, tx: tokio::sync::oneshot::Sender<()>)
+where
+    C: sqlx::Connection,
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = C::Database>,
+{
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("BEGIN; {sql}")))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    tx.send(()).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    sqlx::raw_sql("COMMIT").execute(&mut c).await.unwrap();
+}
+
 /// A transaction that runs into a concurrent insert of the same name is retried, as
 /// JuiceFS retries (duplicate key on MySQL and PostgreSQL, "database is locked" on
 /// SQLite), and then sees the entry: EEXIST after one retry.
 async fn conflict_is_retried(kind: Kind) {
     let mut v = volume(kind).await;
     let ctx = v.ctx.clone();
-    let (d, _) =
-        v.s.mkdir(&ctx, ROOT_INODE, b"race", 0o755, 0)
-            .await
-            .unwrap();
+    let d = v.parent("race").await;
     let url = v.db.url().to_owned();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let holder = tokio::spawn(async move {
@@ -458,26 +468,14 @@ async fn conflict_is_retried(kind: Kind) {
                     .replace("mysql://", "")
                     .replace("@(", "@")
                     .replace(")/", "/");
-                let mut c = sqlx::MySqlConnection::connect(&format!("mysql://{u}"))
+                let c = sqlx::MySqlConnection::connect(&format!("mysql://{u}"))
                     .await
                     .unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("BEGIN; {sql}")))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
-                tx.send(()).unwrap();
-                tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-                sqlx::raw_sql("COMMIT").execute(&mut c).await.unwrap();
+                insert_and_hold(c, &sql, tx).await;
             }
             Kind::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("BEGIN; {sql}")))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
-                tx.send(()).unwrap();
-                tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-                sqlx::raw_sql("COMMIT").execute(&mut c).await.unwrap();
+                let c = sqlx::PgConnection::connect(&url).await.unwrap();
+                insert_and_hold(c, &sql, tx).await;
             }
             _ => {
                 // A second process's connection, on a thread of its own: SQLite blocks.

@@ -10,6 +10,7 @@
 //! (`client.simpleTxn`) cost nothing on memkv and etcd; on TiKV a `T` begins with a PD
 //! timestamp request (`tso`), and an `S` reads at `u64::MAX` without one.
 
+use super::common::volume_format;
 use async_trait::async_trait;
 use metabench_engine::tkv::kv::{
     KeyRange, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
@@ -21,7 +22,7 @@ use metabench_engine::{
     XattrFlags,
 };
 use metabench_schema::tkv::TkvKeys;
-use metabench_schema::{FileType, Format, Slice, Timestamp, ROOT_INODE};
+use metabench_schema::{FileType, Slice, Timestamp, ROOT_INODE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -235,10 +236,7 @@ async fn fixture(store: Store) -> Option<Fx> {
     });
     let engine = TkvEngine::with_backend(url, kind, rec.clone(), keys);
     let uuid = uuid::Uuid::new_v4().to_string();
-    engine
-        .format(&Format::new("calls", &uuid, "/tmp/metabench-unused/", 0))
-        .await
-        .unwrap();
+    engine.format(&volume_format("calls", &uuid)).await.unwrap();
     Some(Fx {
         rec,
         engine,

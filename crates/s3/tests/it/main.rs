@@ -38,6 +38,24 @@ fn run_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
 
+/// A target on a fresh prefix `tag` of the test bucket (see [`url`]).
+async fn open_target(tag: &str) -> (S3Url, S3Target) {
+    let url = url(tag);
+    let target = S3Target::open(&url, Some(&keys()), &run_id(), false)
+        .await
+        .unwrap();
+    (url, target)
+}
+
+/// The error `S3Target::open` answers for `url` and `keys` (`what`: why it must refuse).
+async fn refusal(url: &S3Url, keys: &S3Keys, what: &str) -> String {
+    S3Target::open(url, Some(keys), &run_id(), false)
+        .await
+        .err()
+        .expect(what)
+        .to_string()
+}
+
 /// A client of the test bucket for looking at what metabench left.
 fn observer(url: &S3Url) -> impl ObjectStore {
     let k = keys();
@@ -71,18 +89,14 @@ async fn keys_below(url: &S3Url, prefix: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn mdtest_phases_run_on_s3_and_the_run_leaves_nothing() {
-    let url = url("tree");
-    let target = S3Target::open(&url, Some(&keys()), &run_id(), false)
-        .await
-        .unwrap();
-    assert!(target
-        .root()
-        .starts_with(&format!("{}/metabench-", url.prefix)));
+    let (url, target) = open_target("tree").await;
+    let root = target.root().to_owned();
+    assert!(root.starts_with(&format!("{}/metabench-", url.prefix)));
     let clients = vec![target.fs().unwrap(), target.fs().unwrap()];
-    let results = run_smoke(clients, target.root().to_owned()).await.unwrap();
+    let results = run_smoke(clients, root.clone()).await.unwrap();
     assert!(results.iter().all(|r| r.ops_per_s > 0.0), "{results:?}");
     assert_eq!(
-        keys_below(&url, target.root()).await,
+        keys_below(&url, &root).await,
         Vec::<String>::new(),
         "the removal phases took every key"
     );
@@ -91,10 +105,7 @@ async fn mdtest_phases_run_on_s3_and_the_run_leaves_nothing() {
 
 #[tokio::test]
 async fn objects_are_written_read_renamed_by_copy_and_deleted() {
-    let url = url("rw");
-    let target = S3Target::open(&url, Some(&keys()), &run_id(), false)
-        .await
-        .unwrap();
+    let (url, target) = open_target("rw").await;
     let root = target.root().to_owned();
     let mut fs = target.fs().unwrap();
     fs.mkdir(&root, "d").await.unwrap();
@@ -132,11 +143,7 @@ async fn a_prefix_that_holds_data_is_refused_unless_existing_and_is_left_alone()
         .put(&Path::from(theirs.as_str()), b"data".to_vec().into())
         .await
         .unwrap();
-    let e = S3Target::open(&url, Some(&keys()), &run_id(), false)
-        .await
-        .err()
-        .expect("refused")
-        .to_string();
+    let e = refusal(&url, &keys(), "refused").await;
     assert!(e.contains("holds data") && e.contains("--existing"), "{e}");
     assert!(!e.contains('\n'), "{e}");
 
@@ -166,11 +173,7 @@ async fn wrong_keys_a_missing_bucket_and_an_unreachable_endpoint_are_one_line() 
         secret_access_key: "not-the-secret".into(),
         ..keys()
     };
-    let e = S3Target::open(&good, Some(&wrong), &run_id(), false)
-        .await
-        .err()
-        .expect("wrong keys refused")
-        .to_string();
+    let e = refusal(&good, &wrong, "wrong keys refused").await;
     assert!(!e.contains('\n') && !e.contains("not-the-secret"), "{e}");
     assert!(
         e.contains("s3 list") && e.contains("SignatureDoesNotMatch"),
@@ -181,11 +184,7 @@ async fn wrong_keys_a_missing_bucket_and_an_unreachable_endpoint_are_one_line() 
         bucket: format!("no-such-bucket-{}", run_id()),
         ..good.clone()
     };
-    let e = S3Target::open(&missing, Some(&keys()), &run_id(), false)
-        .await
-        .err()
-        .expect("missing bucket refused")
-        .to_string();
+    let e = refusal(&missing, &keys(), "missing bucket refused").await;
     assert!(!e.contains('\n'), "{e}");
     assert!(
         e.contains(&missing.bucket) && e.contains("NoSuchBucket"),
@@ -202,11 +201,7 @@ async fn wrong_keys_a_missing_bucket_and_an_unreachable_endpoint_are_one_line() 
         ..good
     };
     let t0 = Instant::now();
-    let e = S3Target::open(&nowhere, Some(&keys()), &run_id(), false)
-        .await
-        .err()
-        .expect("unreachable")
-        .to_string();
+    let e = refusal(&nowhere, &keys(), "unreachable").await;
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert!(e.contains("cannot reach the endpoint"), "{e}");
     assert!(!e.contains('\n'), "{e}");
