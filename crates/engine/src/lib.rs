@@ -7,6 +7,7 @@
 
 pub mod base;
 mod common;
+pub mod deadline;
 pub mod error;
 pub mod meta;
 pub mod namespace;

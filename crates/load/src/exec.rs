@@ -16,6 +16,7 @@
 use crate::stats::BackgroundAcc;
 use crate::target::{Session, Target};
 use hdrhistogram::Histogram;
+use metabench_engine::deadline::CallDeadlines;
 use metabench_engine::{MetaError, Result, SessionOptions, SessionStats};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -257,17 +258,16 @@ async fn pace(now: Option<Instant>) {
     }
 }
 
-/// A client's op timeout: one runtime timer, made by the client's first call that waits
-/// and pushed back to `start + limit` before each call. Pushing a registered timer later
-/// is an atomic update (tokio's `extend_expiration`); a fresh timer per call would be
-/// registered with the thread's time driver on every call that waits, and each
-/// registration wakes the thread's own driver (a write to its eventfd and one more
+/// A client's op timeout: each call is bounded by `start + limit`, with one runtime timer
+/// for all of the client's calls ([`CallDeadlines`]), made by the first call that waits
+/// and re-armed only when it fires. A timer per call would be registered with the
+/// thread's time driver on every call that waits and removed when it ends (each
+/// registration also wakes the thread's own driver: a write to its eventfd and one more
 /// `epoll_wait`): client CPU on every call, which `redis-benchmark` does not spend.
 pub(crate) struct OpTimeout {
     limit: Duration,
-    /// Made by the first call that waits, on the client's runtime (it belongs to that
-    /// thread's time driver), and pushed back from then on.
-    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The client's timer; it belongs to the thread's time driver that first armed it.
+    deadlines: CallDeadlines,
     /// When the last call timed here ended.
     last_end: Option<Instant>,
 }
@@ -277,7 +277,7 @@ impl OpTimeout {
     pub(crate) fn new(limit: Duration) -> Self {
         Self {
             limit,
-            timer: None,
+            deadlines: CallDeadlines::new(),
             last_end: None,
         }
     }
@@ -301,32 +301,18 @@ impl OpTimeout {
 
     /// Runs `call`, which started at `start`, until it ends or `start + limit` passes. A
     /// call that ends on its first poll (a cache hit, an in-process engine) never touches
-    /// the timer: a timer can only end a call that waits, and that one is polled again.
+    /// the timer.
     async fn bound<T>(
         &mut self,
         start: Instant,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        let mut call = std::pin::pin!(call);
-        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
-        if let Poll::Ready(outcome) = first {
-            return outcome;
-        }
         let deadline = tokio::time::Instant::from_std(start) + self.limit;
-        let timer = match &mut self.timer {
-            Some(timer) => {
-                timer.as_mut().reset(deadline);
-                timer
-            }
-            None => self
-                .timer
-                .insert(Box::pin(tokio::time::sleep_until(deadline))),
-        };
-        tokio::select! {
-            biased;
-            outcome = call => outcome,
-            () = timer.as_mut() => Err(MetaError::Timeout(self.limit)),
-        }
+        let limit = self.limit;
+        self.deadlines
+            .run(deadline, call)
+            .await
+            .unwrap_or(Err(MetaError::Timeout(limit)))
     }
 
     /// When the last call timed here ended (none yet: `None`).
@@ -570,8 +556,8 @@ mod tests {
         }
     }
 
-    /// One timer serves every call of a client: pushed back before each, it bounds each
-    /// call from its own start, fires for a call that never ends, and is armed again
+    /// One timer serves every call of a client: armed once and re-armed when it fires
+    /// early, it bounds each call from its own start, fires for a call that never ends, and is armed again
     /// for the calls after that.
     #[tokio::test(flavor = "current_thread")]
     async fn one_op_timeout_bounds_every_call_from_its_own_start() {

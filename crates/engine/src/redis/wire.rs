@@ -8,10 +8,12 @@
 //! [`ConnectionLike`] so that `query_async` works on it unchanged.
 
 use super::stream::{Dialer, Stream};
+use crate::deadline::CallDeadlines;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
 
 /// Bytes read from the socket per `read` call at least.
 const READ_CHUNK: usize = 16 * 1024;
@@ -25,6 +27,8 @@ pub(crate) struct Wire {
     wbuf: Vec<u8>,
     db: i64,
     response_timeout: Duration,
+    /// Bounds each exchange by the response timeout, with one timer for all of them.
+    deadlines: CallDeadlines,
     /// Set when a request failed half-way: the stream's position in the reply sequence is
     /// unknown, so every later request fails instead of reading someone else's reply.
     broken: bool,
@@ -58,6 +62,7 @@ impl Wire {
             wbuf: Vec::with_capacity(256),
             db: 0,
             response_timeout,
+            deadlines: CallDeadlines::new(),
             broken: false,
         }
     }
@@ -84,6 +89,9 @@ impl Wire {
         // Broken until the whole exchange is done: a caller that drops this future half-way
         // (an op timeout) must not leave a reply behind for the next request to read.
         self.broken = true;
+        // Taken out while the exchange borrows the connection; a caller that drops the
+        // exchange half-way leaves the connection broken, and its timer with it.
+        let mut deadlines = std::mem::take(&mut self.deadlines);
         let work = async {
             self.stream.write_all(&self.wbuf).await.map_err(io_err)?;
             // TLS holds records back until flushed; on TCP and Unix sockets a no-op.
@@ -93,13 +101,14 @@ impl Wire {
             }
             Ok::<_, RedisError>(())
         };
-        let r = match tokio::time::timeout(timeout, work).await {
-            Ok(r) => r,
-            Err(_) => Err(io_err(std::io::Error::new(
+        let r = match deadlines.run(Instant::now() + timeout, work).await {
+            Some(r) => r,
+            None => Err(io_err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!("no reply within {timeout:?}"),
             ))),
         };
+        self.deadlines = deadlines;
         if r.is_ok() {
             self.broken = false;
         }

@@ -1,0 +1,126 @@
+//! A time limit on each of a series of calls, with one timer for the whole series.
+//!
+//! `tokio::time::timeout` registers a timer in the runtime's wheel on every call that
+//! waits and removes it when the call ends: two trips through the time driver's lock per
+//! round trip, which `redis-benchmark` and the engines' own clients do not pay. A
+//! [`CallDeadlines`] arms its timer once and moves it only when it fires: a call's deadline
+//! is never earlier than the previous call's (every call gets the same limit, counted from
+//! its own start), so a timer armed for an earlier call can only fire early, and then it is
+//! re-armed for the call in flight. A fast series costs one re-arm per limit's length.
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::task::Poll;
+use tokio::time::{Instant, Sleep};
+
+/// One timer shared by a series of calls, each bounded by its own deadline.
+#[derive(Default)]
+pub struct CallDeadlines {
+    /// Made by the first call that waits; armed for that call's or a later call's deadline.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl CallDeadlines {
+    /// No timer yet: the first call that waits makes it.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `call` until it ends (`Some` of what it returned) or `deadline` passes
+    /// (`None`; `call` is dropped). A call that ends on its first poll never touches the
+    /// timer: only a call that waits can be ended by it, and that one is polled again.
+    pub async fn run<F: Future>(&mut self, deadline: Instant, call: F) -> Option<F::Output> {
+        let mut call = pin!(call);
+        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        if let Poll::Ready(outcome) = first {
+            return Some(outcome);
+        }
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        // Deadlines only grow while the limit stays the same; a shorter limit than the
+        // last call's moves the timer back at once.
+        if timer.deadline() > deadline {
+            timer.as_mut().reset(deadline);
+        }
+        loop {
+            tokio::select! {
+                biased;
+                outcome = call.as_mut() => return Some(outcome),
+                () = timer.as_mut() => {
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    // Armed for an earlier call: re-armed for this one.
+                    timer.as_mut().reset(deadline);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_deadline_ends_there_and_not_before() {
+        let mut deadlines = CallDeadlines::new();
+        let limit = Duration::from_secs(10);
+        // A first call arms the timer for its own deadline, 10 s from now.
+        let first = deadlines
+            .run(
+                Instant::now() + limit,
+                tokio::time::sleep(Duration::from_secs(1)),
+            )
+            .await;
+        assert_eq!(first, Some(()));
+        // The second call starts 1 s later: the armed timer fires at 10 s, 1 s before
+        // this call's deadline, and must not end it.
+        let start = Instant::now();
+        let second = deadlines
+            .run(start + limit, tokio::time::sleep(Duration::from_secs(30)))
+            .await;
+        assert_eq!(second, None);
+        assert_eq!(Instant::now() - start, limit);
+        // A call that ends in time after a timeout is not ended by the fired timer.
+        let start = Instant::now();
+        let third = deadlines
+            .run(start + limit, tokio::time::sleep(Duration::from_secs(9)))
+            .await;
+        assert_eq!(third, Some(()));
+        assert_eq!(Instant::now() - start, Duration::from_secs(9));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shorter_limit_than_the_last_call_s_is_kept() {
+        let mut deadlines = CallDeadlines::new();
+        let waits = deadlines
+            .run(
+                Instant::now() + Duration::from_secs(60),
+                tokio::time::sleep(Duration::from_millis(1)),
+            )
+            .await;
+        assert_eq!(waits, Some(()));
+        let start = Instant::now();
+        let short = deadlines
+            .run(
+                start + Duration::from_secs(2),
+                tokio::time::sleep(Duration::from_secs(5)),
+            )
+            .await;
+        assert_eq!(short, None);
+        assert_eq!(Instant::now() - start, Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn a_call_that_returns_at_once_makes_no_timer() {
+        let mut deadlines = CallDeadlines::new();
+        let now = deadlines
+            .run(Instant::now() + Duration::from_secs(1), async { 7 })
+            .await;
+        assert_eq!(now, Some(7));
+        assert!(deadlines.timer.is_none());
+    }
+}
