@@ -220,6 +220,15 @@ pub(crate) fn format_dir_attr(ino: Ino, now: Timestamp) -> Attr {
     a
 }
 
+/// The times `doInit` of `pkg/meta/redis.go` and `tkv.go` gives the root and the trash:
+/// `time.Now().Unix()`, whole seconds.
+pub(crate) fn init_time() -> Timestamp {
+    Timestamp {
+        sec: Timestamp::now().sec,
+        nsec: 0,
+    }
+}
+
 /// What `GetAttr` answers for the root or the trash when the engine holds no record of
 /// it (`baseMeta.GetAttr`): their format attribute with zero times. `None` otherwise.
 pub(crate) fn implicit_dir_attr(ino: Ino) -> Option<Attr> {

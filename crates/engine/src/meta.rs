@@ -108,6 +108,20 @@ impl ChunkWrite {
             (length, 0, 0)
         }
     }
+
+    /// [`ChunkWrite::grow`] applied to the file's attribute, as Redis and TKV `doWrite`
+    /// apply it: the length grown; returns the length and space added.
+    pub(crate) fn grow_attr(&self, attr: &mut Attr) -> (i64, i64) {
+        let (length, dlen, dspace) = self.grow(attr.length);
+        attr.length = length;
+        (dlen, dspace)
+    }
+
+    /// The times `doWrite` gives the file's attribute: the write's mtime, ctime now.
+    pub(crate) fn touch(&self, attr: &mut Attr) {
+        attr.mtime = self.mtime;
+        attr.ctime = Timestamp::now();
+    }
 }
 
 /// How a session behaves where the Go client answers from memory, and the JuiceFS
@@ -505,6 +519,16 @@ pub(crate) fn loaded_format(setting: Option<Vec<u8>>, url: &MetaUrl) -> Result<F
         ));
     }
     Ok(format)
+}
+
+/// What Redis and TKV check of a setting before they format with it: a name and a
+/// positive block size (EINVAL otherwise), and a version this client can work on
+/// (`Format.CheckVersion`).
+pub(crate) fn check_new_format(format: &Format) -> Result<()> {
+    if format.name.is_empty() || format.block_size <= 0 {
+        return Err(MetaError::Invalid);
+    }
+    format.check_version().map_err(MetaError::Engine)
 }
 
 /// `juicefs destroy`'s guard, the same for every engine: the URL must hold the volume

@@ -17,6 +17,27 @@ pub fn backoff_square(i: u32) -> Duration {
     Duration::from_millis((i * i) as u64)
 }
 
+/// The conversions a transaction error type (Redis and TKV's [`TxErr`], SQL's in
+/// `sql::session::txn`) takes from an operation's logic: an errno, or a record that does
+/// not decode, ends the attempt with that error, as its `Meta` variant.
+macro_rules! from_meta_errors {
+    ($t:ty) => {
+        impl From<$crate::MetaError> for $t {
+            fn from(e: $crate::MetaError) -> Self {
+                Self::Meta(e)
+            }
+        }
+
+        impl From<metabench_schema::DecodeError> for $t {
+            fn from(e: metabench_schema::DecodeError) -> Self {
+                Self::Meta(e.into())
+            }
+        }
+    };
+}
+
+pub(crate) use from_meta_errors;
+
 /// Why an attempt of a Redis or TKV transaction stopped: a conflict (a nil EXEC, a
 /// compare that failed, a write conflict, or a server state JuiceFS's `shouldRetry`
 /// retries) or a final error.
@@ -28,17 +49,7 @@ pub(crate) enum TxErr {
     Meta(MetaError),
 }
 
-impl From<MetaError> for TxErr {
-    fn from(e: MetaError) -> Self {
-        TxErr::Meta(e)
-    }
-}
-
-impl From<metabench_schema::DecodeError> for TxErr {
-    fn from(e: metabench_schema::DecodeError) -> Self {
-        TxErr::Meta(e.into())
-    }
-}
+from_meta_errors!(TxErr);
 
 impl From<TxErr> for MetaError {
     fn from(e: TxErr) -> Self {

@@ -398,7 +398,6 @@ fn parse_redis_unix(rest: &str) -> Result<MetaUrl> {
         Scheme::Unix,
         (user, password),
         Address::Unix(decode(path)),
-        Vec::new(),
         &db,
         query,
     ))
@@ -446,16 +445,7 @@ fn parse_redis(scheme: &str, rest: &str) -> Result<MetaUrl> {
                 .collect::<Result<Vec<_>>>()?,
         ),
     };
-    let mut hosts = hosts.into_iter();
-    let (host, port) = hosts.next().ok_or_else(|| bad("no host"))?;
-    let mut url = MetaUrl::server(
-        scheme,
-        (user, password),
-        Address::Tcp { host, port },
-        hosts.collect(),
-        &db,
-        query,
-    );
+    let mut url = MetaUrl::cluster(scheme, (user, password), hosts, &db, query)?;
     url.sentinel_master = master;
     Ok(url)
 }
@@ -495,7 +485,6 @@ fn parse_mysql(rest: &str) -> Result<MetaUrl> {
         Scheme::Mysql,
         (user, password),
         address,
-        Vec::new(),
         db,
         query,
     ))
@@ -543,7 +532,6 @@ fn parse_postgres(rest: &str) -> Result<MetaUrl> {
         Scheme::Postgres,
         (user, password),
         address,
-        Vec::new(),
         db,
         query,
     ))
@@ -558,13 +546,12 @@ fn parse_sqlite(rest: &str) -> Result<MetaUrl> {
 }
 
 impl MetaUrl {
-    /// A URL of an engine reached over the network: at `address` (and `more_hosts`, for
-    /// a cluster), as `user` with `password` (an empty one counts as none), on `database`.
+    /// A URL of an engine reached over the network at `address`, as `user` with
+    /// `password` (an empty one counts as none), on `database`.
     fn server(
         scheme: Scheme,
         (user, password): (String, Option<String>),
         address: Address,
-        more_hosts: Vec<(String, u16)>,
         database: &str,
         query: Vec<(String, String)>,
     ) -> Self {
@@ -575,10 +562,27 @@ impl MetaUrl {
             address,
             database: database.to_owned(),
             query,
-            more_hosts,
+            more_hosts: Vec::new(),
             sentinel_master: None,
             sentinel_password: None,
         }
+    }
+
+    /// A URL of a server reached at the first of `hosts`, the others kept as its
+    /// cluster's (or Sentinels') other hosts; "no host" when there is none.
+    fn cluster(
+        scheme: Scheme,
+        userinfo: (String, Option<String>),
+        hosts: Vec<(String, u16)>,
+        database: &str,
+        query: Vec<(String, String)>,
+    ) -> Result<Self> {
+        let mut hosts = hosts.into_iter();
+        let (host, port) = hosts.next().ok_or_else(|| bad("no host"))?;
+        let address = Address::Tcp { host, port };
+        let mut url = Self::server(scheme, userinfo, address, database, query);
+        url.more_hosts = hosts.collect();
+        Ok(url)
     }
 
     /// A URL of an engine with no server: `path` names its file (or in-process store),
@@ -601,53 +605,34 @@ impl MetaUrl {
 /// `etcd://[user:pass@]h1[:2379][,h2[:2379]…][/name][?tls options]`; the database is the
 /// path without its leading `/` (the key prefix is `/name` + 0xFD).
 fn parse_etcd(rest: &str) -> Result<MetaUrl> {
-    let (rest, query) = split_query(rest);
-    let (authority, path) = match rest.split_once('/') {
-        Some((a, p)) => (a, p),
-        None => (rest, ""),
-    };
-    let (user, password, hps) = split_userinfo(authority);
-    let mut hosts = Vec::new();
-    for hp in hps.split(',') {
-        hosts.push(parse_host_port(hp, 2379)?);
-    }
-    let (host, port) = hosts.remove(0);
-    Ok(MetaUrl::server(
-        Scheme::Etcd,
-        (user, password),
-        Address::Tcp { host, port },
-        hosts,
-        path,
-        query,
-    ))
+    parse_endpoints(Scheme::Etcd, rest, None)
 }
 
 /// `tikv://pd1[:2379][,pd2[:2379]…][/name][?tls options]`: PD endpoints; the database is
 /// the path without its leading `/` (the key prefix is `name` + 0xFD). PD takes no password.
 fn parse_tikv(rest: &str) -> Result<MetaUrl> {
+    let refusal = "tikv URLs carry no user or password: tikv://pd1:2379[,pd2]/name";
+    parse_endpoints(Scheme::Tikv, rest, Some(refusal))
+}
+
+/// The form etcd and TiKV URLs share: `[user:pass@]h1[:2379][,h2[:2379]…][/name][?query]`,
+/// the database the path without its leading `/`. `refuse_userinfo`, when given, is the
+/// error for an authority with a user or password in it.
+fn parse_endpoints(scheme: Scheme, rest: &str, refuse_userinfo: Option<&str>) -> Result<MetaUrl> {
     let (rest, query) = split_query(rest);
     let (authority, path) = match rest.split_once('/') {
         Some((a, p)) => (a, p),
         None => (rest, ""),
     };
-    if authority.contains('@') {
-        return Err(bad(
-            "tikv URLs carry no user or password: tikv://pd1:2379[,pd2]/name",
-        ));
+    if let Some(refusal) = refuse_userinfo.filter(|_| authority.contains('@')) {
+        return Err(bad(refusal));
     }
-    let mut hosts = Vec::new();
-    for hp in authority.split(',') {
-        hosts.push(parse_host_port(hp, 2379)?);
-    }
-    let (host, port) = hosts.remove(0);
-    Ok(MetaUrl::server(
-        Scheme::Tikv,
-        (String::new(), None),
-        Address::Tcp { host, port },
-        hosts,
-        path,
-        query,
-    ))
+    let (user, password, hps) = split_userinfo(authority);
+    let hosts = hps
+        .split(',')
+        .map(|hp| parse_host_port(hp, 2379))
+        .collect::<Result<Vec<_>>>()?;
+    MetaUrl::cluster(scheme, (user, password), hosts, path, query)
 }
 
 /// `memkv://name`: an in-process store shared by every session of this process that

@@ -8,25 +8,61 @@ use std::str::FromStr;
 /// Most clients one level may have.
 pub const MAX_CLIENTS: u32 = 65_536;
 
-/// The concurrency levels of a sweep, ascending and without duplicates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConcSpec {
-    levels: Vec<u32>,
-    text: String,
+/// A spec type, `$name`: its numbers (ascending, without duplicates) under the field and
+/// accessor `$get`, and the text they were read from, which `Display` shows; `FromStr`
+/// reads them with `$grammar`.
+macro_rules! spec_type {
+    ($(#[$doc:meta])* $name:ident, $(#[$get_doc:meta])* $get:ident, $grammar:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name {
+            $get: Vec<u32>,
+            text: String,
+        }
+
+        impl $name {
+            $(#[$get_doc])*
+            pub fn $get(&self) -> &[u32] {
+                &self.$get
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.text)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                let text = s.trim();
+                Ok(Self {
+                    $get: parse_levels(text, &$grammar)?,
+                    text: text.to_owned(),
+                })
+            }
+        }
+    };
 }
 
-impl ConcSpec {
+spec_type!(
+    /// The concurrency levels of a sweep, ascending and without duplicates.
+    ConcSpec,
     /// The levels in run order.
-    pub fn levels(&self) -> &[u32] {
-        &self.levels
-    }
-}
+    levels,
+    CONCURRENCY
+);
 
-impl fmt::Display for ConcSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
-}
+spec_type!(
+    /// The offered rates of an open loop (calls per second over all clients), ascending
+    /// and without duplicates: `20000`, `1000..64000:x2`, `5000..50000:+5000`.
+    RateSpec,
+    /// The rates in run order.
+    rates,
+    RATE
+);
 
 /// What a spec's numbers are: their name in messages, their bound, an example.
 struct Grammar {
@@ -62,51 +98,6 @@ fn number(s: &str, what: &str, g: &Grammar) -> Result<u32, String> {
         return Err(format!("{} {n} is above the limit of {}", g.noun, g.max));
     }
     Ok(n)
-}
-
-impl FromStr for ConcSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let text = s.trim();
-        Ok(Self {
-            levels: parse_levels(text, &CONCURRENCY)?,
-            text: text.to_owned(),
-        })
-    }
-}
-
-/// The offered rates of an open loop (calls per second over all clients), ascending and
-/// without duplicates: `20000`, `1000..64000:x2`, `5000..50000:+5000`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateSpec {
-    rates: Vec<u32>,
-    text: String,
-}
-
-impl RateSpec {
-    /// The rates in run order.
-    pub fn rates(&self) -> &[u32] {
-        &self.rates
-    }
-}
-
-impl fmt::Display for RateSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl FromStr for RateSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let text = s.trim();
-        Ok(Self {
-            rates: parse_levels(text, &RATE)?,
-            text: text.to_owned(),
-        })
-    }
 }
 
 fn parse_levels(text: &str, g: &Grammar) -> Result<Vec<u32>, String> {

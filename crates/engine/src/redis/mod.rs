@@ -22,12 +22,12 @@ mod wire;
 pub use session::RedisSession;
 
 use crate::base::{ClientState, SessionRegistry, Storage};
-use crate::common::format_dir_attr;
+use crate::common::{format_dir_attr, init_time};
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
-use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_schema::{Format, ROOT_INODE, TRASH_INODE};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisConnectionInfo};
 use shared::Shared;
@@ -507,10 +507,7 @@ impl Engine for RedisEngine {
     }
 
     async fn format(&self, format: &Format) -> Result<()> {
-        if format.name.is_empty() || format.block_size <= 0 {
-            return Err(MetaError::Invalid);
-        }
-        format.check_version().map_err(MetaError::Engine)?;
+        crate::meta::check_new_format(format)?;
         if let Some(what) = self.occupancy().await? {
             return Err(MetaError::Engine(format!(
                 "refusing to format {}: the database is not empty ({what})",
@@ -518,10 +515,7 @@ impl Engine for RedisEngine {
             )));
         }
         // doInit: the trash inode (SETNX) when trash is on, the setting, then the root.
-        let now = Timestamp {
-            sec: Timestamp::now().sec,
-            nsec: 0,
-        };
+        let now = init_time();
         if format.trash_days > 0 {
             let trash = format_dir_attr(TRASH_INODE, now);
             self.admin_query::<()>(

@@ -244,8 +244,14 @@ impl Storage for RedisSession {
             .collect::<std::result::Result<Vec<_>, _>>()?)
     }
 
+    /// `redisMeta.doReaddir`: the entries of `ino` after `.` and `..` (HSCAN), with
+    /// their attributes when `plus` (MGET).
     async fn do_readdir(&mut self, ino: Ino, plus: bool, entries: &mut Vec<Entry>) -> Result<()> {
-        self.read_entries(ino, plus, entries).await
+        self.scan_entries(ino, entries).await?;
+        if plus {
+            self.fill_attrs(entries).await?;
+        }
+        Ok(())
     }
 
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
@@ -522,7 +528,7 @@ impl Storage for RedisSession {
     }
 
     async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
-        let ChunkWrite { indx, slice, mtime } = w;
+        let ChunkWrite { indx, slice, .. } = w;
         let ki = self.keys.inode(ino);
         let kc = self.keys.chunk(ino, indx);
         let keys = self.keys.clone();
@@ -532,13 +538,10 @@ impl Storage for RedisSession {
             if attr.typ != FileType::File {
                 return Err(MetaError::Perm.into());
             }
-            let (length, dlen, dspace) = w.grow(attr.length);
-            attr.length = length;
+            let (dlen, dspace) = w.grow_attr(&mut attr);
             let parents = quota_parents(&mut c, &keys, ino, &attr).await?;
             self.check_space_quota(dspace, &parents).await;
-            let now = Timestamp::now();
-            attr.mtime = mtime;
-            attr.ctime = now;
+            w.touch(&mut attr);
             let mut p = redis::pipe();
             p.atomic();
             p.cmd("RPUSH").arg(&kc).arg(&slice.encode()[..]);
@@ -655,22 +658,5 @@ impl std::fmt::Debug for RedisSession {
             .field("round_trips", &self.conn.round_trips())
             .field("retries", &self.retries)
             .finish()
-    }
-}
-
-impl RedisSession {
-    /// `redisMeta.doReaddir`: the entries of `ino` after `.` and `..` (HSCAN), with
-    /// their attributes when `plus` (MGET).
-    pub(super) async fn read_entries(
-        &mut self,
-        ino: Ino,
-        plus: bool,
-        entries: &mut Vec<Entry>,
-    ) -> Result<()> {
-        self.scan_entries(ino, entries).await?;
-        if plus {
-            self.fill_attrs(entries).await?;
-        }
-        Ok(())
     }
 }

@@ -600,8 +600,31 @@ fn admin_done<T>(guard: &mut Option<Conn>, r: Result<T>) -> Result<T> {
     r
 }
 
+/// The counters `dbMeta.doInit` inserts, in its order, with their first values.
+const INIT_COUNTERS: [(&str, i64); 6] = [
+    ("nextInode", 2),
+    ("nextChunk", 1),
+    ("nextSession", 0),
+    ("usedSpace", 0),
+    ("totalInodes", 0),
+    ("nextCleanupSlices", 0),
+];
+
 fn engine_err(e: DbError) -> MetaError {
     MetaError::Engine(e.msg)
+}
+
+/// What a server setting query (`SELECT VERSION()`, `SHOW fsync`, `PRAGMA …`) answers:
+/// the first column of its first row as text (an integer printed), empty for no row.
+async fn first_value(c: &mut Conn, sql: &str) -> Result<String> {
+    let rows = c.simple_fetch(sql).await.map_err(engine_err)?;
+    match rows.first() {
+        Some(r) => match r.0.first() {
+            Some(conn::Val::Int(i)) => Ok(i.to_string()),
+            _ => r.text(0).map_err(engine_err),
+        },
+        None => Ok(String::new()),
+    }
 }
 
 #[async_trait]
@@ -687,24 +710,11 @@ impl Engine for SqlEngine {
                         .await?;
                     let row = NodeRow::from_attr(ROOT_INODE, &format_dir_attr(ROOT_INODE, now));
                     c.exec(&st.node_insert, &session::node_args(&row)).await?;
-                    c.exec(
-                        &st.counters_init,
-                        &[
-                            Arg::Str("nextInode"),
-                            Arg::I64(2),
-                            Arg::Str("nextChunk"),
-                            Arg::I64(1),
-                            Arg::Str("nextSession"),
-                            Arg::I64(0),
-                            Arg::Str("usedSpace"),
-                            Arg::I64(0),
-                            Arg::Str("totalInodes"),
-                            Arg::I64(0),
-                            Arg::Str("nextCleanupSlices"),
-                            Arg::I64(0),
-                        ],
-                    )
-                    .await?;
+                    let counters: Vec<Arg<'_>> = INIT_COUNTERS
+                        .iter()
+                        .flat_map(|&(name, value)| [Arg::Str(name), Arg::I64(value)])
+                        .collect();
+                    c.exec(&st.counters_init, &counters).await?;
                     c.simple(st.commit).await
                 }
                 .await;
@@ -876,63 +886,29 @@ impl Engine for SqlEngine {
         let c = g.as_mut().expect("connected");
         let r: Result<_> = {
             async {
-                let one = |rows: Vec<conn::Row>| -> Result<String> {
-                    match rows.first() {
-                        Some(r) => match r.0.first() {
-                            Some(conn::Val::Int(i)) => Ok(i.to_string()),
-                            _ => r.text(0).map_err(engine_err),
-                        },
-                        None => Ok(String::new()),
-                    }
-                };
                 let mut info = ServerInfo::default();
                 match c.dialect() {
                     Dialect::Mysql => {
-                        info.version = format!(
-                            "mysql {}",
-                            one(c
-                                .simple_fetch("SELECT VERSION()")
-                                .await
-                                .map_err(engine_err)?)?
-                        );
+                        let version = first_value(c, "SELECT VERSION()").await?;
+                        info.version = format!("mysql {version}");
                         for v in ["innodb_flush_log_at_trx_commit", "sync_binlog"] {
-                            let val = one(c
-                                .simple_fetch(&format!("SELECT @@{v}"))
-                                .await
-                                .map_err(engine_err)?)?;
+                            let val = first_value(c, &format!("SELECT @@{v}")).await?;
                             info.durability.insert(v.into(), val);
                         }
                     }
                     Dialect::Postgres => {
-                        info.version = one(c
-                            .simple_fetch("SELECT VERSION()")
-                            .await
-                            .map_err(engine_err)?)?;
+                        info.version = first_value(c, "SELECT VERSION()").await?;
                         for v in ["fsync", "synchronous_commit"] {
-                            let val = one(c
-                                .simple_fetch(&format!("SHOW {v}"))
-                                .await
-                                .map_err(engine_err)?)?;
+                            let val = first_value(c, &format!("SHOW {v}")).await?;
                             info.durability.insert(v.into(), val);
                         }
                     }
                     Dialect::Sqlite => {
-                        info.version = format!(
-                            "sqlite {}",
-                            one(c
-                                .simple_fetch("SELECT sqlite_version()")
-                                .await
-                                .map_err(engine_err)?)?
-                        );
-                        let jm = one(c
-                            .simple_fetch("PRAGMA journal_mode")
-                            .await
-                            .map_err(engine_err)?)?;
+                        let version = first_value(c, "SELECT sqlite_version()").await?;
+                        info.version = format!("sqlite {version}");
+                        let jm = first_value(c, "PRAGMA journal_mode").await?;
                         info.durability.insert("journal_mode".into(), jm);
-                        let sync = one(c
-                            .simple_fetch("PRAGMA synchronous")
-                            .await
-                            .map_err(engine_err)?)?;
+                        let sync = first_value(c, "PRAGMA synchronous").await?;
                         let sync = match sync.as_str() {
                             "0" => "OFF".to_owned(),
                             "1" => "NORMAL".to_owned(),

@@ -9,7 +9,8 @@
 
 use super::kv::{KeyRange, KvBackend, KvError, KvResult, Version, Versioned, Write};
 use async_trait::async_trait;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{btree_map, BTreeMap, HashMap};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -20,6 +21,17 @@ struct Inner {
     data: BTreeMap<Vec<u8>, (Vec<u8>, Version)>,
     /// The store's revision, bumped by every commit that writes.
     revision: Version,
+}
+
+impl Inner {
+    /// The entries from `begin` (included) up to `end`, in key order.
+    fn entries_from<'a>(
+        &'a self,
+        begin: &'a [u8],
+        end: Bound<&'a [u8]>,
+    ) -> btree_map::Range<'a, Vec<u8>, (Vec<u8>, Version)> {
+        self.data.range::<[u8], _>((Bound::Included(begin), end))
+    }
 }
 
 /// A synthetic stall: the first call from `at` on waits `length`.
@@ -70,6 +82,12 @@ impl MemKv {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// What a KV call does first: the synthetic stall when one is due, then the lock.
+    async fn call(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.stall_once().await;
+        self.lock()
+    }
+
     /// Number of keys held.
     pub fn len(&self) -> usize {
         self.lock().data.len()
@@ -88,35 +106,27 @@ impl KvBackend for MemKv {
     }
 
     async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
-        self.stall_once().await;
-        Ok(self.lock().data.get(key).cloned())
+        Ok(self.call().await.data.get(key).cloned())
     }
 
     async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
-        self.stall_once().await;
-        let g = self.lock();
+        let g = self.call().await;
         Ok(keys.iter().map(|k| g.data.get(k).cloned()).collect())
     }
 
     async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
         let (begin, end) = (range.begin, range.end);
         let (limit, keys_only) = (range.limit, range.keys_only);
-        self.stall_once().await;
-        let g = self.lock();
-        let range = g
-            .data
-            .range::<[u8], _>((
-                std::ops::Bound::Included(begin),
-                if end.is_empty() {
-                    std::ops::Bound::Unbounded
-                } else {
-                    std::ops::Bound::Excluded(end)
-                },
-            ))
-            .map(|(k, (v, ver))| {
-                let v = if keys_only { Vec::new() } else { v.clone() };
-                (k.clone(), v, *ver)
-            });
+        let g = self.call().await;
+        let end = if end.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(end)
+        };
+        let range = g.entries_from(begin, end).map(|(k, (v, ver))| {
+            let v = if keys_only { Vec::new() } else { v.clone() };
+            (k.clone(), v, *ver)
+        });
         Ok(if limit == 0 {
             range.collect()
         } else {
@@ -125,22 +135,16 @@ impl KvBackend for MemKv {
     }
 
     async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
-        self.stall_once().await;
-        let g = self.lock();
+        let g = self.call().await;
         let found = g
-            .data
-            .range::<[u8], _>((
-                std::ops::Bound::Included(prefix),
-                std::ops::Bound::Unbounded,
-            ))
+            .entries_from(prefix, Bound::Unbounded)
             .next()
             .is_some_and(|(k, _)| k.starts_with(prefix));
         Ok(found)
     }
 
     async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
-        self.stall_once().await;
-        let mut g = self.lock();
+        let mut g = self.call().await;
         for (k, ver) in observed {
             let now = g.data.get(k).map_or(0, |(_, v)| *v);
             if now != *ver {

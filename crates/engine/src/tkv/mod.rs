@@ -28,13 +28,13 @@ pub mod tikv;
 pub use session::TkvSession;
 
 use crate::base::{SessionRegistry, Storage};
-use crate::common::format_dir_attr;
+use crate::common::{format_dir_attr, init_time};
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
 use async_trait::async_trait;
 use kv::{CallCounter, KeyRange, KvBackend, KvError, TxErr, Txn};
 use metabench_schema::tkv::TkvKeys;
-use metabench_schema::{Format, Timestamp, ROOT_INODE, TRASH_INODE};
+use metabench_schema::{Format, ROOT_INODE, TRASH_INODE};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -256,20 +256,14 @@ impl Engine for TkvEngine {
     /// TrashDays > 0 and absent), the setting, the root, and `CnextInode`/`CnextChunk`
     /// through `incrBy` (2 and 1).
     async fn format(&self, format: &Format) -> Result<()> {
-        if format.name.is_empty() || format.block_size <= 0 {
-            return Err(MetaError::Invalid);
-        }
-        format.check_version().map_err(MetaError::Engine)?;
+        crate::meta::check_new_format(format)?;
         if !matches!(self.probe().await?, VolumeState::Empty) {
             return Err(MetaError::Engine(format!(
                 "refusing to format {}: keys exist under its prefix",
                 self.url.redacted()
             )));
         }
-        let now = Timestamp {
-            sec: Timestamp::now().sec,
-            nsec: 0,
-        };
+        let now = init_time();
         let keys = &self.keys;
         let mut tx = Txn::new(self.kv.clone(), CallCounter::default());
         let r: std::result::Result<(), TxErr> = async {

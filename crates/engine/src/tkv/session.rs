@@ -585,7 +585,7 @@ impl Storage for TkvSession {
     /// `doWrite`: `T{gets[A<ino>I, A<ino>C<indx>]; set A<ino>I; set A<ino>C<indx>}`;
     /// hard-linked files add a scan of their parents.
     async fn do_write(&mut self, ino: Ino, w: ChunkWrite) -> Result<()> {
-        let ChunkWrite { indx, slice, mtime } = w;
+        let ChunkWrite { indx, slice, .. } = w;
         let keys = self.keys.clone();
         let (kn, kc) = (keys.inode(ino), keys.chunk(ino, indx));
         let (attr, dlen, dspace) = txn!(self, [ino], |tx| {
@@ -602,13 +602,10 @@ impl Storage for TkvSession {
                 ))
                 .into());
             }
-            let (length, dlen, dspace) = w.grow(attr.length);
-            attr.length = length;
+            let (dlen, dspace) = w.grow_attr(&mut attr);
             let parents = quota_parents(&mut tx, &keys, ino, &attr).await?;
             self.check_space_quota(dspace, &parents).await;
-            let now = Timestamp::now();
-            attr.mtime = mtime;
-            attr.ctime = now;
+            w.touch(&mut attr);
             let val = slice.encode();
             if old.chunks(SLICE_BYTES).any(|s| s == val) {
                 tracing::warn!(

@@ -233,19 +233,432 @@ pub async fn run_sweep<T: Target + ?Sized>(
     mut on_level: impl FnMut(&Level, &IntervalHistograms),
 ) -> Result<SweepOutcome> {
     let mut outcome = SweepOutcome::default();
-    match sweep_levels(
-        exec,
-        engine,
-        base,
-        config,
-        stop,
-        live,
-        team,
-        &mut outcome,
-        &mut on_level,
-    )
-    .await
-    {
+    // The levels, each added to `outcome`: `Err` when a rank stopped answering, or (rank
+    // 0) when the engine failed before the first level.
+    let levels: std::result::Result<(), Ended> = async {
+        let mut sessions: Vec<T::Session> = Vec::new();
+        let mut totals: Vec<Point> = Vec::new();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (rank, ranks) = (team.rank(), team.size());
+        let leader = rank == 0;
+        let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
+            RunFailure::at(engine.name(), clients, phase, step, &e.to_string())
+        };
+        // A closed loop's levels are its concurrencies; an open loop's, its offered rates
+        // with the one client pool.
+        let steps: Vec<(u32, Option<u32>)> = match &config.open_loop {
+            None => config.levels.iter().map(|&c| (c, None)).collect(),
+            Some(open) => {
+                let pool = config.levels.first().copied().unwrap_or(1);
+                open.rates.iter().map(|&r| (pool, Some(r))).collect()
+            }
+        };
+        let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
+        for (level_index, (clients, rate)) in steps.into_iter().enumerate() {
+            // This rank's share of the level: `n` clients, the first numbered `first`.
+            let (n, first) = share_clients(clients, config.threads_per_client, rank, ranks);
+            let n = n as usize;
+            let opened = if stop.is_stopped() {
+                Ok(())
+            } else {
+                let per_client = config.threads_per_client as usize;
+                grow_sessions(exec, &engine, &config.session, per_client, &mut sessions, n).await
+            };
+            let mut own_error = None;
+            let mut failed = match opened {
+                Ok(()) => None,
+                Err(e) => {
+                    let answers = engine_answers(exec, &mut sessions, config.op_timeout).await;
+                    let said = (e.to_string(), answers);
+                    own_error = Some(e);
+                    Some(said)
+                }
+            };
+            if leader && failed.is_none() && !stop.is_stopped() && outcome.levels.is_empty() {
+                // The floor, before the first level, on client 0's thread and session, as
+                // its calls will be timed. A failure is the level's, decided for all ranks.
+                if let Err(e) =
+                    measure_floor_on(exec, &mut sessions, config.op_timeout, &mut outcome).await
+                {
+                    failed = Some((format!("measuring the floor: {e}"), false));
+                    own_error = Some(e);
+                }
+            }
+            let said = SessionsOpened {
+                stopped: stop.is_stopped(),
+                failed,
+            };
+            let start = agree(team, &said, stop, |all| {
+                if all.iter().any(|s| s.stopped) {
+                    return LevelStart::Stop;
+                }
+                match all.into_iter().find_map(|s| s.failed) {
+                    None => LevelStart::Go,
+                    Some((e, true)) => {
+                        LevelStart::Limited(format!("could not open {clients} sessions: {e}"))
+                    }
+                    Some((e, false)) => LevelStart::Failed(e),
+                }
+            })
+            .await?;
+            match start {
+                LevelStart::Go => {}
+                LevelStart::Stop => break,
+                LevelStart::Limited(why) => {
+                    outcome.stopped_early = Some(why);
+                    break;
+                }
+                LevelStart::Failed(e) => {
+                    // Before the first level (which only rank 0 keeps), every rank fails alike.
+                    if level_index == 0 {
+                        return Err(Ended::Engine(own_error.unwrap_or(MetaError::Engine(e))));
+                    }
+                    if leader {
+                        outcome.failure = Some(failure_at(clients, "", "opening sessions", &e));
+                    }
+                    break;
+                }
+            }
+            live.clients.store(clients, Ordering::Relaxed);
+            let mut level = Level {
+                clients,
+                offered_ops_per_s: rate.map(f64::from),
+                ..Default::default()
+            };
+            let (mut achieved, mut pool_busy) = (f64::INFINITY, 0.0f64);
+            let (mut telemetry, mut telemetry_error) = (Telemetry::default(), None);
+            let mut raw_intervals = IntervalHistograms::new();
+            let mut measured = Duration::ZERO;
+            let mut parts: Vec<RankPart> = Vec::new();
+            let mut failure = None;
+            let mut stopped = false;
+            for (phase_index, phase) in config.workload.phases.iter().enumerate() {
+                live.phase.store(phase_index as u32, Ordering::Relaxed);
+                live.measuring.store(false, Ordering::Relaxed);
+                live.completed.store(0, Ordering::Relaxed);
+                let mut level_dir_name = match rate {
+                    Some(rate) => format!("c{clients}-r{rate}-{}", phase.name),
+                    None => format!("c{clients}-{}", phase.name),
+                };
+                // Each rank works in a directory of its own, unless all clients share one.
+                if ranks > 1 && !config.shared_dir {
+                    level_dir_name += &format!("-rank{rank}");
+                }
+                let makes_dir = if config.shared_dir { leader } else { n > 0 };
+                let mut ready = DirReady {
+                    stopped: stop.is_stopped(),
+                    failure: None,
+                    shared_dir: None,
+                };
+                let mut own_dir = None;
+                if makes_dir && !ready.stopped {
+                    match sessions[0].mkdir(&base, &level_dir_name).await {
+                        Ok(dir) => {
+                            ready.shared_dir = config.shared_dir.then(|| dir.clone());
+                            own_dir = Some(dir);
+                        }
+                        Err(e) => {
+                            ready.failure = Some(failure_at(clients, &phase.name, "setup", &e))
+                        }
+                    }
+                }
+                let go = agree(team, &ready, stop, |all| PhaseGo {
+                    go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
+                    shared_dir: all[0].shared_dir.clone(),
+                    failure: all.into_iter().find_map(|r| r.failure),
+                })
+                .await?;
+                if !go.go {
+                    // What was made is in the namespace, removed with it.
+                    failure = go.failure;
+                    stopped = failure.is_none();
+                    break;
+                }
+                let level_dir = go
+                    .shared_dir
+                    .or_else(|| own_dir.clone())
+                    .unwrap_or_else(|| base.clone());
+                let barrier = Arc::new(Barrier::new(n + 1));
+                let (start_tx, start_rx) = watch::channel(None);
+                let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
+                let mut tasks = Vec::with_capacity(n);
+                for (index, meta) in sessions.drain(..n).enumerate() {
+                    // Names and the open loop's schedule follow the client's level-wide number.
+                    let global = first as usize + index;
+                    let job = ClientJob {
+                        index,
+                        phase: phase.clone(),
+                        dir: level_dir.clone(),
+                        own_dir: (!config.shared_dir).then(|| format!("c{global}")),
+                        tag: if config.shared_dir {
+                            format!("c{global}-")
+                        } else {
+                            String::new()
+                        },
+                        engine: engine.clone(),
+                        session: config.session.clone(),
+                        op_timeout: config.op_timeout,
+                        background: config.background_in_window
+                            && index % config.threads_per_client.max(1) as usize == 0,
+                        shares_client: config.threads_per_client > 1,
+                        arrivals: rate.zip(arrivals).map(|(rate, kind)| {
+                            ClientArrivals::new(rate, clients as usize, global, kind)
+                        }),
+                    };
+                    tasks.push(exec.spawn(
+                        thread_slot(index, config.threads_per_client as usize),
+                        run_client(
+                            meta,
+                            job,
+                            barrier.clone(),
+                            start_rx.clone(),
+                            recorder.clone(),
+                            live.clone(),
+                            stop.clone(),
+                        ),
+                    ));
+                }
+                barrier.wait().await;
+                let settled = if leader {
+                    within(config.op_timeout, engine.settle())
+                        .await
+                        .err()
+                        .map(|e| failure_at(clients, &phase.name, "setup", &e))
+                } else {
+                    None
+                };
+                let ready = DirReady::<DirOf<T>> {
+                    stopped: stop.is_stopped(),
+                    failure: settled,
+                    shared_dir: None,
+                };
+                let release = agree(team, &ready, stop, |all| PhaseGo::<DirOf<T>> {
+                    go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
+                    shared_dir: None,
+                    failure: all.into_iter().find_map(|r| r.failure),
+                });
+                let release = match release.await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        drop(start_tx);
+                        return Err(e.into());
+                    }
+                };
+                if !release.go {
+                    // No window: the clients return at once with their sessions.
+                    drop(start_tx);
+                    for t in tasks {
+                        if let Ok((meta, _)) = t.await {
+                            sessions.push(meta);
+                        }
+                    }
+                    failure = release.failure;
+                    stopped = failure.is_none();
+                    break;
+                }
+                let now = Instant::now();
+                let window = Window {
+                    released: now,
+                    measure_from: now + config.warmup,
+                    end: now + config.warmup + config.duration,
+                };
+                let _ = start_tx.send(Some(window));
+                // The window is owned by this task, on the coordinator's runtime: the clients
+                // run on other threads and cannot keep it from reading CPU time and lag.
+                wait_until(window.measure_from, stop).await;
+                live.measuring.store(true, Ordering::Relaxed);
+                let cpu_start = process_cpu_time();
+                let probe = exec.lag_probe(n.max(1));
+                let engine_start = if leader {
+                    Some(read_telemetry(engine.as_ref()).await)
+                } else {
+                    None
+                };
+                wait_until(window.end, stop).await;
+                let cpu = process_cpu_time().saturating_sub(cpu_start);
+                let lag = probe.finish();
+                if let Some(engine_start) = engine_start {
+                    match (engine_start, read_telemetry(engine.as_ref()).await) {
+                        (Ok(start), Ok(end)) => telemetry.add(&end.since(&start)),
+                        (Err(e), _) | (_, Err(e)) => {
+                            telemetry_error.get_or_insert(e);
+                        }
+                    }
+                }
+                live.measuring.store(false, Ordering::Relaxed);
+                measured += config.duration;
+                // Clients finish their calls in flight (each bounded by the op timeout).
+                let mut first_failure = None;
+                let mut returned = Vec::with_capacity(n);
+                for t in tasks {
+                    // A client task that failed lost its session; the level fails on every
+                    // rank alike, through the reports.
+                    match t.await {
+                        Ok((meta, result)) => {
+                            returned.push(meta);
+                            if let Err(f) = result {
+                                first_failure.get_or_insert(f);
+                            }
+                        }
+                        Err(e) => {
+                            first_failure.get_or_insert(ClientFailure::new(
+                                "client task",
+                                MetaError::Engine(format!("client task failed: {e}")),
+                            ));
+                        }
+                    }
+                }
+                returned.append(&mut sessions);
+                sessions = returned;
+                if first_failure.is_none() && own_dir.is_some() && !config.shared_dir {
+                    let removed = sessions[0].remove_tree(&base, &level_dir_name);
+                    if let Some(Err(e)) = unless_stopped(removed, stop).await {
+                        first_failure = Some(ClientFailure::new("cleanup", e));
+                    }
+                }
+                let recorder =
+                    Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
+                let (merged, background) = recorder.merged();
+                let report = PhaseReport {
+                    host: team.host().to_owned(),
+                    clients: n as u32,
+                    cores,
+                    host_cores: online_cores(),
+                    ops: merged
+                        .iter()
+                        .map(|(op, acc)| (op.name().to_owned(), acc.to_wire(window.measure_from)))
+                        .collect(),
+                    background,
+                    cpu,
+                    lag: metabench_report::histogram::encode(&lag),
+                    failure: first_failure
+                        .map(|f| failure_at(clients, &phase.name, &f.step, &f.error)),
+                    stopped: stop.is_stopped(),
+                };
+                drop(merged);
+                let reports = gather_all(team, &report, stop).await?;
+                let mut end = PhaseEnd {
+                    failure: None,
+                    stop: false,
+                };
+                if let Some(reports) = reports {
+                    end.stop = reports.iter().any(|r| r.stopped);
+                    end.failure = reports.iter().find_map(|r| r.failure.clone());
+                    if end.failure.is_none() && config.shared_dir {
+                        // Every rank's clients are done with the shared directory.
+                        if let Err(e) = sessions[0].remove_tree(&base, &level_dir_name).await {
+                            end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
+                        }
+                    }
+                    let merged = if end.stop && end.failure.is_none() {
+                        None
+                    } else {
+                        match merge_reports(reports, &window, &mut parts, &phase.name) {
+                            Ok(merged) => Some(merged),
+                            Err(e) => {
+                                // Told to every rank, like an engine failure.
+                                end.failure.get_or_insert_with(|| {
+                                    failure_at(
+                                        clients,
+                                        &phase.name,
+                                        "merging the ranks' results",
+                                        &e,
+                                    )
+                                });
+                                None
+                            }
+                        }
+                    };
+                    if let Some(merged) = merged {
+                        let real_window = merged.real_window;
+                        let phase_calls: u64 = merged.ops.values().map(|acc| acc.calls).sum();
+                        achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
+                        // The clients' background work keeps them busy too.
+                        let busy: Duration =
+                            merged.ops.values().map(|acc| acc.busy).sum::<Duration>()
+                                + merged.background.busy;
+                        pool_busy = pool_busy.max(
+                            busy.as_secs_f64() / (config.duration.as_secs_f64() * clients as f64),
+                        );
+                        if config.background_in_window {
+                            let b = level.background.get_or_insert_with(Default::default);
+                            b.runs += merged.background.runs;
+                            b.round_trips += merged.background.round_trips;
+                            b.retries += merged.background.retries;
+                            b.busy_s += merged.background.busy.as_secs_f64();
+                            b.errors += merged.background.errors;
+                            b.window_s += real_window.as_secs_f64();
+                        }
+                        for (op, acc) in merged.ops {
+                            level.ops.push(level_op(op, &phase.name, &acc, real_window));
+                            raw_intervals.insert(op.name().to_owned(), acc.intervals);
+                        }
+                    }
+                }
+                let end = from_leader(team, leader.then_some(&end), stop).await?;
+                if let Some(f) = end.failure {
+                    failure = Some(f);
+                    break;
+                }
+                if end.stop {
+                    stopped = true;
+                    break;
+                }
+            }
+            if failure.is_none() && stopped {
+                break;
+            }
+            let mut go_on = false;
+            if leader {
+                let calls: u64 = parts.iter().map(|p| p.calls).sum();
+                let crowded = crowded_host(&parts, measured);
+                level.ranks = parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(r, part)| RankLevel {
+                        rank: r as u32,
+                        client: client_check(part.cpu, measured, part.cores, &part.lag, part.calls),
+                        host: part.host,
+                        clients: part.clients,
+                        ops: part.ops,
+                    })
+                    .collect();
+                level.client = level_client_check(&level.ranks, calls);
+                if let (false, Some(reason)) = (level.client.client_bound, crowded) {
+                    level.client.client_bound = true;
+                    level.client.reason = Some(reason);
+                }
+                if ranks == 1 {
+                    // A run of one process: its level says it all.
+                    level.ranks.clear();
+                }
+                go_on = finish_level(
+                    &mut level,
+                    LevelFigures {
+                        rate,
+                        achieved,
+                        pool_busy,
+                        telemetry,
+                        telemetry_error,
+                        measured,
+                    },
+                    engine.as_ref(),
+                    config,
+                    failure,
+                    &raw_intervals,
+                    &mut totals,
+                    &mut outcome,
+                    &mut on_level,
+                );
+            }
+            if !from_leader(team, leader.then_some(&go_on), stop).await? {
+                break;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    match levels {
         Ok(()) => Ok(outcome),
         Err(Ended::Engine(e)) => Err(e),
         Err(Ended::Team(e)) => {
@@ -268,429 +681,4 @@ impl From<TeamError> for Ended {
     fn from(e: TeamError) -> Self {
         Self::Team(e)
     }
-}
-
-/// The levels of [`run_sweep`], adding each to `outcome`; `Err` when a rank stopped
-/// answering, or (rank 0) when the engine failed before the first level.
-#[allow(clippy::too_many_arguments)]
-async fn sweep_levels<T: Target + ?Sized>(
-    exec: &Exec,
-    engine: Arc<T>,
-    base: DirOf<T>,
-    config: &SweepConfig,
-    stop: &StopFlag,
-    live: Arc<Live>,
-    team: &dyn Team,
-    outcome: &mut SweepOutcome,
-    on_level: &mut impl FnMut(&Level, &IntervalHistograms),
-) -> std::result::Result<(), Ended> {
-    let mut sessions: Vec<T::Session> = Vec::new();
-    let mut totals: Vec<Point> = Vec::new();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (rank, ranks) = (team.rank(), team.size());
-    let leader = rank == 0;
-    let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
-        RunFailure::at(engine.name(), clients, phase, step, &e.to_string())
-    };
-    // A closed loop's levels are its concurrencies; an open loop's, its offered rates
-    // with the one client pool.
-    let steps: Vec<(u32, Option<u32>)> = match &config.open_loop {
-        None => config.levels.iter().map(|&c| (c, None)).collect(),
-        Some(open) => {
-            let pool = config.levels.first().copied().unwrap_or(1);
-            open.rates.iter().map(|&r| (pool, Some(r))).collect()
-        }
-    };
-    let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
-    for (level_index, (clients, rate)) in steps.into_iter().enumerate() {
-        // This rank's share of the level: `n` clients, the first numbered `first`.
-        let (n, first) = share_clients(clients, config.threads_per_client, rank, ranks);
-        let n = n as usize;
-        let opened = if stop.is_stopped() {
-            Ok(())
-        } else {
-            let per_client = config.threads_per_client as usize;
-            grow_sessions(exec, &engine, &config.session, per_client, &mut sessions, n).await
-        };
-        let mut own_error = None;
-        let mut failed = match opened {
-            Ok(()) => None,
-            Err(e) => {
-                let answers = engine_answers(exec, &mut sessions, config.op_timeout).await;
-                let said = (e.to_string(), answers);
-                own_error = Some(e);
-                Some(said)
-            }
-        };
-        if leader && failed.is_none() && !stop.is_stopped() && outcome.levels.is_empty() {
-            // The floor, before the first level, on client 0's thread and session, as
-            // its calls will be timed. A failure is the level's, decided for all ranks.
-            if let Err(e) = measure_floor_on(exec, &mut sessions, config.op_timeout, outcome).await
-            {
-                failed = Some((format!("measuring the floor: {e}"), false));
-                own_error = Some(e);
-            }
-        }
-        let said = SessionsOpened {
-            stopped: stop.is_stopped(),
-            failed,
-        };
-        let start = agree(team, &said, stop, |all| {
-            if all.iter().any(|s| s.stopped) {
-                return LevelStart::Stop;
-            }
-            match all.into_iter().find_map(|s| s.failed) {
-                None => LevelStart::Go,
-                Some((e, true)) => {
-                    LevelStart::Limited(format!("could not open {clients} sessions: {e}"))
-                }
-                Some((e, false)) => LevelStart::Failed(e),
-            }
-        })
-        .await?;
-        match start {
-            LevelStart::Go => {}
-            LevelStart::Stop => break,
-            LevelStart::Limited(why) => {
-                outcome.stopped_early = Some(why);
-                break;
-            }
-            LevelStart::Failed(e) => {
-                // Before the first level (which only rank 0 keeps), every rank fails alike.
-                if level_index == 0 {
-                    return Err(Ended::Engine(own_error.unwrap_or(MetaError::Engine(e))));
-                }
-                if leader {
-                    outcome.failure = Some(failure_at(clients, "", "opening sessions", &e));
-                }
-                break;
-            }
-        }
-        live.clients.store(clients, Ordering::Relaxed);
-        let mut level = Level {
-            clients,
-            offered_ops_per_s: rate.map(f64::from),
-            ..Default::default()
-        };
-        let (mut achieved, mut pool_busy) = (f64::INFINITY, 0.0f64);
-        let (mut telemetry, mut telemetry_error) = (Telemetry::default(), None);
-        let mut raw_intervals = IntervalHistograms::new();
-        let mut measured = Duration::ZERO;
-        let mut parts: Vec<RankPart> = Vec::new();
-        let mut failure = None;
-        let mut stopped = false;
-        for (phase_index, phase) in config.workload.phases.iter().enumerate() {
-            live.phase.store(phase_index as u32, Ordering::Relaxed);
-            live.measuring.store(false, Ordering::Relaxed);
-            live.completed.store(0, Ordering::Relaxed);
-            let mut level_dir_name = match rate {
-                Some(rate) => format!("c{clients}-r{rate}-{}", phase.name),
-                None => format!("c{clients}-{}", phase.name),
-            };
-            // Each rank works in a directory of its own, unless all clients share one.
-            if ranks > 1 && !config.shared_dir {
-                level_dir_name += &format!("-rank{rank}");
-            }
-            let makes_dir = if config.shared_dir { leader } else { n > 0 };
-            let mut ready = DirReady {
-                stopped: stop.is_stopped(),
-                failure: None,
-                shared_dir: None,
-            };
-            let mut own_dir = None;
-            if makes_dir && !ready.stopped {
-                match sessions[0].mkdir(&base, &level_dir_name).await {
-                    Ok(dir) => {
-                        ready.shared_dir = config.shared_dir.then(|| dir.clone());
-                        own_dir = Some(dir);
-                    }
-                    Err(e) => ready.failure = Some(failure_at(clients, &phase.name, "setup", &e)),
-                }
-            }
-            let go = agree(team, &ready, stop, |all| PhaseGo {
-                go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
-                shared_dir: all[0].shared_dir.clone(),
-                failure: all.into_iter().find_map(|r| r.failure),
-            })
-            .await?;
-            if !go.go {
-                // What was made is in the namespace, removed with it.
-                failure = go.failure;
-                stopped = failure.is_none();
-                break;
-            }
-            let level_dir = go
-                .shared_dir
-                .or_else(|| own_dir.clone())
-                .unwrap_or_else(|| base.clone());
-            let barrier = Arc::new(Barrier::new(n + 1));
-            let (start_tx, start_rx) = watch::channel(None);
-            let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
-            let mut tasks = Vec::with_capacity(n);
-            for (index, meta) in sessions.drain(..n).enumerate() {
-                // Names and the open loop's schedule follow the client's level-wide number.
-                let global = first as usize + index;
-                let job = ClientJob {
-                    index,
-                    phase: phase.clone(),
-                    dir: level_dir.clone(),
-                    own_dir: (!config.shared_dir).then(|| format!("c{global}")),
-                    tag: if config.shared_dir {
-                        format!("c{global}-")
-                    } else {
-                        String::new()
-                    },
-                    engine: engine.clone(),
-                    session: config.session.clone(),
-                    op_timeout: config.op_timeout,
-                    background: config.background_in_window
-                        && index % config.threads_per_client.max(1) as usize == 0,
-                    shares_client: config.threads_per_client > 1,
-                    arrivals: rate.zip(arrivals).map(|(rate, kind)| {
-                        ClientArrivals::new(rate, clients as usize, global, kind)
-                    }),
-                };
-                tasks.push(exec.spawn(
-                    thread_slot(index, config.threads_per_client as usize),
-                    run_client(
-                        meta,
-                        job,
-                        barrier.clone(),
-                        start_rx.clone(),
-                        recorder.clone(),
-                        live.clone(),
-                        stop.clone(),
-                    ),
-                ));
-            }
-            barrier.wait().await;
-            let settled = if leader {
-                within(config.op_timeout, engine.settle())
-                    .await
-                    .err()
-                    .map(|e| failure_at(clients, &phase.name, "setup", &e))
-            } else {
-                None
-            };
-            let ready = DirReady::<DirOf<T>> {
-                stopped: stop.is_stopped(),
-                failure: settled,
-                shared_dir: None,
-            };
-            let release = agree(team, &ready, stop, |all| PhaseGo::<DirOf<T>> {
-                go: all.iter().all(|r| !r.stopped && r.failure.is_none()),
-                shared_dir: None,
-                failure: all.into_iter().find_map(|r| r.failure),
-            });
-            let release = match release.await {
-                Ok(r) => r,
-                Err(e) => {
-                    drop(start_tx);
-                    return Err(e.into());
-                }
-            };
-            if !release.go {
-                // No window: the clients return at once with their sessions.
-                drop(start_tx);
-                for t in tasks {
-                    if let Ok((meta, _)) = t.await {
-                        sessions.push(meta);
-                    }
-                }
-                failure = release.failure;
-                stopped = failure.is_none();
-                break;
-            }
-            let now = Instant::now();
-            let window = Window {
-                released: now,
-                measure_from: now + config.warmup,
-                end: now + config.warmup + config.duration,
-            };
-            let _ = start_tx.send(Some(window));
-            // The window is owned by this task, on the coordinator's runtime: the clients
-            // run on other threads and cannot keep it from reading CPU time and lag.
-            wait_until(window.measure_from, stop).await;
-            live.measuring.store(true, Ordering::Relaxed);
-            let cpu_start = process_cpu_time();
-            let probe = exec.lag_probe(n.max(1));
-            let engine_start = if leader {
-                Some(read_telemetry(engine.as_ref()).await)
-            } else {
-                None
-            };
-            wait_until(window.end, stop).await;
-            let cpu = process_cpu_time().saturating_sub(cpu_start);
-            let lag = probe.finish();
-            if let Some(engine_start) = engine_start {
-                match (engine_start, read_telemetry(engine.as_ref()).await) {
-                    (Ok(start), Ok(end)) => telemetry.add(&end.since(&start)),
-                    (Err(e), _) | (_, Err(e)) => {
-                        telemetry_error.get_or_insert(e);
-                    }
-                }
-            }
-            live.measuring.store(false, Ordering::Relaxed);
-            measured += config.duration;
-            // Clients finish their calls in flight (each bounded by the op timeout).
-            let mut first_failure = None;
-            let mut returned = Vec::with_capacity(n);
-            for t in tasks {
-                // A client task that failed lost its session; the level fails on every
-                // rank alike, through the reports.
-                match t.await {
-                    Ok((meta, result)) => {
-                        returned.push(meta);
-                        if let Err(f) = result {
-                            first_failure.get_or_insert(f);
-                        }
-                    }
-                    Err(e) => {
-                        first_failure.get_or_insert(ClientFailure::new(
-                            "client task",
-                            MetaError::Engine(format!("client task failed: {e}")),
-                        ));
-                    }
-                }
-            }
-            returned.append(&mut sessions);
-            sessions = returned;
-            if first_failure.is_none() && own_dir.is_some() && !config.shared_dir {
-                let removed = sessions[0].remove_tree(&base, &level_dir_name);
-                if let Some(Err(e)) = unless_stopped(removed, stop).await {
-                    first_failure = Some(ClientFailure::new("cleanup", e));
-                }
-            }
-            let recorder =
-                Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
-            let (merged, background) = recorder.merged();
-            let report = PhaseReport {
-                host: team.host().to_owned(),
-                clients: n as u32,
-                cores,
-                host_cores: online_cores(),
-                ops: merged
-                    .iter()
-                    .map(|(op, acc)| (op.name().to_owned(), acc.to_wire(window.measure_from)))
-                    .collect(),
-                background,
-                cpu,
-                lag: metabench_report::histogram::encode(&lag),
-                failure: first_failure.map(|f| failure_at(clients, &phase.name, &f.step, &f.error)),
-                stopped: stop.is_stopped(),
-            };
-            drop(merged);
-            let reports = gather_all(team, &report, stop).await?;
-            let mut end = PhaseEnd {
-                failure: None,
-                stop: false,
-            };
-            if let Some(reports) = reports {
-                end.stop = reports.iter().any(|r| r.stopped);
-                end.failure = reports.iter().find_map(|r| r.failure.clone());
-                if end.failure.is_none() && config.shared_dir {
-                    // Every rank's clients are done with the shared directory.
-                    if let Err(e) = sessions[0].remove_tree(&base, &level_dir_name).await {
-                        end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
-                    }
-                }
-                let merged = if end.stop && end.failure.is_none() {
-                    None
-                } else {
-                    match merge_reports(reports, &window, &mut parts, &phase.name) {
-                        Ok(merged) => Some(merged),
-                        Err(e) => {
-                            // Told to every rank, like an engine failure.
-                            end.failure.get_or_insert_with(|| {
-                                failure_at(clients, &phase.name, "merging the ranks' results", &e)
-                            });
-                            None
-                        }
-                    }
-                };
-                if let Some(merged) = merged {
-                    let real_window = merged.real_window;
-                    let phase_calls: u64 = merged.ops.values().map(|acc| acc.calls).sum();
-                    achieved = achieved.min(phase_calls as f64 / real_window.as_secs_f64());
-                    // The clients' background work keeps them busy too.
-                    let busy: Duration = merged.ops.values().map(|acc| acc.busy).sum::<Duration>()
-                        + merged.background.busy;
-                    pool_busy = pool_busy
-                        .max(busy.as_secs_f64() / (config.duration.as_secs_f64() * clients as f64));
-                    if config.background_in_window {
-                        let b = level.background.get_or_insert_with(Default::default);
-                        b.runs += merged.background.runs;
-                        b.round_trips += merged.background.round_trips;
-                        b.retries += merged.background.retries;
-                        b.busy_s += merged.background.busy.as_secs_f64();
-                        b.errors += merged.background.errors;
-                        b.window_s += real_window.as_secs_f64();
-                    }
-                    for (op, acc) in merged.ops {
-                        level.ops.push(level_op(op, &phase.name, &acc, real_window));
-                        raw_intervals.insert(op.name().to_owned(), acc.intervals);
-                    }
-                }
-            }
-            let end = from_leader(team, leader.then_some(&end), stop).await?;
-            if let Some(f) = end.failure {
-                failure = Some(f);
-                break;
-            }
-            if end.stop {
-                stopped = true;
-                break;
-            }
-        }
-        if failure.is_none() && stopped {
-            break;
-        }
-        let mut go_on = false;
-        if leader {
-            let calls: u64 = parts.iter().map(|p| p.calls).sum();
-            let crowded = crowded_host(&parts, measured);
-            level.ranks = parts
-                .into_iter()
-                .enumerate()
-                .map(|(r, part)| RankLevel {
-                    rank: r as u32,
-                    client: client_check(part.cpu, measured, part.cores, &part.lag, part.calls),
-                    host: part.host,
-                    clients: part.clients,
-                    ops: part.ops,
-                })
-                .collect();
-            level.client = level_client_check(&level.ranks, calls);
-            if let (false, Some(reason)) = (level.client.client_bound, crowded) {
-                level.client.client_bound = true;
-                level.client.reason = Some(reason);
-            }
-            if ranks == 1 {
-                // A run of one process: its level says it all.
-                level.ranks.clear();
-            }
-            go_on = finish_level(
-                &mut level,
-                LevelFigures {
-                    rate,
-                    achieved,
-                    pool_busy,
-                    telemetry,
-                    telemetry_error,
-                    measured,
-                },
-                engine.as_ref(),
-                config,
-                failure,
-                &raw_intervals,
-                &mut totals,
-                outcome,
-                on_level,
-            );
-        }
-        if !from_leader(team, leader.then_some(&go_on), stop).await? {
-            break;
-        }
-    }
-    Ok(())
 }

@@ -85,10 +85,8 @@ impl SqlSession {
         out: &mut Vec<Entry>,
     ) -> Result<()> {
         let st = self.st.clone();
-        let rows = simple!(self, {
-            let sql = if plus { &st.readdir_plus } else { &st.readdir };
-            self.fetch(sql, &[Arg::I64(ino as i64)]).await?
-        })?;
+        let sql = if plus { &st.readdir_plus } else { &st.readdir };
+        let rows = self.rows_of_inode(sql, ino).await?;
         for r in &rows {
             let e = parse_edge(r, 0).map_err(|e| MetaError::Engine(e.msg))?;
             if e.name.is_empty() {

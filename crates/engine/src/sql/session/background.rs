@@ -18,10 +18,7 @@ impl SqlSession {
     /// `doSyncDirStat`: recomputes a directory's usage from its children and writes it.
     pub(super) async fn sync_dir_stat(&mut self, ino: Ino) -> Result<()> {
         let st = self.st.clone();
-        let rows = simple!(self, {
-            self.fetch(&st.readdir_plus, &[Arg::I64(ino as i64)])
-                .await?
-        })?;
+        let rows = self.rows_of_inode(&st.readdir_plus, ino).await?;
         let mut s = DirStat::default();
         for r in &rows {
             let n = parse_node(r, 5).map_err(|e| final_error(e, false))?;
@@ -98,18 +95,12 @@ impl SqlSession {
     /// `doDeleteFileData`: frees the chunks of a deleted file, then its `delfile` row.
     pub(super) async fn delete_file_data(&mut self, ino: Ino) -> Result<()> {
         let st = self.st.clone();
-        let rows = simple!(self, {
-            self.fetch(&st.chunk_indexes, &[Arg::I64(ino as i64)])
-                .await?
-        })?;
+        let rows = self.rows_of_inode(&st.chunk_indexes, ino).await?;
         for r in rows {
             let indx = r.int(0).map_err(|e| MetaError::Engine(e.msg))?;
             let slices = txn!(self, {
                 let rows = self
-                    .fetch(
-                        &st.chunk_get_for_update,
-                        &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
-                    )
+                    .fetch(&st.chunk_get_for_update, &chunk_key(ino, indx as u32))
                     .await?;
                 match rows.first() {
                     None => Vec::new(),
@@ -189,10 +180,7 @@ impl SqlSession {
     /// `doGetParents`: the parents of a hard-linked file from its edges, with counts.
     pub(super) async fn get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         let st = self.st.clone();
-        let rows = simple!(self, {
-            self.fetch(&st.edges_of_inode, &[Arg::I64(ino as i64)])
-                .await?
-        })?;
+        let rows = self.rows_of_inode(&st.edges_of_inode, ino).await?;
         let mut parents: BTreeMap<Ino, i64> = BTreeMap::new();
         for r in &rows {
             if let Ok(p) = r.int(1) {

@@ -58,12 +58,7 @@ impl SqlSession {
             .await?;
             if !inserted {
                 // counts the slices for the compaction trigger (errors ignored)
-                let _ = self
-                    .fetch(
-                        &st.chunk_get,
-                        &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
-                    )
-                    .await;
+                let _ = self.fetch(&st.chunk_get, &chunk_key(ino, indx)).await;
             }
             (parent, dlen, dspace)
         })?;
@@ -135,12 +130,7 @@ impl SqlSession {
     pub(super) async fn read_slices(&mut self, ino: Ino, indx: u32) -> Result<Vec<Slice>> {
         let st = self.st.clone();
         let buf = simple!(self, {
-            let rows = self
-                .fetch(
-                    &st.chunk_get,
-                    &[Arg::I64(ino as i64), Arg::I32(indx as i32)],
-                )
-                .await?;
+            let rows = self.fetch(&st.chunk_get, &chunk_key(ino, indx)).await?;
             match rows.first() {
                 Some(r) => r.bytes(3)?.to_vec(),
                 None => Vec::new(),

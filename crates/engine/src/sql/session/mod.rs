@@ -220,12 +220,10 @@ impl Storage for SqlSession {
     }
 
     async fn do_removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        let name = xattr_name(name)?;
+        let key = xattr_key(ino, name)?;
         let st = self.st.clone();
         txn!(self, {
-            let d = self
-                .exec(&st.xattr_remove, &[Arg::I64(ino as i64), Arg::Str(name)])
-                .await?;
+            let d = self.exec(&st.xattr_remove, &key).await?;
             if d.rows_affected == 0 {
                 return Err(MetaError::NoAttr.into());
             }
@@ -285,12 +283,10 @@ impl Storage for SqlSession {
     }
 
     async fn do_getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
-        let name = xattr_name(name)?;
+        let key = xattr_key(ino, name)?;
         let st = self.st.clone();
         simple!(self, {
-            let rows = self
-                .fetch(&st.xattr_get, &[Arg::I64(ino as i64), Arg::Str(name)])
-                .await?;
+            let rows = self.fetch(&st.xattr_get, &key).await?;
             match rows.first() {
                 Some(r) => r.bytes(3)?.to_vec(),
                 None => return Err(MetaError::NoAttr.into()),

@@ -31,21 +31,7 @@ impl SqlSession {
         let rule = self.base.parent_rule();
         let attr = txn!(self, {
             *found = None;
-            let pn = self
-                .get_node(parent, false)
-                .await?
-                .ok_or(MetaError::NotFound)?;
-            if pn.typ != TYPE_DIR {
-                return Err(MetaError::NotDir.into());
-            }
-            let mut pattr = pn.to_attr()?;
-            if pattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &pattr, 0o3)?;
-            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            let (_, mut pattr) = self.parent_to_add(ctx, parent).await?;
             if let Some(e) = self.get_edge(parent, name).await? {
                 if matches!(typ, FileType::File | FileType::Directory) {
                     let a = match self.get_node(e.inode, false).await? {
@@ -86,6 +72,33 @@ impl SqlSession {
         Ok(attr)
     }
 
+    /// The parent checks `dbMeta.doMknod` and `doLink` begin with: the parent's row, which
+    /// must be a directory (ENOTDIR) outside the trash (ENOENT) that `ctx` may write and
+    /// search (EACCES) and that is not immutable (EPERM). Returns the row and its
+    /// attribute.
+    async fn parent_to_add(
+        &mut self,
+        ctx: &Ctx,
+        parent: Ino,
+    ) -> std::result::Result<(NodeRow, Attr), TxErr> {
+        let pn = self
+            .get_node(parent, false)
+            .await?
+            .ok_or(MetaError::NotFound)?;
+        if pn.typ != TYPE_DIR {
+            return Err(MetaError::NotDir.into());
+        }
+        let pattr = pn.to_attr()?;
+        if pattr.parent > TRASH_INODE {
+            return Err(MetaError::NotFound.into());
+        }
+        access(ctx, &pattr, 0o3)?;
+        if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
+            return Err(MetaError::Perm.into());
+        }
+        Ok((pn, pattr))
+    }
+
     /// `dbMeta.doLink` (its checks, `GetAttr` and quota walks are `Meta::link`'s).
     pub(super) async fn link_txn(
         &mut self,
@@ -98,20 +111,7 @@ impl SqlSession {
         let rule = self.base.parent_rule();
         // `doLink` locks the inode, not the parent.
         let attr = txn!(self, [ino], {
-            let mut pn = self
-                .get_node(parent, false)
-                .await?
-                .ok_or(MetaError::NotFound)?;
-            if pn.typ != TYPE_DIR {
-                return Err(MetaError::NotDir.into());
-            }
-            if pn.parent.unwrap_or(0) as u64 > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            access(ctx, &pn.to_attr()?, 0o3)?;
-            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            let (mut pn, _) = self.parent_to_add(ctx, parent).await?;
             if self.get_edge(parent, name).await?.is_some() {
                 return Err(MetaError::Exists.into());
             }
@@ -173,21 +173,10 @@ impl SqlSession {
     /// no parent update. An existing one (made by another client) is returned.
     pub(super) async fn make_trash_dir(&mut self, name: &str) -> Result<Ino> {
         let st = self.st.clone();
+        // As root (`Background()`), whom the parent's permission check lets through.
+        let root = Ctx::root();
         let created = txn!(self, {
-            let pn = self
-                .get_node(TRASH_INODE, false)
-                .await?
-                .ok_or(MetaError::NotFound)?;
-            if pn.typ != TYPE_DIR {
-                return Err(MetaError::NotDir.into());
-            }
-            let pattr = pn.to_attr()?;
-            if pattr.parent > TRASH_INODE {
-                return Err(MetaError::NotFound.into());
-            }
-            if pn.flags & i64::from(FLAG_IMMUTABLE) != 0 {
-                return Err(MetaError::Perm.into());
-            }
+            let (pn, pattr) = self.parent_to_add(&root, TRASH_INODE).await?;
             if let Some(e) = self.get_edge(TRASH_INODE, name.as_bytes()).await? {
                 // EEXIST for a directory reads the existing node too
                 self.get_node(e.inode, false).await?;
@@ -302,11 +291,7 @@ impl SqlSession {
                 self.update_link(&n).await?;
                 if trash > 0 {
                     inodes = 1;
-                    space = if n.typ == TYPE_FILE {
-                        align4k(n.length as u64)
-                    } else {
-                        align4k(0)
-                    };
+                    space = align4k(counted_length(n.typ, n.length));
                     self.insert_edge(trash, &entry, e.inode, e.typ).await?;
                 }
             } else {
@@ -324,11 +309,7 @@ impl SqlSession {
         let (n, space, inodes, trash) = outcome;
         let ino = n.inode as Ino;
         let attr = n.to_attr()?;
-        let len = if n.typ == TYPE_FILE {
-            n.length as u64
-        } else {
-            0
-        };
+        let len = counted_length(n.typ, n.length);
         if trash == 0 {
             if n.typ == TYPE_FILE && n.nlink == 0 {
                 self.base.file_deleted(ino, n.length as u64);
@@ -430,13 +411,28 @@ impl SqlSession {
             /// False when nothing moved (one path, or two names of one inode).
             moved: bool,
         }
+        impl Out {
+            /// A rename that moves nothing: the entry's inode and attribute.
+            fn unmoved(ino: Ino, attr: Attr) -> Self {
+                Out {
+                    ino,
+                    attr,
+                    target: None,
+                    ttyp: 0,
+                    space: 0,
+                    inodes: 0,
+                    trash: 0,
+                    moved: false,
+                }
+            }
+        }
         let rule = self.base.parent_rule();
         // `parentLocks`: the destination, and the source unless it is in the trash.
         let src_lock = if is_trash(ps) { pd } else { ps };
         let out = txn!(self, [pd, src_lock], {
             let mut trash = trash0;
-            let mut spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
-            let mut dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;
+            let spn = self.get_node(ps, false).await?.ok_or(MetaError::NotFound)?;
+            let dpn = self.get_node(pd, false).await?.ok_or(MetaError::NotFound)?;
             if spn.typ != TYPE_DIR || dpn.typ != TYPE_DIR {
                 return Err(MetaError::NotDir.into());
             }
@@ -456,16 +452,7 @@ impl SqlSession {
             if ps == pd && se.name == nd {
                 let mut a = Attr::type_only(file_type(se.typ)?);
                 a.parent = ps;
-                Out {
-                    ino: se.inode,
-                    attr: a,
-                    target: None,
-                    ttyp: 0,
-                    space: 0,
-                    inodes: 0,
-                    trash: 0,
-                    moved: false,
-                }
+                Out::unmoved(se.inode, a)
             } else {
                 if se.inode == pd || se.inode == dpattr.parent {
                     return Err(MetaError::Perm.into());
@@ -487,8 +474,7 @@ impl SqlSession {
                     return Err(MetaError::Perm.into());
                 }
                 let de = self.get_edge(pd, nd).await?;
-                let (mut supdate, mut dupdate) = (false, false);
-                let (mut srcnlink, mut dstnlink) = (0i32, 0i32);
+                let (mut src, mut dst) = (RenameParent::of(spn), RenameParent::of(dpn));
                 let now = Timestamp::now();
                 let mut dn: Option<NodeRow> = None;
                 let mut same_inode = false;
@@ -516,14 +502,7 @@ impl SqlSession {
                     }
                     set_ctime(&mut n, now);
                     if exchange {
-                        move_to_parent(
-                            &mut n,
-                            de.typ,
-                            [pd, ps],
-                            [&mut dpn, &mut spn],
-                            [&mut dstnlink, &mut srcnlink],
-                            [&mut dupdate, &mut supdate],
-                        );
+                        move_to_parent(&mut n, de.typ, [pd, ps], [&mut dst, &mut src]);
                     } else if de.inode == se.inode {
                         same_inode = true;
                     } else if se.typ == TYPE_DIR && de.typ != TYPE_DIR {
@@ -538,9 +517,9 @@ impl SqlSession {
                         if !child.is_empty() {
                             return Err(MetaError::NotEmpty.into());
                         }
-                        dpn.nlink -= 1;
-                        dstnlink -= 1;
-                        dupdate = true;
+                        dst.row.nlink -= 1;
+                        dst.nlink -= 1;
+                        dst.update = true;
                         if trash > 0 {
                             n.parent = Some(trash as i64);
                         }
@@ -557,28 +536,12 @@ impl SqlSession {
                     return Err(MetaError::NotFound.into());
                 }
                 if same_inode {
-                    Out {
-                        ino: se.inode,
-                        attr: sattr,
-                        target: None,
-                        ttyp: 0,
-                        space: 0,
-                        inodes: 0,
-                        trash: 0,
-                        moved: false,
-                    }
+                    Out::unmoved(se.inode, sattr)
                 } else {
                     check_sticky(ctx, &spattr, sattr.uid)?;
-                    move_to_parent(
-                        &mut sn,
-                        se.typ,
-                        [ps, pd],
-                        [&mut spn, &mut dpn],
-                        [&mut srcnlink, &mut dstnlink],
-                        [&mut supdate, &mut dupdate],
-                    );
-                    supdate = touch_parent(&rule, &mut spn, supdate, now);
-                    dupdate = touch_parent(&rule, &mut dpn, dupdate, now);
+                    move_to_parent(&mut sn, se.typ, [ps, pd], [&mut src, &mut dst]);
+                    src.update = touch_parent(&rule, &mut src.row, src.update, now);
+                    dst.update = touch_parent(&rule, &mut dst.row, dst.update, now);
                     set_ctime(&mut sn, now);
                     let (mut space, mut inodes) = (0i64, 0i64);
                     if exchange {
@@ -601,11 +564,7 @@ impl SqlSession {
                             let dino = Arg::I64(de.inode as i64);
                             if trash > 0 {
                                 inodes = 1;
-                                space = if de.typ == TYPE_FILE {
-                                    align4k(dn.length as u64)
-                                } else {
-                                    align4k(0)
-                                };
+                                space = align4k(counted_length(de.typ, dn.length));
                                 self.update_ctime_parent(dn, dn.parent.unwrap_or(0)).await?;
                                 let entry = trash_entry(pd, de.inode, &de.name);
                                 self.insert_edge(trash, &entry, de.inode, de.typ).await?;
@@ -625,18 +584,18 @@ impl SqlSession {
                     }
                     self.update_ctime_parent(&sn, sn.parent.unwrap_or(0))
                         .await?;
-                    if pd != ps && !is_trash(ps) && supdate {
-                        if dupdate && dpn.inode < spn.inode {
-                            let sql = st.parent_update_nlink(dstnlink);
-                            self.update_parent(&sql, &dpn).await?;
-                            dupdate = false;
+                    if pd != ps && !is_trash(ps) && src.update {
+                        if dst.update && dst.row.inode < src.row.inode {
+                            let sql = st.parent_update_nlink(dst.nlink);
+                            self.update_parent(&sql, &dst.row).await?;
+                            dst.update = false;
                         }
-                        let sql = st.parent_update_nlink(srcnlink);
-                        self.update_parent(&sql, &spn).await?;
+                        let sql = st.parent_update_nlink(src.nlink);
+                        self.update_parent(&sql, &src.row).await?;
                     }
-                    if dupdate {
-                        let sql = st.parent_update_nlink(dstnlink);
-                        self.update_parent(&sql, &dpn).await?;
+                    if dst.update {
+                        let sql = st.parent_update_nlink(dst.nlink);
+                        self.update_parent(&sql, &dst.row).await?;
                     }
                     Out {
                         ino: se.inode,
@@ -655,11 +614,7 @@ impl SqlSession {
         // stat, or the freed data and the volume counters.
         if let Some(dn) = &out.target {
             if !exchange && out.trash > 0 {
-                let tl = if out.ttyp == TYPE_FILE {
-                    dn.length as u64
-                } else {
-                    0
-                };
+                let tl = counted_length(out.ttyp, dn.length);
                 self.base
                     .update_dir_stat(out.trash, tl as i64, out.space, out.inodes);
             } else if !exchange {
@@ -687,30 +642,58 @@ impl SqlSession {
     }
 }
 
+/// A parent directory of `dbMeta.doRename`: its row, the change to its link count that
+/// its update adds (`srcnlink`, `dstnlink`), and whether it must be written (`supdate`,
+/// `dupdate`).
+struct RenameParent {
+    row: NodeRow,
+    nlink: i32,
+    update: bool,
+}
+
+impl RenameParent {
+    /// The parent as read, nothing changed yet.
+    fn of(row: NodeRow) -> Self {
+        Self {
+            row,
+            nlink: 0,
+            update: false,
+        }
+    }
+}
+
 /// A node of type `typ` moving from directory `from` to directory `to` in
 /// `dbMeta.doRename` (nothing when they are one): a directory takes one link from the
-/// parent it leaves to the one it joins (both rows and both pending nlink changes,
-/// `[leaves, joins]`), and both parents must then be written (`updates`); a file records
-/// its new parent unless it is hard-linked (parent 0).
+/// parent it leaves to the one it joins (both rows and both pending nlink changes), and
+/// both parents must then be written; a file records its new parent unless it is
+/// hard-linked (parent 0).
 fn move_to_parent(
     n: &mut NodeRow,
     typ: i64,
     [from, to]: [Ino; 2],
-    [leaves, joins]: [&mut NodeRow; 2],
-    [leaves_nlink, joins_nlink]: [&mut i32; 2],
-    [leaves_update, joins_update]: [&mut bool; 2],
+    [leaves, joins]: [&mut RenameParent; 2],
 ) {
     if from == to {
         return;
     }
     if typ == TYPE_DIR {
         n.parent = Some(to as i64);
+        leaves.row.nlink -= 1;
         leaves.nlink -= 1;
-        *leaves_nlink -= 1;
+        joins.row.nlink += 1;
         joins.nlink += 1;
-        *joins_nlink += 1;
-        (*leaves_update, *joins_update) = (true, true);
+        (leaves.update, joins.update) = (true, true);
     } else if n.parent.unwrap_or(0) > 0 {
         n.parent = Some(to as i64);
+    }
+}
+
+/// The length an entry of type `typ` counts for in its directory's stat: a file's
+/// length, 0 for anything else.
+fn counted_length(typ: i64, length: i64) -> u64 {
+    if typ == TYPE_FILE {
+        length as u64
+    } else {
+        0
     }
 }

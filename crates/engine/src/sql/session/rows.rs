@@ -111,6 +111,17 @@ pub(super) fn xattr_name(name: &[u8]) -> Result<&str> {
     std::str::from_utf8(name).map_err(|_| MetaError::Invalid)
 }
 
+/// An xattr row's key as its statements take it: the inode, then the name (EINVAL, as
+/// [`xattr_name`], for an empty one or one that is not UTF-8).
+pub(super) fn xattr_key(ino: Ino, name: &[u8]) -> Result<[Arg<'_>; 2]> {
+    Ok([Arg::I64(ino as i64), Arg::Str(xattr_name(name)?)])
+}
+
+/// A chunk row's key as its statements take it: the inode, then the chunk's index.
+pub(super) fn chunk_key(ino: Ino, indx: u32) -> [Arg<'static>; 2] {
+    [Arg::I64(ino as i64), Arg::I32(indx as i32)]
+}
+
 /// The trash sub-directory of the hour of `secs` (UTC): `YYYY-MM-DD-HH`.
 pub(super) fn trash_hour(secs: i64) -> String {
     // civil_from_days (Howard Hinnant)

@@ -35,21 +35,11 @@ pub(crate) enum TxErr {
     Commit(DbError),
 }
 
-impl From<MetaError> for TxErr {
-    fn from(e: MetaError) -> Self {
-        TxErr::Meta(e)
-    }
-}
+crate::retry::from_meta_errors!(TxErr);
 
 impl From<DbError> for TxErr {
     fn from(e: DbError) -> Self {
         TxErr::Db(e)
-    }
-}
-
-impl From<metabench_schema::DecodeError> for TxErr {
-    fn from(e: metabench_schema::DecodeError) -> Self {
-        TxErr::Meta(e.into())
     }
 }
 
@@ -95,6 +85,28 @@ macro_rules! retry {
     }};
 }
 
+/// The attempts of [`txn!`] and [`ro_txn!`]: `$begin` (the session's method sending
+/// `BEGIN`, or a read-only transaction's statements), the body, then `$end` (`COMMIT`,
+/// or `ROLLBACK`); a failed attempt is ended by `SqlSession::abort`, which says whether
+/// it is retried.
+macro_rules! attempts {
+    ($s:ident, $begin:ident, $body:block, $end:expr) => {
+        $crate::sql::session::txn::retry!(
+            $s,
+            async {
+                $s.$begin()
+                    .await
+                    .map_err($crate::sql::session::txn::TxErr::Db)?;
+                #[allow(clippy::redundant_closure_call)]
+                let v = $body;
+                $end;
+                Ok(v)
+            },
+            |e| $s.abort(&e).await
+        )
+    };
+}
+
 /// A write transaction (`dbMeta.txn`), holding the client's transaction locks of the
 /// inodes its `pkg/meta/sql.go` call site names (`[ino, …]`, none when left out; inode 1
 /// for every transaction on SQLite). The body is a block evaluated inside the
@@ -105,20 +117,13 @@ macro_rules! txn {
     };
     ($s:ident, [$($ino:expr),*], $body:block) => {{
         let _guard = $s.write_guard(&[$($ino),*]).await;
-        $crate::sql::session::txn::retry!(
+        $crate::sql::session::txn::attempts!(
             $s,
-            async {
-                $s.begin()
-                    .await
-                    .map_err($crate::sql::session::txn::TxErr::Db)?;
-                #[allow(clippy::redundant_closure_call)]
-                let v = $body;
-                $s.commit()
-                    .await
-                    .map_err($crate::sql::session::txn::TxErr::Commit)?;
-                Ok(v)
-            },
-            |e| $s.abort(&e).await
+            begin,
+            $body,
+            $s.commit()
+                .await
+                .map_err($crate::sql::session::txn::TxErr::Commit)?
         )
     }};
 }
@@ -126,18 +131,9 @@ macro_rules! txn {
 /// A read-only transaction (`dbMeta.roTxn`): always rolled back.
 macro_rules! ro_txn {
     ($s:ident, $body:block) => {
-        $crate::sql::session::txn::retry!(
-            $s,
-            async {
-                $s.begin_ro()
-                    .await
-                    .map_err($crate::sql::session::txn::TxErr::Db)?;
-                let v = $body;
-                let _ = $s.rollback().await;
-                Ok(v)
-            },
-            |e| $s.abort(&e).await
-        )
+        $crate::sql::session::txn::attempts!($s, begin_ro, $body, {
+            let _ = $s.rollback().await;
+        })
     };
 }
 
@@ -148,7 +144,7 @@ macro_rules! simple {
     };
 }
 
-pub(super) use {retry, ro_txn, simple, txn};
+pub(super) use {attempts, retry, ro_txn, simple, txn};
 
 impl SqlSession {
     /// After a failed attempt that may be retried (`retry`): counts the retry, sleeps the
@@ -291,6 +287,12 @@ impl SqlSession {
         };
         let rows = self.fetch(sql, &[Arg::I64(ino as i64)]).await?;
         rows.first().map(|r| parse_node(r, 0)).transpose()
+    }
+
+    /// The rows `sql` selects for inode `ino` (its one argument), read outside a
+    /// transaction (`simpleTxn`, retried as it retries).
+    pub(super) async fn rows_of_inode(&mut self, sql: &Sql, ino: Ino) -> crate::Result<Vec<Row>> {
+        simple!(self, { self.fetch(sql, &[Arg::I64(ino as i64)]).await? })
     }
 
     pub(super) async fn get_edge(
