@@ -557,8 +557,8 @@ mod tests {
     }
 
     /// One timer serves every call of a client: armed once and re-armed when it fires
-    /// early, it bounds each call from its own start, fires for a call that never ends, and is armed again
-    /// for the calls after that.
+    /// early, it bounds each call from its own start, fires for a call that never ends,
+    /// and is armed again for the calls after that.
     #[tokio::test(flavor = "current_thread")]
     async fn one_op_timeout_bounds_every_call_from_its_own_start() {
         let limit = Duration::from_millis(100);
