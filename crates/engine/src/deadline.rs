@@ -32,9 +32,21 @@ impl CallDeadlines {
     pub async fn run<F: Future>(&mut self, deadline: Instant, call: F) -> Option<F::Output> {
         let mut call = pin!(call);
         let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
-        if let Poll::Ready(outcome) = first {
-            return Some(outcome);
+        match first {
+            Poll::Ready(outcome) => Some(outcome),
+            Poll::Pending => self.wait(deadline, call).await,
         }
+    }
+
+    /// What [`CallDeadlines::run`] does after the first poll: waits for `call`, which has
+    /// been polled once and is waiting, until it ends or `deadline` passes. For a caller
+    /// that makes the first poll itself, so that a call that returns at once goes through
+    /// no future of this type.
+    pub async fn wait<F: Future + ?Sized>(
+        &mut self,
+        deadline: Instant,
+        mut call: Pin<&mut F>,
+    ) -> Option<F::Output> {
         let timer = self
             .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
