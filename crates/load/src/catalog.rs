@@ -448,32 +448,29 @@ impl OpState {
         Ok(())
     }
 
-    /// The timed call, exactly as the Go benchmark makes it. It allocates nothing of the
+    /// The calls a JuiceFS client answers from its own memory when it can, answered as
+    /// plain function calls, as Go's are: `NewSlice` while the client's id batch lasts
+    /// ([`Meta::take_slice_id`]) and `Read` of a cached chunk ([`Meta::read_cached`]).
+    /// `None`: the call needs [`OpState::call`], which then makes it in full.
+    pub fn answer_in_client(&mut self, meta: &dyn Meta) -> Option<Result<()>> {
+        let answered = match self.op {
+            Op::Newchunk => meta.take_slice_id().is_some(),
+            Op::Read1 | Op::Read10 => meta.read_cached(self.target, 0).is_some(),
+            _ => false,
+        };
+        answered.then(|| {
+            self.i += 1;
+            Ok(())
+        })
+    }
+
+    /// The timed call, exactly as the Go benchmark makes it, once the client could not
+    /// answer it from memory ([`OpState::answer_in_client`]). It allocates nothing of the
     /// runner's: names and contexts were made by [`OpState::setup`] and
     /// [`OpState::prepare`].
     pub async fn call(&mut self, meta: &mut dyn Meta) -> Result<()> {
         let i = self.i;
         self.i += 1;
-        match self.answer_in_client(meta) {
-            Some(outcome) => outcome,
-            None => self.call_engine(meta, i).await,
-        }
-    }
-
-    /// The calls a JuiceFS client answers from its own memory when it can, answered
-    /// without a future of their own, as Go's are plain function calls: `NewSlice` while
-    /// the client's id batch lasts ([`Meta::take_slice_id`]) and `Read` of a cached chunk
-    /// ([`Meta::read_cached`]). `None`: the call needs [`OpState::call_engine`].
-    fn answer_in_client(&self, meta: &dyn Meta) -> Option<Result<()>> {
-        match self.op {
-            Op::Newchunk => meta.take_slice_id().map(|_| Ok(())),
-            Op::Read1 | Op::Read10 => meta.read_cached(self.target, 0).map(|_| Ok(())),
-            _ => None,
-        }
-    }
-
-    /// The timed call that may reach the engine: the `i`-th of this operation.
-    async fn call_engine(&mut self, meta: &mut dyn Meta, i: u64) -> Result<()> {
         match self.op {
             Op::Setattr => self.mode ^= 1,
             Op::Setxattr => self.xattr_value[5] = b'0' + (i % 10) as u8,

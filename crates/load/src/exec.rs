@@ -30,15 +30,19 @@ use tokio::task::JoinHandle;
 /// Where metabench's timing of a call knowingly differs from JuiceFS's Go benchmark,
 /// whatever the engine: printed and stored after the engine family's fidelity notes.
 pub fn timing_note() -> String {
+    let overhead = clock_overhead();
     format!(
         "Each call is timed alone, between two clock reads, as a sweep must time it for its \
-         histograms; JuiceFS's Go benchmark times a loop of calls. What the clock reads add \
-         to a call's time ({} ns here: the median of {CALIBRATION_CALLS} timed calls that \
-         return at once) is taken off every call. Calls that never reach the engine \
-         (newchunk from the client's id batch, read_1 and read_10 of a cached chunk) take \
-         well under 1 µs (Go: about 0.02 µs for newchunk, 0.1 µs for a cached read); there \
-         the clock's own jitter, a few ns, is a large part of the figure.",
-        clock_overhead().as_nanos()
+         histograms; JuiceFS's Go benchmark times a loop of calls. What the timing adds to a \
+         call's time is taken off every call: {} ns for a call that may reach the engine, \
+         {} ns for one the client answers from its own memory (newchunk from the client's \
+         id batch, read_1 and read_10 of a cached chunk, timed as plain function calls, as \
+         Go's are), each the median of {CALIBRATION_CALLS} timed calls that return at once. \
+         Those calls take well under 1 µs (Go: about 0.02 µs for newchunk, 0.1 µs for a \
+         cached read); there the clock's own jitter, a few ns, is a large part of the \
+         figure.",
+        overhead.call.as_nanos(),
+        overhead.in_client.as_nanos(),
     )
 }
 
@@ -284,18 +288,26 @@ impl OpTimeout {
 
     /// Times `call` alone, between two clock reads, bounded by the limit: what it
     /// returned (or [`MetaError::Timeout`]), when it started and when it ended. Every
-    /// timed call goes through here: the operations' ([`timed_call`]) and the floor's.
+    /// timed call that may wait goes through [`OpTimeout::bound`]: the operations'
+    /// ([`timed_call`]) and the floor's, here.
     pub(crate) async fn time<T>(&mut self, call: impl Future<Output = Result<T>>) -> Clocked<T> {
         let start = Instant::now();
         // The deadline from the start already read: no clock read of the timeout's own
         // inside the timed region, and no timer registered.
         let outcome = self.bound(start, call).await;
+        self.ended(start, outcome, TimedPath::Call)
+    }
+
+    /// Ends a call timed from `start` that returned `outcome` by `path`: the clock read
+    /// that closes its span.
+    fn ended<T>(&mut self, start: Instant, outcome: Result<T>, path: TimedPath) -> Clocked<T> {
         let end = Instant::now();
         self.last_end = Some(end);
         Clocked {
             outcome,
             start,
             end,
+            path,
         }
     }
 
@@ -328,7 +340,17 @@ impl OpTimeout {
     }
 }
 
-/// A call timed by [`OpTimeout::time`].
+/// How a timed call was made, which sets what the timing itself added to its span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimedPath {
+    /// A future, polled until it ends or times out ([`OpTimeout::bound`]).
+    Call,
+    /// A plain function call answered from the client's own memory
+    /// ([`Session::answer_in_client`]).
+    InClient,
+}
+
+/// A timed call ([`timed_call`], [`OpTimeout::time`]).
 pub(crate) struct Clocked<T> {
     /// What the call returned, or [`MetaError::Timeout`].
     pub outcome: Result<T>,
@@ -336,47 +358,97 @@ pub(crate) struct Clocked<T> {
     pub start: Instant,
     /// The clock read just after it.
     pub end: Instant,
+    /// How it was made.
+    pub path: TimedPath,
 }
 
 impl<T> Clocked<T> {
-    /// The call's time: from `start` to `end`, less the timing's own part
-    /// ([`clock_overhead`]). Windows and occupancy use `start` and `end` themselves.
+    /// The call's time: from `start` to `end`, less the timing's own part on the call's
+    /// path ([`clock_overhead`]). Windows and occupancy use `start` and `end` themselves.
     pub(crate) fn elapsed(&self) -> Duration {
-        (self.end - self.start).saturating_sub(clock_overhead())
+        (self.end - self.start).saturating_sub(clock_overhead().of(self.path))
     }
 }
 
-/// How many calls that return at once [`clock_overhead`] times.
+/// How many calls that return at once [`clock_overhead`] times, per path.
 const CALIBRATION_CALLS: usize = 10_000;
 
+/// What timing a call adds to its time, per [`TimedPath`].
+#[derive(Clone, Copy, Debug)]
+pub struct ClockOverhead {
+    /// A call that may reach the engine: the two clock reads, the client's answer from
+    /// memory declined, and the polls of the call's future.
+    pub call: Duration,
+    /// A call the client answers from its own memory: the two clock reads alone.
+    pub in_client: Duration,
+}
+
+impl ClockOverhead {
+    /// The part taken off a call made by `path`.
+    pub(crate) fn of(&self, path: TimedPath) -> Duration {
+        match path {
+            TimedPath::Call => self.call,
+            TimedPath::InClient => self.in_client,
+        }
+    }
+}
+
 /// What timing a call adds to its time: the part of the two clock reads, and of the
-/// timing path's own polls, that falls between them (40 to 50 ns on this project's KVM
+/// timing path's own steps, that falls between them (30 to 50 ns on this project's KVM
 /// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per
-/// process, when the client threads start ([`Exec::new`]), with [`OpTimeout::time`]
-/// itself, on [`CALIBRATION_CALLS`] calls that do nothing and return at once, pinned and
-/// handed over as [`timed_call`] hands a call; their median is taken off every call's
-/// latency, so that metabench's own timing is not charged to the engine (criterion's
-/// regression leaves a harness's fixed cost out of its estimate likewise; hyperfine
-/// takes off the shell's start-up).
-pub fn clock_overhead() -> Duration {
-    static OVERHEAD: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+/// process, when the client threads start ([`Exec::new`]), for each path of
+/// [`timed_call`] with the timing's own functions, on [`CALIBRATION_CALLS`] calls that do
+/// nothing and return at once; their median is taken off every call's latency, so that
+/// metabench's own timing is not charged to the engine (criterion's regression leaves a
+/// harness's fixed cost out of its estimate likewise; hyperfine takes off the shell's
+/// start-up).
+pub fn clock_overhead() -> ClockOverhead {
+    static OVERHEAD: std::sync::OnceLock<ClockOverhead> = std::sync::OnceLock::new();
     *OVERHEAD.get_or_init(|| {
         // A call that returns at once never reaches the timer: no runtime is needed.
         let mut timing = OpTimeout::new(Duration::from_secs(1));
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let mut spans: Vec<Duration> = (0..CALIBRATION_CALLS)
-            .map(|_| {
-                let call = std::pin::pin!(std::future::ready(Ok::<(), MetaError>(())));
-                let mut timed = std::pin::pin!(timing.time(std::hint::black_box(call)));
-                match timed.as_mut().poll(&mut cx) {
-                    Poll::Ready(clocked) => clocked.end - clocked.start,
-                    Poll::Pending => unreachable!("a call that returns at once is timed at once"),
+        let call = median_span(|| {
+            // One future, as `timed_call` is: the answer from memory declined, then the
+            // call's future, bounded.
+            let timed = std::pin::pin!(async {
+                let start = Instant::now();
+                match std::hint::black_box(None::<Result<()>>) {
+                    Some(outcome) => timing.ended(start, outcome, TimedPath::InClient),
+                    None => {
+                        let call = std::pin::pin!(std::future::ready(Ok::<(), MetaError>(())));
+                        let outcome = timing.bound(start, std::hint::black_box(call)).await;
+                        timing.ended(start, outcome, TimedPath::Call)
+                    }
                 }
-            })
-            .collect();
-        spans.sort_unstable();
-        spans[spans.len() / 2]
+            });
+            match timed.poll(&mut cx) {
+                Poll::Ready(clocked) => clocked,
+                Poll::Pending => unreachable!("a call that returns at once is timed at once"),
+            }
+        });
+        let in_client = median_span(|| {
+            let start = Instant::now();
+            let outcome = std::hint::black_box(Some(Ok::<(), MetaError>(())));
+            match outcome {
+                Some(outcome) => timing.ended(start, outcome, TimedPath::InClient),
+                None => unreachable!("the calibration's answer is given"),
+            }
+        });
+        ClockOverhead { call, in_client }
     })
+}
+
+/// The median span of [`CALIBRATION_CALLS`] calls timed by `timed`.
+fn median_span(mut timed: impl FnMut() -> Clocked<()>) -> Duration {
+    let mut spans: Vec<Duration> = (0..CALIBRATION_CALLS)
+        .map(|_| {
+            let clocked = timed();
+            clocked.end - clocked.start
+        })
+        .collect();
+    spans.sort_unstable();
+    spans[spans.len() / 2]
 }
 
 /// The one timing path: lets the thread's other tasks run when due ([`pace`]), prepares
@@ -396,11 +468,18 @@ pub(crate) async fn timed_call<S: Session>(
         tokio::time::sleep_until(at.into()).await;
     }
     let before = session.stats();
-    // Pinned where it is made: the call's future is large (it holds every operation's
-    // state) and handing it on by value would copy it on every call.
-    let clocked = {
-        let call = std::pin::pin!(session.call(work));
-        timeout.time(call).await
+    let start = Instant::now();
+    let clocked = match session.answer_in_client(work) {
+        // A plain function call, as Go's `NewSlice` from its batch and `Read` of a cached
+        // chunk are: no future, no poll.
+        Some(outcome) => timeout.ended(start, outcome, TimedPath::InClient),
+        None => {
+            // Pinned where it is made: the call's future is large (it holds every
+            // operation's state) and handing it on by value would copy it on every call.
+            let call = std::pin::pin!(session.call(work));
+            let outcome = timeout.bound(start, call).await;
+            timeout.ended(start, outcome, TimedPath::Call)
+        }
     };
     Ok(Timed {
         call: clocked,
@@ -543,8 +622,11 @@ mod tests {
     /// and taken off a call's span, whatever the call, down to zero and no further.
     #[tokio::test(flavor = "current_thread")]
     async fn the_clock_reads_part_is_taken_off_every_span() {
-        let overhead = clock_overhead();
-        assert!(overhead > Duration::ZERO && overhead < Duration::from_micros(50));
+        let overheads = clock_overhead();
+        for overhead in [overheads.call, overheads.in_client] {
+            assert!(overhead > Duration::ZERO && overhead < Duration::from_micros(50));
+        }
+        let overhead = overheads.call;
         let mut timeout = OpTimeout::new(Duration::from_secs(1));
         let slow = timeout
             .time(async {
@@ -561,6 +643,95 @@ mod tests {
                 (at_once.end - at_once.start).saturating_sub(overhead)
             );
         }
+    }
+
+    /// A session whose calls its client answers from memory while `in_memory` lasts,
+    /// and makes as futures after that.
+    struct AnsweredFromMemory {
+        in_memory: u32,
+        futures: u32,
+    }
+
+    impl Session for AnsweredFromMemory {
+        type Dir = u64;
+        type Work = ();
+
+        async fn mkdir(&mut self, _: &u64, _: &str) -> Result<u64> {
+            Ok(0)
+        }
+
+        async fn remove_tree(&mut self, _: &u64, _: &str) -> Result<()> {
+            Ok(())
+        }
+
+        async fn setup(&mut self, _: crate::catalog::Op, _: &u64, _: &str) -> Result<()> {
+            Ok(())
+        }
+
+        async fn prepare(&mut self, _: &mut ()) -> Result<()> {
+            Ok(())
+        }
+
+        fn answer_in_client(&mut self, _: &mut ()) -> Option<Result<()>> {
+            let left = self.in_memory.checked_sub(1)?;
+            self.in_memory = left;
+            Some(Ok(()))
+        }
+
+        fn call<'a>(&'a mut self, _: &'a mut ()) -> impl Future<Output = Result<()>> + Send + 'a {
+            self.futures += 1;
+            std::future::ready(Ok(()))
+        }
+
+        fn stats(&self) -> SessionStats {
+            SessionStats::default()
+        }
+
+        async fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+
+        async fn null_round_trip(&mut self) -> Result<&'static str> {
+            Ok("nothing")
+        }
+
+        fn deleted_pending(&mut self) -> usize {
+            0
+        }
+
+        async fn free_deleted(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The one timing path times a call the client answers from memory as a plain
+    /// function call, with no future made, and takes that path's own part off its span;
+    /// a call the client cannot answer is made as a future and loses the future path's.
+    #[tokio::test(flavor = "current_thread")]
+    async fn calls_answered_from_memory_are_timed_without_a_future() {
+        let mut session = AnsweredFromMemory {
+            in_memory: 2,
+            futures: 0,
+        };
+        let mut timeout = OpTimeout::new(Duration::from_secs(1));
+        let mut paths = Vec::new();
+        for _ in 0..3 {
+            let timed = timed_call(&mut (), &mut session, &mut timeout, None)
+                .await
+                .unwrap();
+            let call = timed.call;
+            assert!(call.outcome.is_ok());
+            assert_eq!(
+                call.elapsed(),
+                (call.end - call.start).saturating_sub(clock_overhead().of(call.path))
+            );
+            paths.push(call.path);
+        }
+        assert_eq!(
+            paths,
+            [TimedPath::InClient, TimedPath::InClient, TimedPath::Call]
+        );
+        assert_eq!(session.futures, 1, "only the call not answered from memory");
     }
 
     /// One timer serves every call of a client: armed once and re-armed when it fires

@@ -90,6 +90,14 @@ pub trait Session: Send {
     /// The untimed preparation before each timed call.
     fn prepare(&mut self, work: &mut Self::Work) -> impl Future<Output = Result<()>> + Send;
 
+    /// The timed call when the client answers it from its own memory, as a plain
+    /// function call with no future (a JuiceFS client's `NewSlice` from its id batch,
+    /// `Read` of a cached chunk); `None`: the call needs [`Session::call`]. Timed as the
+    /// call itself.
+    fn answer_in_client(&mut self, _work: &mut Self::Work) -> Option<Result<()>> {
+        None
+    }
+
     /// The timed call.
     fn call<'a>(
         &'a mut self,
@@ -175,6 +183,10 @@ impl<'m> Session for Box<dyn Meta + 'm> {
 
     async fn prepare(&mut self, work: &mut OpState) -> Result<()> {
         work.prepare(self.as_mut()).await
+    }
+
+    fn answer_in_client(&mut self, work: &mut OpState) -> Option<Result<()>> {
+        work.answer_in_client(self.as_ref())
     }
 
     fn call<'a>(
