@@ -106,6 +106,42 @@ impl Resized {
     }
 }
 
+/// A resize as the Redis and TKV families run it, one transaction for both kinds:
+/// [`Resized::resize`] up to the writes, then the writes of its [`Holes`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Resize {
+    /// `doTruncate` to this length.
+    Truncate(u64),
+    /// `doFallocate` of this range.
+    Fallocate(FallocRange),
+}
+
+/// The holes a resize appends: [`Resized::truncate`]'s or [`Resized::fallocate`]'s.
+pub(crate) enum Holes {
+    /// A truncate's head, chunks between and tail.
+    Truncate(TruncateHoles),
+    /// A fallocate's hole per chunk of its range (none when nothing is zeroed).
+    Fallocate(Vec<(u32, Slice)>),
+}
+
+impl Resized {
+    /// [`Resized::truncate`] or [`Resized::fallocate`], as `op` asks. No holes when
+    /// nothing is written (a truncate to the length the file has); a fallocate always
+    /// writes, even with no hole to append.
+    pub(crate) fn resize(ctx: &Ctx, attr: Attr, op: Resize) -> Result<(Self, Option<Holes>)> {
+        Ok(match op {
+            Resize::Truncate(length) => {
+                let (done, holes) = Self::truncate(ctx, attr, length)?;
+                (done, holes.map(Holes::Truncate))
+            }
+            Resize::Fallocate(range) => {
+                let (done, holes) = Self::fallocate(ctx, attr, range)?;
+                (done, Some(Holes::Fallocate(holes)))
+            }
+        })
+    }
+}
+
 /// `baseMeta.Fallocate` before any I/O: COLLAPSE_RANGE and INSERT_RANGE alone are
 /// ENOTSUP and with other bits EINVAL; PUNCH_HOLE needs KEEP_SIZE; a zero size is EINVAL.
 pub fn check_fallocate_args(FallocRange { mode, size, .. }: FallocRange) -> Result<()> {

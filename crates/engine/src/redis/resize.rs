@@ -4,11 +4,11 @@
 use super::session::RedisSession;
 use super::txn::{txn, Conn, TxErr};
 use crate::base::{ResizeSteps, Storage};
-use crate::resize::{FallocRange, Resized, TruncateHoles};
+use crate::resize::{FallocRange, Holes, Resize, Resized, TruncateHoles};
 use crate::retry::decode_attr as decode;
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
-use metabench_schema::{Attr, Ino, CHUNK_SIZE};
+use metabench_schema::{Attr, Ino, Slice, CHUNK_SIZE};
 use redis::cmd;
 use std::collections::HashMap;
 
@@ -47,63 +47,57 @@ impl ResizeSteps for RedisSession {
     /// each chunk between, `RPUSH` of the last) and `INCRBY usedSpace` in one
     /// `MULTI … EXEC`. A truncate to the length the file has writes nothing.
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
-        let ki = self.keys.inode(ino);
-        let keys = self.keys.clone();
-        txn!(self, vec![ki.clone()], |c| {
-            let attr = get_attr(&mut c, &ki).await?;
-            let (done, holes) = Resized::truncate(ctx, attr, length)?;
-            let Some(holes) = holes else {
-                return Ok(done);
-            };
-            let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
-            self.check_space_quota(done.space, &parents).await;
-            let between: Vec<u32> = if (holes.right - holes.left) / CHUNK_SIZE >= SCAN_FROM_CHUNKS {
-                scan_chunks(&mut c, &keys, ino, &holes).await?
-            } else {
-                holes.between.clone().collect()
-            };
-            let mut p = redis::pipe();
-            p.atomic();
-            p.cmd("SET").arg(&ki).arg(done.attr.encode());
-            let (indx, head) = holes.head;
-            p.cmd("RPUSH")
-                .arg(keys.chunk(ino, indx))
-                .arg(&head.encode()[..]);
-            let whole = TruncateHoles::whole_chunk().encode();
-            for indx in between {
-                p.cmd("RPUSHX").arg(keys.chunk(ino, indx)).arg(&whole[..]);
-            }
-            if let Some((indx, tail)) = holes.tail {
-                p.cmd("RPUSH")
-                    .arg(keys.chunk(ino, indx))
-                    .arg(&tail.encode()[..]);
-            }
-            p.cmd("INCRBY")
-                .arg(keys.named(names::USED_SPACE))
-                .arg(done.space);
-            c.exec(&p).await?;
-            Ok(done)
-        })
+        self.resize(ctx, ino, Resize::Truncate(length)).await
     }
 
     /// `doFallocate`: `WATCH i{ino}`, `GET`, the parents for the quota check, then `SET`,
     /// one `RPUSH` hole per chunk of a zeroed or punched range inside the old length, and
     /// `INCRBY usedSpace` (also when nothing grew) in one `MULTI … EXEC`.
     async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
+        self.resize(ctx, ino, Resize::Fallocate(range)).await
+    }
+}
+
+impl RedisSession {
+    /// The transaction of `doTruncate` and `doFallocate`: `WATCH i{ino}`, `GET`, `op`'s
+    /// checks (nothing more when it writes nothing), `getParents` for the quota check,
+    /// then `SET` of the inode, the holes and `INCRBY usedSpace` in one `MULTI … EXEC`.
+    async fn resize(&mut self, ctx: &Ctx, ino: Ino, op: Resize) -> Result<Resized> {
         let ki = self.keys.inode(ino);
         let keys = self.keys.clone();
         txn!(self, vec![ki.clone()], |c| {
             let attr = get_attr(&mut c, &ki).await?;
-            let (done, holes) = Resized::fallocate(ctx, attr, range)?;
+            let (done, holes) = Resized::resize(ctx, attr, op)?;
+            let Some(holes) = holes else {
+                return Ok(done);
+            };
             let parents = quota_parents(&mut c, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
             let mut p = redis::pipe();
             p.atomic();
             p.cmd("SET").arg(&ki).arg(done.attr.encode());
-            for (indx, hole) in holes {
-                p.cmd("RPUSH")
-                    .arg(keys.chunk(ino, indx))
-                    .arg(&hole.encode()[..]);
+            match holes {
+                Holes::Truncate(holes) => {
+                    let between: Vec<u32> =
+                        if (holes.right - holes.left) / CHUNK_SIZE >= SCAN_FROM_CHUNKS {
+                            scan_chunks(&mut c, &keys, ino, &holes).await?
+                        } else {
+                            holes.between.clone().collect()
+                        };
+                    push_hole(&mut p, &keys, ino, holes.head);
+                    let whole = TruncateHoles::whole_chunk().encode();
+                    for indx in between {
+                        p.cmd("RPUSHX").arg(keys.chunk(ino, indx)).arg(&whole[..]);
+                    }
+                    if let Some(tail) = holes.tail {
+                        push_hole(&mut p, &keys, ino, tail);
+                    }
+                }
+                Holes::Fallocate(holes) => {
+                    for hole in holes {
+                        push_hole(&mut p, &keys, ino, hole);
+                    }
+                }
             }
             p.cmd("INCRBY")
                 .arg(keys.named(names::USED_SPACE))
@@ -112,6 +106,13 @@ impl ResizeSteps for RedisSession {
             Ok(done)
         })
     }
+}
+
+/// `RPUSH c{ino}_{indx}` of one hole (a zeroed range of chunk `indx`).
+fn push_hole(p: &mut redis::Pipeline, keys: &RedisKeys, ino: Ino, (indx, hole): (u32, Slice)) {
+    p.cmd("RPUSH")
+        .arg(keys.chunk(ino, indx))
+        .arg(&hole.encode()[..]);
 }
 
 /// The chunks of `ino` strictly between the head's and the last one, found by `SCAN …

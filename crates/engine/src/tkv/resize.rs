@@ -4,7 +4,7 @@
 use super::kv::{txn, KeyRange, TxErr, Txn};
 use super::session::{parents_of, TkvSession};
 use crate::base::{ResizeSteps, Storage};
-use crate::resize::{FallocRange, Resized, TruncateHoles};
+use crate::resize::{FallocRange, Holes, Resize, Resized, TruncateHoles};
 use crate::retry::decode_attr as decode;
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::tkv::TkvKeys;
@@ -52,50 +52,57 @@ impl ResizeSteps for TkvSession {
     /// chunks) with a hole set after each, the first (and last) chunk's append, and the
     /// inode's set. A truncate to the length the file has writes nothing.
     async fn do_truncate(&mut self, ctx: &Ctx, ino: Ino, length: u64) -> Result<Resized> {
-        let keys = self.keys.clone();
-        let kn = keys.inode(ino);
-        txn!(self, [ino], |tx| {
-            let attr = get_attr(&mut tx, &kn).await?;
-            let (done, holes) = Resized::truncate(ctx, attr, length)?;
-            let Some(holes) = holes else {
-                return Ok(done);
-            };
-            let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
-            self.check_space_quota(done.space, &parents).await;
-            if !holes.between.is_empty() {
-                let whole = TruncateHoles::whole_chunk().encode();
-                let (from, to) = (
-                    keys.chunk(ino, holes.between.start),
-                    keys.chunk(ino, holes.between.end),
-                );
-                for (k, mut v) in tx.scan(KeyRange::new(&from, &to)).await? {
-                    v.extend_from_slice(&whole);
-                    tx.set(&k, &v).await?;
-                }
-            }
-            let (indx, head) = holes.head;
-            append(&mut tx, &keys.chunk(ino, indx), head).await?;
-            if let Some((indx, tail)) = holes.tail {
-                append(&mut tx, &keys.chunk(ino, indx), tail).await?;
-            }
-            tx.set(&kn, &done.attr.encode()).await?;
-            Ok(done)
-        })
+        self.resize(ctx, ino, Resize::Truncate(length)).await
     }
 
     /// `kvMeta.doFallocate`: the inode's get, the parents for the quota check, the inode's
     /// set, then an append per chunk of a zeroed or punched range inside the old length.
     async fn do_fallocate(&mut self, ctx: &Ctx, ino: Ino, range: FallocRange) -> Result<Resized> {
+        self.resize(ctx, ino, Resize::Fallocate(range)).await
+    }
+}
+
+impl TkvSession {
+    /// The transaction of `doTruncate` and `doFallocate`: the inode's get, `op`'s checks
+    /// (nothing more when it writes nothing), the parents for the quota check, then the
+    /// holes and the inode's set, in the order each of the two writes them.
+    async fn resize(&mut self, ctx: &Ctx, ino: Ino, op: Resize) -> Result<Resized> {
         let keys = self.keys.clone();
         let kn = keys.inode(ino);
         txn!(self, [ino], |tx| {
             let attr = get_attr(&mut tx, &kn).await?;
-            let (done, holes) = Resized::fallocate(ctx, attr, range)?;
+            let (done, holes) = Resized::resize(ctx, attr, op)?;
+            let Some(holes) = holes else {
+                return Ok(done);
+            };
             let parents = quota_parents(&mut tx, &keys, ino, &done.attr).await?;
             self.check_space_quota(done.space, &parents).await;
-            tx.set(&kn, &done.attr.encode()).await?;
-            for (indx, hole) in holes {
-                append(&mut tx, &keys.chunk(ino, indx), hole).await?;
+            match holes {
+                Holes::Truncate(holes) => {
+                    if !holes.between.is_empty() {
+                        let whole = TruncateHoles::whole_chunk().encode();
+                        let (from, to) = (
+                            keys.chunk(ino, holes.between.start),
+                            keys.chunk(ino, holes.between.end),
+                        );
+                        for (k, mut v) in tx.scan(KeyRange::new(&from, &to)).await? {
+                            v.extend_from_slice(&whole);
+                            tx.set(&k, &v).await?;
+                        }
+                    }
+                    let (indx, head) = holes.head;
+                    append(&mut tx, &keys.chunk(ino, indx), head).await?;
+                    if let Some((indx, tail)) = holes.tail {
+                        append(&mut tx, &keys.chunk(ino, indx), tail).await?;
+                    }
+                    tx.set(&kn, &done.attr.encode()).await?;
+                }
+                Holes::Fallocate(holes) => {
+                    tx.set(&kn, &done.attr.encode()).await?;
+                    for (indx, hole) in holes {
+                        append(&mut tx, &keys.chunk(ino, indx), hole).await?;
+                    }
+                }
             }
             Ok(done)
         })
