@@ -79,12 +79,16 @@ pub(super) fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<Str
         online_cores: usize,
     }
     let mut hosts: BTreeMap<&str, Host> = BTreeMap::new();
-    for (rank, part) in parts.iter().enumerate().filter(|(_, p)| p.clients > 0) {
-        let host = hosts.entry(part.host.as_str()).or_default();
+    for (rank, part) in parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.place.clients > 0)
+    {
+        let host = hosts.entry(part.place.host.as_str()).or_default();
         host.ranks.push(rank);
         host.cpu += part.cpu;
-        host.usable_cores += part.cores;
-        host.online_cores = host.online_cores.max(part.host_cores);
+        host.usable_cores += part.place.cores;
+        host.online_cores = host.online_cores.max(part.place.host_cores);
     }
     hosts
         .into_iter()
@@ -140,13 +144,16 @@ pub(super) fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck
 mod tests {
     use super::*;
     use crate::stats::histogram;
+    use crate::sweep::ranks::RankPlace;
 
     fn part(host: &str, cores: usize, host_cores: usize, cpu_s: f64) -> RankPart {
         RankPart {
-            host: host.to_owned(),
-            clients: 1,
-            cores,
-            host_cores,
+            place: RankPlace {
+                host: host.to_owned(),
+                clients: 1,
+                cores,
+                host_cores,
+            },
             cpu: Duration::from_secs_f64(cpu_s),
             lag: histogram(),
             calls: 0,

@@ -34,7 +34,8 @@ use client::{
 };
 use level::{finish_level, level_op, measure_floor_on, read_telemetry, LevelFigures};
 use ranks::{
-    merge_reports, DirReady, LevelStart, PhaseEnd, PhaseGo, PhaseReport, RankPart, SessionsOpened,
+    merge_reports, DirReady, LevelStart, PhaseEnd, PhaseGo, PhaseReport, RankPart, RankPlace,
+    SessionsOpened,
 };
 
 /// Throughput growth below which a level counts as no growth (`--until-plateau`).
@@ -520,10 +521,12 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     Arc::try_unwrap(recorder).unwrap_or_else(|_| unreachable!("clients finished"));
                 let (merged, background) = recorder.merged();
                 let report = PhaseReport {
-                    host: team.host().to_owned(),
-                    clients: n as u32,
-                    cores,
-                    host_cores: online_cores(),
+                    place: RankPlace {
+                        host: team.host().to_owned(),
+                        clients: n as u32,
+                        cores,
+                        host_cores: online_cores(),
+                    },
                     ops: merged
                         .iter()
                         .map(|(op, acc)| (op.name().to_owned(), acc.to_wire(window.measure_from)))
@@ -617,9 +620,15 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     .enumerate()
                     .map(|(r, part)| RankLevel {
                         rank: r as u32,
-                        client: client_check(part.cpu, measured, part.cores, &part.lag, part.calls),
-                        host: part.host,
-                        clients: part.clients,
+                        client: client_check(
+                            part.cpu,
+                            measured,
+                            part.place.cores,
+                            &part.lag,
+                            part.calls,
+                        ),
+                        host: part.place.host,
+                        clients: part.place.clients,
                         ops: part.ops,
                     })
                     .collect();

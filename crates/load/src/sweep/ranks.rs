@@ -47,14 +47,20 @@ pub(super) struct PhaseGo<D> {
     pub(super) shared_dir: Option<D>,
 }
 
-/// One rank's phase, as it sends it to rank 0 to be merged.
-#[derive(Serialize, Deserialize)]
-pub(super) struct PhaseReport {
+/// Where a rank runs its clients: what rank 0 needs to judge them, sent with every phase.
+#[derive(Clone, Serialize, Deserialize)]
+pub(super) struct RankPlace {
     pub(super) host: String,
     pub(super) clients: u32,
     /// The cores this rank may use, and the cores its host has.
     pub(super) cores: usize,
     pub(super) host_cores: usize,
+}
+
+/// One rank's phase, as it sends it to rank 0 to be merged.
+#[derive(Serialize, Deserialize)]
+pub(super) struct PhaseReport {
+    pub(super) place: RankPlace,
     pub(super) ops: Vec<(String, WireAcc)>,
     pub(super) background: BackgroundAcc,
     pub(super) cpu: Duration,
@@ -72,10 +78,7 @@ pub(super) struct PhaseEnd {
 
 /// What rank 0 keeps of one rank over a level's phases.
 pub(super) struct RankPart {
-    pub(super) host: String,
-    pub(super) clients: u32,
-    pub(super) cores: usize,
-    pub(super) host_cores: usize,
+    pub(super) place: RankPlace,
     pub(super) cpu: Duration,
     pub(super) lag: Histogram<u64>,
     pub(super) calls: u64,
@@ -86,10 +89,7 @@ impl RankPart {
     /// An empty part for the rank that sent `report`, its first of the level.
     pub(super) fn new(report: &PhaseReport) -> Self {
         Self {
-            host: report.host.clone(),
-            clients: report.clients,
-            cores: report.cores,
-            host_cores: report.host_cores,
+            place: report.place.clone(),
             cpu: Duration::ZERO,
             lag: histogram(),
             calls: 0,
