@@ -155,11 +155,12 @@ impl Target {
     pub async fn engine_info(&self, client: &ClientSettings) -> EngineInfo {
         let mut info = self.engine.server_info().await.unwrap_or_default();
         let mut kind = self.engine.kind().name().to_owned();
-        // A stand-in is labelled in every output: its kind names it, and the results
-        // carry what it proves.
-        if let Some(what) = info.standin.take() {
-            kind += "-standin";
-            info.durability.insert("stand-in".to_owned(), what);
+        // A stand-in, or a server not told apart from one, is labelled in every output:
+        // its kind names it, and the results carry what it proves or why it is unknown.
+        if let Some(stand_in) = info.standin.take() {
+            kind += stand_in.kind_suffix();
+            let (name, what) = stand_in.entry();
+            info.durability.insert(name.to_owned(), what.to_owned());
         }
         EngineInfo {
             kind,

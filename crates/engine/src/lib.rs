@@ -25,7 +25,7 @@ pub use base::{ClientState, ResizeSteps, SessionSteps, Storage, TxGuard, TxLock}
 pub use error::{MetaError, Result};
 pub use meta::{
     ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,
-    Renamed, ServerInfo, SessionOptions, SetAttr, VolumeState, Xattr, XattrFlags,
+    Renamed, ServerInfo, SessionOptions, SetAttr, StandIn, VolumeState, Xattr, XattrFlags,
 };
 pub use resize::{falloc, FallocRange, Resized};
 pub use stats::SessionStats;

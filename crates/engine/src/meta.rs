@@ -606,9 +606,37 @@ pub struct ServerInfo {
     pub version: String,
     /// Durability settings read from the server (`appendfsync`, `fsync`, …).
     pub durability: BTreeMap<String, String>,
-    /// Set when the server only stands in for the engine (unistore for TiKV): what
-    /// results against it prove. Every output labels such runs.
-    pub standin: Option<String>,
+    /// Set when the server only stands in for the engine (unistore for TiKV), or could
+    /// not be told from a stand-in. Every output labels such runs.
+    pub standin: Option<StandIn>,
+}
+
+/// A server that is, or may be, only a stand-in for the engine it answers as.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum StandIn {
+    /// A stand-in: what results against it prove.
+    Known(String),
+    /// Not told apart from a stand-in: why, and what it may be.
+    Unverified(String),
+}
+
+impl StandIn {
+    /// What a run's engine kind carries after the engine's name: `-standin`,
+    /// `-unverified`.
+    pub fn kind_suffix(&self) -> &'static str {
+        match self {
+            Self::Known(_) => "-standin",
+            Self::Unverified(_) => "-unverified",
+        }
+    }
+
+    /// The results' entry for it (a durability setting's name, and what it says).
+    pub fn entry(&self) -> (&'static str, &str) {
+        match self {
+            Self::Known(what) => ("stand-in", what),
+            Self::Unverified(why) => ("unverified", why),
+        }
+    }
 }
 
 /// A metadata engine reached through a meta URL. Shared by all sessions of a run.

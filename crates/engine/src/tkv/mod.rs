@@ -73,7 +73,7 @@ pub fn fidelity_notes() -> &'static [&'static str] {
         "TiKV stand-in (PD + unistore): proves protocol, schema and round trips, not TiKV's \
          speed. Commits there use 2PC, because unistore's 1PC is not snapshot-isolated (it \
          can lose an update under racing writers). Runs against it are labelled \
-         `tikv-standin`.",
+         `tikv-standin`; runs against a store PD does not list, `tikv-unverified`.",
         "FoundationDB (feature `fdb`, type-checked only, never run against a cluster): `incrBy` is a \
          get + set instead of an atomic add + get, a hole appended by truncate or fallocate \
          is a get + set instead of a blind `AppendIfFits`, conflicts are retried by metabench's loop \

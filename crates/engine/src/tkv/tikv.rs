@@ -12,7 +12,7 @@ use super::kv::{
     via_native, KeyRange, KvBackend, KvError, KvResult, NativeTxn, Version, Versioned, Write,
 };
 use super::per_runtime::PerRuntime;
-use crate::{MetaError, MetaUrl, Result, ServerInfo};
+use crate::{MetaError, MetaUrl, Result, ServerInfo, StandIn};
 use async_trait::async_trait;
 use metabench_schema::tkv::TkvKeys;
 use std::collections::{BTreeMap, HashMap};
@@ -139,7 +139,8 @@ fn options(simple: bool, one_pc: bool) -> TransactionOptions {
 /// timestamp but reads before the write lands misses it and commits over it (a lost update,
 /// seen as a directory's nlink falling behind under racing mkdirs). On a stand-in, commits
 /// therefore use plain 2PC, which is isolated there; the KV calls metabench counts are the
-/// same either way. When PD cannot be asked, the store is taken for TiKV.
+/// same either way. When PD cannot be asked, commits try 1PC as on TiKV, and the run is
+/// labelled unverified ([`describe_stores`]).
 fn one_pc_is_safe(stores: &std::result::Result<Vec<StoreInfo>, String>) -> bool {
     !matches!(stores, Ok(s) if s.iter().any(|s| s.standin))
 }
@@ -468,23 +469,8 @@ impl KvBackend for TikvKv {
     /// PD's view of the stores: their versions, and whether any is a stand-in.
     async fn server_info(&self) -> KvResult<ServerInfo> {
         let mut durability = BTreeMap::new();
-        let mut standin = None;
-        let version = match pd_stores(&self.clients.endpoints).await {
-            Ok(stores) => {
-                durability.insert("stores".to_owned(), stores.len().to_string());
-                let versions: Vec<&str> = stores.iter().map(|s| s.version.as_str()).collect();
-                if stores.iter().any(|s| s.standin) {
-                    standin = Some(STANDIN_LABEL.to_owned());
-                    format!("unistore {} (TiKV stand-in)", versions.join(","))
-                } else {
-                    format!("tikv {}", versions.join(","))
-                }
-            }
-            Err(e) => {
-                durability.insert("stores".to_owned(), format!("unknown ({e})"));
-                "tikv (store version unknown)".to_owned()
-            }
-        };
+        let (version, stores, standin) = describe_stores(pd_stores(&self.clients.endpoints).await);
+        durability.insert("stores".to_owned(), stores);
         let commit = if self.one_pc {
             "1PC within a region, else 2PC (as JuiceFS)"
         } else {
@@ -496,6 +482,37 @@ impl KvBackend for TikvKv {
             durability,
             standin,
         })
+    }
+}
+
+/// The server's version, its `stores` entry and whether it is (or may be) a stand-in, from
+/// PD's stores. When PD cannot list them, the store may be unistore as well as TiKV: the
+/// run is labelled unverified rather than taken for TiKV.
+fn describe_stores(
+    stores: std::result::Result<Vec<StoreInfo>, String>,
+) -> (String, String, Option<StandIn>) {
+    match stores {
+        Ok(stores) => {
+            let versions: Vec<&str> = stores.iter().map(|s| s.version.as_str()).collect();
+            let count = stores.len().to_string();
+            if stores.iter().any(|s| s.standin) {
+                let version = format!("unistore {} (TiKV stand-in)", versions.join(","));
+                (
+                    version,
+                    count,
+                    Some(StandIn::Known(STANDIN_LABEL.to_owned())),
+                )
+            } else {
+                (format!("tikv {}", versions.join(",")), count, None)
+            }
+        }
+        Err(e) => (
+            "tikv (store version unknown)".to_owned(),
+            format!("unknown ({e})"),
+            Some(StandIn::Unverified(format!(
+                "PD did not list its stores ({e}): TiKV or a stand-in (unistore), not told apart"
+            ))),
+        ),
     }
 }
 
@@ -585,6 +602,32 @@ mod tests {
         assert!(e.contains("ca=, cert= and key="), "{e}");
         let e = cfg("tikv://pd/jfs?verify-cn=a").unwrap_err().to_string();
         assert!(e.contains("'verify-cn' is not supported"), "{e}");
+    }
+
+    #[test]
+    fn stores_pd_cannot_list_are_labelled_unverified() {
+        let (version, stores, standin) = describe_stores(Err("connection refused".into()));
+        assert_eq!(version, "tikv (store version unknown)");
+        assert_eq!(stores, "unknown (connection refused)");
+        let Some(StandIn::Unverified(why)) = standin else {
+            panic!("{standin:?}");
+        };
+        assert!(why.contains("connection refused"), "{why}");
+        let real = StoreInfo {
+            version: "7.5.0".into(),
+            standin: false,
+        };
+        assert_eq!(
+            describe_stores(Ok(vec![real.clone()])),
+            ("tikv 7.5.0".into(), "1".into(), None)
+        );
+        let unistore = StoreInfo {
+            version: "3.0.0-bata.1".into(),
+            standin: true,
+        };
+        let (version, _, standin) = describe_stores(Ok(vec![real, unistore]));
+        assert_eq!(version, "unistore 7.5.0,3.0.0-bata.1 (TiKV stand-in)");
+        assert!(matches!(standin, Some(StandIn::Known(_))));
     }
 
     #[test]
