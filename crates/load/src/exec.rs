@@ -289,7 +289,8 @@ impl OpTimeout {
     /// Times `call` alone, between two clock reads, bounded by the limit: what it
     /// returned (or [`MetaError::Timeout`]), when it started and when it ended. Every
     /// timed call that may wait goes through [`OpTimeout::bound`]: the operations'
-    /// ([`timed_call`]) and the floor's, here.
+    /// ([`timed_call`]) and the floor's, here. The floor's calls lose the call path's
+    /// timing part, which holds a declined answer from memory (a ns or two) they skip.
     pub(crate) async fn time<T>(&mut self, call: impl Future<Output = Result<T>>) -> Clocked<T> {
         let start = Instant::now();
         // The deadline from the start already read: no clock read of the timeout's own
