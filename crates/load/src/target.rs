@@ -92,10 +92,10 @@ pub trait Session: Send {
 
     /// The timed call when the client answers it from its own memory, as a plain
     /// function call with no future (a JuiceFS client's `NewSlice` from its id batch,
-    /// `Read` of a cached chunk); `None`: the call needs [`Session::call`]. Timed as the
-    /// call itself.
-    fn answer_in_client(&mut self, _work: &mut Self::Work) -> Option<Result<()>> {
-        None
+    /// `Read` of a cached chunk), which cannot fail: whether it answered; if not, the
+    /// call needs [`Session::call`]. Timed as the call itself.
+    fn answer_in_client(&mut self, _work: &mut Self::Work) -> bool {
+        false
     }
 
     /// The timed call.
@@ -185,7 +185,7 @@ impl<'m> Session for Box<dyn Meta + 'm> {
         work.prepare(self.as_mut()).await
     }
 
-    fn answer_in_client(&mut self, work: &mut OpState) -> Option<Result<()>> {
+    fn answer_in_client(&mut self, work: &mut OpState) -> bool {
         work.answer_in_client(self.as_ref())
     }
 
