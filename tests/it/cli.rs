@@ -100,6 +100,8 @@ fn nonsense_numbers_are_rejected() {
     assert!(line.contains("'soon' is not a duration"), "{line}");
     let line = one_error_line(&run(&["ops", "--skip-dir-nlink", "many"]), 2);
     assert!(line.contains("--skip-dir-nlink"), "{line}");
+    let line = one_error_line(&run(&["sweep", "--client-threads", "0"]), 2);
+    assert!(line.contains("--client-threads"), "{line}");
 }
 
 #[test]
@@ -136,6 +138,8 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
             "mkdir,create,getattr,read_1",
             "--iterations",
             "20",
+            "--client-threads",
+            "3",
             "--json",
         ])
         .arg(&json)
@@ -143,6 +147,10 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("client threads: 3 (--client-threads)"),
+        "{out}"
+    );
     assert!(out.contains("| mkdir") && out.contains("| read_1"), "{out}");
     // The client profile and the documented differences are printed with the results.
     assert!(out.contains("client profile: gobench"), "{out}");
@@ -181,6 +189,7 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["engine"]["kind"], "sqlite");
+    assert_eq!(r["host"]["client_threads"], 3);
     assert!(r["engine"]["client_profile"]
         .as_str()
         .unwrap()

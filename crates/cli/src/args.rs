@@ -341,6 +341,14 @@ pub struct ClientArgs {
     /// as a `timeout` error, and its client goes on with a fresh session.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub op_timeout: std::time::Duration,
+
+    /// Threads that run the clients, each with its own runtime, the clients spread over
+    /// them. Default: one per core, less one when the engine's server runs on this
+    /// machine (a loopback address or a Unix socket in --meta), which then keeps a core
+    /// of its own; an in-process engine (SQLite) runs on the client threads and gets
+    /// one per core
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub client_threads: Option<u16>,
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
 
     // The client threads, set up exactly as `sweep` sets them up: the one client runs on
     // the first, its session opened there, so both commands time a call the same way.
-    let exec = client_threads()?;
+    let (exec, threads_why) = client_threads(&args.client, &args.target)?;
     let settings = args.client.profile.settings(ClientProfile::Gobench);
     let run = Run::start(
         &args.target,
@@ -89,6 +89,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ", existing volume"
     };
     run.say_start("ops", fresh);
+    run.say_client_threads(&exec, threads_why);
 
     let opts = run.client.session.clone();
     let run_client_cache = opts.client_cache;
@@ -141,7 +142,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ),
     };
     let failed = matches!(&outcome, Ok((o, _)) if o.failure.is_some());
-    let (stop, header) = (run.stop.clone(), run.header("ops"));
+    let (stop, header) = (run.stop.clone(), run.header("ops", Some(&exec)));
     let cleanup = run.finish(failed, namespace.as_ref()).await;
     let ((outcome, floor), cleanup_error) =
         after_cleanup(outcome, cleanup, |(o, _)| o.failure.as_mut())?;

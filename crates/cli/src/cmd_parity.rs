@@ -212,7 +212,7 @@ pub async fn run(args: ParityArgs) -> Result<i32, CliError> {
     let mut report = ParityReport {
         header: RunHeader {
             schema_version: PARITY_SCHEMA_VERSION,
-            ..run.header("parity")
+            ..run.header("parity", None)
         },
         juicefs_version: juicefs_version(&juicefs),
         tasks,

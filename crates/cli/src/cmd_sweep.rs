@@ -180,8 +180,10 @@ fn join_team() -> Result<Box<dyn Team>, CliError> {
 
 /// What a sweep is asked to do, read from its arguments before anything is written.
 struct Prepared {
-    /// The client threads (one runtime per core), started before anything is written.
+    /// The client threads ([`client_threads`]), started before anything is written, and
+    /// why there are that many.
     exec: Exec,
+    threads_why: &'static str,
     workload: Workload,
     levels: Vec<u32>,
     settings: ClientSettings,
@@ -249,8 +251,10 @@ fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliError> {
         rate: args.rate.as_ref().map(ToString::to_string),
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
+    let (exec, threads_why) = client_threads(&args.client, &args.target)?;
     Ok(Prepared {
-        exec: client_threads()?,
+        exec,
+        threads_why,
         workload,
         levels,
         settings,
@@ -583,6 +587,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     }
     let Prepared {
         exec,
+        threads_why,
         workload,
         levels,
         settings,
@@ -654,6 +659,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             "sweep",
             &format!(": {loop_kind}, workload {}{over}", workload.name),
         );
+        run.say_client_threads(&exec, threads_why);
     }
 
     let live = Arc::new(Live::default());
@@ -667,7 +673,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         run.client.background_in_window(),
         args.threads_per_client,
     );
-    let header = run.header("sweep");
+    let header = run.header("sweep", Some(&exec));
     let mut log_error = None;
     // Under MPI, rank 0 writes the levels merged so far after each one: a rank that is
     // killed (and the job with it) leaves them on disk.

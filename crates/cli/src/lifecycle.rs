@@ -4,11 +4,12 @@
 //! the cleanup on every path (the run's namespace, and the volume if this run formatted
 //! it). `ops` and `sweep` also share how a failed cleanup is reported and the exit code.
 
-use crate::args::{watch_ctrl_c, ClientSettings};
+use crate::args::{watch_ctrl_c, ClientArgs, ClientSettings};
 use crate::error::CliError;
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use metabench_engine::namespace::Namespace;
+use metabench_engine::MetaUrl;
 use metabench_load::{Exec, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
 
@@ -17,10 +18,34 @@ pub(crate) fn git_commit() -> Option<String> {
     Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty())
 }
 
-/// The client threads of `ops` and `sweep` (one runtime per core), started before
-/// anything is written, the same for both, so both time a call the same way.
-pub fn client_threads() -> Result<Exec, CliError> {
-    Exec::per_core().map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))
+/// The client threads of `ops` and `sweep`, started before anything is written, the same
+/// for both, so both time a call the same way: `--client-threads`, else one per core
+/// (the cores this process may use), less one when the engine's server runs on this
+/// machine. A local Redis on two cores measured with two client threads got 0.89–1.08×
+/// `redis-benchmark`'s rate at 4 clients, and 1.23–1.60× with one: a second client
+/// thread took the engine's core, and each thread woke for fewer replies. Returns the
+/// threads and why there are that many.
+pub fn client_threads(
+    args: &ClientArgs,
+    target: &TargetArgs,
+) -> Result<(Exec, &'static str), CliError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine_here = target
+        .meta
+        .as_deref()
+        .and_then(|m| MetaUrl::parse(m).ok())
+        .is_some_and(|url| url.server_on_this_host());
+    let (threads, why) = match args.client_threads {
+        Some(n) => (usize::from(n), "--client-threads"),
+        None if engine_here && cores > 1 => (
+            cores - 1,
+            "one per core but one: the engine's server runs on this machine and keeps a core",
+        ),
+        None => (cores, "one per core"),
+    };
+    let exec = Exec::new(threads)
+        .map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
+    Ok((exec, why))
 }
 
 /// One run of a measuring command, from the moment its input is checked to its cleanup.
@@ -86,14 +111,22 @@ impl Run {
         );
     }
 
-    /// The header of this run's `kind` results file.
-    pub fn header(&self, kind: &str) -> RunHeader {
-        RunHeader::new(
+    /// Says how many client threads run the clients, and why ([`client_threads`]).
+    pub fn say_client_threads(&self, exec: &Exec, why: &str) {
+        say!("client threads: {} ({why})", exec.threads());
+    }
+
+    /// The header of this run's `kind` results file, its clients run on `exec` (none:
+    /// `parity`, whose clients are juicefs mounts and native file calls).
+    pub fn header(&self, kind: &str, exec: Option<&Exec>) -> RunHeader {
+        let mut header = RunHeader::new(
             kind,
             self.started_at.clone(),
             self.engine.clone(),
             git_commit(),
-        )
+        );
+        header.host.client_threads = exec.map_or(0, Exec::threads);
+        header
     }
 
     /// Cleans up after the work, whatever its outcome: removes the namespace (if it was

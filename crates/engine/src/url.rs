@@ -225,6 +225,28 @@ impl MetaUrl {
             .collect()
     }
 
+    /// Whether the engine's server is a process on this machine: a Unix socket, or TCP
+    /// hosts that are all loopback (`localhost`, 127.0.0.0/8, `::1`). An in-process engine
+    /// (SQLite, memkv) is not: it runs on the calling threads. A Redis Sentinel URL names
+    /// its Sentinels, not the master, and is never taken for one.
+    pub fn server_on_this_host(&self) -> bool {
+        let loopback = |host: &str| {
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        };
+        match &self.address {
+            Address::Unix(_) => true,
+            Address::File(_) => false,
+            Address::Tcp { .. } => {
+                self.scheme != Scheme::Memkv
+                    && self.sentinel_master.is_none()
+                    && self.hosts().iter().all(|(host, _)| loopback(host))
+            }
+        }
+    }
+
     /// The URL with the password shown as `****`, as JuiceFS logs it.
     pub fn redacted(&self) -> String {
         let mut s = format!("{}://", self.scheme.as_str());
@@ -655,6 +677,37 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn a_server_on_this_host_is_one_at_a_loopback_address_or_a_unix_socket() {
+        let local = |s: &str| {
+            MetaUrl::parse_with_env(s, no_env)
+                .unwrap()
+                .server_on_this_host()
+        };
+        for url in [
+            "redis://127.0.0.1:6379/1",
+            "redis://localhost/2",
+            "unix:///tmp/redis.sock?db=1",
+            "mysql://u:p@(127.0.0.1:3306)/db",
+            "mysql://u:p@unix(/run/mysqld/mysqld.sock)/db",
+            "postgres://u:p@[::1]:5432/db",
+            "etcd://127.0.0.1:2379,127.0.0.2:2379/jfs",
+            "tikv://localhost:2379/jfs",
+        ] {
+            assert!(local(url), "{url}");
+        }
+        for url in [
+            "redis://10.0.0.5:6379/1",
+            "redis://redis.example.com/1",
+            "etcd://127.0.0.1:2379,10.0.0.5:2379/jfs",
+            "redis://mymaster,127.0.0.1:26379/1",
+            "sqlite3:///tmp/jfs.db",
+            "memkv://local",
+        ] {
+            assert!(!local(url), "{url}");
+        }
     }
 
     #[test]

@@ -124,6 +124,7 @@ async fn sweep_on<P: PathSystem>(
 ) -> Result<i32, CliError> {
     let Prepared {
         exec,
+        threads_why,
         workload,
         levels,
         plan,
@@ -149,6 +150,7 @@ async fn sweep_on<P: PathSystem>(
         engine.url,
         workload.name
     );
+    say!("client threads: {} ({threads_why})", exec.threads());
     let config = args.config(levels, &workload, SessionOptions::default(), false, 1);
     let live = Arc::new(Live::default());
     let progress = Progress::start(true, &live, &workload, 1);
@@ -178,7 +180,8 @@ async fn sweep_on<P: PathSystem>(
         )
     });
     let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
-    let header = RunHeader::new("sweep", started_at, engine, git_commit());
+    let mut header = RunHeader::new("sweep", started_at, engine, git_commit());
+    header.host.client_threads = exec.threads();
     let mut run = results(header, plan, outcome, stop.is_stopped(), None);
     let write_error = publish(&mut run, args);
     match (write_error.or(log_error), cleanup_error) {

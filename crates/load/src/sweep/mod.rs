@@ -42,7 +42,8 @@ use ranks::{
 pub const PLATEAU_GROWTH: f64 = 0.05;
 /// Levels without growth after which `--until-plateau` stops.
 pub const PLATEAU_LEVELS: usize = 2;
-/// CPU share of all cores above which the generator is flagged as the bottleneck.
+/// CPU share of the cores its client threads can use above which the generator is
+/// flagged as the bottleneck.
 pub const CLIENT_CPU_LIMIT: f64 = 0.90;
 /// Scheduling lag p99 above which the generator is flagged as the bottleneck.
 pub const CLIENT_LAG_LIMIT: Duration = Duration::from_millis(2);
@@ -240,6 +241,8 @@ pub async fn run_sweep<T: Target + ?Sized>(
         let mut sessions: Vec<T::Session> = Vec::new();
         let mut totals: Vec<Point> = Vec::new();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The cores this rank's clients can use: one per client thread at most.
+        let client_cores = cores.min(exec.threads());
         let (rank, ranks) = (team.rank(), team.size());
         let leader = rank == 0;
         let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
@@ -524,7 +527,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     place: RankPlace {
                         host: team.host().to_owned(),
                         clients: n as u32,
-                        cores,
+                        cores: client_cores,
                         host_cores: online_cores(),
                     },
                     ops: merged

@@ -117,6 +117,10 @@ pub struct HostInfo {
     pub hostname: String,
     /// Logical CPUs.
     pub cores: usize,
+    /// The threads metabench ran its clients on (`--client-threads`); 0 in results from
+    /// before it was recorded, and where no client thread ran.
+    #[serde(default)]
+    pub client_threads: usize,
     /// Memory in bytes.
     pub memory_bytes: u64,
     /// Operating system and kernel.
@@ -124,10 +128,15 @@ pub struct HostInfo {
 }
 
 impl HostInfo {
-    /// `hostname (N cores, M GiB, os)`.
+    /// `hostname (N cores, T client threads, M GiB, os)`.
     pub fn summary(&self) -> String {
+        let threads = match self.client_threads {
+            0 => String::new(),
+            1 => ", 1 client thread".to_owned(),
+            n => format!(", {n} client threads"),
+        };
         format!(
-            "{} ({} cores, {:.1} GiB, {})",
+            "{} ({} cores{threads}, {:.1} GiB, {})",
             self.hostname,
             self.cores,
             self.memory_bytes as f64 / (1u64 << 30) as f64,
@@ -153,6 +162,7 @@ impl HostInfo {
         Self {
             hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            client_threads: 0,
             memory_bytes,
             os: if kernel.is_empty() {
                 pretty

@@ -152,7 +152,8 @@ pub struct ClientCheck {
     /// Client CPU per completed call in the windows, µs (`cpu_s` / calls).
     #[serde(default)]
     pub cpu_us_per_op: f64,
-    /// CPU used as a share of all cores over the windows (1.0 = every core busy).
+    /// CPU used as a share of the cores the client threads can use (one per thread, at
+    /// most the cores), over the windows (1.0 = every such core busy).
     pub cpu_utilisation: f64,
     /// 99th percentile of the scheduling lag (how late a ready task starts), µs.
     pub lag_p99_us: f64,
