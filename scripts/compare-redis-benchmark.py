@@ -11,6 +11,10 @@ mean metabench's own ceiling is no lower than redis-benchmark's.
     scripts/compare-redis-benchmark.py --host 127.0.0.1 --port 6379 --db 9 \\
         --levels 1,4,16,64,256 --duration 3
 
+metabench runs its clients on its default client threads (one per core, less one when
+Redis runs on this machine: one on a 2-core box, like redis-benchmark) unless
+`--client-threads N` is given; the table's footer says how many.
+
 metabench's CPU per call is its own count for the timed window (`client.cpu_s` over
 the calls in it); redis-benchmark's is the user+system time of its process over its
 requests. metabench formats the empty database `--db` and removes what it wrote;
@@ -60,6 +64,8 @@ def metabench_level(args, clients):
         # The Go benchmark's client: no background work in the window beside the GETs.
         cmd = [args.metabench, "sweep", "--meta", url, "--profile", "gobench", "--conc", str(clients),
                "--ops", "getattr", "--warmup", "500ms", "--duration", f"{args.duration}s", "--json", path]
+        if args.client_threads:
+            cmd += ["--client-threads", str(args.client_threads)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             sys.exit(f"compare-redis-benchmark: metabench failed: {out.stderr.strip()}")
@@ -70,7 +76,7 @@ def metabench_level(args, clients):
     client = level["client"]
     # Results files from before metabench reported CPU per call carry only cpu_s.
     cpu = client.get("cpu_us_per_op") or client["cpu_s"] * 1e6 / max(1, op["count"])
-    return op["ops_per_s"], cpu, client["client_bound"]
+    return op["ops_per_s"], cpu, client["client_bound"], run["host"].get("client_threads", 0)
 
 
 def main():
@@ -83,6 +89,9 @@ def main():
     p.add_argument("--duration", type=float, default=3.0, help="seconds per run")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--metabench", default="target/release/metabench")
+    p.add_argument("--client-threads", type=int,
+                   help="metabench's --client-threads (default: its own choice, one per core "
+                        "less one for a Redis on this machine)")
     args = p.parse_args()
 
     # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
@@ -91,14 +100,18 @@ def main():
     print("| clients | metabench ops/s | redis-benchmark rps | throughput ratio | metabench CPU µs/call "
           "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    threads = set()
     try:
         for c in [int(x) for x in args.levels.split(",")]:
             for _ in range(args.rounds):
-                mb_ops, mb_cpu, bound = metabench_level(args, c)
+                mb_ops, mb_cpu, bound, mb_threads = metabench_level(args, c)
+                threads.add(mb_threads)
                 requests = max(20000, int(mb_ops * args.duration))
                 rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
                 print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
                       f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
+        print(f"\nmetabench ran its clients on {', '.join(map(str, sorted(threads)))} client "
+              "thread(s) (its results' host.client_threads); redis-benchmark on its one thread.")
     finally:
         subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
                         "DEL", "key:__rand_int__"], capture_output=True)

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""metabench against itself: `ops` and `sweep --conc 1` must time a call the same way.
+
+Runs `metabench ops` and `metabench sweep --conc 1 --workload golang` (every operation of
+JuiceFS's Go benchmark, each its own phase) alternately on the same engine, both with the
+Go benchmark's client (`--profile gobench --client-cache`), and prints each operation's
+mean µs per call side by side with the ratio sweep / ops:
+
+    scripts/compare-ops-sweep.py --meta redis://127.0.0.1:6379/3 --rounds 3
+
+Both time each operation for --duration (the sweep after a --warmup that `ops` replaces
+with one untimed call), so they make about as many calls, id-batch refills included. A
+ratio outside ±10 % is marked. metabench formats --meta if it is empty and removes what it wrote.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def metabench(args, command):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "run.json")
+        cmd = [args.metabench, *command, "--meta", args.meta, "--profile", "gobench",
+               "--client-cache", "--json", path]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        if out.returncode != 0:
+            sys.exit(f"compare-ops-sweep: metabench {command[0]} failed: {out.stderr.strip()}")
+        with open(path) as f:
+            return json.load(f)
+
+
+def run_ops(args):
+    run = metabench(args, ["ops", "--duration", args.duration])
+    return {r["op"]: r["mean_us"] for r in run["results"] if not r.get("skipped")}
+
+
+def run_sweep(args):
+    run = metabench(args, ["sweep", "--conc", "1", "--workload", "golang",
+                           "--warmup", args.warmup, "--duration", args.duration])
+    return {o["op"]: o["mean_us"] for o in run["levels"][0]["ops"]}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--meta", required=True, help="meta URL (an empty database, or one metabench formatted)")
+    p.add_argument("--metabench", default="target/release/metabench")
+    p.add_argument("--warmup", default="200ms", help="sweep: warm-up per phase")
+    p.add_argument("--duration", default="1s", help="timed time per operation (ops) and window per phase (sweep)")
+    p.add_argument("--rounds", type=int, default=2)
+    args = p.parse_args()
+
+    ops, sweep = {}, {}
+    for i in range(args.rounds):
+        for name, us in run_ops(args).items():
+            ops.setdefault(name, []).append(us)
+        for name, us in run_sweep(args).items():
+            sweep.setdefault(name, []).append(us)
+        print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
+
+    print("| op | ops µs/op | sweep --conc 1 µs/op | sweep / ops |")
+    print("|---|---:|---:|---:|")
+    ratios = []
+    for name in ops:
+        if name not in sweep:
+            continue
+        o, s = statistics.median(ops[name]), statistics.median(sweep[name])
+        ratio = s / o if o > 0 else float("nan")
+        ratios.append(ratio)
+        mark = "" if 0.9 <= ratio <= 1.1 else " *"
+        print(f"| {name} | {o:.4f} | {s:.4f} | {ratio:.2f}{mark} |")
+    within = sum(0.9 <= r <= 1.1 for r in ratios)
+    print(f"\n{len(ratios)} operations: {within} within ±10 %; median ratio "
+          f"{statistics.median(ratios):.2f} ({args.rounds} rounds, median per op; * outside ±10 %)")
+
+
+if __name__ == "__main__":
+    main()
