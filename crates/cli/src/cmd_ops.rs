@@ -2,7 +2,7 @@
 
 use crate::args::{check_output_path, parse_count, parse_duration, write_file, ClientArgs};
 use crate::error::{input, CliError};
-use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
+use crate::lifecycle::{after_cleanup, client_threads, exit_code, say_client_threads, Run};
 use crate::target::TargetArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::ClientProfile;
@@ -89,7 +89,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ", existing volume"
     };
     run.say_start("ops", fresh);
-    run.say_client_threads(&exec, threads_why);
+    say_client_threads(&exec, threads_why);
 
     let opts = run.client.session.clone();
     let run_client_cache = opts.client_cache;

@@ -5,7 +5,7 @@ use crate::args::{
     ClientSettings,
 };
 use crate::error::{input, CliError};
-use crate::lifecycle::{after_cleanup, client_threads, exit_code, Run};
+use crate::lifecycle::{after_cleanup, client_threads, exit_code, say_client_threads, Run};
 use crate::target::TargetArgs;
 use metabench_load::team::{
     agree, answer, from_leader, gather_all, launched_by_mpi, Solo, Team, TeamError,
@@ -659,7 +659,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             "sweep",
             &format!(": {loop_kind}, workload {}{over}", workload.name),
         );
-        run.say_client_threads(&exec, threads_why);
+        say_client_threads(&exec, threads_why);
     }
 
     let live = Arc::new(Live::default());

@@ -48,6 +48,11 @@ pub fn client_threads(
     Ok((exec, why))
 }
 
+/// Says how many client threads run the clients, and why ([`client_threads`]).
+pub fn say_client_threads(exec: &Exec, why: &str) {
+    say!("client threads: {} ({why})", exec.threads());
+}
+
 /// One run of a measuring command, from the moment its input is checked to its cleanup.
 pub struct Run {
     /// Set by Ctrl-C; the run stops at its next check.
@@ -109,11 +114,6 @@ impl Run {
             self.engine.url,
             self.target.format.name
         );
-    }
-
-    /// Says how many client threads run the clients, and why ([`client_threads`]).
-    pub fn say_client_threads(&self, exec: &Exec, why: &str) {
-        say!("client threads: {} ({why})", exec.threads());
     }
 
     /// The header of this run's `kind` results file, its clients run on `exec` (none:

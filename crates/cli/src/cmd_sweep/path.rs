@@ -11,7 +11,7 @@
 use super::{prepare, publish, results, show_level, Prepared, Progress, SweepArgs};
 use crate::args::watch_ctrl_c;
 use crate::error::{input, CliError};
-use crate::lifecycle::{after_cleanup, exit_code, git_commit};
+use crate::lifecycle::{after_cleanup, exit_code, git_commit, say_client_threads};
 use crate::target::new_run_id;
 use metabench_engine::SessionOptions;
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
@@ -150,7 +150,7 @@ async fn sweep_on<P: PathSystem>(
         engine.url,
         workload.name
     );
-    say!("client threads: {} ({threads_why})", exec.threads());
+    say_client_threads(&exec, threads_why);
     let config = args.config(levels, &workload, SessionOptions::default(), false, 1);
     let live = Arc::new(Live::default());
     let progress = Progress::start(true, &live, &workload, 1);

@@ -33,7 +33,7 @@ pub(super) fn client_check(
     let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
     let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT {
         Some(format!(
-            "metabench used {:.0}% of the {cores} cores its client threads can use (an embedded engine such as SQLite counts here too)",
+            "metabench used {:.0}% of the cores its client threads can use ({cores}; an embedded engine such as SQLite counts here too)",
             cpu_utilisation * 100.0
         ))
     } else if lag_p99 > CLIENT_LAG_LIMIT {
