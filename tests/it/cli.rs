@@ -147,9 +147,11 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
+    // Said on stderr, with the run's other progress lines.
+    let said = stderr(&o);
     assert!(
-        out.contains("client threads: 3 (--client-threads)"),
-        "{out}"
+        said.contains("client threads: 3 (--client-threads)"),
+        "{said}"
     );
     assert!(out.contains("| mkdir") && out.contains("| read_1"), "{out}");
     // The client profile and the documented differences are printed with the results.

@@ -81,7 +81,7 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
     assert!(!run.header.engine.url.contains(metabench_testkit::PASSWORD));
     assert!(!run.header.host.os.is_empty() && run.header.host.cores > 0);
     // A client thread per core, less one for a server on this machine (the test Redis on
-    // loopback), none for the embedded SQLite: said in the header and stored.
+    // loopback), none for the embedded SQLite: said on stderr and stored.
     let cores = std::thread::available_parallelism().unwrap().get();
     let threads = if meta.is_some() && cores > 1 {
         cores - 1
@@ -89,9 +89,10 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
         cores
     };
     assert_eq!(run.header.host.client_threads, threads);
+    let said = String::from_utf8_lossy(&o.stderr);
     assert!(
-        stdout.contains(&format!("client threads: {threads} (")),
-        "{stdout}"
+        said.contains(&format!("client threads: {threads} (")),
+        "{said}"
     );
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 1 + 3 * 2);
