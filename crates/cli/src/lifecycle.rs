@@ -29,7 +29,7 @@ pub fn client_threads(
     args: &ClientArgs,
     target: &TargetArgs,
 ) -> Result<(Exec, &'static str), CliError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = metabench_load::exec::usable_cores();
     let engine_here = target
         .meta
         .as_deref()

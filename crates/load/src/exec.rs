@@ -47,6 +47,12 @@ pub fn timing_note() -> String {
     )
 }
 
+/// The cores this process may use (its CPU affinity; an MPI rank bound to one core has
+/// one): at most one client thread per core runs at a time.
+pub fn usable_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// How often the lag probe pokes each client thread.
 pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(1);
 
@@ -90,11 +96,6 @@ impl Exec {
             });
         }
         Ok(Self { workers })
-    }
-
-    /// One client thread per available core.
-    pub fn per_core() -> std::io::Result<Self> {
-        Self::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 
     /// Number of client threads.

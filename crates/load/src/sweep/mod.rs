@@ -240,7 +240,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
     let levels: std::result::Result<(), Ended> = async {
         let mut sessions: Vec<T::Session> = Vec::new();
         let mut totals: Vec<Point> = Vec::new();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::exec::usable_cores();
         // The cores this rank's clients can use: one per client thread at most.
         let client_cores = cores.min(exec.threads());
         let (rank, ranks) = (team.rank(), team.size());
