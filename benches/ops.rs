@@ -3,6 +3,9 @@
 //! against Redis. Each operation gets the Go benchmark's untimed setup; only the call is
 //! timed. An empty database is formatted and removed again; an existing volume is used
 //! inside `/.metabench/<id>` only.
+//!
+//! A second group, `in_client`, measures what metabench's client logic costs where no
+//! engine is involved: the calls a client answers from its own memory, on memkv.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use metabench_engine::namespace::Namespace;
@@ -117,5 +120,70 @@ fn ops(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, ops);
+/// The calls a client with `--client-cache` answers from its own memory (newchunk from its
+/// slice-id batch, a read of a cached chunk), on memkv, through the path `ops` and `sweep`
+/// take ([`OpState::answer_in_client`], else the full call). Timed as JuiceFS's Go
+/// benchmark times them, one clock around all `b.N` calls: one such call is shorter than
+/// the two clock reads that `ops` spends on timing it alone. This is the client-CPU
+/// figure to set beside `BenchmarkTKV` on `memkv://`
+/// (`scripts/compare-go-bench.py --bench BenchmarkTKV`).
+fn in_client(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let bench = rt
+        .block_on(prepare("memkv", "memkv://criterion", None))
+        .expect("memkv opens");
+    let mut options = ClientProfile::Gobench.session_options();
+    options.client_cache = true;
+    let mut meta = rt
+        .block_on(bench.engine.session(&options))
+        .expect("session");
+    let ns = rt
+        .block_on(Namespace::create(meta.as_mut(), "criterion"))
+        .expect("namespace");
+    let mut group = c.benchmark_group("in_client");
+    group
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20);
+    for op in [Op::Newchunk, Op::Read1, Op::Read10] {
+        let dir = rt
+            .block_on(meta.mkdir(&Ctx::root(), ns.dir, op.name().as_bytes(), 0o755, 0))
+            .expect("op dir")
+            .0;
+        let mut state = rt
+            .block_on(OpState::setup(op, meta.as_mut(), dir, ""))
+            .expect("setup");
+        let mut answered = 0u64;
+        group.bench_function(BenchmarkId::new(bench.name, op.name()), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        if state.answer_in_client(meta.as_ref()) {
+                            answered += 1;
+                        } else {
+                            state.call(meta.as_mut()).await.expect("call");
+                        }
+                    }
+                    start.elapsed()
+                })
+            })
+        });
+        assert!(
+            answered > 0,
+            "{}: no call was answered in the client",
+            op.name()
+        );
+    }
+    group.finish();
+    rt.block_on(ns.remove(meta.as_mut())).expect("cleanup");
+    if let Some(uuid) = &bench.formatted {
+        rt.block_on(bench.engine.destroy(uuid)).expect("destroy");
+    }
+}
+
+criterion_group!(benches, ops, in_client);
 criterion_main!(benches);
