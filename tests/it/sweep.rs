@@ -280,6 +280,69 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
     }
 }
 
+/// `--busy-poll`: the client thread polls instead of sleeping while its client waits for
+/// Redis, so it uses its core whole; that is said, stored, and not read as a client-bound
+/// level (the lag still would be).
+#[test]
+fn busy_polling_client_threads_use_their_cores_and_are_not_called_client_bound_for_it() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    let url = redis.url(4);
+    let json = dir.path().join("busy.json");
+    let o = metabench()
+        .args([
+            "sweep",
+            "--meta",
+            &url,
+            "--busy-poll",
+            "--client-threads",
+            "1",
+        ])
+        .args(["--conc", "1", "--ops", "getattr", "--warmup", "200ms"])
+        .args(["--duration", "1s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    assert!(
+        said.contains("client threads: 1 (--client-threads), busy-polling"),
+        "{said}"
+    );
+    // Printed with the results as a difference from the client modelled, and stored.
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("  - Client threads busy-poll (--busy-poll)"),
+        "{out}"
+    );
+    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(run.header.host.busy_poll);
+    assert!(run
+        .header
+        .engine
+        .fidelity_notes
+        .iter()
+        .any(|n| n.contains("--busy-poll")));
+    assert!(
+        run.header.host.summary().contains("busy-polling"),
+        "{}",
+        run.header.host.summary()
+    );
+    let client = &run.levels[0].client;
+    // The one client thread polled through the window: most of its core, whatever the
+    // client did.
+    assert!(client.cpu_utilisation >= 0.6, "{client:?}");
+    assert!(
+        client
+            .reason
+            .as_deref()
+            .is_none_or(|r| r.starts_with("scheduling lag")),
+        "{client:?}"
+    );
+}
+
 #[test]
 fn ctrl_c_mid_sweep_writes_partial_results_and_cleans_up() {
     let _phase = crate::phase(module_path!());

@@ -10,7 +10,7 @@ use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use metabench_engine::namespace::Namespace;
 use metabench_engine::MetaUrl;
-use metabench_load::{Exec, StopFlag};
+use metabench_load::{Exec, Idle, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
 
 /// The git commit metabench was built from, if known.
@@ -43,15 +43,40 @@ pub fn client_threads(
         ),
         None => (cores, "one per core"),
     };
-    let exec = Exec::new(threads)
+    let idle = if args.busy_poll {
+        Idle::BusyPoll
+    } else {
+        Idle::Sleep
+    };
+    let exec = Exec::new(threads, idle)
         .map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
     Ok((exec, why))
 }
 
 /// Says how many client threads run the clients, and why ([`client_threads`]).
 pub fn say_client_threads(exec: &Exec, why: &str) {
-    say!("client threads: {} ({why})", exec.threads());
+    let polling = match exec.idle() {
+        Idle::Sleep => "",
+        Idle::BusyPoll => ", busy-polling (--busy-poll: each uses a whole core)",
+    };
+    say!("client threads: {} ({why}){polling}", exec.threads());
 }
+
+/// Records in a results header how the client threads ran ([`client_threads`]); under
+/// `--busy-poll`, with the difference from the client it models among the fidelity notes.
+pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
+    header.host.client_threads = exec.threads();
+    header.host.busy_poll = exec.idle() == Idle::BusyPoll;
+    if header.host.busy_poll {
+        header.engine.fidelity_notes.push(BUSY_POLL_NOTE.to_owned());
+    }
+}
+
+/// How `--busy-poll` makes metabench differ from a JuiceFS client.
+const BUSY_POLL_NOTE: &str = "Client threads busy-poll (--busy-poll): a reply never waits \
+     for the client's CPU to wake. A real client (JuiceFS's too) sleeps while it waits and \
+     pays that wake-up on every round trip: tens of µs where an idle CPU is slow to wake (a VM that \
+     halts idle vCPUs).";
 
 /// One run of a measuring command, from the moment its input is checked to its cleanup.
 pub struct Run {
@@ -125,7 +150,9 @@ impl Run {
             self.engine.clone(),
             git_commit(),
         );
-        header.host.client_threads = exec.map_or(0, Exec::threads);
+        if let Some(exec) = exec {
+            record_client_threads(&mut header, exec);
+        }
         header
     }
 

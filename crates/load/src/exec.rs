@@ -62,15 +62,28 @@ struct Worker {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// What a client thread does while all its clients wait for the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    /// Sleeps in the kernel until a reply or a timer wakes it, as any client does.
+    Sleep,
+    /// Polls its sockets without sleeping (`--busy-poll`), a whole core per thread: a
+    /// reply then finds the thread running. Where an idle CPU is slow to wake (a VM that
+    /// halts an idle vCPU: tens of µs on a loopback round trip), that wake-up is the
+    /// client machine's cost, and polling keeps it out of every call's time.
+    BusyPoll,
+}
+
 /// The client threads of a run.
 pub struct Exec {
     workers: Vec<Worker>,
+    idle: Idle,
 }
 
 impl Exec {
     /// Starts `threads` client threads (at least one), each with its own current-thread
-    /// runtime (timers and I/O enabled).
-    pub fn new(threads: usize) -> std::io::Result<Self> {
+    /// runtime (timers and I/O enabled), that do `idle` while their clients wait.
+    pub fn new(threads: usize, idle: Idle) -> std::io::Result<Self> {
         // Measured now, before any call is timed, rather than by the first one.
         clock_overhead();
         let mut workers = Vec::with_capacity(threads.max(1));
@@ -82,6 +95,9 @@ impl Exec {
                 .on_thread_park(|| LAST_YIELD.with(|last| last.set(Some(Instant::now()))))
                 .build()?;
             let handle = runtime.handle().clone();
+            if idle == Idle::BusyPoll {
+                handle.spawn(poll_instead_of_sleeping());
+            }
             let (tx, rx) = oneshot::channel::<()>();
             let thread = std::thread::Builder::new()
                 .name(format!("metabench-client-{i}"))
@@ -95,12 +111,17 @@ impl Exec {
                 thread: Some(thread),
             });
         }
-        Ok(Self { workers })
+        Ok(Self { workers, idle })
     }
 
     /// Number of client threads.
     pub fn threads(&self) -> usize {
         self.workers.len()
+    }
+
+    /// What the client threads do while their clients wait.
+    pub fn idle(&self) -> Idle {
+        self.idle
     }
 
     /// The thread that runs client `index` (clients are spread round-robin).
@@ -143,6 +164,17 @@ impl Drop for Exec {
                 let _ = t.join();
             }
         }
+    }
+}
+
+/// A client thread's task under [`Idle::BusyPoll`]: it only yields, for as long as the
+/// thread runs. A task that yields is run again only after the thread's I/O driver has
+/// been polled, and a thread with a task to run polls it without waiting (`epoll_wait`
+/// with a zero timeout): the thread never parks, and a reply is read as soon as it is
+/// polled. Client tasks ready to run take their turns as before.
+async fn poll_instead_of_sleeping() {
+    loop {
+        tokio::task::yield_now().await;
     }
 }
 
@@ -800,7 +832,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_that_never_yields_shows_as_lag() {
-        let exec = Exec::new(1).unwrap();
+        let exec = Exec::new(1, Idle::Sleep).unwrap();
         let probe = exec.lag_probe(1);
         // Hold the only client thread for 50 ms without ever yielding.
         let busy = exec.spawn(0, async {
@@ -821,7 +853,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn clients_run_on_their_own_threads() {
-        let exec = Exec::new(2).unwrap();
+        let exec = Exec::new(2, Idle::Sleep).unwrap();
         let names: Vec<String> = futures_join(&exec).await;
         assert_eq!(
             names,
@@ -831,6 +863,36 @@ mod tests {
                 "metabench-client-0"
             ]
         );
+    }
+
+    /// CPU time of the calling thread.
+    fn thread_cpu_time() -> Duration {
+        // SAFETY: clock_gettime only writes into the struct we pass.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        assert_eq!(rc, 0, "the thread's CPU clock reads");
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// The CPU time a client thread spends while its only client waits 100 ms for a timer.
+    async fn cpu_while_waiting(idle: Idle) -> Duration {
+        let exec = Exec::new(1, idle).unwrap();
+        assert_eq!(exec.idle(), idle);
+        exec.spawn(0, async {
+            let before = thread_cpu_time();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            thread_cpu_time() - before
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_busy_polling_thread_never_sleeps_while_its_clients_wait() {
+        let sleeping = cpu_while_waiting(Idle::Sleep).await;
+        assert!(sleeping < Duration::from_millis(20), "{sleeping:?}");
+        let polling = cpu_while_waiting(Idle::BusyPoll).await;
+        assert!(polling >= Duration::from_millis(50), "{polling:?}");
     }
 
     async fn futures_join(exec: &Exec) -> Vec<String> {

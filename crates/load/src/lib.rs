@@ -17,7 +17,7 @@ pub mod team;
 pub mod workload;
 
 pub use catalog::Op;
-pub use exec::Exec;
+pub use exec::{Exec, Idle};
 pub use floor::measure_floor;
 pub use ops::{run_ops, Budget, OpsConfig, OpsOutcome, StopFlag};
 pub use spec::{ConcSpec, RateSpec};

@@ -271,7 +271,7 @@ mod tests {
             op_timeout: Duration::from_secs(5),
             threads_per_client: 1,
         };
-        let exec = Exec::new(2).unwrap();
+        let exec = Exec::new(2, metabench_load::Idle::Sleep).unwrap();
         let outcome = run_sweep(
             &exec,
             Arc::new(PathTarget(Mem(world.clone()))),

@@ -11,7 +11,9 @@
 use super::{prepare, publish, results, show_level, Prepared, Progress, SweepArgs};
 use crate::args::watch_ctrl_c;
 use crate::error::{input, CliError};
-use crate::lifecycle::{after_cleanup, exit_code, git_commit, say_client_threads};
+use crate::lifecycle::{
+    after_cleanup, exit_code, git_commit, record_client_threads, say_client_threads,
+};
 use crate::target::new_run_id;
 use metabench_engine::SessionOptions;
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
@@ -181,7 +183,7 @@ async fn sweep_on<P: PathSystem>(
     });
     let (outcome, cleanup_error) = after_cleanup(outcome, cleanup, |o| o.failure.as_mut())?;
     let mut header = RunHeader::new("sweep", started_at, engine, git_commit());
-    header.host.client_threads = exec.threads();
+    record_client_threads(&mut header, &exec);
     let mut run = results(header, plan, outcome, stop.is_stopped(), None);
     let write_error = publish(&mut run, args);
     match (write_error.or(log_error), cleanup_error) {

@@ -4,7 +4,6 @@
 use super::ranks::RankPart;
 use super::{CLIENT_CPU_LIMIT, CLIENT_LAG_LIMIT};
 use crate::stats::us;
-use hdrhistogram::Histogram;
 use metabench_report::{ClientCheck, RankLevel};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,17 +20,17 @@ pub(super) fn process_cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// The generator's self-check of one level from what the coordinator measured.
-pub(super) fn client_check(
-    cpu: Duration,
-    measured: Duration,
-    cores: usize,
-    lag: &Histogram<u64>,
-    calls: u64,
-) -> ClientCheck {
+/// The generator's self-check of one rank's level from what its coordinator measured
+/// over `measured`: its CPU share of the cores its client threads can use (not judged
+/// when they busy-poll, which uses those cores whole), then its scheduling lag.
+pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
+    let RankPart {
+        cpu, lag, calls, ..
+    } = part;
+    let (cpu, calls, cores) = (*cpu, *calls, part.place.cores);
     let cpu_utilisation = cpu.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
     let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
-    let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT {
+    let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT && !part.place.busy_poll {
         Some(format!(
             "metabench used {:.0}% of the cores its client threads can use ({cores}; an embedded engine such as SQLite counts here too)",
             cpu_utilisation * 100.0
@@ -79,10 +78,11 @@ pub(super) fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<Str
         online_cores: usize,
     }
     let mut hosts: BTreeMap<&str, Host> = BTreeMap::new();
+    // Busy-polling ranks use their cores whole, however busy their clients are.
     for (rank, part) in parts
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.place.clients > 0)
+        .filter(|(_, p)| p.place.clients > 0 && !p.place.busy_poll)
     {
         let host = hosts.entry(part.place.host.as_str()).or_default();
         host.ranks.push(rank);
@@ -153,6 +153,7 @@ mod tests {
                 clients: 1,
                 cores,
                 host_cores,
+                busy_poll: false,
             },
             cpu: Duration::from_secs_f64(cpu_s),
             lag: histogram(),
@@ -180,5 +181,33 @@ mod tests {
         assert_eq!(crowded_host(&spread, second), None);
         let light: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.4)).collect();
         assert_eq!(crowded_host(&light, second), None);
+        // Busy-polling ranks fill their cores whatever their clients do.
+        let polling: Vec<_> = (0..4)
+            .map(|_| {
+                let mut p = part("a", 2, 2, 1.0);
+                p.place.busy_poll = true;
+                p
+            })
+            .collect();
+        assert_eq!(crowded_host(&polling, second), None);
+    }
+
+    #[test]
+    fn busy_polling_is_judged_by_its_lag_not_its_cpu() {
+        let second = Duration::from_secs(1);
+        let mut full = part("a", 1, 2, 1.0);
+        assert!(client_check(&full, second).client_bound);
+        full.place.busy_poll = true;
+        let check = client_check(&full, second);
+        assert!(!check.client_bound, "{:?}", check.reason);
+        assert!(
+            check.cpu_utilisation > 0.9,
+            "the CPU share is still reported"
+        );
+        // A starved busy-polling thread still shows, in its lag.
+        full.lag.record(50_000_000).unwrap();
+        let check = client_check(&full, second);
+        assert!(check.client_bound);
+        assert!(check.reason.unwrap().starts_with("scheduling lag"));
     }
 }

@@ -529,6 +529,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         clients: n as u32,
                         cores: client_cores,
                         host_cores: online_cores(),
+                        busy_poll: exec.idle() == crate::Idle::BusyPoll,
                     },
                     ops: merged
                         .iter()
@@ -623,13 +624,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     .enumerate()
                     .map(|(r, part)| RankLevel {
                         rank: r as u32,
-                        client: client_check(
-                            part.cpu,
-                            measured,
-                            part.place.cores,
-                            &part.lag,
-                            part.calls,
-                        ),
+                        client: client_check(&part, measured),
                         host: part.place.host,
                         clients: part.place.clients,
                         ops: part.ops,

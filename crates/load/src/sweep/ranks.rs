@@ -56,6 +56,9 @@ pub(super) struct RankPlace {
     /// cores its host has.
     pub(super) cores: usize,
     pub(super) host_cores: usize,
+    /// Whether its client threads busy-poll ([`crate::Idle::BusyPoll`]): they then use
+    /// their cores whole, and their CPU share says nothing of how busy the clients were.
+    pub(super) busy_poll: bool,
 }
 
 /// One rank's phase, as it sends it to rank 0 to be merged.

@@ -121,6 +121,10 @@ pub struct HostInfo {
     /// before it was recorded, and where no client thread ran.
     #[serde(default)]
     pub client_threads: usize,
+    /// Whether the client threads polled instead of sleeping while their clients waited
+    /// (`--busy-poll`); false in results from before it was recorded.
+    #[serde(default)]
+    pub busy_poll: bool,
     /// Memory in bytes.
     pub memory_bytes: u64,
     /// Operating system and kernel.
@@ -128,13 +132,16 @@ pub struct HostInfo {
 }
 
 impl HostInfo {
-    /// `hostname (N cores, T client threads, M GiB, os)`.
+    /// `hostname (N cores, T client threads[, busy-polling], M GiB, os)`.
     pub fn summary(&self) -> String {
-        let threads = match self.client_threads {
+        let mut threads = match self.client_threads {
             0 => String::new(),
             1 => ", 1 client thread".to_owned(),
             n => format!(", {n} client threads"),
         };
+        if self.busy_poll {
+            threads.push_str(", busy-polling");
+        }
         format!(
             "{} ({} cores{threads}, {:.1} GiB, {})",
             self.hostname,
@@ -163,6 +170,7 @@ impl HostInfo {
             hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             client_threads: 0,
+            busy_poll: false,
             memory_bytes,
             os: if kernel.is_empty() {
                 pretty
