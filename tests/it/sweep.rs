@@ -281,10 +281,10 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
 }
 
 /// `--busy-poll`: the client thread polls instead of sleeping while its client waits for
-/// Redis, so it uses its core whole; that is said, stored, and not read as a client-bound
-/// level (the lag still would be).
+/// Redis, so it uses its core whole; that is said and stored, and the self-check judges
+/// how busy the client kept the thread, not its CPU share.
 #[test]
-fn busy_polling_client_threads_use_their_cores_and_are_not_called_client_bound_for_it() {
+fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() {
     let _phase = crate::phase(module_path!());
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -332,13 +332,13 @@ fn busy_polling_client_threads_use_their_cores_and_are_not_called_client_bound_f
     );
     let client = &run.levels[0].client;
     // The one client thread polled through the window: most of its core, whatever the
-    // client did.
+    // client did; that share is not what judges it.
     assert!(client.cpu_utilisation >= 0.6, "{client:?}");
     assert!(
         client
             .reason
             .as_deref()
-            .is_none_or(|r| r.starts_with("scheduling lag")),
+            .is_none_or(|r| !r.starts_with("metabench used")),
         "{client:?}"
     );
 }

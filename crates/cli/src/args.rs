@@ -354,8 +354,8 @@ pub struct ClientArgs {
     /// whole core each: a reply then finds its thread running. Where an idle CPU is slow
     /// to wake (a VM that halts idle vCPUs adds tens of µs to a loopback round trip),
     /// this keeps the client machine's wake-up out of every call's time. The sweep's
-    /// self-check then judges scheduling lag only, not CPU share (the threads use their
-    /// cores whole).
+    /// self-check then judges how long the clients kept the threads busy, not their CPU
+    /// share (they use their cores whole).
     #[arg(long)]
     pub busy_poll: bool,
 }

@@ -124,6 +124,18 @@ impl Exec {
         self.idle
     }
 
+    /// The time the client threads have spent running tasks, summed over the threads:
+    /// tokio's busy duration, which leaves out a thread's sleeps and its polls of its
+    /// I/O driver. Under [`Idle::BusyPoll`] it is what their CPU time no longer says:
+    /// how much of the time the clients kept their threads busy (the polling task's own
+    /// turns count in it, a small share).
+    pub fn busy_time(&self) -> Duration {
+        self.workers
+            .iter()
+            .map(|w| w.handle.metrics().worker_total_busy_duration(0))
+            .sum()
+    }
+
     /// The thread that runs client `index` (clients are spread round-robin).
     pub fn thread_of(&self, index: usize) -> usize {
         index % self.workers.len()

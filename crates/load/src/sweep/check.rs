@@ -21,20 +21,30 @@ pub(super) fn process_cpu_time() -> Duration {
 }
 
 /// The generator's self-check of one rank's level from what its coordinator measured
-/// over `measured`: its CPU share of the cores its client threads can use (not judged
-/// when they busy-poll, which uses those cores whole), then its scheduling lag.
+/// over `measured`: its share of the cores its client threads can use (of their CPU
+/// time; of their busy time when they busy-poll, which uses those cores whole), then
+/// its scheduling lag.
 pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
     let RankPart {
         cpu, lag, calls, ..
     } = part;
     let (cpu, calls, cores) = (*cpu, *calls, part.place.cores);
-    let cpu_utilisation = cpu.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
+    let share = |t: Duration| t.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
+    let cpu_utilisation = share(cpu);
+    let used = share(part.used());
     let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
-    let reason = if cpu_utilisation >= CLIENT_CPU_LIMIT && !part.place.busy_poll {
-        Some(format!(
-            "metabench used {:.0}% of the cores its client threads can use ({cores}; an embedded engine such as SQLite counts here too)",
-            cpu_utilisation * 100.0
-        ))
+    let reason = if used >= CLIENT_CPU_LIMIT {
+        Some(if part.place.busy_poll {
+            format!(
+                "metabench's client threads were busy running clients {:.0}% of the time on the cores they can use ({cores}; they busy-poll, so their CPU share is not the measure; an embedded engine such as SQLite counts here too)",
+                used * 100.0
+            )
+        } else {
+            format!(
+                "metabench used {:.0}% of the cores its client threads can use ({cores}; an embedded engine such as SQLite counts here too)",
+                used * 100.0
+            )
+        })
     } else if lag_p99 > CLIENT_LAG_LIMIT {
         Some(format!(
             "scheduling lag p99 {:.1} ms: tasks wait for a core (an in-process engine such as SQLite runs on the client threads and counts here too)",
@@ -78,15 +88,14 @@ pub(super) fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<Str
         online_cores: usize,
     }
     let mut hosts: BTreeMap<&str, Host> = BTreeMap::new();
-    // Busy-polling ranks use their cores whole, however busy their clients are.
     for (rank, part) in parts
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.place.clients > 0 && !p.place.busy_poll)
+        .filter(|(_, p)| p.place.clients > 0)
     {
         let host = hosts.entry(part.place.host.as_str()).or_default();
         host.ranks.push(rank);
-        host.cpu += part.cpu;
+        host.cpu += part.used();
         host.usable_cores += part.place.cores;
         host.online_cores = host.online_cores.max(part.place.host_cores);
     }
@@ -156,6 +165,7 @@ mod tests {
                 busy_poll: false,
             },
             cpu: Duration::from_secs_f64(cpu_s),
+            busy: Duration::ZERO,
             lag: histogram(),
             calls: 0,
             ops: Vec::new(),
@@ -181,21 +191,27 @@ mod tests {
         assert_eq!(crowded_host(&spread, second), None);
         let light: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.4)).collect();
         assert_eq!(crowded_host(&light, second), None);
-        // Busy-polling ranks fill their cores whatever their clients do.
-        let polling: Vec<_> = (0..4)
-            .map(|_| {
-                let mut p = part("a", 2, 2, 1.0);
-                p.place.busy_poll = true;
-                p
-            })
-            .collect();
-        assert_eq!(crowded_host(&polling, second), None);
+        // Busy-polling ranks fill their cores whatever their clients do: what counts is
+        // how busy their clients kept them.
+        let polling = |busy_s: f64| -> Vec<RankPart> {
+            (0..4)
+                .map(|_| {
+                    let mut p = part("a", 2, 2, 1.0);
+                    p.place.busy_poll = true;
+                    p.busy = Duration::from_secs_f64(busy_s);
+                    p
+                })
+                .collect()
+        };
+        assert_eq!(crowded_host(&polling(0.3), second), None);
+        assert!(crowded_host(&polling(0.5), second).is_some());
     }
 
     #[test]
-    fn busy_polling_is_judged_by_its_lag_not_its_cpu() {
+    fn busy_polling_is_judged_by_its_busy_time_and_lag_not_its_cpu() {
         let second = Duration::from_secs(1);
         let mut full = part("a", 1, 2, 1.0);
+        full.busy = Duration::from_millis(400);
         assert!(client_check(&full, second).client_bound);
         full.place.busy_poll = true;
         let check = client_check(&full, second);
@@ -203,6 +219,17 @@ mod tests {
         assert!(
             check.cpu_utilisation > 0.9,
             "the CPU share is still reported"
+        );
+        // Clients that keep the polling thread busy are what bounds it.
+        let mut busy = part("a", 1, 2, 1.0);
+        busy.place.busy_poll = true;
+        busy.busy = Duration::from_millis(950);
+        let reason = client_check(&busy, second)
+            .reason
+            .expect("bound by its clients");
+        assert!(
+            reason.starts_with("metabench's client threads were busy running clients 95%"),
+            "{reason}"
         );
         // A starved busy-polling thread still shows, in its lag.
         full.lag.record(50_000_000).unwrap();

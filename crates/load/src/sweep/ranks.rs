@@ -57,7 +57,8 @@ pub(super) struct RankPlace {
     pub(super) cores: usize,
     pub(super) host_cores: usize,
     /// Whether its client threads busy-poll ([`crate::Idle::BusyPoll`]): they then use
-    /// their cores whole, and their CPU share says nothing of how busy the clients were.
+    /// their cores whole, and their busy time ([`crate::Exec::busy_time`]) says how busy
+    /// the clients kept them, not their CPU time.
     pub(super) busy_poll: bool,
 }
 
@@ -68,6 +69,8 @@ pub(super) struct PhaseReport {
     pub(super) ops: Vec<(String, WireAcc)>,
     pub(super) background: BackgroundAcc,
     pub(super) cpu: Duration,
+    /// The client threads' busy time in the window ([`crate::Exec::busy_time`]).
+    pub(super) busy: Duration,
     pub(super) lag: String,
     pub(super) failure: Option<RunFailure>,
     pub(super) stopped: bool,
@@ -84,17 +87,29 @@ pub(super) struct PhaseEnd {
 pub(super) struct RankPart {
     pub(super) place: RankPlace,
     pub(super) cpu: Duration,
+    pub(super) busy: Duration,
     pub(super) lag: Histogram<u64>,
     pub(super) calls: u64,
     pub(super) ops: Vec<LevelOp>,
 }
 
 impl RankPart {
+    /// The time the self-check holds against the rank's cores: its CPU time, or where its
+    /// client threads busy-poll (and so use their cores whole) their busy time.
+    pub(super) fn used(&self) -> Duration {
+        if self.place.busy_poll {
+            self.busy
+        } else {
+            self.cpu
+        }
+    }
+
     /// An empty part for the rank that sent `report`, its first of the level.
     pub(super) fn new(report: &PhaseReport) -> Self {
         Self {
             place: report.place.clone(),
             cpu: Duration::ZERO,
+            busy: Duration::ZERO,
             lag: histogram(),
             calls: 0,
             ops: Vec::new(),
@@ -147,6 +162,7 @@ pub(super) fn merge_reports(
         }
         let part = &mut parts[r];
         part.cpu += report.cpu;
+        part.busy += report.busy;
         part.lag.add(lag).expect("auto-resizing histograms merge");
         merged.background.merge(report.background);
         for (op, acc) in ops {
