@@ -13,7 +13,10 @@ mean metabench's own ceiling is no lower than redis-benchmark's.
 
 metabench runs its clients on its default client threads (one per core, less one when
 Redis runs on this machine: one on a 2-core box, like redis-benchmark) unless
-`--client-threads N` is given; the table's footer says how many.
+`--client-threads N` is given; the table's footer says how many. `--busy-poll` runs
+metabench with `--busy-poll`: its client threads then poll instead of sleeping, so its
+CPU per call counts the polling too (a whole core per thread whatever the load), while
+redis-benchmark sleeps in `epoll_wait` between replies.
 
 metabench's CPU per call is its own count for the timed window (`client.cpu_s` over
 the calls in it); redis-benchmark's is the user+system time of its process over its
@@ -66,6 +69,8 @@ def metabench_level(args, clients):
                "--ops", "getattr", "--warmup", "500ms", "--duration", f"{args.duration}s", "--json", path]
         if args.client_threads:
             cmd += ["--client-threads", str(args.client_threads)]
+        if args.busy_poll:
+            cmd += ["--busy-poll"]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             sys.exit(f"compare-redis-benchmark: metabench failed: {out.stderr.strip()}")
@@ -92,6 +97,7 @@ def main():
     p.add_argument("--client-threads", type=int,
                    help="metabench's --client-threads (default: its own choice, one per core "
                         "less one for a Redis on this machine)")
+    p.add_argument("--busy-poll", action="store_true", help="run metabench with --busy-poll")
     args = p.parse_args()
 
     # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
@@ -111,7 +117,8 @@ def main():
                 print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
                       f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
         print(f"\nmetabench ran its clients on {', '.join(map(str, sorted(threads)))} client "
-              "thread(s) (its results' host.client_threads); redis-benchmark on its one thread.")
+              "thread(s) (its results' host.client_threads)"
+              + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread.")
     finally:
         subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
                         "DEL", "key:__rand_int__"], capture_output=True)
