@@ -72,11 +72,11 @@ pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
     }
 }
 
-/// How `--busy-poll` makes metabench differ from a JuiceFS client.
+/// How `--busy-poll` makes metabench differ from the client it models.
 const BUSY_POLL_NOTE: &str = "Client threads busy-poll (--busy-poll): a reply never waits \
      for the client's CPU to wake. A real client (JuiceFS's too) sleeps while it waits and \
-     pays that wake-up on every round trip: tens of µs where an idle CPU is slow to wake (a VM that \
-     halts idle vCPUs).";
+     pays that wake-up on every round trip: tens of µs where an idle CPU is slow to wake \
+     (a VM that halts idle vCPUs).";
 
 /// One run of a measuring command, from the moment its input is checked to its cleanup.
 pub struct Run {

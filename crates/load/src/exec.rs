@@ -127,8 +127,9 @@ impl Exec {
     /// The time the client threads have spent running tasks, summed over the threads:
     /// tokio's busy duration, which leaves out a thread's sleeps and its polls of its
     /// I/O driver. Under [`Idle::BusyPoll`] it is what their CPU time no longer says:
-    /// how much of the time the clients kept their threads busy (the polling task's own
-    /// turns count in it, a small share).
+    /// how much of the time the clients kept their threads busy. The polling task's own
+    /// turns count in it too: one client of a loopback Redis kept a sleeping thread busy
+    /// 29 % of the time and a polling one 48 %, four clients 82 % and 90 %.
     pub fn busy_time(&self) -> Duration {
         self.workers
             .iter()

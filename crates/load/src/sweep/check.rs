@@ -25,10 +25,7 @@ pub(super) fn process_cpu_time() -> Duration {
 /// time; of their busy time when they busy-poll, which uses those cores whole), then
 /// its scheduling lag.
 pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
-    let RankPart {
-        cpu, lag, calls, ..
-    } = part;
-    let (cpu, calls, cores) = (*cpu, *calls, part.place.cores);
+    let (cpu, lag, calls, cores) = (part.cpu, &part.lag, part.calls, part.place.cores);
     let share = |t: Duration| t.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
     let cpu_utilisation = share(cpu);
     let used = share(part.used());
