@@ -7,14 +7,18 @@
 //! A second group, `in_client`, measures what metabench's client logic costs where no
 //! engine is involved: the calls a client answers from its own memory, on memkv.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use metabench_engine::namespace::Namespace;
-use metabench_engine::{open, ClientProfile, Ctx, Engine, MetaUrl, VolumeState};
+use metabench_engine::{
+    open, ClientProfile, Ctx, Engine, Meta, MetaUrl, SessionOptions, VolumeState,
+};
 use metabench_load::catalog::OpState;
 use metabench_load::Op;
 use metabench_schema::Format;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
 
 struct Bench {
     name: &'static str,
@@ -53,7 +57,7 @@ async fn prepare(name: &'static str, url: &str, dir: Option<tempfile::TempDir>) 
     })
 }
 
-fn engines(rt: &tokio::runtime::Runtime) -> Vec<Bench> {
+fn engines(rt: &Runtime) -> Vec<Bench> {
     let mut v = Vec::new();
     let dir = tempfile::tempdir().expect("temp dir");
     let sqlite = format!("sqlite3://{}", dir.path().join("bench.db").display());
@@ -69,33 +73,55 @@ fn engines(rt: &tokio::runtime::Runtime) -> Vec<Bench> {
     v
 }
 
-fn ops(c: &mut Criterion) {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let benches = engines(&rt);
-    let mut group = c.benchmark_group("ops");
+/// A group with the settings every group here uses.
+fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
     group
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2))
         .sample_size(20);
+    group
+}
+
+/// A session of `bench`'s engine opened with `options`, and a namespace of its own.
+fn open_session(
+    rt: &Runtime,
+    bench: &Bench,
+    options: &SessionOptions,
+) -> (Box<dyn Meta>, Namespace) {
+    let mut meta = rt.block_on(bench.engine.session(options)).expect("session");
+    let ns = rt
+        .block_on(Namespace::create(meta.as_mut(), "criterion"))
+        .expect("namespace");
+    (meta, ns)
+}
+
+/// `op` with the Go benchmark's untimed setup, in a directory of its own in `ns`.
+fn set_up(rt: &Runtime, meta: &mut dyn Meta, ns: &Namespace, op: Op) -> OpState {
+    let dir = rt
+        .block_on(meta.mkdir(&Ctx::root(), ns.dir, op.name().as_bytes(), 0o755, 0))
+        .expect("op dir")
+        .0;
+    rt.block_on(OpState::setup(op, meta, dir, ""))
+        .expect("setup")
+}
+
+/// Removes what a bench wrote: its namespace, and the volume if it formatted it.
+fn clean_up(rt: &Runtime, bench: &Bench, mut meta: Box<dyn Meta>, ns: Namespace) {
+    rt.block_on(ns.remove(meta.as_mut())).expect("cleanup");
+    if let Some(uuid) = &bench.formatted {
+        rt.block_on(bench.engine.destroy(uuid)).expect("destroy");
+    }
+}
+
+fn ops(c: &mut Criterion) {
+    let rt = Runtime::new().expect("runtime");
+    let benches = engines(&rt);
+    let mut group = group(c, "ops");
     for bench in &benches {
-        let mut meta = rt
-            .block_on(
-                bench
-                    .engine
-                    .session(&ClientProfile::Gobench.session_options()),
-            )
-            .expect("session");
-        let ns = rt
-            .block_on(Namespace::create(meta.as_mut(), "criterion"))
-            .expect("namespace");
+        let (mut meta, ns) = open_session(&rt, bench, &ClientProfile::Gobench.session_options());
         for op in Op::GOLANG.into_iter().filter(|o| *o != Op::Resolve) {
-            let dir = rt
-                .block_on(meta.mkdir(&Ctx::root(), ns.dir, op.name().as_bytes(), 0o755, 0))
-                .expect("op dir")
-                .0;
-            let mut state = rt
-                .block_on(OpState::setup(op, meta.as_mut(), dir, ""))
-                .expect("setup");
+            let mut state = set_up(&rt, meta.as_mut(), &ns, op);
             group.bench_function(BenchmarkId::new(bench.name, op.name()), |b| {
                 b.iter_custom(|iters| {
                     rt.block_on(async {
@@ -112,10 +138,7 @@ fn ops(c: &mut Criterion) {
             });
             rt.block_on(meta.flush()).expect("flush");
         }
-        rt.block_on(ns.remove(meta.as_mut())).expect("cleanup");
-        if let Some(uuid) = &bench.formatted {
-            rt.block_on(bench.engine.destroy(uuid)).expect("destroy");
-        }
+        clean_up(&rt, bench, meta, ns);
     }
     group.finish();
 }
@@ -135,27 +158,14 @@ fn in_client(c: &mut Criterion) {
     let bench = rt
         .block_on(prepare("memkv", "memkv://criterion", None))
         .expect("memkv opens");
-    let mut options = ClientProfile::Gobench.session_options();
-    options.client_cache = true;
-    let mut meta = rt
-        .block_on(bench.engine.session(&options))
-        .expect("session");
-    let ns = rt
-        .block_on(Namespace::create(meta.as_mut(), "criterion"))
-        .expect("namespace");
-    let mut group = c.benchmark_group("in_client");
-    group
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(20);
+    let options = SessionOptions {
+        client_cache: true,
+        ..ClientProfile::Gobench.session_options()
+    };
+    let (mut meta, ns) = open_session(&rt, &bench, &options);
+    let mut group = group(c, "in_client");
     for op in [Op::Newchunk, Op::Read1, Op::Read10] {
-        let dir = rt
-            .block_on(meta.mkdir(&Ctx::root(), ns.dir, op.name().as_bytes(), 0o755, 0))
-            .expect("op dir")
-            .0;
-        let mut state = rt
-            .block_on(OpState::setup(op, meta.as_mut(), dir, ""))
-            .expect("setup");
+        let mut state = set_up(&rt, meta.as_mut(), &ns, op);
         // One untimed call first, as Go's first NewSlice fetches its batch and its first
         // Read fills the cache: the calls after it are answered in the client, even a
         // single one (`cargo test --benches` runs each bench once).
@@ -183,10 +193,7 @@ fn in_client(c: &mut Criterion) {
         );
     }
     group.finish();
-    rt.block_on(ns.remove(meta.as_mut())).expect("cleanup");
-    if let Some(uuid) = &bench.formatted {
-        rt.block_on(bench.engine.destroy(uuid)).expect("destroy");
-    }
+    clean_up(&rt, &bench, meta, ns);
 }
 
 criterion_group!(benches, ops, in_client);

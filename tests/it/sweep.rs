@@ -111,9 +111,15 @@ fn short_sweep_on_the_embedded_sqlite() {
     assert_eq!(run.header.engine.kind, "sqlite");
 }
 
+/// What a sweep printed: its results on stdout, its progress on stderr.
+struct Printed {
+    out: String,
+    said: String,
+}
+
 /// `metabench sweep ARGS --json DIR/NAME.json`, which must succeed: its results and what
-/// it printed on stdout.
-fn sweep_json(args: &[&str], dir: &Path, name: &str) -> (SweepResults, String) {
+/// it printed.
+fn sweep_json(args: &[&str], dir: &Path, name: &str) -> (SweepResults, Printed) {
     let json = dir.join(format!("{name}.json"));
     let o = metabench()
         .arg("sweep")
@@ -122,13 +128,15 @@ fn sweep_json(args: &[&str], dir: &Path, name: &str) -> (SweepResults, String) {
         .arg(&json)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{said}");
     let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (run, String::from_utf8_lossy(&o.stdout).into_owned())
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    (run, Printed { out, said })
 }
 
 /// One level of `create,unlink` on a fresh SQLite volume under `profile`: its results and
-/// what it printed.
+/// what it printed on stdout.
 fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
     let args = [
         "--profile",
@@ -139,7 +147,8 @@ fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
         "create,unlink",
     ];
     let window = ["--warmup", "200ms", "--duration", "1500ms"];
-    sweep_json(&[&args[..], &window].concat(), dir, profile)
+    let (run, printed) = sweep_json(&[&args[..], &window].concat(), dir, profile);
+    (run, printed.out)
 }
 
 /// Under the mount profile the clients' background work runs in the window and is
@@ -290,34 +299,34 @@ fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() 
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     let url = redis.url(4);
-    let json = dir.path().join("busy.json");
-    let o = metabench()
-        .args([
-            "sweep",
+    let (run, Printed { out, said }) = sweep_json(
+        &[
             "--meta",
             &url,
             "--busy-poll",
             "--client-threads",
             "1",
-        ])
-        .args(["--conc", "1", "--ops", "getattr", "--warmup", "200ms"])
-        .args(["--duration", "1s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{said}");
+            "--conc",
+            "1",
+            "--ops",
+            "getattr",
+            "--warmup",
+            "200ms",
+            "--duration",
+            "1s",
+        ],
+        dir.path(),
+        "busy",
+    );
     assert!(
         said.contains("client threads: 1 (--client-threads), busy-polling"),
         "{said}"
     );
     // Printed with the results as a difference from the client modelled, and stored.
-    let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains("  - Client threads busy-poll (--busy-poll)"),
         "{out}"
     );
-    let run = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(run.header.host.busy_poll);
     assert!(run
         .header
