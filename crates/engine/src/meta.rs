@@ -436,7 +436,7 @@ pub trait Meta: Send {
     /// `NewSlice` while the client's batch lasts: the id at once, with no future to box
     /// (Go's call is a plain function call). `None` once the batch is used up: then
     /// [`Meta::new_slice`] fetches the next batch.
-    fn take_slice_id(&self) -> Option<u64>;
+    fn take_slice_id(&mut self) -> Option<u64>;
 
     /// Appends a slice record to chunk `indx` of a file (`Write`).
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()>;

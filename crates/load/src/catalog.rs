@@ -453,7 +453,8 @@ impl OpState {
     /// ([`Meta::take_slice_id`]) and `Read` of a cached chunk ([`Meta::read_cached`]).
     /// Whether it answered (such an answer cannot fail); if not, the call needs
     /// [`OpState::call`], which then makes it in full.
-    pub fn answer_in_client(&mut self, meta: &dyn Meta) -> bool {
+    #[inline]
+    pub fn answer_in_client(&mut self, meta: &mut dyn Meta) -> bool {
         let answered = match self.op {
             Op::Newchunk => meta.take_slice_id().is_some(),
             Op::Read1 | Op::Read10 => meta.read_cached(self.target, 0).is_some(),

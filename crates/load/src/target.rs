@@ -186,7 +186,7 @@ impl<'m> Session for Box<dyn Meta + 'm> {
     }
 
     fn answer_in_client(&mut self, work: &mut OpState) -> bool {
-        work.answer_in_client(self.as_ref())
+        work.answer_in_client(self.as_mut())
     }
 
     fn call<'a>(

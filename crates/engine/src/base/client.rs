@@ -303,8 +303,8 @@ impl<S: Storage> Meta for S {
         self.next_slice().await
     }
 
-    fn take_slice_id(&self) -> Option<u64> {
-        self.state().take_slice_id()
+    fn take_slice_id(&mut self) -> Option<u64> {
+        self.state_mut().take_slice_id()
     }
 
     async fn write(&mut self, ino: Ino, indx: u32, slice: Slice, mtime: Timestamp) -> Result<()> {

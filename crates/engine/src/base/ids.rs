@@ -2,12 +2,16 @@
 //! (`nextInode`, `NewSlice`).
 
 use metabench_schema::Ino;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Inode ids are fetched 1024 at a time (`inodeBatch`).
 pub const INODE_BATCH: u64 = 1024;
 /// Slice ids are fetched 4096 at a time (`sliceIdBatch`).
 pub const SLICE_BATCH: u64 = 4096;
+/// A worker takes slice ids from its client's batch this many at a time
+/// ([`SliceIds::take_run`]); a whole number of runs makes a batch.
+pub const SLICE_RUN: u64 = 64;
 
 /// A range of ids fetched from a counter and handed out locally.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,15 +126,20 @@ impl Drop for InodeIds {
 }
 
 /// A client's slice ids as `baseMeta.NewSlice` keeps them (`freeSlices`): `[next, maxid)`
-/// of the last `nextChunk` batch. Unlike inode ids, none is skipped.
+/// of the last `nextChunk` batch.
 ///
-/// Taking an id needs no lock: JuiceFS takes `freeMu` for it, a lock that costs as much
-/// as the rest of Go's call, while an atomic step here costs less than one. Refills are
-/// made under `freeMu` ([`super::ClientState::ids`]), one at a time, only once the batch
-/// is used up. A refill writes `next` before `max` and a taker reads `max` before `next`,
-/// so a taker that sees the new `max` sees the new `next`; one that read the old `max`
-/// finds `next` at or past it (the counter only grows), or wins an id below it that no
-/// one else took, since `next` changed under any other taker's compare-and-swap.
+/// JuiceFS takes one id at a time under `freeMu`, a lock that costs as much as the rest
+/// of Go's call. Here each worker takes a run of [`SLICE_RUN`] ids with one atomic step
+/// and hands them out from its own handle ([`super::ClientState::take_slice_id`]), so an
+/// id costs a plain increment. Ids come from the batch in the same order and a refill
+/// comes once the batch is used up, as in JuiceFS; the only ids skipped are the rest of a
+/// worker's run when the worker ends, as a client skips the rest of its batch at exit.
+///
+/// Refills are made under `freeMu` ([`super::ClientState::ids`]), one at a time. A refill
+/// writes `next` before `max` and a taker reads `max` before `next`, so a taker that sees
+/// the new `max` sees the new `next`; one that read the old `max` finds `next` at or past
+/// it (the counter only grows), or wins ids below it that no one else took, since `next`
+/// changed under any other taker's compare-and-swap.
 #[derive(Debug, Default)]
 pub struct SliceIds {
     next: AtomicU64,
@@ -138,20 +147,22 @@ pub struct SliceIds {
 }
 
 impl SliceIds {
-    /// The next id of the current batch; `None` when it is used up (or being refilled).
-    pub fn take(&self) -> Option<u64> {
+    /// The next `n` ids of the current batch, fewer if fewer are left; `None` when it is
+    /// used up (or being refilled).
+    pub fn take_run(&self, n: u64) -> Option<Range<u64>> {
         loop {
             let max = self.max.load(Ordering::Acquire);
             let next = self.next.load(Ordering::Acquire);
             if next >= max {
                 return None;
             }
+            let end = max.min(next + n);
             if self
                 .next
-                .compare_exchange_weak(next, next + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange_weak(next, end, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                return Some(next);
+                return Some(next..end);
             }
         }
     }
@@ -170,24 +181,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slice_batches_hand_out_every_id_below_the_counter() {
+    fn slice_batches_hand_out_every_id_below_the_counter_in_runs() {
         let s = SliceIds::default();
-        assert_eq!(s.take(), None);
+        assert_eq!(s.take_run(SLICE_RUN), None);
         s.refill(1 + SLICE_BATCH);
-        assert_eq!((s.take(), s.take()), (Some(1), Some(2)));
-        let last = std::iter::from_fn(|| s.take()).last();
-        assert_eq!(last, Some(SLICE_BATCH));
+        assert_eq!(s.take_run(2), Some(1..3));
+        assert_eq!(s.take_run(SLICE_RUN), Some(3..3 + SLICE_RUN));
+        let last = std::iter::from_fn(|| s.take_run(SLICE_RUN)).last();
+        assert_eq!(last, Some(SLICE_BATCH + 3 - SLICE_RUN..SLICE_BATCH + 1));
+        assert_eq!(s.take_run(SLICE_RUN), None);
     }
 
-    /// `NewSlice` as the base layer runs it: take without a lock, else refill under
-    /// `freeMu` (here a plain lock) once the batch is used up.
-    fn new_slice(s: &SliceIds, free_mu: &std::sync::Mutex<()>, counter: &AtomicU64) -> u64 {
-        if let Some(id) = s.take() {
+    /// `NewSlice` as the base layer runs it: the next id of the worker's run, else a new
+    /// run without a lock, else a refill under `freeMu` (here a plain lock) once the batch
+    /// is used up.
+    fn new_slice(
+        run: &mut Range<u64>,
+        s: &SliceIds,
+        free_mu: &std::sync::Mutex<()>,
+        counter: &AtomicU64,
+    ) -> u64 {
+        let mut take = |run: &mut Range<u64>| {
+            run.next().or_else(|| {
+                *run = s.take_run(SLICE_RUN)?;
+                run.next()
+            })
+        };
+        if let Some(id) = take(run) {
             return id;
         }
         let _free_mu = free_mu.lock().unwrap();
         loop {
-            if let Some(id) = s.take() {
+            if let Some(id) = take(run) {
                 return id;
             }
             s.refill(counter.fetch_add(SLICE_BATCH, Ordering::SeqCst) + SLICE_BATCH);
@@ -204,8 +229,9 @@ mod tests {
             let workers: Vec<_> = (0..4)
                 .map(|_| {
                     scope.spawn(|| {
+                        let mut run = 0..0;
                         (0..per_worker)
-                            .map(|_| new_slice(&s, &free_mu, &counter))
+                            .map(|_| new_slice(&mut run, &s, &free_mu, &counter))
                             .collect::<Vec<_>>()
                     })
                 })

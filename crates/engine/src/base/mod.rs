@@ -93,6 +93,10 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// The client's state (shared with the client's other workers).
     fn state(&self) -> &ClientState;
 
+    /// This worker's handle on the client's state, for what it holds alone (its run of
+    /// slice ids).
+    fn state_mut(&mut self) -> &mut ClientState;
+
     /// `incrCounter`: adds `by` to a counter in one transaction and returns the counter's
     /// new value; for `nextInode` and `nextChunk` that is the next unused id.
     fn incr_counter(&mut self, name: &str, by: i64) -> impl Future<Output = Result<i64>> + Send;
@@ -409,13 +413,13 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
     /// call; an id is taken without it ([`ClientState::take_slice_id`]).
     fn next_slice(&mut self) -> impl Future<Output = Result<u64>> + Send {
         async move {
-            if let Some(id) = self.state().take_slice_id() {
+            if let Some(id) = self.state_mut().take_slice_id() {
                 return Ok(id);
             }
             let client = self.state().clone();
             let _free_mu = client.ids().await;
             loop {
-                if let Some(id) = client.take_slice_id() {
+                if let Some(id) = self.state_mut().take_slice_id() {
                     return Ok(id);
                 }
                 let v = self.incr_counter("nextChunk", SLICE_BATCH as i64).await?;

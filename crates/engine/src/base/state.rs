@@ -4,13 +4,14 @@
 
 use super::client_cache::ClientCache;
 use super::dir_stats::DirStatBuffer;
-use super::ids::{InodeIds, SliceIds};
+use super::ids::{InodeIds, SliceIds, SLICE_RUN};
 use super::session::SessionRegistry;
 use super::tx_locks::{TxGuard, TxLock, TxLocks};
 use crate::meta::SessionOptions;
 use crate::parent_rule::ParentRule;
 use metabench_schema::{Ino, Slice};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -19,13 +20,28 @@ use std::time::{Duration, Instant};
 ///
 /// - The id batches sit behind `freeMu`, an async lock held across an allocation as
 ///   JuiceFS holds it ([`ClientState::ids`]); a slice id is taken without it
-///   ([`ClientState::take_slice_id`]).
+///   ([`ClientState::take_slice_id`]), from a run of them that this handle holds alone.
 /// - The buffers, caches, deleted-file queue and session id sit behind a plain lock that
 ///   is never held across an await ([`ClientState::data`]).
 /// - The transaction locks (`txlocks`) are taken once the client has a second worker
 ///   ([`ClientState::add_worker`]).
-#[derive(Debug, Clone)]
-pub struct ClientState(Arc<Client>);
+#[derive(Debug)]
+pub struct ClientState {
+    client: Arc<Client>,
+    /// This worker's run of slice ids, taken from `freeSlices` ([`SliceIds::take_run`]).
+    slice_run: Range<u64>,
+}
+
+/// Another handle on the same client, with no slice ids of its own yet: a run belongs to
+/// one handle, so that no id is handed out twice.
+impl Clone for ClientState {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            slice_run: 0..0,
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Client {
@@ -74,7 +90,7 @@ impl ClientState {
     /// A fresh client on a volume that keeps dir stats when `dir_stats_on`, with the
     /// caches and `Config` fields of `opts`, and one worker.
     pub fn new(dir_stats_on: bool, opts: &SessionOptions) -> Self {
-        Self(Arc::new(Client {
+        let client = Arc::new(Client {
             dir_stats_on,
             skip_dir_mtime: opts.skip_dir_mtime,
             skip_dir_nlink: opts.skip_dir_nlink,
@@ -92,13 +108,17 @@ impl ClientState {
                 registered: None,
             }),
             tx_locks: TxLocks::default(),
-        }))
+        });
+        Self {
+            client,
+            slice_run: 0..0,
+        }
     }
 
     /// The handle for one more worker of this client: from now on its transactions take
     /// JuiceFS's process-local locks.
     pub fn add_worker(&self) -> Self {
-        self.0.tx_locks.enable();
+        self.client.tx_locks.enable();
         self.clone()
     }
 
@@ -106,33 +126,45 @@ impl ClientState {
     /// of them lock inode 1 (`dbMeta.txn`), the client's background inode prefetch
     /// included.
     pub(crate) fn always_lock(&self) {
-        self.0.tx_locks.enable();
+        self.client.tx_locks.enable();
     }
 
     /// Whether `other` is a handle of this same client.
     pub fn same_client(&self, other: &ClientState) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.client, &other.client)
     }
 
     /// The buffers and caches. Never held across an await (the guard is not `Send`).
     pub(crate) fn data(&self) -> MutexGuard<'_, ClientData> {
-        self.0.data.lock().unwrap_or_else(|e| e.into_inner())
+        self.client.data.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The id batches, behind `freeMu` (held across an allocation). Taken without the
     /// async wait when free, as it nearly always is: `freeMu` is held across a call to the
     /// engine only once a batch.
     pub(crate) async fn ids(&self) -> tokio::sync::MutexGuard<'_, Ids> {
-        match self.0.ids.try_lock() {
+        match self.client.ids.try_lock() {
             Ok(ids) => ids,
-            Err(_) => self.0.ids.lock().await,
+            Err(_) => self.client.ids.lock().await,
         }
     }
 
-    /// `NewSlice` while the slice batch lasts: the next id, taken without `freeMu`.
-    /// `None` once the batch is used up; refill it under [`ClientState::ids`].
-    pub fn take_slice_id(&self) -> Option<u64> {
-        self.0.slices.take()
+    /// `NewSlice` while the slice batch lasts: the next id of this worker's run, else of a
+    /// new run taken from the batch, without `freeMu`. `None` once the batch is used up;
+    /// refill it under [`ClientState::ids`].
+    #[inline]
+    pub fn take_slice_id(&mut self) -> Option<u64> {
+        match self.slice_run.next() {
+            Some(id) => Some(id),
+            None => self.take_slice_run(),
+        }
+    }
+
+    /// A new run of slice ids from the client's batch, and its first id.
+    #[cold]
+    fn take_slice_run(&mut self) -> Option<u64> {
+        self.slice_run = self.client.slices.take_run(SLICE_RUN)?;
+        self.slice_run.next()
     }
 
     /// `Read` from the chunk cache (`--client-cache`): chunk `indx` of `ino`, if cached.
@@ -142,18 +174,18 @@ impl ClientState {
 
     /// The slice batch, to refill under [`ClientState::ids`] once it is used up.
     pub(crate) fn slices(&self) -> &SliceIds {
-        &self.0.slices
+        &self.client.slices
     }
 
     /// `txLock` / `txBatchLock`: waits for and holds what `lock` names until the guard is
     /// dropped (nothing while the client has one worker, SQLite's apart).
     pub async fn tx_lock(&self, lock: TxLock<'_>) -> TxGuard {
-        self.0.tx_locks.lock(lock).await
+        self.client.tx_locks.lock(lock).await
     }
 
     /// Whether the volume keeps dir stats (and the quota walk runs).
     pub(crate) fn dir_stats_on(&self) -> bool {
-        self.0.dir_stats_on
+        self.client.dir_stats_on
     }
 
     /// The session id (`sid`): 0 unless registered.
@@ -163,18 +195,18 @@ impl ClientState {
 
     /// When Redis and SQL transactions rewrite a parent (`redis.go`, `sql.go`).
     pub(crate) fn parent_rule(&self) -> ParentRule {
-        ParentRule::plain(self.0.skip_dir_mtime)
+        ParentRule::plain(self.client.skip_dir_mtime)
     }
 
     /// `SkipDirMtime` and `SkipDirNlink`, for TKV transactions, whose rule depends on the
     /// try ([`ParentRule::kv`]).
     pub(crate) fn dir_skips(&self) -> (Duration, u32) {
-        (self.0.skip_dir_mtime, self.0.skip_dir_nlink)
+        (self.client.skip_dir_mtime, self.client.skip_dir_nlink)
     }
 
     /// `updateDirStat`: buffers a change below `dir`, when the volume keeps dir stats.
     pub fn update_dir_stat(&self, dir: Ino, length: i64, space: i64, inodes: i64) {
-        if self.0.dir_stats_on {
+        if self.client.dir_stats_on {
             self.data().dir_stats.update(dir, length, space, inodes);
         }
     }
@@ -228,7 +260,7 @@ impl ClientState {
             return;
         }
         self.update_stats(space, 0);
-        if !self.0.dir_stats_on {
+        if !self.client.dir_stats_on {
             return;
         }
         let mut d = self.data();
@@ -274,5 +306,29 @@ impl Drop for TakenStats {
         if self.space != 0 || self.inodes != 0 {
             self.state.update_stats(self.space, self.inodes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::SLICE_BATCH;
+
+    #[test]
+    fn each_worker_takes_its_own_run_of_slice_ids_and_a_clone_none_of_its_run() {
+        let mut first = ClientState::new(false, &SessionOptions::default());
+        assert_eq!(first.take_slice_id(), None, "no batch fetched yet");
+        first.slices().refill(1 + SLICE_BATCH);
+        assert_eq!(first.take_slice_id(), Some(1));
+        // A clone (another worker, or a background task) starts after the first run.
+        let mut second = first.clone();
+        assert_eq!(second.take_slice_id(), Some(1 + SLICE_RUN));
+        assert_eq!(first.take_slice_id(), Some(2));
+        let mut all: Vec<u64> = std::iter::from_fn(|| first.take_slice_id())
+            .chain(std::iter::from_fn(|| second.take_slice_id()))
+            .chain([1, 2, 1 + SLICE_RUN])
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (1..=SLICE_BATCH).collect::<Vec<_>>(), "every id, once");
     }
 }

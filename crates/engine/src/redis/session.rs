@@ -70,6 +70,10 @@ impl Storage for RedisSession {
         &self.base
     }
 
+    fn state_mut(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
     /// `redisMeta.incrCounter`: one `INCRBY`. The id counters hold the last id taken, so
     /// the next unused one is the answer plus one.
     async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64> {

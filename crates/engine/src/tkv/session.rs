@@ -205,6 +205,10 @@ impl Storage for TkvSession {
         &self.base
     }
 
+    fn state_mut(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
     /// `incrCounter` in its own transaction: `T{incrBy C<name> delta}`.
     async fn incr_counter(&mut self, name: &str, delta: i64) -> Result<i64> {
         let key = self.keys.counter(name);

@@ -130,6 +130,10 @@ impl Storage for SqlSession {
         &self.base
     }
 
+    fn state_mut(&mut self) -> &mut ClientState {
+        &mut self.base
+    }
+
     /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
     async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64> {
         let st = self.st.clone();
