@@ -11,6 +11,10 @@ mean µs per call side by side with the ratio sweep / ops:
 Both time each operation for --duration (the sweep after a --warmup that `ops` replaces
 with one untimed call), so they make about as many calls, id-batch refills included. A
 ratio outside ±10 % is marked. metabench formats --meta if it is empty and removes what it wrote.
+
+`--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
+sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
+options, so they must agree in that mode too.
 """
 
 import argparse
@@ -26,7 +30,7 @@ def metabench(args, command):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "run.json")
         cmd = [args.metabench, *command, "--meta", args.meta, "--profile", "gobench",
-               "--client-cache", "--json", path]
+               "--client-cache", "--json", path] + (["--busy-poll"] if args.busy_poll else [])
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
         if out.returncode != 0:
             sys.exit(f"compare-ops-sweep: metabench {command[0]} failed: {out.stderr.strip()}")
@@ -52,6 +56,7 @@ def main():
     p.add_argument("--warmup", default="200ms", help="sweep: warm-up per phase")
     p.add_argument("--duration", default="1s", help="timed time per operation (ops) and window per phase (sweep)")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--busy-poll", action="store_true", help="run both with --busy-poll")
     args = p.parse_args()
 
     ops, sweep = {}, {}
@@ -75,7 +80,8 @@ def main():
         print(f"| {name} | {o:.4f} | {s:.4f} | {ratio:.2f}{mark} |")
     within = sum(0.9 <= r <= 1.1 for r in ratios)
     print(f"\n{len(ratios)} operations: {within} within ±10 %; median ratio "
-          f"{statistics.median(ratios):.2f} ({args.rounds} rounds, median per op; * outside ±10 %)")
+          f"{statistics.median(ratios):.2f} ({args.rounds} rounds, median per op; * outside ±10 %"
+          + ("; both busy-polling)" if args.busy_poll else ")"))
 
 
 if __name__ == "__main__":
