@@ -109,6 +109,22 @@ fn short_sweep_on_the_embedded_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let run = short_sweep(None, dir.path());
     assert_eq!(run.header.engine.kind, "sqlite");
+    // In process: no call waits on a socket, so no wake-up to note.
+    assert!(
+        !has_sleep_note(&run),
+        "{:?}",
+        run.header.engine.fidelity_notes
+    );
+}
+
+/// Whether the results carry the note that sleeping client threads pay a wake-up per
+/// round trip.
+fn has_sleep_note(run: &SweepResults) -> bool {
+    run.header
+        .engine
+        .fidelity_notes
+        .iter()
+        .any(|n| n.starts_with("Client threads sleep while a call waits"))
 }
 
 /// What a sweep printed: its results on stdout, its progress on stderr.
@@ -272,6 +288,11 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
     let run = short_sweep(Some(&url), dir.path());
     assert_eq!(run.header.engine.kind, "redis");
     assert!(
+        has_sleep_note(&run),
+        "{:?}",
+        run.header.engine.fidelity_notes
+    );
+    assert!(
         run.header.engine.durability.contains_key("appendfsync"),
         "{:?}",
         run.header.engine.durability
@@ -328,6 +349,11 @@ fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() 
         "{out}"
     );
     assert!(run.header.host.busy_poll);
+    assert!(
+        !has_sleep_note(&run),
+        "{:?}",
+        run.header.engine.fidelity_notes
+    );
     assert!(run
         .header
         .engine

@@ -225,6 +225,12 @@ impl MetaUrl {
             .collect()
     }
 
+    /// Whether the engine runs inside this process (SQLite, memkv): a call waits on no
+    /// socket.
+    pub fn in_process(&self) -> bool {
+        matches!(self.address, Address::File(_)) || self.scheme == Scheme::Memkv
+    }
+
     /// Whether the engine's server is a process on this machine: a Unix socket, or TCP
     /// hosts that are all loopback (`localhost`, 127.0.0.0/8, `::1`). An in-process engine
     /// (SQLite, memkv) is not: it runs on the calling threads. A Redis Sentinel URL names
@@ -236,15 +242,15 @@ impl MetaUrl {
                     .parse::<std::net::IpAddr>()
                     .is_ok_and(|ip| ip.is_loopback())
         };
-        match &self.address {
-            Address::Unix(_) => true,
-            Address::File(_) => false,
-            Address::Tcp { .. } => {
-                self.scheme != Scheme::Memkv
-                    && self.sentinel_master.is_none()
-                    && self.hosts().iter().all(|(host, _)| loopback(host))
+        !self.in_process()
+            && match &self.address {
+                Address::Unix(_) => true,
+                Address::File(_) => false,
+                Address::Tcp { .. } => {
+                    self.sentinel_master.is_none()
+                        && self.hosts().iter().all(|(host, _)| loopback(host))
+                }
             }
-        }
     }
 
     /// The URL with the password shown as `****`, as JuiceFS logs it.
@@ -707,6 +713,22 @@ mod tests {
             "memkv://local",
         ] {
             assert!(!local(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn only_sqlite_and_memkv_run_in_process() {
+        let in_process = |s: &str| MetaUrl::parse_with_env(s, no_env).unwrap().in_process();
+        for url in ["sqlite3:///tmp/jfs.db", "memkv://local"] {
+            assert!(in_process(url), "{url}");
+        }
+        for url in [
+            "redis://127.0.0.1:6379/1",
+            "unix:///tmp/redis.sock?db=1",
+            "postgres://u:p@[::1]:5432/db",
+            "etcd://10.0.0.5:2379/jfs",
+        ] {
+            assert!(!in_process(url), "{url}");
         }
     }
 
