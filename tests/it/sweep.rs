@@ -292,6 +292,9 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
         "{:?}",
         run.header.engine.fidelity_notes
     );
+    // The floor is measured sleeping, then polling.
+    let floor = run.floor.as_ref().expect("a floor");
+    assert!(floor.polling_p50_us.is_some_and(|p| p > 0.0), "{floor:?}");
     assert!(
         run.header.engine.durability.contains_key("appendfsync"),
         "{:?}",
@@ -354,6 +357,9 @@ fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() 
         "{:?}",
         run.header.engine.fidelity_notes
     );
+    // Its floor polled already: no second median.
+    let floor = run.floor.as_ref().expect("a floor");
+    assert_eq!(floor.polling_p50_us, None, "{floor:?}");
     assert!(run
         .header
         .engine

@@ -106,13 +106,14 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
             run.stop.clone(),
             run.run_id.clone(),
         );
+        let idle = exec.idle();
         exec.spawn(0, async move {
             let mut namespace = None;
             let outcome = async {
                 let mut meta = engine.session(&opts).await?;
                 let ns = Namespace::create(meta.as_mut(), &run_id).await?;
                 namespace = Some(ns.clone());
-                let floor = measure_floor(meta.as_mut(), config.op_timeout).await?;
+                let floor = measure_floor(meta.as_mut(), config.op_timeout, idle).await?;
                 if let Some(f) = &floor {
                     say!("{}", floor_line(f));
                 }

@@ -185,7 +185,7 @@ impl Drop for Exec {
 /// been polled, and a thread with a task to run polls it without waiting (`epoll_wait`
 /// with a zero timeout): the thread never parks, and a reply is read as soon as it is
 /// polled. Client tasks ready to run take their turns as before.
-async fn poll_instead_of_sleeping() {
+pub(crate) async fn poll_instead_of_sleeping() {
     loop {
         tokio::task::yield_now().await;
     }

@@ -383,12 +383,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                 e.durability_line(),
                 h.summary(),
                 match r.run.floor() {
-                    Some(f) => format!(
-                        "{}: p50 {} µs, p99 {} µs",
-                        f.request,
-                        crate::table::fmt_us(f.p50_us),
-                        crate::table::fmt_us(f.p99_us)
-                    ),
+                    Some(f) => format!("{}: {}", f.request, crate::table::floor_figures(f)),
                     None => "not measured".to_owned(),
                 },
                 e.client_summary(),

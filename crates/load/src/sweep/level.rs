@@ -110,9 +110,10 @@ pub(super) async fn measure_floor_on<S: Session + 'static>(
         return Ok(());
     }
     let mut meta = sessions.remove(0);
+    let idle = exec.idle();
     let measured = exec
         .spawn(0, async move {
-            let floor = crate::floor::measure_session_floor(&mut meta, op_timeout).await;
+            let floor = crate::floor::measure_session_floor(&mut meta, op_timeout, idle).await;
             (meta, floor)
         })
         .await

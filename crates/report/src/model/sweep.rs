@@ -141,6 +141,11 @@ pub struct Floor {
     pub p50_us: f64,
     /// 99th percentile, µs.
     pub p99_us: f64,
+    /// Median of the same round trip with the client thread polling instead of sleeping
+    /// while it waits, µs; measured when the client threads sleep (not under
+    /// `--busy-poll`). What `p50_us` has above it is the client CPU's wake-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polling_p50_us: Option<f64>,
 }
 
 /// The load generator's own state during a level: is the client the bottleneck?
