@@ -167,7 +167,9 @@ def main():
     )
     if floors:
         f = floors[-1]
-        print(f"metabench floor ({f['request']}): p50 {f['p50_us']:.1f} µs, p99 {f['p99_us']:.1f} µs")
+        polling = f.get("polling_p50_us")
+        polling = f"; p50 {polling:.1f} µs with the client polling" if polling is not None else ""
+        print(f"metabench floor ({f['request']}): p50 {f['p50_us']:.1f} µs, p99 {f['p99_us']:.1f} µs{polling}")
 
 
 if __name__ == "__main__":
