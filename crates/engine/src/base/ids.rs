@@ -131,9 +131,10 @@ impl Drop for InodeIds {
 /// JuiceFS takes one id at a time under `freeMu`, a lock that costs as much as the rest
 /// of Go's call. Here each worker takes a run of [`SLICE_RUN`] ids with one atomic step
 /// and hands them out from its own handle ([`super::ClientState::take_slice_id`]), so an
-/// id costs a plain increment. Ids come from the batch in the same order and a refill
-/// comes once the batch is used up, as in JuiceFS; the only ids skipped are the rest of a
-/// worker's run when the worker ends, as a client skips the rest of its batch at exit.
+/// id costs a plain increment. A worker's ids come in order, and a refill comes once the
+/// batch is used up, as in JuiceFS; with several workers, their runs interleave. The only
+/// ids skipped are the rest of a worker's run when the worker ends, as a client skips the
+/// rest of its batch at exit.
 ///
 /// Refills are made under `freeMu` ([`super::ClientState::ids`]), one at a time. A refill
 /// writes `next` before `max` and a taker reads `max` before `next`, so a taker that sees
