@@ -184,7 +184,9 @@ impl Drop for Exec {
 /// thread runs. A task that yields is run again only after the thread's I/O driver has
 /// been polled, and a thread with a task to run polls it without waiting (`epoll_wait`
 /// with a zero timeout): the thread never parks, and a reply is read as soon as it is
-/// polled. Client tasks ready to run take their turns as before.
+/// polled. Client tasks ready to run take their turns as before. Under [`Idle::Sleep`]
+/// the floor runs it for its second median, then aborts it
+/// ([`crate::floor::measure_floor`]).
 pub(crate) async fn poll_instead_of_sleeping() {
     loop {
         tokio::task::yield_now().await;
