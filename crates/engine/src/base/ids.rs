@@ -202,7 +202,7 @@ mod tests {
         free_mu: &std::sync::Mutex<()>,
         counter: &AtomicU64,
     ) -> u64 {
-        let mut take = |run: &mut Range<u64>| {
+        let take = |run: &mut Range<u64>| {
             run.next().or_else(|| {
                 *run = s.take_run(SLICE_RUN)?;
                 run.next()
