@@ -28,7 +28,9 @@ mod state;
 mod tx_locks;
 
 pub use dir_stats::DirStatBuffer;
-pub use ids::{inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH};
+pub use ids::{
+    inode_need_prefetch, IdRange, InodeIds, SliceIds, INODE_BATCH, SLICE_BATCH, SLICE_RUN,
+};
 pub use session::{session_expire, session_info, SessionRegistry, HEARTBEAT};
 pub use state::{ClientState, TakenStats};
 pub use tx_locks::{TxGuard, TxLock, TX_LOCKS};

@@ -9,6 +9,7 @@
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
 use super::common::{self, volume_format};
+use metabench_engine::base::SLICE_RUN;
 use metabench_engine::{
     Ctx, Engine, EngineKind, FallocRange, Meta, MetaError, MetaUrl, SessionOptions, SetAttr,
     TxLock, XattrFlags,
@@ -1074,8 +1075,11 @@ async fn workers_share_one_client(on: TestEngine) {
         d3 / 1024 > d1 / 1024,
         "another client has a batch of its own: {d1} {d3}"
     );
+    // Each worker takes its slice ids in runs from the client's batch: the second worker
+    // gets the run after the first's, from the same batch.
     let s1 = a2.new_slice().await.unwrap();
-    assert_eq!(a.new_slice().await.unwrap(), s1 + 1);
+    assert_eq!(a.new_slice().await.unwrap(), s1 + SLICE_RUN);
+    assert_eq!(a2.new_slice().await.unwrap(), s1 + 1);
     assert!(b.new_slice().await.unwrap() / 4096 > s1 / 4096);
 
     // setattr's transaction locks the inode (Redis: the hash of its first key, the
