@@ -127,6 +127,9 @@ fn has_sleep_note(run: &SweepResults) -> bool {
         .any(|n| n.starts_with("Client threads sleep while a call waits"))
 }
 
+/// A getattr workload, 200 ms of warm-up and 1 s windows: the Redis sweeps' arguments.
+const GETATTR_1S_WINDOWS: [&str; 6] = ["--ops", "getattr", "--warmup", "200ms", "--duration", "1s"];
+
 /// What a sweep printed: its results on stdout, its progress on stderr.
 struct Printed {
     out: String,
@@ -325,20 +328,18 @@ fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() 
     let url = redis.url(4);
     let (run, Printed { out, said }) = sweep_json(
         &[
-            "--meta",
-            &url,
-            "--busy-poll",
-            "--client-threads",
-            "1",
-            "--conc",
-            "1",
-            "--ops",
-            "getattr",
-            "--warmup",
-            "200ms",
-            "--duration",
-            "1s",
-        ],
+            &[
+                "--meta",
+                &url,
+                "--busy-poll",
+                "--client-threads",
+                "1",
+                "--conc",
+                "1",
+            ][..],
+            &GETATTR_1S_WINDOWS,
+        ]
+        .concat(),
         dir.path(),
         "busy",
     );
@@ -584,17 +585,11 @@ fn sweep_with_the_engine_failing(sig: &str) -> (Option<i32>, String, SweepResult
     let dir = tempfile::tempdir().unwrap();
     let (json, log) = (dir.path().join("out.json"), dir.path().join("stderr.txt"));
     let args = [
-        "--conc",
-        "1,2,4,8",
-        "--ops",
-        "getattr",
-        "--warmup",
-        "200ms",
-        "--duration",
-        "1s",
-        "--op-timeout",
-        "1s",
-    ];
+        &["--conc", "1,2,4,8"][..],
+        &GETATTR_1S_WINDOWS,
+        &["--op-timeout", "1s"],
+    ]
+    .concat();
     let mut child = spawn_sweep(&redis.url(1), &args, &json, &log);
     wait_for_level(&log, " 1 clients ");
     std::thread::sleep(Duration::from_millis(600));
