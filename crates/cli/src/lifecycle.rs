@@ -83,11 +83,12 @@ const BUSY_POLL_NOTE: &str = "Client threads busy-poll (--busy-poll): a reply ne
 const SLEEP_NOTE: &str = "Client threads sleep while a call waits on the engine, as \
      JuiceFS's do, and each round trip pays the client CPU's wake-up: tens of µs where an \
      idle CPU is slow to wake (a VM that halts idle vCPUs); the floor's median with the \
-     client polling instead of sleeping leaves it out. JuiceFS's Go client may pay less \
-     of it on calls of several round trips: on such a 2-vCPU VM its Redis rmdir and \
-     removexattr took 1.4-1.7× less time with its default GOMAXPROCS than with \
-     GOMAXPROCS=1, where they took as long as metabench's. --busy-poll shows every call \
-     without the wake-up.";
+     client polling instead of sleeping leaves it out. How often a reply finds a CPU awake \
+     depends on where the scheduler puts the client's and the engine's threads, so there \
+     the same client's calls can take several times as long from one run to the next: on a \
+     2-vCPU VM, JuiceFS's Go benchmark's Redis getattr took 24 µs and then 93 µs, a minute \
+     apart. Compare such runs over several rounds, or with both clients pinned to the same \
+     CPUs. --busy-poll shows every call without the wake-up.";
 
 /// One run of a measuring command, from the moment its input is checked to its cleanup.
 pub struct Run {
