@@ -8,7 +8,7 @@ mean µs per call side by side with the ratio sweep / ops:
 
     scripts/compare-ops-sweep.py --meta redis://127.0.0.1:6379/3 --rounds 3
 
-Both time each operation for --duration (the sweep after a --warmup that `ops` replaces
+Every other round runs `sweep` first. Both time each operation for --duration (the sweep after a --warmup that `ops` replaces
 with one untimed call), so they make about as many calls, id-batch refills included. A
 ratio outside ±10 % is marked. metabench formats --meta if it is empty and removes what it wrote.
 
@@ -60,11 +60,13 @@ def main():
     args = p.parse_args()
 
     ops, sweep = {}, {}
+    sides = [(run_ops, ops), (run_sweep, sweep)]
     for i in range(args.rounds):
-        for name, us in run_ops(args).items():
-            ops.setdefault(name, []).append(us)
-        for name, us in run_sweep(args).items():
-            sweep.setdefault(name, []).append(us)
+        # Every other round starts with the other command (A B, B A, ...), so a drift of the
+        # machine over a round does not always fall on the same one.
+        for run, into in sides if i % 2 == 0 else reversed(sides):
+            for name, us in run(args).items():
+                into.setdefault(name, []).append(us)
         print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
 
     print("| op | ops µs/op | sweep --conc 1 µs/op | sweep / ops |")
