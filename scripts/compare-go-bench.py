@@ -34,11 +34,11 @@ the range of the rounds beside it; ratios (of medians) marked * are outside ±10
 
 Upstream brackets the set-up of rmdir, unlink and removexattr with
 b.StopTimer()/b.StartTimer(). StartTimer calls runtime.ReadMemStats, which stops and
-restarts the world; the restart wakes runtime threads that are still awake when the timed
-call begins, and on a VM that halts idle vCPUs that can spare the call wake-ups that a
-JuiceFS mount's calls pay (on a 2-vCPU VM with Redis, the Go client's rmdir and
-removexattr took 1.15-1.4× less time under StartTimer than timed by a clock; unlink did
-not move). When the binary has the Benchmark*Clock benchmarks that
+restarts the world just before each timed call, and no JuiceFS mount does that. It moves
+the timed call's cost either way: on a 2-vCPU VM, the restart's wake-ups of runtime
+threads spared Redis rmdir and removexattr some of the VM's vCPU wake-ups (1.15-1.4× less
+time than the same calls timed by a clock), while SQLite removexattr took 1.6× longer
+under StartTimer (83 against 52 µs); unlink moved neither way. When the binary has the Benchmark*Clock benchmarks that
 scripts/build-go-bench.sh adds (the same calls, timed by a clock around the call alone),
 each round runs them too, and the table gives their µs/op and a second ratio (marked †),
 with a second tally that uses it for those three operations.
@@ -244,9 +244,8 @@ def main():
         print(
             f"against the Go client's clock-timed {', '.join(sorted(go_clock))} †: {tally(fair)}\n"
             "† upstream brackets these calls' set-up with b.StopTimer()/b.StartTimer(); StartTimer "
-            "calls runtime.ReadMemStats, whose restart of the world wakes runtime threads (sysmon, "
-            "and a spare one through wakep) that are still awake as the timed call starts "
-            "(scripts/build-go-bench.sh)"
+            "calls runtime.ReadMemStats, which stops and restarts the world just before each timed "
+            "call (scripts/build-go-bench.sh)"
         )
     if floors:
         f = floors[-1]
