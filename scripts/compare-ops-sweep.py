@@ -8,9 +8,10 @@ mean µs per call side by side with the ratio sweep / ops:
 
     scripts/compare-ops-sweep.py --meta redis://127.0.0.1:6379/3 --rounds 3
 
-Every other round runs `sweep` first. Both time each operation for --duration (the sweep after a --warmup that `ops` replaces
-with one untimed call), so they make about as many calls, id-batch refills included. A
-ratio outside ±10 % is marked. metabench formats --meta if it is empty and removes what it wrote.
+Every other round runs `sweep` first. Both time each operation for --duration (the sweep
+after a --warmup that `ops` replaces with one untimed call), so they make about as many
+calls, id-batch refills included. A ratio outside ±10 % is marked. metabench formats
+--meta if it is empty and removes what it wrote.
 
 `--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
 sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
