@@ -242,15 +242,16 @@ impl MetaUrl {
                     .parse::<std::net::IpAddr>()
                     .is_ok_and(|ip| ip.is_loopback())
         };
-        !self.in_process()
-            && match &self.address {
-                Address::Unix(_) => true,
-                Address::File(_) => false,
-                Address::Tcp { .. } => {
-                    self.sentinel_master.is_none()
-                        && self.hosts().iter().all(|(host, _)| loopback(host))
-                }
+        match &self.address {
+            Address::Unix(_) => true,
+            Address::File(_) => false,
+            Address::Tcp { .. } => {
+                // memkv takes a host but runs in process.
+                !self.in_process()
+                    && self.sentinel_master.is_none()
+                    && self.hosts().iter().all(|(host, _)| loopback(host))
             }
+        }
     }
 
     /// The URL with the password shown as `****`, as JuiceFS logs it.
