@@ -31,6 +31,10 @@ The Go benchmark formats its database (`Init(..., force=true)`), so give it a da
 of its own (`--go-meta`), never one that holds data. metabench formats `--meta` if it is
 empty and removes what it wrote. The median over rounds is printed per operation, with
 the range of the rounds beside it; ratios (of medians) marked * are outside ±10 %.
+A ratio above 1.10 is also marked ‡ when metabench's rounds are above 1.10× Go's beyond
+the rounds' noise (an exact one-sided rank test, p < 0.05: scripts/rounds.py); a ratio
+over the line without ‡ is one the rounds cannot tell from noise. That takes at least
+4 rounds.
 
 Upstream brackets the set-up of rmdir, unlink and removexattr with
 b.StopTimer()/b.StartTimer(). StartTimer calls runtime.ReadMemStats, which stops and
@@ -56,6 +60,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rounds import beyond  # noqa: E402
 
 # A Go benchmark result's tail: iterations, then "value unit" pairs (ns/op, clock-ns/op, ...).
 GO_TAIL = re.compile(r"^\s*(\d+)\s+(\d[\d.]* \S+.*)$")
@@ -85,11 +92,23 @@ def mark(ratio):
     return "" if 0.90 <= ratio <= 1.10 else " *"
 
 
-def tally(ratios):
-    """"N at or below 1.10× Go, M within ±10 %; median ratio R"."""
+def slower(mb_rounds, go_rounds):
+    """Whether metabench's rounds are above 1.10× Go's beyond their noise (None: too few
+    rounds to tell)."""
+    return beyond(mb_rounds, go_rounds, 1.10)
+
+
+def tally(ratios, verdicts):
+    """"N at or below 1.10× Go, M within ±10 %; median ratio R; K above 1.10× beyond the
+    rounds' noise", from the ratios of medians and `slower`'s verdicts."""
     within = sum(1 for r in ratios if 0.90 <= r <= 1.10)
     at_most = sum(1 for r in ratios if r <= 1.10)
-    return f"{at_most} at or below 1.10× Go, {within} within ±10 %; median ratio {statistics.median(ratios):.2f}"
+    if any(v is None for v in verdicts):
+        noise = "too few rounds (4 a side) to tell a miss from noise"
+    else:
+        noise = f"{sum(verdicts)} above 1.10× beyond the rounds' noise ‡"
+    return (f"{at_most} at or below 1.10× Go, {within} within ±10 %; median ratio "
+            f"{statistics.median(ratios):.2f}; {noise}")
 
 
 def pinned(args):
@@ -218,19 +237,26 @@ def main():
     clock_header = (" Go µs/op, timed by a clock † | metabench / Go (clock) |", "---:|---:|") if go_clock else ("", "")
     print(f"| op | Go µs/op | metabench µs/op | metabench / Go |{clock_header[0]}")
     print(f"|---|---:|---:|---:|{clock_header[1]}")
-    ratios, fair = [], []
+    ratios, fair, verdicts, fair_verdicts = [], [], [], []
+
+    def judged(ratio, mb_rounds, go_rounds, into):
+        verdict = slower(mb_rounds, go_rounds)
+        into.append(verdict)
+        return f"{ratio:.2f}{mark(ratio)}{' ‡' if verdict else ''}"
+
     for op in ops:
         g, m = statistics.median(go[op]), statistics.median(mb[op])
         r = m / g if g > 0 else float("nan")
         ratios.append(r)
-        row = f"| {op} | {spread(go[op])} | {spread(mb[op])} | {r:.2f}{mark(r)} |"
+        row = f"| {op} | {spread(go[op])} | {spread(mb[op])} | {judged(r, mb[op], go[op], verdicts)} |"
         if op in go_clock:
             c = statistics.median(go_clock[op])
             rc = m / c if c > 0 else float("nan")
             fair.append(rc)
-            row += f" {spread(go_clock[op])} | {rc:.2f}{mark(rc)} |"
+            row += f" {spread(go_clock[op])} | {judged(rc, mb[op], go_clock[op], fair_verdicts)} |"
         else:
             fair.append(r)
+            fair_verdicts.append(verdicts[-1])
             row += " | |" if go_clock else ""
         print(row)
     print()
@@ -239,10 +265,10 @@ def main():
         + (f"; both clients on CPUs {args.cpus}" if args.cpus else "; unpinned")
         + ("; metabench busy-polling)" if args.busy_poll else ")")
     )
-    print(f"{len(ratios)} operations: {tally(ratios)} ({setting}")
+    print(f"{len(ratios)} operations: {tally(ratios, verdicts)} ({setting}")
     if go_clock:
         print(
-            f"against the Go client's clock-timed {', '.join(sorted(go_clock))} †: {tally(fair)}\n"
+            f"against the Go client's clock-timed {', '.join(sorted(go_clock))} †: {tally(fair, fair_verdicts)}\n"
             "† upstream brackets these calls' set-up with b.StopTimer()/b.StartTimer(); StartTimer "
             "calls runtime.ReadMemStats, which stops and restarts the world just before each timed "
             "call (scripts/build-go-bench.sh)"

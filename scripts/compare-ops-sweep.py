@@ -10,8 +10,11 @@ mean µs per call side by side with the ratio sweep / ops:
 
 Every other round runs `sweep` first. Both time each operation for --duration (the sweep
 after a --warmup that `ops` replaces with one untimed call), so they make about as many
-calls, id-batch refills included. A ratio outside ±10 % is marked. metabench formats
---meta if it is empty and removes what it wrote.
+calls, id-batch refills included. A ratio (of medians over the rounds) outside ±10 % is
+marked *, and also ‡ when the rounds show it beyond their noise: one command's rounds
+above 1.10× (or below 0.90×) the other's, by an exact one-sided rank test at p < 0.05
+(scripts/rounds.py; it takes at least 4 rounds). metabench formats --meta if it is empty
+and removes what it wrote.
 
 `--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
 sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
@@ -25,6 +28,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rounds import beyond  # noqa: E402
 
 
 def metabench(args, command):
@@ -72,7 +78,7 @@ def main():
 
     print("| op | ops µs/op | sweep --conc 1 µs/op | sweep / ops |")
     print("|---|---:|---:|---:|")
-    ratios = []
+    ratios, verdicts = [], []
     for name in ops:
         if name not in sweep:
             continue
@@ -80,11 +86,18 @@ def main():
         ratio = s / o if o > 0 else float("nan")
         ratios.append(ratio)
         mark = "" if 0.9 <= ratio <= 1.1 else " *"
-        print(f"| {name} | {o:.4f} | {s:.4f} | {ratio:.2f}{mark} |")
+        high, low = beyond(sweep[name], ops[name], 1.10), beyond(sweep[name], ops[name], 0.90)
+        verdict = None if high is None else high or low
+        verdicts.append(verdict)
+        print(f"| {name} | {o:.4f} | {s:.4f} | {ratio:.2f}{mark}{' ‡' if verdict else ''} |")
     within = sum(0.9 <= r <= 1.1 for r in ratios)
+    if any(v is None for v in verdicts):
+        noise = "too few rounds (4 a side) to tell a miss from noise"
+    else:
+        noise = f"{sum(verdicts)} outside ±10 % beyond the rounds' noise ‡"
     print(f"\n{len(ratios)} operations: {within} within ±10 %; median ratio "
-          f"{statistics.median(ratios):.2f} ({args.rounds} rounds, median per op; * outside ±10 %"
-          + ("; both busy-polling)" if args.busy_poll else ")"))
+          f"{statistics.median(ratios):.2f}; {noise} ({args.rounds} rounds, median per op; "
+          "* outside ±10 %" + ("; both busy-polling)" if args.busy_poll else ")"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""Whether one side of a comparison script is off by more than a margin, beyond the noise of
+its rounds.
+
+On a VM whose idle vCPUs are slow to wake, one side's rounds of the same operation can
+differ by 2× or more (where the client's threads land changes from run to run), and a
+ratio of medians over a few rounds flips across a ±10 % line by chance. `beyond` asks
+whether the rounds themselves show it: an exact one-sided rank-sum (Mann-Whitney) test of
+one side's rounds against the other's scaled by the margin, over every way the pooled
+rounds could have been split. It assumes nothing about the shape of the rounds' spread,
+which is often bimodal here. Used by compare-go-bench.py and compare-ops-sweep.py.
+
+Checked by `python3 -m doctest scripts/rounds.py` (.ci/run).
+"""
+
+from itertools import combinations
+from math import comb
+
+# The level below which a difference counts as beyond the rounds' noise.
+ALPHA = 0.05
+
+
+def rank_sum_p(high, low):
+    """The exact one-sided p-value that `high`'s values are larger than `low`'s: the share
+    of the splits of the pooled values into groups of their sizes whose first group ranks
+    at least as high as `high` does (ties count half).
+
+    >>> rank_sum_p([5, 6, 7, 8], [1, 2, 3, 4])  # 1 split of 70
+    0.014285714285714285
+    >>> rank_sum_p([1, 2, 3, 4], [5, 6, 7, 8])
+    1.0
+    >>> rank_sum_p([3], [3])
+    1.0
+    """
+    pooled = list(high) + list(low)
+    # Mid-ranks: a group's rank sum orders the splits as its Mann-Whitney U does.
+    ranks = [sum((w < v) + 0.5 * (w == v) for w in pooled) + 0.5 for v in pooled]
+    observed = sum(ranks[: len(high)])
+    splits = [sum(ranks[i] for i in s) for s in combinations(range(len(pooled)), len(high))]
+    return sum(r >= observed - 1e-9 for r in splits) / len(splits)
+
+
+def smallest_p(n, m):
+    """The smallest p-value `rank_sum_p` can give with n and m rounds: below `ALPHA` only
+    from 4 rounds a side (1/70), or 3 against 5 or more.
+
+    >>> smallest_p(4, 4)
+    0.014285714285714285
+    >>> smallest_p(2, 2) > ALPHA
+    True
+    """
+    return 1 / comb(n + m, n)
+
+
+def beyond(side, base, factor):
+    """Whether `side`'s rounds are above `base`'s times `factor` (factor > 1) or below them
+    (factor < 1) beyond the rounds' noise: p < `ALPHA` in `rank_sum_p`. None when there
+    are too few rounds for any verdict (`smallest_p` ≥ `ALPHA`).
+
+    >>> beyond([120, 125, 130, 128], [100, 101, 99, 102], 1.10)
+    True
+    >>> beyond([112, 60, 118, 65], [100, 30, 99, 40], 1.10)  # two modes on each side
+    False
+    >>> beyond([80, 82, 79, 81], [100, 101, 99, 102], 0.90)
+    True
+    >>> beyond([120, 125], [100, 101], 1.10) is None
+    True
+    """
+    if smallest_p(len(side), len(base)) >= ALPHA:
+        return None
+    scaled = [v * factor for v in base]
+    p = rank_sum_p(side, scaled) if factor >= 1 else rank_sum_p(scaled, side)
+    return p < ALPHA
