@@ -13,8 +13,10 @@ after a --warmup that `ops` replaces with one untimed call), so they make about 
 calls, id-batch refills included. A ratio (of medians over the rounds) outside ±10 % is
 marked *, and also ‡ when the rounds show it beyond their noise: one command's rounds
 above 1.10× (or below 0.90×) the other's, by an exact one-sided rank test at p < 0.05
-(scripts/rounds.py; it takes at least 4 rounds). metabench formats --meta if it is empty
-and removes what it wrote.
+(scripts/rounds.py; it takes at least 4 rounds). The footer also says how many
+operations came out faster in `sweep` and how many in `ops`, with a sign test: many
+leaning one way, each by less than 10 %, is a difference between the two commands too.
+metabench formats --meta if it is empty and removes what it wrote.
 
 `--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
 sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
@@ -30,7 +32,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rounds import beyond  # noqa: E402
+from rounds import beyond, leaning  # noqa: E402
 
 
 def metabench(args, command):
@@ -98,6 +100,10 @@ def main():
     print(f"\n{len(ratios)} operations: {within} within ±10 %; median ratio "
           f"{statistics.median(ratios):.2f}; {noise} ({args.rounds} rounds, median per op; "
           "* outside ±10 %" + ("; both busy-polling)" if args.busy_poll else ")"))
+    faster = sum(1 for r in ratios if r < 1)
+    slower = sum(1 for r in ratios if r > 1)
+    print(f"faster in sweep: {faster}, in ops: {slower}; sign test p = {leaning(ratios):.3f} "
+          "(below 0.05: one command is systematically faster)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ one side's rounds against the other's scaled by the margin, over every way the p
 rounds could have been split. It assumes nothing about the shape of the rounds' spread,
 which is often bimodal here. Used by compare-go-bench.py and compare-ops-sweep.py.
 
+`leaning` asks the other question: whether many operations lean the same way, each by
+less than the margin (one side of a comparison that runs something the other does not,
+such as a probe that wakes its threads).
+
 Checked by `python3 -m doctest scripts/rounds.py` (.ci/run).
 """
 
@@ -70,3 +74,24 @@ def beyond(side, base, factor):
     scaled = [v * factor for v in base]
     p = rank_sum_p(side, scaled) if factor >= 1 else rank_sum_p(scaled, side)
     return p < ALPHA
+
+
+def leaning(ratios):
+    """The two-sided exact sign-test p-value that ratios fall below 1 as often as above it
+    (ratios of exactly 1 are left out): a small value says one side is systematically
+    faster across operations, even when no single one is off by the margin.
+
+    >>> round(leaning([0.9] * 20 + [1.1] * 5), 4)  # 20 of 25 one way
+    0.0041
+    >>> leaning([0.9, 1.1] * 10)
+    1.0
+    >>> leaning([])
+    1.0
+    """
+    below = sum(1 for r in ratios if r < 1)
+    above = sum(1 for r in ratios if r > 1)
+    n = below + above
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, k) for k in range(max(below, above), n + 1)) / 2**n
+    return min(1.0, 2 * tail)
