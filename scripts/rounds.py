@@ -44,13 +44,13 @@ def rank_sum_p(high, low):
 
 
 def smallest_p(n, m):
-    """The smallest p-value `rank_sum_p` can give with n and m rounds: below `ALPHA` only
-    from 4 rounds a side (1/70), or 3 against 5 or more.
+    """The smallest p-value `rank_sum_p` can give with n and m rounds. With as many rounds
+    a side, it is below `ALPHA` only from 4 (1/70; 3 give 1/20).
 
     >>> smallest_p(4, 4)
     0.014285714285714285
-    >>> smallest_p(2, 2) > ALPHA
-    True
+    >>> smallest_p(3, 3)
+    0.05
     """
     return 1 / comb(n + m, n)
 
