@@ -18,7 +18,9 @@ use crate::target::{Session, Target};
 use hdrhistogram::Histogram;
 use metabench_engine::deadline::CallDeadlines;
 use metabench_engine::{MetaError, Result, SessionOptions, SessionStats};
+use std::fs::File;
 use std::future::Future;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -53,13 +55,21 @@ pub fn usable_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// How often the lag probe pokes each client thread.
-pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(1);
+/// How often the lag probe looks at each client thread. Each look wakes the coordinator,
+/// and on a VM whose idle vCPUs are slow to wake, a wake-up every millisecond kept a vCPU
+/// awake often enough to make Redis calls in `sweep --conc 1` faster than the same calls
+/// in `ops`, which runs no probe (sweep / ops median 0.84–0.89 over 25 operations, 22–25
+/// of them faster in `sweep`; every 10 ms: 0.98, 15 of 25, in the same minutes). A lag
+/// shorter than the interval is still measured whole: the interval is how often one is
+/// sampled, not its resolution.
+pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(10);
 
 struct Worker {
     handle: Handle,
     /// Whether the thread is parked: asleep in its I/O driver with no task to run.
     parked: Arc<AtomicBool>,
+    /// Its scheduler statistics, if the kernel keeps them.
+    sched: Option<Arc<SchedStat>>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -107,15 +117,19 @@ impl Exec {
                 handle.spawn(poll_instead_of_sleeping());
             }
             let (tx, rx) = oneshot::channel::<()>();
+            let (opened_tx, opened_rx) = std::sync::mpsc::sync_channel(1);
             let thread = std::thread::Builder::new()
                 .name(format!("metabench-client-{i}"))
                 .spawn(move || {
+                    let _ = opened_tx.send(SchedStat::of_this_thread());
                     // Spawned clients run while the thread blocks here.
                     let _ = runtime.block_on(rx);
                 })?;
+            let sched = opened_rx.recv().ok().flatten().map(Arc::new);
             workers.push(Worker {
                 handle,
                 parked,
+                sched,
                 shutdown: Some(tx),
                 thread: Some(thread),
             });
@@ -167,7 +181,13 @@ impl Exec {
             self.workers
                 .iter()
                 .take(clients.clamp(1, self.workers.len()))
-                .map(|w| (w.handle.clone(), w.parked.clone()))
+                .map(|w| ProbedThread {
+                    handle: w.handle.clone(),
+                    parked: w.parked.clone(),
+                    sched: w.sched.clone(),
+                    last_turns: Mutex::new(None),
+                    woken_since: Mutex::new(None),
+                })
                 .collect(),
             LAG_PROBE_INTERVAL,
         )
@@ -202,6 +222,124 @@ pub(crate) async fn poll_instead_of_sleeping() {
     }
 }
 
+/// One thread's scheduler statistics and state, as the kernel keeps them
+/// (`/proc/thread-self/schedstat` and `stat`), readable from any thread.
+struct SchedStat {
+    schedstat: File,
+    stat: File,
+}
+
+impl SchedStat {
+    /// The calling thread's, or `None` where the kernel keeps none (not Linux, or a
+    /// kernel built without scheduler statistics).
+    fn of_this_thread() -> Option<Self> {
+        let sched = Self {
+            schedstat: File::open("/proc/thread-self/schedstat").ok()?,
+            stat: File::open("/proc/thread-self/stat").ok()?,
+        };
+        sched.turns()?;
+        sched.runnable()?;
+        Some(sched)
+    }
+
+    /// The thread's turns on a CPU so far (the second and third fields of `schedstat`).
+    fn turns(&self) -> Option<CpuTurns> {
+        let mut buf = [0u8; 128];
+        let n = self.schedstat.read_at(&mut buf, 0).ok()?;
+        let mut fields = std::str::from_utf8(&buf[..n])
+            .ok()?
+            .split_ascii_whitespace();
+        let waited_ns = fields.nth(1)?.parse().ok()?;
+        let turns = fields.next()?.parse().ok()?;
+        Some(CpuTurns { waited_ns, turns })
+    }
+
+    /// Whether the thread is running or ready to (state `R` in `stat`, the field after
+    /// the parenthesised name), rather than asleep.
+    fn runnable(&self) -> Option<bool> {
+        let mut buf = [0u8; 512];
+        let n = self.stat.read_at(&mut buf, 0).ok()?;
+        let after_name = buf[..n].iter().rposition(|&b| b == b')')?;
+        let state = buf[after_name + 1..n]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())?;
+        Some(*state == b'R')
+    }
+}
+
+/// How often a thread has got a CPU, and how long it waited for one (ready to run, not
+/// running) before those turns, in all. Both grow when the thread gets a CPU.
+#[derive(Debug, Clone, Copy)]
+struct CpuTurns {
+    waited_ns: u64,
+    turns: u64,
+}
+
+impl CpuTurns {
+    /// The mean wait for a CPU of the turns taken since `before` (0 if none were).
+    fn mean_wait_since(self, before: CpuTurns) -> u64 {
+        match self.turns.saturating_sub(before.turns) {
+            0 => 0,
+            turns => self.waited_ns.saturating_sub(before.waited_ns) / turns,
+        }
+    }
+}
+
+/// A client thread as the lag probe sees it.
+struct ProbedThread {
+    handle: Handle,
+    parked: Arc<AtomicBool>,
+    sched: Option<Arc<SchedStat>>,
+    /// Its turns on a CPU at the probe's last reading.
+    last_turns: Mutex<Option<CpuTurns>>,
+    /// Since when it has been found woken but not yet running, if it is.
+    woken_since: Mutex<Option<Instant>>,
+}
+
+/// What the probe found a parked client thread doing.
+enum ParkedLook {
+    /// Asleep, or back asleep: the mean wait for a CPU of its turns since the last look.
+    Slept(u64),
+    /// Woken (ready to run, flagged parked until it runs), but not yet on a CPU.
+    WaitingForCpu,
+}
+
+impl ProbedThread {
+    /// Moves the thread's turns on a CPU on to now, and returns the mean wait for a CPU
+    /// of those since the last reading (0 when the kernel keeps no such figure).
+    fn mean_cpu_wait_since_last(&self) -> u64 {
+        *self.woken_since.lock().expect("woken since") = None;
+        let now = self.sched.as_ref().and_then(|s| s.turns());
+        let mut last = self.last_turns.lock().expect("CPU turns");
+        let before = std::mem::replace(&mut *last, now);
+        match (before, now) {
+            (Some(before), Some(now)) => now.mean_wait_since(before),
+            _ => 0,
+        }
+    }
+
+    /// Looks at a parked thread. One found waiting for a CPU keeps its last reading, so
+    /// the wait is counted whole once it runs.
+    fn look_parked(&self, now: Instant) -> ParkedLook {
+        if self.sched.as_ref().and_then(|s| s.runnable()) == Some(true) {
+            self.woken_since
+                .lock()
+                .expect("woken since")
+                .get_or_insert(now);
+            return ParkedLook::WaitingForCpu;
+        }
+        ParkedLook::Slept(self.mean_cpu_wait_since_last())
+    }
+
+    /// How long the thread has been found woken and waiting for a CPU, if it still is.
+    fn still_waiting_for_cpu(&self, now: Instant) -> Option<Duration> {
+        let since = (*self.woken_since.lock().expect("woken since"))?;
+        let waiting = self.sched.as_ref().and_then(|s| s.runnable()) == Some(true)
+            && self.parked.load(Ordering::Acquire);
+        waiting.then(|| now.saturating_duration_since(since))
+    }
+}
+
 /// Measures how late a task gets to run on each client thread. Every interval, from the
 /// coordinator's runtime, it hands each thread a task stamped with the time it was
 /// handed over, unless that thread's previous one has not run yet; the task records its
@@ -210,43 +348,64 @@ pub(crate) async fn poll_instead_of_sleeping() {
 /// for the intervals it blocked, so a starved thread shows as a long lag and is never
 /// read as an idle one.
 ///
-/// A thread that is parked (asleep, every task run) is not handed a task: its lag is 0,
-/// and is recorded as such. A task would only wake it, and a thread woken every interval
-/// keeps its CPU from going idle, which changes what is measured: on a 2-vCPU VM whose
-/// idle vCPUs are slow to wake, a 1 ms probe made one Redis client's getattr about 20 %
-/// faster in `sweep` than in `ops`, which runs no probe.
+/// A thread that is parked (asleep, every task run) is not handed a task: a task would
+/// only wake it, and a thread woken every interval keeps its CPU from going idle, which
+/// changes what is measured: on a 2-vCPU VM whose idle vCPUs are slow to wake, a 1 ms
+/// probe made one Redis client's getattr about 20 % faster in `sweep` than in `ops`,
+/// which runs no probe. Its lag comes from the kernel instead. A thread woken by a reply
+/// still reads as parked until it runs; while the kernel says it is ready to run, it is
+/// waiting for a CPU and nothing is recorded yet. Once it has run, the probe records the
+/// mean wait for a CPU of its turns on one since the last look, corrected for the
+/// intervals a wait spanned, as a probe's: the wait that delayed a reply's call (behind
+/// an engine on the same cores, say) is its lag. A mean per turn, not their sum, as a
+/// task's lag is one wait: a thread woken a hundred times in an interval, 10 µs late each
+/// time, has a lag of 10 µs, not 1 ms. A thread still waiting when the probe stops
+/// counts the wait so far. Where the kernel keeps no such figures, a parked thread's lag
+/// is 0.
 pub struct LagProbe {
     lags: Arc<Mutex<Histogram<u64>>>,
     /// Per thread: when its outstanding probe was handed over (ns since `epoch`), 0 if none.
     outstanding: Arc<Vec<AtomicU64>>,
+    threads: Arc<Vec<ProbedThread>>,
     epoch: Instant,
     interval: Duration,
     ticker: JoinHandle<()>,
 }
 
 impl LagProbe {
-    fn start(threads: Vec<(Handle, Arc<AtomicBool>)>, interval: Duration) -> Self {
+    fn start(threads: Vec<ProbedThread>, interval: Duration) -> Self {
         let lags = Arc::new(Mutex::new(
             Histogram::new(3).expect("3 significant digits is valid"),
         ));
         let outstanding: Arc<Vec<AtomicU64>> =
             Arc::new(threads.iter().map(|_| AtomicU64::new(0)).collect());
+        for thread in &threads {
+            thread.mean_cpu_wait_since_last();
+        }
+        let threads = Arc::new(threads);
         let epoch = Instant::now();
         let ticker = {
             let (lags, outstanding) = (lags.clone(), outstanding.clone());
+            let threads = threads.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 loop {
                     tick.tick().await;
-                    for (i, (handle, parked)) in threads.iter().enumerate() {
-                        if parked.load(Ordering::Acquire)
+                    for (i, thread) in threads.iter().enumerate() {
+                        if thread.parked.load(Ordering::Acquire)
                             && outstanding[i].load(Ordering::Acquire) == 0
                         {
-                            let mut h = lags.lock().expect("lag histogram");
-                            let _ = h.record(0);
+                            // A wait that spanned looks is counted once per interval
+                            // it took, as a probe kept waiting is.
+                            if let ParkedLook::Slept(waited) = thread.look_parked(Instant::now()) {
+                                let mut h = lags.lock().expect("lag histogram");
+                                let _ = h.record_correct(waited, interval.as_nanos() as u64);
+                            }
                             continue;
                         }
+                        // The probe task measures this interval's lag; the turns move on.
+                        thread.mean_cpu_wait_since_last();
                         let sent = epoch.elapsed().as_nanos().max(1) as u64;
                         if outstanding[i]
                             .compare_exchange(0, sent, Ordering::AcqRel, Ordering::Acquire)
@@ -255,7 +414,7 @@ impl LagProbe {
                             continue;
                         }
                         let (lags, outstanding) = (lags.clone(), outstanding.clone());
-                        handle.spawn(async move {
+                        thread.handle.spawn(async move {
                             let now = epoch.elapsed().as_nanos() as u64;
                             if outstanding[i]
                                 .compare_exchange(sent, 0, Ordering::AcqRel, Ordering::Acquire)
@@ -273,6 +432,7 @@ impl LagProbe {
         Self {
             lags,
             outstanding,
+            threads,
             epoch,
             interval,
             ticker,
@@ -280,15 +440,24 @@ impl LagProbe {
     }
 
     /// Stops the probe and returns the lags it saw, including the waits of probes that
-    /// had not run yet (each counted once per interval it was kept waiting).
+    /// had not run yet (each counted once per interval it was kept waiting) and, for a
+    /// thread without one, its mean wait for a CPU since the last look, or how long it
+    /// has been found woken and still waiting for one.
     pub fn finish(self) -> Histogram<u64> {
         self.ticker.abort();
         let now = self.epoch.elapsed().as_nanos() as u64;
         let mut h = self.lags.lock().expect("lag histogram").clone();
-        for slot in self.outstanding.iter() {
+        for (i, slot) in self.outstanding.iter().enumerate() {
             let sent = slot.swap(0, Ordering::AcqRel);
             if sent != 0 {
                 let _ = h.record_correct(now.saturating_sub(sent), self.interval.as_nanos() as u64);
+            } else if let Some(waiting) = self.threads[i].still_waiting_for_cpu(Instant::now()) {
+                let _ =
+                    h.record_correct(waiting.as_nanos() as u64, self.interval.as_nanos() as u64);
+            } else if let ParkedLook::Slept(waited) = self.threads[i].look_parked(Instant::now()) {
+                if waited > 0 {
+                    let _ = h.record_correct(waited, self.interval.as_nanos() as u64);
+                }
             }
         }
         h
@@ -869,6 +1038,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_that_never_yields_shows_as_lag() {
+        let _alone = SCHEDULING.lock().await;
         let exec = Exec::new(1, Idle::Sleep).unwrap();
         let probe = exec.lag_probe(1);
         // Hold the only client thread for 50 ms without ever yielding.
@@ -890,6 +1060,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_parked_thread_is_not_woken_by_the_probe() {
+        let _alone = SCHEDULING.lock().await;
         let exec = Exec::new(1, Idle::Sleep).unwrap();
         // Its only client waits on a timer: the thread parks until the timer fires.
         let client = exec.spawn(0, tokio::time::sleep(Duration::from_millis(500)));
@@ -902,18 +1073,123 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+        // Parked is set just before the thread goes to sleep: let it get there.
+        tokio::time::sleep(Duration::from_millis(10)).await;
         let probe = exec.lag_probe(1);
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        tokio::time::sleep(LAG_PROBE_INTERVAL * 8).await;
         let lags = probe.finish();
         assert!(
             parked.load(Ordering::Acquire),
             "the thread woke during the probe"
         );
         client.await.unwrap();
-        // Every tick found it asleep and recorded no wait; a task handed to it would have
-        // waited for the thread to wake (µs at least).
+        // Every tick found it asleep and recorded no wait (it never ran, so it never waited
+        // for a CPU either); a task handed to it would have waited for the thread to wake
+        // (µs at least).
         assert!(lags.len() >= 5, "{} probes", lags.len());
         assert_eq!(lags.max(), 0, "a probe woke the parked thread");
+    }
+
+    /// Held by the tests that measure how their threads are scheduled, so that none of
+    /// them runs beside another's CPU hogs or timing.
+    static SCHEDULING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// The first CPU this process may run on.
+    fn first_allowed_cpu() -> usize {
+        // SAFETY: sched_getaffinity only writes into the set we pass, of the size we give.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+        assert_eq!(rc, 0, "the process's CPUs read");
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+            .expect("at least one CPU")
+    }
+
+    /// Keeps the calling thread on `cpu`, at niceness `nice`.
+    fn pin_and_nice(cpu: usize, nice: libc::c_int) {
+        // SAFETY: both calls only read what we pass; on Linux `0` is the calling thread.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+        assert_eq!(rc, 0, "pinned to CPU {cpu}");
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, nice) };
+        assert_eq!(rc, 0, "niceness {nice}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_woken_thread_that_waits_for_a_cpu_shows_as_lag() {
+        let _alone = SCHEDULING.lock().await;
+        let exec = Exec::new(1, Idle::Sleep).unwrap();
+        let sched = exec.workers[0]
+            .sched
+            .clone()
+            .expect("the kernel keeps each thread's scheduler statistics");
+        let turns = move || sched.turns().expect("readable");
+        let cpu = first_allowed_cpu();
+        // A thread that never sleeps holds that CPU ...
+        let stop = Arc::new(AtomicBool::new(false));
+        let hog = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                pin_and_nice(cpu, 0);
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        // ... and the client thread shares it at the lowest priority. Its client sleeps
+        // 1 ms at a time: each timer wakes the thread, which then waits behind the hog
+        // for its turn. It is parked at nearly every look of the probe, woken or not.
+        exec.spawn(0, async move { pin_and_nice(cpu, 19) })
+            .await
+            .unwrap();
+        let before = turns();
+        let probe = exec.lag_probe(1);
+        exec.spawn(0, async {
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .unwrap();
+        let lags = probe.finish();
+        let per_turn = turns().mean_wait_since(before);
+        stop.store(true, Ordering::Relaxed);
+        hog.join().unwrap();
+        assert!(
+            per_turn >= 200_000,
+            "the client thread waited only {per_turn} ns a turn for the CPU"
+        );
+        // Most looks find it parked, and what they record is its wait for a CPU: their
+        // mean is about its wait per turn (when a parked thread counted 0, a few %).
+        let mean = lags.mean();
+        assert!(
+            lags.len() >= 10 && mean >= per_turn as f64 / 2.0,
+            "lag mean {mean:.0} ns over {} looks, against {per_turn} ns waited a turn",
+            lags.len()
+        );
+    }
+
+    #[test]
+    fn a_threads_lag_from_the_kernel_is_its_mean_wait_per_turn() {
+        let before = CpuTurns {
+            waited_ns: 5_000,
+            turns: 7,
+        };
+        // A hundred wake-ups, each 10 µs late: a lag of 10 µs, not their 1 ms sum.
+        let many_short = CpuTurns {
+            waited_ns: 5_000 + 100 * 10_000,
+            turns: 7 + 100,
+        };
+        assert_eq!(many_short.mean_wait_since(before), 10_000);
+        // One turn, 3 ms late.
+        let one_long = CpuTurns {
+            waited_ns: 5_000 + 3_000_000,
+            turns: 8,
+        };
+        assert_eq!(one_long.mean_wait_since(before), 3_000_000);
+        // No turn taken: nothing waited.
+        assert_eq!(before.mean_wait_since(before), 0);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
@@ -954,6 +1230,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_busy_polling_thread_never_sleeps_while_its_clients_wait() {
+        let _alone = SCHEDULING.lock().await;
         let sleeping = cpu_while_waiting(Idle::Sleep).await;
         assert!(sleeping < Duration::from_millis(20), "{sleeping:?}");
         let polling = cpu_while_waiting(Idle::BusyPoll).await;

@@ -44,7 +44,7 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         })
     } else if lag_p99 > CLIENT_LAG_LIMIT {
         Some(format!(
-            "scheduling lag p99 {:.1} ms: tasks wait for a core (an in-process engine such as SQLite runs on the client threads and counts here too)",
+            "scheduling lag p99 {:.1} ms: client threads wait for a core (behind other processes on the same cores, an engine on this machine among them; an in-process engine such as SQLite runs on the client threads and counts here too)",
             lag_p99.as_secs_f64() * 1000.0
         ))
     } else {

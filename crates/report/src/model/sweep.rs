@@ -160,7 +160,8 @@ pub struct ClientCheck {
     /// CPU used as a share of the cores the client threads can use (one per thread, at
     /// most the cores), over the windows (1.0 = every such core busy).
     pub cpu_utilisation: f64,
-    /// 99th percentile of the scheduling lag (how late a ready task starts), µs.
+    /// 99th percentile of the scheduling lag (how late a ready task, or a client thread
+    /// woken by a reply, gets to run), µs.
     pub lag_p99_us: f64,
     /// Largest scheduling lag, µs.
     pub lag_max_us: f64,
