@@ -109,6 +109,18 @@ fn short_sweep_on_the_embedded_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let run = short_sweep(None, dir.path());
     assert_eq!(run.header.engine.kind, "sqlite");
+    // SQLite's statements run on the client threads: their share of the threads' cores
+    // is the engine's, said apart, and judged as the engine's.
+    for level in &run.levels {
+        let share = level.client.engine_utilisation;
+        assert!(share > 0.0 && share <= 1.05, "{:?}", level.client);
+        assert!(level.client.cpu_utilisation > 0.0, "{:?}", level.client);
+        let engine = level.engine.as_ref().expect("an engine check");
+        assert_eq!(engine.counters.get("in_process_call_share"), Some(&share));
+        // Its lock waits, counted by metabench (SQLite keeps no such counter).
+        assert!(engine.counters.contains_key("busy_wait_s"), "{engine:?}");
+        assert!(engine.counters.contains_key("busy_waits"), "{engine:?}");
+    }
     // In process: no call waits on a socket, so no wake-up to note.
     assert!(
         !has_sleep_note(&run),
@@ -246,6 +258,9 @@ fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
     );
     assert!(level.client.client_bound, "{:?}", level.client);
     assert!(level.client.cpu_us_per_op > 0.0, "{:?}", level.client);
+    // memkv's time is the client's: nothing of it is left out as an engine's.
+    assert_eq!(level.client.engine_utilisation, 0.0, "{:?}", level.client);
+    assert!(level.engine.is_none(), "{:?}", level.engine);
     assert_eq!(run.floor.as_ref().unwrap().request, "get of an absent key");
 }
 

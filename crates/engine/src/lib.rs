@@ -9,6 +9,7 @@ pub mod base;
 mod common;
 pub mod deadline;
 pub mod error;
+pub mod in_process;
 pub mod meta;
 pub mod namespace;
 mod parent_rule;

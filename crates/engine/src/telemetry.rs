@@ -62,7 +62,7 @@ pub const WAIT_SHARE_LIMIT: f64 = 0.50;
 
 /// Why a window's telemetry deltas (over `window`, with `clients` clients) show the
 /// engine as the bottleneck, if they do: Redis's CPU near one core, rising lock waits or
-/// deadlocks on SQL, WAL fsyncs filling etcd's window.
+/// deadlocks on SQL, SQLite's busy-handler sleeps, etcd's WAL fsyncs filling the window.
 pub fn engine_bound(
     kind: EngineKind,
     delta: &Telemetry,
@@ -104,6 +104,15 @@ pub fn engine_bound(
                     format!("{waiting:.0} of {clients} sessions were waiting on a lock at the window's end")
                 })
             }
+        }
+        EngineKind::Sqlite => {
+            let waited = delta.counter("busy_wait_s");
+            (waited / secs >= WAIT_SHARE_LIMIT).then(|| {
+                format!(
+                    "statements waited {waited:.2} s on SQLite's database lock in a {secs:.1} s window ({:.0} busy-handler sleeps)",
+                    delta.counter("busy_waits")
+                )
+            })
         }
         EngineKind::Etcd => {
             let fsync = delta.counter("etcd_disk_wal_fsync_duration_seconds_sum");
@@ -288,5 +297,15 @@ mod tests {
         assert!(engine_bound(EngineKind::Postgres, &p, Duration::from_secs(2), 8).is_some());
         p.gauges.insert("lock_waiters".into(), 1.0);
         assert!(engine_bound(EngineKind::Postgres, &p, Duration::from_secs(2), 8).is_none());
+        let mut s = Telemetry::default();
+        s.counters.insert("busy_wait_s".into(), 1.2);
+        s.counters.insert("busy_waits".into(), 40.0);
+        let why = engine_bound(EngineKind::Sqlite, &s, Duration::from_secs(2), 8).unwrap();
+        assert!(
+            why.contains("waited 1.20 s on SQLite's database lock"),
+            "{why}"
+        );
+        s.counters.insert("busy_wait_s".into(), 0.2);
+        assert!(engine_bound(EngineKind::Sqlite, &s, Duration::from_secs(2), 8).is_none());
     }
 }

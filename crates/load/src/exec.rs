@@ -17,6 +17,7 @@ use crate::stats::BackgroundAcc;
 use crate::target::{Session, Target};
 use hdrhistogram::Histogram;
 use metabench_engine::deadline::CallDeadlines;
+use metabench_engine::in_process;
 use metabench_engine::{MetaError, Result, SessionOptions, SessionStats};
 use std::fs::File;
 use std::future::Future;
@@ -70,6 +71,8 @@ struct Worker {
     parked: Arc<AtomicBool>,
     /// Its scheduler statistics, if the kernel keeps them.
     sched: Option<Arc<SchedStat>>,
+    /// The time its in-process engine calls took (SQLite's statements), ns.
+    engine_calls: Arc<AtomicU64>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -118,9 +121,12 @@ impl Exec {
             }
             let (tx, rx) = oneshot::channel::<()>();
             let (opened_tx, opened_rx) = std::sync::mpsc::sync_channel(1);
+            let engine_calls = Arc::new(AtomicU64::new(0));
+            let meter = engine_calls.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("metabench-client-{i}"))
                 .spawn(move || {
+                    in_process::meter_calls_on_this_thread(meter);
                     let _ = opened_tx.send(SchedStat::of_this_thread());
                     // Spawned clients run while the thread blocks here.
                     let _ = runtime.block_on(rx);
@@ -130,6 +136,7 @@ impl Exec {
                 handle,
                 parked,
                 sched,
+                engine_calls,
                 shutdown: Some(tx),
                 thread: Some(thread),
             });
@@ -160,6 +167,19 @@ impl Exec {
             .sum()
     }
 
+    /// The time in-process engine calls (SQLite's statements) have taken on the client
+    /// threads, summed over the threads: the engine's work, done on threads that are
+    /// metabench's. 0 for an engine reached over the network, and for memkv, whose time
+    /// is the client's ([`metabench_engine::in_process`]).
+    pub fn engine_time(&self) -> Duration {
+        Duration::from_nanos(
+            self.workers
+                .iter()
+                .map(|w| w.engine_calls.load(Ordering::Relaxed))
+                .sum(),
+        )
+    }
+
     /// The thread that runs client `index` (clients are spread round-robin).
     pub fn thread_of(&self, index: usize) -> usize {
         index % self.workers.len()
@@ -185,8 +205,8 @@ impl Exec {
                     handle: w.handle.clone(),
                     parked: w.parked.clone(),
                     sched: w.sched.clone(),
-                    last_turns: Mutex::new(None),
-                    woken_since: Mutex::new(None),
+                    engine_calls: w.engine_calls.clone(),
+                    look: Mutex::new(Look::default()),
                 })
                 .collect(),
             LAG_PROBE_INTERVAL,
@@ -290,10 +310,18 @@ struct ProbedThread {
     handle: Handle,
     parked: Arc<AtomicBool>,
     sched: Option<Arc<SchedStat>>,
-    /// Its turns on a CPU at the probe's last reading.
-    last_turns: Mutex<Option<CpuTurns>>,
+    /// The time its in-process engine calls took, ns ([`Exec::engine_time`]).
+    engine_calls: Arc<AtomicU64>,
+    look: Mutex<Look>,
+}
+
+/// What the probe last read of a client thread.
+#[derive(Default)]
+struct Look {
+    /// Its turns on a CPU at the last reading.
+    turns: Option<CpuTurns>,
     /// Since when it has been found woken but not yet running, if it is.
-    woken_since: Mutex<Option<Instant>>,
+    woken_since: Option<Instant>,
 }
 
 /// What the probe found a parked client thread doing.
@@ -305,14 +333,15 @@ enum ParkedLook {
 }
 
 impl ProbedThread {
-    /// Moves the thread's turns on a CPU on to now, and returns the mean wait for a CPU
-    /// of those since the last reading (0 when the kernel keeps no such figure).
-    fn mean_cpu_wait_since_last(&self) -> u64 {
-        *self.woken_since.lock().expect("woken since") = None;
+    /// Starts a new look at the thread: reads its turns on a CPU and returns the mean
+    /// wait for a CPU of those since the last reading (0 when the kernel keeps no such
+    /// figure). A mark of the thread found woken is dropped: the turns read now cover
+    /// that wait.
+    fn new_look(&self) -> u64 {
         let now = self.sched.as_ref().and_then(|s| s.turns());
-        let mut last = self.last_turns.lock().expect("CPU turns");
-        let before = std::mem::replace(&mut *last, now);
-        match (before, now) {
+        let mut look = self.look.lock().expect("look");
+        look.woken_since = None;
+        match (std::mem::replace(&mut look.turns, now), now) {
             (Some(before), Some(now)) => now.mean_wait_since(before),
             _ => 0,
         }
@@ -322,21 +351,27 @@ impl ProbedThread {
     /// the wait is counted whole once it runs.
     fn look_parked(&self, now: Instant) -> ParkedLook {
         if self.sched.as_ref().and_then(|s| s.runnable()) == Some(true) {
-            self.woken_since
+            self.look
                 .lock()
-                .expect("woken since")
+                .expect("look")
+                .woken_since
                 .get_or_insert(now);
             return ParkedLook::WaitingForCpu;
         }
-        ParkedLook::Slept(self.mean_cpu_wait_since_last())
+        ParkedLook::Slept(self.new_look())
     }
 
     /// How long the thread has been found woken and waiting for a CPU, if it still is.
     fn still_waiting_for_cpu(&self, now: Instant) -> Option<Duration> {
-        let since = (*self.woken_since.lock().expect("woken since"))?;
+        let since = self.look.lock().expect("look").woken_since?;
         let waiting = self.sched.as_ref().and_then(|s| s.runnable()) == Some(true)
             && self.parked.load(Ordering::Acquire);
         waiting.then(|| now.saturating_duration_since(since))
+    }
+
+    /// The time its in-process engine calls have taken so far, ns.
+    fn engine_ns(&self) -> u64 {
+        self.engine_calls.load(Ordering::Relaxed)
     }
 }
 
@@ -362,10 +397,18 @@ impl ProbedThread {
 /// time, has a lag of 10 µs, not 1 ms. A thread still waiting when the probe stops
 /// counts the wait so far. Where the kernel keeps no such figures, a parked thread's lag
 /// is 0.
+///
+/// A probe's wait leaves out the time in-process engine calls (SQLite's statements) took
+/// on its thread meanwhile ([`Exec::engine_time`]): the thread was doing the engine's
+/// work, as a network engine does on its own cores. What is left is metabench's: its
+/// own code, and the thread's waits for a CPU. A call's time is added when it ends, so a
+/// call that began before the probe was handed over is left out whole.
 pub struct LagProbe {
     lags: Arc<Mutex<Histogram<u64>>>,
     /// Per thread: when its outstanding probe was handed over (ns since `epoch`), 0 if none.
     outstanding: Arc<Vec<AtomicU64>>,
+    /// Per thread: its in-process engine time (ns) when its outstanding probe was handed over.
+    engine_at_send: Arc<Vec<AtomicU64>>,
     threads: Arc<Vec<ProbedThread>>,
     epoch: Instant,
     interval: Duration,
@@ -379,14 +422,16 @@ impl LagProbe {
         ));
         let outstanding: Arc<Vec<AtomicU64>> =
             Arc::new(threads.iter().map(|_| AtomicU64::new(0)).collect());
+        let engine_at_send: Arc<Vec<AtomicU64>> =
+            Arc::new(threads.iter().map(|_| AtomicU64::new(0)).collect());
         for thread in &threads {
-            thread.mean_cpu_wait_since_last();
+            thread.new_look();
         }
         let threads = Arc::new(threads);
         let epoch = Instant::now();
         let ticker = {
             let (lags, outstanding) = (lags.clone(), outstanding.clone());
-            let threads = threads.clone();
+            let (threads, engine_at_send) = (threads.clone(), engine_at_send.clone());
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -405,7 +450,9 @@ impl LagProbe {
                             continue;
                         }
                         // The probe task measures this interval's lag; the turns move on.
-                        thread.mean_cpu_wait_since_last();
+                        thread.new_look();
+                        let engine_then = thread.engine_ns();
+                        engine_at_send[i].store(engine_then, Ordering::Relaxed);
                         let sent = epoch.elapsed().as_nanos().max(1) as u64;
                         if outstanding[i]
                             .compare_exchange(0, sent, Ordering::AcqRel, Ordering::Acquire)
@@ -414,14 +461,18 @@ impl LagProbe {
                             continue;
                         }
                         let (lags, outstanding) = (lags.clone(), outstanding.clone());
+                        let engine_calls = thread.engine_calls.clone();
                         thread.handle.spawn(async move {
                             let now = epoch.elapsed().as_nanos() as u64;
                             if outstanding[i]
                                 .compare_exchange(sent, 0, Ordering::AcqRel, Ordering::Acquire)
                                 .is_ok()
                             {
+                                let engine = engine_calls
+                                    .load(Ordering::Relaxed)
+                                    .saturating_sub(engine_then);
                                 let mut h = lags.lock().expect("lag histogram");
-                                let waited = now.saturating_sub(sent);
+                                let waited = now.saturating_sub(sent).saturating_sub(engine);
                                 let _ = h.record_correct(waited, interval.as_nanos() as u64);
                             }
                         });
@@ -432,6 +483,7 @@ impl LagProbe {
         Self {
             lags,
             outstanding,
+            engine_at_send,
             threads,
             epoch,
             interval,
@@ -440,23 +492,31 @@ impl LagProbe {
     }
 
     /// Stops the probe and returns the lags it saw, including the waits of probes that
-    /// had not run yet (each counted once per interval it was kept waiting) and, for a
-    /// thread without one, its mean wait for a CPU since the last look, or how long it
-    /// has been found woken and still waiting for one.
+    /// had not run yet (each counted once per interval it was kept waiting, less the
+    /// in-process engine's time meanwhile) and, for a parked thread, its mean wait for a
+    /// CPU since the last look, or how long it has been found woken and still waiting
+    /// for one. A thread that is running, with no probe outstanding, had its lag
+    /// measured by the probe that last ran on it.
     pub fn finish(self) -> Histogram<u64> {
         self.ticker.abort();
         let now = self.epoch.elapsed().as_nanos() as u64;
+        let interval = self.interval.as_nanos() as u64;
         let mut h = self.lags.lock().expect("lag histogram").clone();
-        for (i, slot) in self.outstanding.iter().enumerate() {
-            let sent = slot.swap(0, Ordering::AcqRel);
+        for (i, thread) in self.threads.iter().enumerate() {
+            let sent = self.outstanding[i].swap(0, Ordering::AcqRel);
             if sent != 0 {
-                let _ = h.record_correct(now.saturating_sub(sent), self.interval.as_nanos() as u64);
-            } else if let Some(waiting) = self.threads[i].still_waiting_for_cpu(Instant::now()) {
-                let _ =
-                    h.record_correct(waiting.as_nanos() as u64, self.interval.as_nanos() as u64);
-            } else if let ParkedLook::Slept(waited) = self.threads[i].look_parked(Instant::now()) {
+                let engine = thread
+                    .engine_ns()
+                    .saturating_sub(self.engine_at_send[i].load(Ordering::Relaxed));
+                let waited = now.saturating_sub(sent).saturating_sub(engine);
+                let _ = h.record_correct(waited, interval);
+            } else if let Some(waiting) = thread.still_waiting_for_cpu(Instant::now()) {
+                let _ = h.record_correct(waiting.as_nanos() as u64, interval);
+            } else if !thread.parked.load(Ordering::Acquire) {
+                continue;
+            } else if let ParkedLook::Slept(waited) = thread.look_parked(Instant::now()) {
                 if waited > 0 {
-                    let _ = h.record_correct(waited, self.interval.as_nanos() as u64);
+                    let _ = h.record_correct(waited, interval);
                 }
             }
         }
@@ -1054,6 +1114,33 @@ mod tests {
         assert!(
             lags.max() >= Duration::from_millis(30).as_nanos() as u64,
             "max lag {} ns",
+            lags.max()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_in_process_engines_calls_are_not_the_clients_lag() {
+        let _alone = SCHEDULING.lock().await;
+        let exec = Exec::new(1, Idle::Sleep).unwrap();
+        let probe = exec.lag_probe(1);
+        // Five 30 ms calls of an in-process engine hold the only client thread, one
+        // after the other, as SQLite's statements hold theirs; the client yields between
+        // them. Without leaving the engine's time out, the probe would wait ~30 ms.
+        let client = exec.spawn(0, async {
+            for _ in 0..5 {
+                in_process::metered(|| std::thread::sleep(Duration::from_millis(30)));
+                tokio::task::yield_now().await;
+            }
+        });
+        client.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let lags = probe.finish();
+        let engine = exec.engine_time();
+        assert!(engine >= Duration::from_millis(150), "{engine:?}");
+        assert!(!lags.is_empty(), "no lag recorded");
+        assert!(
+            lags.max() < Duration::from_millis(10).as_nanos() as u64,
+            "max lag {} ns: the engine's calls were counted",
             lags.max()
         );
     }

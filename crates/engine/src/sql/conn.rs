@@ -13,6 +13,7 @@ use rusqlite::types::ValueRef as SqliteValue;
 use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Column, Connection, Executor, Row as _, TypeInfo, ValueRef};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A statement text, rendered once per dialect and table prefix.
@@ -395,6 +396,21 @@ const SQLITE_BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 5
 /// sets to 5000 ms (`_timeout=5000` in `pkg/meta/sql.go`, `newSQLMeta`).
 pub(crate) const SQLITE_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// This process's waits on an SQLite database's lock, as the busy handler makes them, over
+/// every connection: how many sleeps, and their time (ns). SQLite keeps no such counter,
+/// and it runs in this process: these are its telemetry ([`sqlite_lock_waits`]).
+static SQLITE_BUSY_SLEEPS: AtomicU64 = AtomicU64::new(0);
+static SQLITE_BUSY_NS: AtomicU64 = AtomicU64::new(0);
+
+/// How often this process's SQLite statements have slept on a database lock, and for how
+/// long in all, summed over the statements that slept.
+pub(crate) fn sqlite_lock_waits() -> (u64, std::time::Duration) {
+    (
+        SQLITE_BUSY_SLEEPS.load(Ordering::Relaxed),
+        std::time::Duration::from_nanos(SQLITE_BUSY_NS.load(Ordering::Relaxed)),
+    )
+}
+
 /// Runs one SQLite statement on the calling thread. While another connection holds the
 /// lock it waits as SQLite's busy handler would (the same sleeps, up to
 /// [`SQLITE_BUSY_TIMEOUT`]), but asleep on the runtime instead of blocking the thread:
@@ -407,7 +423,8 @@ async fn sqlite_call<T>(
     let mut waited = std::time::Duration::ZERO;
     let mut attempt = 0;
     loop {
-        match statement(sqlite(c)) {
+        // Its time is the engine's, on the client thread that runs it.
+        match crate::in_process::metered(|| statement(sqlite(c))) {
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.extended_code == rusqlite::ffi::SQLITE_BUSY
                     && waited < SQLITE_BUSY_TIMEOUT =>
@@ -415,7 +432,10 @@ async fn sqlite_call<T>(
                 let delay = SQLITE_BUSY_DELAYS_MS[attempt.min(SQLITE_BUSY_DELAYS_MS.len() - 1)];
                 let delay =
                     std::time::Duration::from_millis(delay).min(SQLITE_BUSY_TIMEOUT - waited);
+                let asleep = std::time::Instant::now();
                 tokio::time::sleep(delay).await;
+                SQLITE_BUSY_SLEEPS.fetch_add(1, Ordering::Relaxed);
+                SQLITE_BUSY_NS.fetch_add(asleep.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 waited += delay;
                 attempt += 1;
             }
@@ -481,4 +501,45 @@ fn sqlite_fetch(
         out.push(Row(vals));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_statement_kept_off_sqlites_lock_sleeps_and_its_sleeps_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock.db");
+        let holder = rusqlite::Connection::open(&path).unwrap();
+        holder
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; CREATE TABLE t (x); \
+                 BEGIN IMMEDIATE; INSERT INTO t VALUES (1);",
+            )
+            .unwrap();
+        // No busy timeout of SQLite's own: it answers SQLITE_BUSY at once, as ours do.
+        let waiter = rusqlite::Connection::open(&path).unwrap();
+        waiter.busy_timeout(Duration::ZERO).unwrap();
+        let mut waiter = std::sync::Mutex::new(waiter);
+        let (sleeps, asleep) = sqlite_lock_waits();
+        // The holder commits 50 ms from now, on another thread.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            holder.execute_batch("COMMIT").unwrap();
+        });
+        let inserted =
+            sqlite_call(&mut waiter, |c| c.execute("INSERT INTO t VALUES (2)", [])).await;
+        release.join().unwrap();
+        assert_eq!(inserted.expect("the insert once the lock was free"), 1);
+        let (sleeps_now, asleep_now) = sqlite_lock_waits();
+        // At least the busy handler's first sleeps (1, 2, 5, 10, 15 ms: 33 ms) went by.
+        assert!(sleeps_now - sleeps >= 4, "{} sleeps", sleeps_now - sleeps);
+        assert!(
+            asleep_now - asleep >= Duration::from_millis(30),
+            "{:?} asleep",
+            asleep_now - asleep
+        );
+    }
 }

@@ -794,7 +794,13 @@ impl Engine for SqlEngine {
     async fn telemetry(&self) -> Result<crate::Telemetry> {
         use crate::telemetry::{MYSQL_COUNTERS, MYSQL_GAUGES, POSTGRES_COUNTERS};
         if let How::Sqlite(_) = &self.target.how {
-            return Ok(crate::Telemetry::default());
+            // In process: the busy handler's sleeps on the database lock, counted here.
+            let (sleeps, asleep) = conn::sqlite_lock_waits();
+            let mut t = crate::Telemetry::default();
+            t.counters.insert("busy_waits".into(), sleeps as f64);
+            t.counters
+                .insert("busy_wait_s".into(), asleep.as_secs_f64());
+            return Ok(t);
         }
         let number = |v: Option<&conn::Val>| -> Option<f64> {
             match v? {

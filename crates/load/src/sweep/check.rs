@@ -21,30 +21,39 @@ pub(super) fn process_cpu_time() -> Duration {
 }
 
 /// The generator's self-check of one rank's level from what its coordinator measured
-/// over `measured`: its share of the cores its client threads can use (of their CPU
-/// time; of their busy time when they busy-poll, which uses those cores whole), then
-/// its scheduling lag.
+/// over `measured`: its own share of the cores its client threads can use (of their CPU
+/// time; of their busy time when they busy-poll, which uses those cores whole; less an
+/// in-process engine's calls either way), then its scheduling lag (which leaves those
+/// calls out too, [`crate::exec::LagProbe`]).
 pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
     let (cpu, lag, calls, cores) = (part.cpu, &part.lag, part.calls, part.place.cores);
     let share = |t: Duration| t.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
-    let cpu_utilisation = share(cpu);
-    let used = share(part.used());
+    let engine = share(part.engine_calls);
+    let own = share(part.own());
+    let engine_left_out = if part.engine_calls > Duration::ZERO {
+        format!(
+            "; the in-process engine's calls, another {:.0}%, are left out",
+            engine * 100.0
+        )
+    } else {
+        String::new()
+    };
     let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
-    let reason = if used >= CLIENT_CPU_LIMIT {
+    let reason = if own >= CLIENT_CPU_LIMIT {
         Some(if part.place.busy_poll {
             format!(
-                "metabench's client threads were busy running clients {:.0}% of the time on the cores they can use ({cores}; they busy-poll, so their CPU share is not the measure; an embedded engine such as SQLite counts here too)",
-                used * 100.0
+                "metabench's client threads were busy running clients {:.0}% of the time on the cores they can use ({cores}; they busy-poll, so their CPU share is not the measure{engine_left_out})",
+                own * 100.0
             )
         } else {
             format!(
-                "metabench used {:.0}% of the cores its client threads can use ({cores}; an embedded engine such as SQLite counts here too)",
-                used * 100.0
+                "metabench used {:.0}% of the cores its client threads can use ({cores}{engine_left_out})",
+                own * 100.0
             )
         })
     } else if lag_p99 > CLIENT_LAG_LIMIT {
         Some(format!(
-            "scheduling lag p99 {:.1} ms: client threads wait for a core (behind other processes on the same cores, an engine on this machine among them; an in-process engine such as SQLite runs on the client threads and counts here too)",
+            "scheduling lag p99 {:.1} ms: ready clients waited that long for their thread (for metabench's own work on it, or for a core, behind other processes on the same cores, an engine on this machine among them; an in-process engine's calls are left out)",
             lag_p99.as_secs_f64() * 1000.0
         ))
     } else {
@@ -57,7 +66,8 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         } else {
             0.0
         },
-        cpu_utilisation,
+        cpu_utilisation: share(cpu),
+        engine_utilisation: engine,
         lag_p99_us: us(lag.value_at_quantile(0.99)),
         lag_max_us: us(lag.max()),
         client_bound: reason.is_some(),
@@ -74,7 +84,8 @@ pub(super) fn online_cores() -> usize {
 
 /// Ranks on one host share its cores: each may have stayed under the client-bound limit
 /// while together they used the host's cores up. Says so of the first host where they
-/// did. A host's capacity is the cores its ranks may use, at most the cores it has.
+/// did. A host's capacity is the cores its ranks may use, at most the cores it has; what
+/// counts is metabench's own use ([`RankPart::own`]).
 pub(super) fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<String> {
     /// The ranks with clients on one host, their CPU and their cores.
     #[derive(Default)]
@@ -92,7 +103,7 @@ pub(super) fn crowded_host(parts: &[RankPart], measured: Duration) -> Option<Str
     {
         let host = hosts.entry(part.place.host.as_str()).or_default();
         host.ranks.push(rank);
-        host.cpu += part.used();
+        host.cpu += part.own();
         host.usable_cores += part.place.cores;
         host.online_cores = host.online_cores.max(part.place.host_cores);
     }
@@ -132,6 +143,7 @@ pub(super) fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck
             0.0
         },
         cpu_utilisation: worst(|c| c.cpu_utilisation),
+        engine_utilisation: worst(|c| c.engine_utilisation),
         lag_p99_us: worst(|c| c.lag_p99_us),
         lag_max_us: worst(|c| c.lag_max_us),
         client_bound: bound.is_some(),
@@ -163,6 +175,7 @@ mod tests {
             },
             cpu: Duration::from_secs_f64(cpu_s),
             busy: Duration::ZERO,
+            engine_calls: Duration::ZERO,
             lag: histogram(),
             calls: 0,
             ops: Vec::new(),
@@ -202,6 +215,33 @@ mod tests {
         };
         assert_eq!(crowded_host(&polling(0.3), second), None);
         assert!(crowded_host(&polling(0.5), second).is_some());
+    }
+
+    #[test]
+    fn an_in_process_engines_calls_are_not_metabenchs_cpu() {
+        let second = Duration::from_secs(1);
+        // One core full, 80 % of it in SQLite's calls: the engine's, not metabench's.
+        let mut sqlite = part("a", 1, 2, 1.0);
+        sqlite.engine_calls = Duration::from_millis(800);
+        let check = client_check(&sqlite, second);
+        assert!(!check.client_bound, "{:?}", check.reason);
+        assert!((check.cpu_utilisation - 1.0).abs() < 1e-9, "still reported");
+        assert!((check.engine_utilisation - 0.8).abs() < 1e-9);
+        // Metabench's own 95 % is flagged, with the engine's share said apart.
+        sqlite.engine_calls = Duration::from_millis(50);
+        let reason = client_check(&sqlite, second).reason.expect("bound");
+        assert!(
+            reason.starts_with("metabench used 95% of the cores"),
+            "{reason}"
+        );
+        assert!(reason.contains("another 5%, are left out"), "{reason}");
+        // Nor do ranks that share a host count their engine's calls as theirs.
+        let mut crowded: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.5)).collect();
+        assert!(crowded_host(&crowded, second).is_some());
+        for p in &mut crowded {
+            p.engine_calls = Duration::from_millis(300);
+        }
+        assert_eq!(crowded_host(&crowded, second), None);
     }
 
     #[test]

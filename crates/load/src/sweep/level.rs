@@ -2,8 +2,8 @@
 //! engine's telemetry, and rank 0's decision whether the sweep goes on.
 
 use super::{
-    IntervalHistograms, SweepConfig, SweepOutcome, ACHIEVED_SHARE, PLATEAU_GROWTH, PLATEAU_LEVELS,
-    POOL_BUSY_LIMIT, TELEMETRY_TIMEOUT,
+    IntervalHistograms, SweepConfig, SweepOutcome, ACHIEVED_SHARE, CLIENT_CPU_LIMIT,
+    PLATEAU_GROWTH, PLATEAU_LEVELS, POOL_BUSY_LIMIT, TELEMETRY_TIMEOUT,
 };
 use crate::catalog::Op;
 use crate::exec::Exec;
@@ -148,9 +148,26 @@ pub(super) fn finish_level<T: Target + ?Sized>(
 ) -> bool {
     let clients = level.clients;
     let (rate, achieved, pool_busy) = (figures.rate, figures.achieved, figures.pool_busy);
-    let telemetry = figures.telemetry;
+    let mut telemetry = figures.telemetry;
+    // An in-process engine's calls ran on the client threads: their share of the threads'
+    // cores is the engine's, and says whether it used them up.
+    let in_process = level.client.engine_utilisation;
+    if in_process > 0.0 {
+        telemetry
+            .counters
+            .insert("in_process_call_share".to_owned(), in_process);
+    }
     if !telemetry.is_empty() || figures.telemetry_error.is_some() {
-        let reason = engine.engine_bound(&telemetry, figures.measured, clients);
+        let reason = engine
+            .engine_bound(&telemetry, figures.measured, clients)
+            .or_else(|| {
+                (in_process >= CLIENT_CPU_LIMIT).then(|| {
+                    format!(
+                        "the in-process engine's calls took {:.0}% of the time on the cores the client threads can use",
+                        in_process * 100.0
+                    )
+                })
+            });
         level.engine = Some(EngineCheck {
             counters: telemetry.counters,
             gauges: telemetry.gauges,

@@ -473,6 +473,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 live.measuring.store(true, Ordering::Relaxed);
                 let cpu_start = process_cpu_time();
                 let busy_start = exec.busy_time();
+                let engine_calls_start = exec.engine_time();
                 let probe = exec.lag_probe(n.max(1));
                 let engine_start = if leader {
                     Some(read_telemetry(engine.as_ref()).await)
@@ -482,6 +483,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 wait_until(window.end, stop).await;
                 let cpu = process_cpu_time().saturating_sub(cpu_start);
                 let busy = exec.busy_time().saturating_sub(busy_start);
+                let engine_calls = exec.engine_time().saturating_sub(engine_calls_start);
                 let lag = probe.finish();
                 if let Some(engine_start) = engine_start {
                     match (engine_start, read_telemetry(engine.as_ref()).await) {
@@ -540,6 +542,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     background,
                     cpu,
                     busy,
+                    engine_calls,
                     lag: metabench_report::histogram::encode(&lag),
                     failure: first_failure
                         .map(|f| failure_at(clients, &phase.name, &f.step, &f.error)),

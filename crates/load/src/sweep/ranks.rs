@@ -71,6 +71,9 @@ pub(super) struct PhaseReport {
     pub(super) cpu: Duration,
     /// The client threads' busy time in the window ([`crate::Exec::busy_time`]).
     pub(super) busy: Duration,
+    /// The time in-process engine calls took on the client threads in the window
+    /// ([`crate::Exec::engine_time`]).
+    pub(super) engine_calls: Duration,
     pub(super) lag: String,
     pub(super) failure: Option<RunFailure>,
     pub(super) stopped: bool,
@@ -88,6 +91,8 @@ pub(super) struct RankPart {
     pub(super) place: RankPlace,
     pub(super) cpu: Duration,
     pub(super) busy: Duration,
+    /// The time in-process engine calls took on the client threads.
+    pub(super) engine_calls: Duration,
     pub(super) lag: Histogram<u64>,
     pub(super) calls: u64,
     pub(super) ops: Vec<LevelOp>,
@@ -104,12 +109,19 @@ impl RankPart {
         }
     }
 
+    /// What of [`RankPart::used`] was metabench's own: less the time an in-process
+    /// engine's calls took on the client threads (SQLite's work, done on them).
+    pub(super) fn own(&self) -> Duration {
+        self.used().saturating_sub(self.engine_calls)
+    }
+
     /// An empty part for the rank that sent `report`, its first of the level.
     pub(super) fn new(report: &PhaseReport) -> Self {
         Self {
             place: report.place.clone(),
             cpu: Duration::ZERO,
             busy: Duration::ZERO,
+            engine_calls: Duration::ZERO,
             lag: histogram(),
             calls: 0,
             ops: Vec::new(),
@@ -163,6 +175,7 @@ pub(super) fn merge_reports(
         let part = &mut parts[r];
         part.cpu += report.cpu;
         part.busy += report.busy;
+        part.engine_calls += report.engine_calls;
         part.lag.add(lag).expect("auto-resizing histograms merge");
         merged.background.merge(report.background);
         for (op, acc) in ops {

@@ -160,6 +160,13 @@ pub struct ClientCheck {
     /// CPU used as a share of the cores the client threads can use (one per thread, at
     /// most the cores), over the windows (1.0 = every such core busy).
     pub cpu_utilisation: f64,
+    /// Share of the same cores that an in-process engine's calls (SQLite's statements)
+    /// took on the client threads, by their wall time, a wait on the disk included: the
+    /// engine's work, counted in `cpu_s` and `cpu_utilisation` but left out of the
+    /// client-bound check and of the scheduling lag. 0 for an engine reached over the
+    /// network, and for memkv, whose time is the client's.
+    #[serde(default)]
+    pub engine_utilisation: f64,
     /// 99th percentile of the scheduling lag (how late a ready task, or a client thread
     /// woken by a reply, gets to run), µs.
     pub lag_p99_us: f64,
@@ -186,7 +193,7 @@ pub struct Level {
     #[serde(default)]
     pub partial: bool,
     /// What the engine said about itself during the level's windows (none for engines
-    /// without counters: SQLite, memkv, TiKV).
+    /// without counters: memkv, TiKV; SQLite's are counted by metabench).
     #[serde(default)]
     pub engine: Option<EngineCheck>,
     /// Open loop only: the offered rate, calls per second over all clients.
@@ -315,7 +322,9 @@ impl BackgroundWork {
 #[serde(deny_unknown_fields)]
 pub struct EngineCheck {
     /// Counter deltas over the level's windows, by the engine's own names (Redis `INFO`,
-    /// `pg_stat_database`, `SHOW GLOBAL STATUS`, etcd `/metrics`).
+    /// `pg_stat_database`, `SHOW GLOBAL STATUS`, etcd `/metrics`). An in-process engine
+    /// (SQLite) keeps none: its one figure is `in_process_call_share`, the share of the
+    /// client threads' cores its calls took (`ClientCheck::engine_utilisation`).
     pub counters: BTreeMap<String, f64>,
     /// Gauges at the windows' ends (the highest across phases).
     pub gauges: BTreeMap<String, f64>,
