@@ -402,7 +402,8 @@ impl ProbedThread {
 /// on its thread meanwhile ([`Exec::engine_time`]): the thread was doing the engine's
 /// work, as a network engine does on its own cores. What is left is metabench's: its
 /// own code, and the thread's waits for a CPU. A call's time is added when it ends, so a
-/// call that began before the probe was handed over is left out whole.
+/// call that began before the probe was handed over is left out whole: that can only
+/// make a lag shorter, by at most the part of one call that came before the hand-over.
 pub struct LagProbe {
     lags: Arc<Mutex<Histogram<u64>>>,
     /// Per thread: when its outstanding probe was handed over (ns since `epoch`), 0 if none.
