@@ -96,6 +96,13 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
     );
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 1 + 3 * 2);
+    // The last column: the share of the client threads' cores SQLite's statements took,
+    // 0 for an engine reached over the network.
+    assert!(rows.lines().next().unwrap().ends_with(",engine_call_share"));
+    for row in rows.lines().skip(1) {
+        let share: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+        assert_eq!(share > 0.0, meta.is_none(), "{row}");
+    }
     for c in [1, 2, 4] {
         assert!(hdr.join(format!("c{c}.hlog")).is_file());
     }
@@ -389,8 +396,13 @@ fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() 
     );
     let client = &run.levels[0].client;
     // The one client thread polled through the window: most of its core, whatever the
-    // client did; that share is not what judges it.
-    assert!(client.cpu_utilisation >= 0.6, "{client:?}");
+    // client did, unless other processes took the core from it (once, on a loaded host:
+    // 44 %), which its lag then says; that share is not what judges it.
+    assert!(
+        client.cpu_utilisation >= 0.6
+            || client.lag_p99_us > metabench_load::sweep::CLIENT_LAG_LIMIT.as_micros() as f64,
+        "{client:?}"
+    );
     assert!(
         client
             .reason

@@ -354,17 +354,18 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
     out
 }
 
-/// One CSV row per level and operation, with a header.
+/// One CSV row per level and operation, with a header. `engine_call_share` is the share of
+/// the client threads' cores an in-process engine's calls took (SQLite; 0 otherwise).
 pub fn sweep_csv(run: &crate::SweepResults) -> String {
     let mut s = String::from(
-        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us\n",
+        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us,engine_call_share\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for level in &run.levels {
         for r in &level.ops {
             let errors: u64 = r.errors.values().sum();
             s += &format!(
-                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{},{:.3}\n",
                 run.header.engine.kind,
                 run.plan.workload.replace(',', ";"),
                 level.clients,
@@ -391,6 +392,7 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
                 opt(level.achieved_ops_per_s),
                 opt(r.service.as_ref().map(|v| v.p50_us)),
                 opt(r.service.as_ref().map(|v| v.p99_us)),
+                level.client.engine_utilisation,
             );
         }
     }
