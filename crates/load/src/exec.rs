@@ -1100,18 +1100,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_that_never_yields_shows_as_lag() {
         let _alone = SCHEDULING.lock().await;
-        let exec = Exec::new(1, Idle::Sleep).unwrap();
-        let probe = exec.lag_probe(1);
         // Hold the only client thread for 50 ms without ever yielding.
-        let busy = exec.spawn(0, async {
+        let (lags, _) = lags_of_a_lone_client(async {
             let until = Instant::now() + Duration::from_millis(50);
             while Instant::now() < until {
                 std::hint::spin_loop();
             }
-        });
-        busy.await.unwrap();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let lags = probe.finish();
+        })
+        .await;
         assert!(
             lags.max() >= Duration::from_millis(30).as_nanos() as u64,
             "max lag {} ns",
@@ -1122,21 +1118,16 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn an_in_process_engines_calls_are_not_the_clients_lag() {
         let _alone = SCHEDULING.lock().await;
-        let exec = Exec::new(1, Idle::Sleep).unwrap();
-        let probe = exec.lag_probe(1);
         // Five 30 ms calls of an in-process engine hold the only client thread, one
         // after the other, as SQLite's statements hold theirs; the client yields between
         // them. Without leaving the engine's time out, the probe would wait ~30 ms.
-        let client = exec.spawn(0, async {
+        let (lags, engine) = lags_of_a_lone_client(async {
             for _ in 0..5 {
                 in_process::metered(|| std::thread::sleep(Duration::from_millis(30)));
                 tokio::task::yield_now().await;
             }
-        });
-        client.await.unwrap();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let lags = probe.finish();
-        let engine = exec.engine_time();
+        })
+        .await;
         assert!(engine >= Duration::from_millis(150), "{engine:?}");
         assert!(!lags.is_empty(), "no lag recorded");
         assert!(
@@ -1176,6 +1167,18 @@ mod tests {
         // (µs at least).
         assert!(lags.len() >= 5, "{} probes", lags.len());
         assert_eq!(lags.max(), 0, "a probe woke the parked thread");
+    }
+
+    /// Runs `client` alone on one client thread under a lag probe, until it ends and 5 ms
+    /// more: the lags the probe saw, and the thread's in-process engine time.
+    async fn lags_of_a_lone_client(
+        client: impl Future<Output = ()> + Send + 'static,
+    ) -> (Histogram<u64>, Duration) {
+        let exec = Exec::new(1, Idle::Sleep).unwrap();
+        let probe = exec.lag_probe(1);
+        exec.spawn(0, client).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        (probe.finish(), exec.engine_time())
     }
 
     /// Held by the tests that measure how their threads are scheduled, so that none of
