@@ -271,6 +271,43 @@ fn memkv_levels_beyond_the_client_threads_are_flagged_client_bound() {
     assert_eq!(run.floor.as_ref().unwrap().request, "get of an absent key");
 }
 
+/// One memkv client holds one client thread, whatever the other threads could add: with
+/// two client threads and one client, the level is judged against the one core the
+/// client can use, and flagged, whether the threads sleep or busy-poll (an idle thread
+/// busy-polling alone is not counted as the clients' work).
+#[test]
+fn a_lone_memkv_client_is_flagged_client_bound_beside_an_idle_client_thread() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    for idle in [None, Some("--busy-poll")] {
+        let mut args = vec![
+            "--meta",
+            "memkv://lone",
+            "--conc",
+            "1",
+            "--ops",
+            "getattr",
+            "--client-threads",
+            "2",
+            "--warmup",
+            "200ms",
+            "--duration",
+            "2s",
+        ];
+        args.extend(idle);
+        let (run, _) = sweep_json(&args, dir.path(), &format!("lone-{}", idle.is_some()));
+        assert_eq!(run.header.host.client_threads, 2);
+        let client = &run.levels[0].client;
+        assert!(client.client_bound, "{idle:?}: {client:?}");
+        if client.lag_p99_us <= metabench_load::sweep::CLIENT_LAG_LIMIT.as_micros() as f64 {
+            // Not starved by other processes: flagged by its share of the one core.
+            let reason = client.reason.as_deref().unwrap_or_default();
+            assert!(reason.contains("(1"), "{idle:?}: {reason}");
+        }
+    }
+}
+
 /// `--warmup 0` (or `0s`) is no warm-up, not an error: the first window starts at once.
 #[test]
 fn a_sweep_may_have_no_warm_up() {

@@ -154,16 +154,37 @@ impl Exec {
         self.idle
     }
 
-    /// The time the client threads have spent running tasks, summed over the threads:
+    /// How many client threads run any of `clients` clients (clients are spread
+    /// round-robin, so they are the first ones); at least one.
+    pub fn threads_running(&self, clients: usize) -> usize {
+        clients.clamp(1, self.workers.len())
+    }
+
+    /// The time the client threads that run any of `clients` clients
+    /// ([`Exec::threads_running`]) have spent running tasks, summed over those threads:
     /// tokio's busy duration, which leaves out a thread's sleeps and its polls of its
     /// I/O driver. Under [`Idle::BusyPoll`] it is what their CPU time no longer says:
     /// how much of the time the clients kept their threads busy. The polling task's own
     /// turns count in it too: one client of a loopback Redis kept a sleeping thread busy
-    /// 29 % of the time and a polling one 48 %, four clients 82 % and 90 %.
-    pub fn busy_time(&self) -> Duration {
+    /// 29 % of the time and a polling one 48 %, four clients 82 % and 90 %. A thread
+    /// without a client is left out: under [`Idle::BusyPoll`] it is busy polling alone.
+    pub fn busy_time(&self, clients: usize) -> Duration {
         self.workers
             .iter()
+            .take(self.threads_running(clients))
             .map(|w| w.handle.metrics().worker_total_busy_duration(0))
+            .sum()
+    }
+
+    /// The CPU time of the client threads that run none of `clients` clients (those past
+    /// [`Exec::threads_running`]), summed: what the process's CPU has beside the clients'
+    /// work on them. About nothing on a sleeping thread; a core's worth on one that busy-
+    /// polls ([`Idle::BusyPoll`]) alone. 0 where the kernel keeps no scheduler statistics.
+    pub fn cpu_time_without_clients(&self, clients: usize) -> Duration {
+        self.workers
+            .iter()
+            .skip(self.threads_running(clients))
+            .filter_map(|w| w.sched.as_ref()?.ran())
             .sum()
     }
 
@@ -200,7 +221,7 @@ impl Exec {
         LagProbe::start(
             self.workers
                 .iter()
-                .take(clients.clamp(1, self.workers.len()))
+                .take(self.threads_running(clients))
                 .map(|w| ProbedThread {
                     handle: w.handle.clone(),
                     parked: w.parked.clone(),
@@ -262,16 +283,29 @@ impl SchedStat {
         Some(sched)
     }
 
-    /// The thread's turns on a CPU so far (the second and third fields of `schedstat`).
-    fn turns(&self) -> Option<CpuTurns> {
+    /// The three fields of `schedstat`: time on a CPU and time waiting for one (ns), and
+    /// turns on a CPU, so far.
+    fn fields(&self) -> Option<[u64; 3]> {
         let mut buf = [0u8; 128];
         let n = self.schedstat.read_at(&mut buf, 0).ok()?;
         let mut fields = std::str::from_utf8(&buf[..n])
             .ok()?
-            .split_ascii_whitespace();
-        let waited_ns = fields.nth(1)?.parse().ok()?;
-        let turns = fields.next()?.parse().ok()?;
+            .split_ascii_whitespace()
+            .map(str::parse);
+        let mut next = || fields.next()?.ok();
+        Some([next()?, next()?, next()?])
+    }
+
+    /// The thread's turns on a CPU so far (the second and third fields of `schedstat`).
+    fn turns(&self) -> Option<CpuTurns> {
+        let [_, waited_ns, turns] = self.fields()?;
         Some(CpuTurns { waited_ns, turns })
+    }
+
+    /// The thread's time on a CPU so far (the first field of `schedstat`).
+    fn ran(&self) -> Option<Duration> {
+        let [ran_ns, ..] = self.fields()?;
+        Some(Duration::from_nanos(ran_ns))
     }
 
     /// Whether the thread is running or ready to (state `R` in `stat`, the field after
@@ -1325,6 +1359,27 @@ mod tests {
         let sleeping = cpu_while_waiting(Idle::Sleep).await;
         assert!(sleeping < Duration::from_millis(20), "{sleeping:?}");
         let polling = cpu_while_waiting(Idle::BusyPoll).await;
+        assert!(polling >= Duration::from_millis(50), "{polling:?}");
+    }
+
+    /// The CPU, over 100 ms, of the second of two client threads, which runs no client.
+    async fn cpu_of_a_thread_without_clients(idle: Idle) -> Duration {
+        let exec = Exec::new(2, idle).unwrap();
+        assert_eq!(exec.threads_running(1), 1);
+        assert_eq!(exec.threads_running(5), 2);
+        let before = exec.cpu_time_without_clients(1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Both threads run clients: none is left out.
+        assert_eq!(exec.cpu_time_without_clients(2), Duration::ZERO);
+        exec.cpu_time_without_clients(1) - before
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_client_thread_without_clients_is_measured_apart() {
+        let _alone = SCHEDULING.lock().await;
+        let sleeping = cpu_of_a_thread_without_clients(Idle::Sleep).await;
+        assert!(sleeping < Duration::from_millis(20), "{sleeping:?}");
+        let polling = cpu_of_a_thread_without_clients(Idle::BusyPoll).await;
         assert!(polling >= Duration::from_millis(50), "{polling:?}");
     }
 

@@ -241,8 +241,6 @@ pub async fn run_sweep<T: Target + ?Sized>(
         let mut sessions: Vec<T::Session> = Vec::new();
         let mut totals: Vec<Point> = Vec::new();
         let cores = crate::exec::usable_cores();
-        // The cores this rank's clients can use: one per client thread at most.
-        let client_cores = cores.min(exec.threads());
         let (rank, ranks) = (team.rank(), team.size());
         let leader = rank == 0;
         let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
@@ -471,8 +469,11 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 // run on other threads and cannot keep it from reading CPU time and lag.
                 wait_until(window.measure_from, stop).await;
                 live.measuring.store(true, Ordering::Relaxed);
+                // Client threads with no client of this level are left out: one that
+                // busy-polls alone burns a core that is not the clients' cost.
                 let cpu_start = process_cpu_time();
-                let busy_start = exec.busy_time();
+                let idle_threads_start = exec.cpu_time_without_clients(n);
+                let busy_start = exec.busy_time(n);
                 let engine_calls_start = exec.engine_time();
                 let probe = exec.lag_probe(n.max(1));
                 let engine_start = if leader {
@@ -481,8 +482,11 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     None
                 };
                 wait_until(window.end, stop).await;
-                let cpu = process_cpu_time().saturating_sub(cpu_start);
-                let busy = exec.busy_time().saturating_sub(busy_start);
+                let cpu = process_cpu_time().saturating_sub(cpu_start).saturating_sub(
+                    exec.cpu_time_without_clients(n)
+                        .saturating_sub(idle_threads_start),
+                );
+                let busy = exec.busy_time(n).saturating_sub(busy_start);
                 let engine_calls = exec.engine_time().saturating_sub(engine_calls_start);
                 let lag = probe.finish();
                 if let Some(engine_start) = engine_start {
@@ -531,7 +535,11 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     place: RankPlace {
                         host: team.host().to_owned(),
                         clients: n as u32,
-                        cores: client_cores,
+                        // The cores this rank's clients can use: one per client thread
+                        // that runs any of them at most. A lone client holding its thread
+                        // is at most one core's worth, whatever the other threads (idle)
+                        // could add.
+                        cores: cores.min(exec.threads_running(n)),
                         host_cores: online_cores(),
                         busy_poll: exec.idle() == crate::Idle::BusyPoll,
                     },

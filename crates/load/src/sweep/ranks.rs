@@ -52,8 +52,8 @@ pub(super) struct PhaseGo<D> {
 pub(super) struct RankPlace {
     pub(super) host: String,
     pub(super) clients: u32,
-    /// The cores this rank's clients may use (one per client thread at most), and the
-    /// cores its host has.
+    /// The cores this rank's clients may use (one per client thread that runs any of
+    /// them, at most), and the cores its host has.
     pub(super) cores: usize,
     pub(super) host_cores: usize,
     /// Whether its client threads busy-poll ([`crate::Idle::BusyPoll`]): they then use

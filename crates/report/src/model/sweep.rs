@@ -152,13 +152,16 @@ pub struct Floor {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientCheck {
-    /// CPU seconds metabench's process used in the timed windows.
+    /// CPU seconds metabench's process used in the timed windows, less that of client
+    /// threads that ran none of the level's clients (one that busy-polls alone burns a
+    /// core that is not the clients' cost).
     pub cpu_s: f64,
     /// Client CPU per completed call in the windows, µs (`cpu_s` / calls).
     #[serde(default)]
     pub cpu_us_per_op: f64,
-    /// CPU used as a share of the cores the client threads can use (one per thread, at
-    /// most the cores), over the windows (1.0 = every such core busy).
+    /// CPU used as a share of the cores the clients can use (one per client thread that
+    /// runs any of them, at most the cores), over the windows (1.0 = every such core
+    /// busy).
     pub cpu_utilisation: f64,
     /// Share of the same cores that an in-process engine's calls (SQLite's statements)
     /// took on the client threads, by their wall time, a wait on the disk included: the
