@@ -1295,6 +1295,50 @@ mod tests {
         );
     }
 
+    /// A thread flagged parked that the kernel says is ready to run was woken (by a
+    /// reply, say) and waits for a CPU. Still waiting when the probe stops, that wait is
+    /// its lag: it has taken no turn that could report it. Stood in for by a spinning
+    /// thread, which the kernel always reads as ready to run, flagged parked by hand.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_still_waiting_for_a_cpu_when_the_probe_stops_shows_its_wait() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sched_tx, sched_rx) = std::sync::mpsc::sync_channel(1);
+        let spinner = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                sched_tx.send(SchedStat::of_this_thread()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let Some(sched) = sched_rx.recv().unwrap() else {
+            panic!("this kernel keeps no scheduler statistics");
+        };
+        let parked = Arc::new(AtomicBool::new(true));
+        let thread = ProbedThread {
+            handle: tokio::runtime::Handle::current(),
+            parked: parked.clone(),
+            sched: Some(Arc::new(sched)),
+            engine_calls: Arc::new(AtomicU64::new(0)),
+            look: Mutex::new(Look::default()),
+        };
+        let probe = LagProbe::start(vec![thread], Duration::from_millis(1));
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let lags = probe.finish();
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+        // Found woken at the first look, about 40 ms before the end: one wait that long,
+        // and the intervals it spanned.
+        assert!(
+            lags.max() >= 30_000_000,
+            "lag max {} ns over {} records",
+            lags.max(),
+            lags.len()
+        );
+        assert!(lags.len() >= 20, "{} records", lags.len());
+    }
+
     #[test]
     fn a_threads_lag_from_the_kernel_is_its_mean_wait_per_turn() {
         let before = CpuTurns {
