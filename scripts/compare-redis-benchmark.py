@@ -23,6 +23,10 @@ the calls in it); redis-benchmark's is the user+system time of its process over 
 requests. metabench formats the empty database `--db` and removes what it wrote;
 redis-benchmark writes one key, `key:__rand_int__`, in database 0 (as it always does),
 which the script deletes afterwards. Needs `redis-benchmark` (Debian redis-tools).
+
+A second table gives, per level, the ratios' medians over the rounds and whether
+metabench's rounds fall below redis-benchmark's in throughput, or above them in CPU per
+call, beyond the rounds' noise (scripts/rounds.py, from 4 rounds).
 """
 
 import argparse
@@ -33,8 +37,12 @@ import os
 import resource
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rounds import ALPHA, rank_sum_p, smallest_p  # noqa: E402
 
 
 def children_cpu():
@@ -84,6 +92,28 @@ def metabench_level(args, clients):
     return op["ops_per_s"], cpu, client["client_bound"], run["host"].get("client_threads", 0)
 
 
+def print_summary(summary):
+    """Per level: the ratios' medians over the rounds, and whether metabench's rounds are
+    below redis-benchmark's in throughput, or above them in CPU per call, beyond the rounds'
+    noise (an exact one-sided rank test, p < 0.05: scripts/rounds.py; it takes at least 4
+    rounds). A median past 1.0 without such a verdict is one the rounds cannot tell from
+    noise."""
+    print("\n| clients | rounds | median throughput ratio | below beyond noise | median CPU ratio "
+          "| above beyond noise |")
+    print("|---:|---:|---:|---|---:|---|")
+    for c, rounds in summary:
+        mb_ops, rb_rps, mb_cpu, rb_cpu = (list(x) for x in zip(*rounds))
+        n = len(rounds)
+        if smallest_p(n, n) >= ALPHA:
+            slower = costlier = "too few rounds"
+        else:
+            slower = "yes" if rank_sum_p(rb_rps, mb_ops) < ALPHA else "no"
+            costlier = "yes" if rank_sum_p(mb_cpu, rb_cpu) < ALPHA else "no"
+        throughput = statistics.median(m / r for m, r in zip(mb_ops, rb_rps))
+        cpu = statistics.median(m / r for m, r in zip(mb_cpu, rb_cpu))
+        print(f"| {c} | {n} | {throughput:.2f} | {slower} | {cpu:.2f} | {costlier} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1")
@@ -107,8 +137,10 @@ def main():
           "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     threads = set()
+    summary = []
     try:
         for c in [int(x) for x in args.levels.split(",")]:
+            rounds = []
             for i in range(args.rounds):
                 # Every other round runs redis-benchmark first (A B, B A, ...), so a drift of
                 # the machine over a round does not always fall on the same side. Its request
@@ -120,8 +152,11 @@ def main():
                 requests = max(20000, int(mb_ops * args.duration))
                 if i % 2 == 0:
                     rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
+                rounds.append((mb_ops, rb_rps, mb_cpu, rb_cpu))
                 print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
                       f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
+            summary.append((c, rounds))
+        print_summary(summary)
         print(f"\nmetabench ran its clients on {', '.join(map(str, sorted(threads)))} client "
               "thread(s) (its results' host.client_threads)"
               + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread.")
