@@ -35,9 +35,9 @@ import io
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
-import statistics
 import tempfile
 import time
 
