@@ -355,7 +355,8 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
 }
 
 /// One CSV row per level and operation, with a header. `engine_call_share` is the share of
-/// the client threads' cores an in-process engine's calls took (SQLite; 0 otherwise).
+/// the clients' cores (one per client thread that runs any) that an in-process engine's
+/// calls took (SQLite; 0 otherwise), as `client_cpu_utilisation` is of the same cores.
 pub fn sweep_csv(run: &crate::SweepResults) -> String {
     let mut s = String::from(
         "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us,engine_call_share\n",
