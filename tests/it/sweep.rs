@@ -96,7 +96,7 @@ fn short_sweep(meta: Option<&str>, dir: &Path) -> SweepResults {
     );
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 1 + 3 * 2);
-    // The last column: the share of the client threads' cores SQLite's statements took,
+    // The last column: the share of the clients' cores SQLite's statements took,
     // 0 for an engine reached over the network.
     assert!(rows.lines().next().unwrap().ends_with(",engine_call_share"));
     for row in rows.lines().skip(1) {

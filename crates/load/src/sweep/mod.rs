@@ -475,7 +475,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 let idle_threads_start = exec.cpu_time_without_clients(n);
                 let busy_start = exec.busy_time(n);
                 let engine_calls_start = exec.engine_time();
-                let probe = exec.lag_probe(n.max(1));
+                let probe = exec.lag_probe(n);
                 let engine_start = if leader {
                     Some(read_telemetry(engine.as_ref()).await)
                 } else {
