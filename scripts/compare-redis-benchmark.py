@@ -24,6 +24,13 @@ requests. metabench formats the empty database `--db` and removes what it wrote;
 redis-benchmark writes one key, `key:__rand_int__`, in database 0 (as it always does),
 which the script deletes afterwards. Needs `redis-benchmark` (Debian redis-tools).
 
+`--cpus LIST` runs both clients under `taskset -c LIST`, nothing else changed. At one
+client the throughput is one round trip after another, and on a VM where an idle vCPU
+halts, where the kernel puts each client beside Redis decides how many of them wait for
+a vCPU to wake: pin Redis yourself (`taskset -a -pc 0 $(pidof redis-server)`) and both
+clients to another CPU (`--cpus 1`) to compare the clients' own cost, and run it
+unpinned for what a user gets on the machine. Give both.
+
 A second table gives, per level, the ratios' medians over the rounds and whether
 metabench's rounds fall below redis-benchmark's in throughput, or above them in CPU per
 call, beyond the rounds' noise (scripts/rounds.py, from 4 rounds).
@@ -54,8 +61,13 @@ def auth_args(args):
     return ["-a", args.password] if args.password else []
 
 
+def pinned(args):
+    """The command prefix that runs a client on `--cpus` (none without it)."""
+    return ["taskset", "-c", args.cpus] if args.cpus else []
+
+
 def redis_benchmark(args, clients, requests):
-    cmd = ["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
+    cmd = [*pinned(args), "redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
            "-c", str(clients), "-n", str(requests), "-d", "60", "-t", "get", "--csv"]
     env = dict(os.environ)
     cpu0, t0 = children_cpu(), time.monotonic()
@@ -73,7 +85,7 @@ def metabench_level(args, clients):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "sweep.json")
         # The Go benchmark's client: no background work in the window beside the GETs.
-        cmd = [args.metabench, "sweep", "--meta", url, "--profile", "gobench", "--conc", str(clients),
+        cmd = [*pinned(args), args.metabench, "sweep", "--meta", url, "--profile", "gobench", "--conc", str(clients),
                "--ops", "getattr", "--warmup", "500ms", "--duration", f"{args.duration}s", "--json", path]
         if args.client_threads:
             cmd += ["--client-threads", str(args.client_threads)]
@@ -128,6 +140,7 @@ def main():
                    help="metabench's --client-threads (default: its own choice, one per core "
                         "less one for a Redis on this machine)")
     p.add_argument("--busy-poll", action="store_true", help="run metabench with --busy-poll")
+    p.add_argument("--cpus", help="run both clients under taskset -c CPUS (e.g. 1)")
     args = p.parse_args()
 
     # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
@@ -159,7 +172,8 @@ def main():
         print_summary(summary)
         print(f"\nmetabench ran its clients on {', '.join(map(str, sorted(threads)))} client "
               "thread(s) (its results' host.client_threads)"
-              + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread.")
+              + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread"
+              + (f"; both clients on CPUs {args.cpus}." if args.cpus else "; unpinned."))
     finally:
         subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
                         "DEL", "key:__rand_int__"], capture_output=True)
