@@ -21,7 +21,7 @@ pub(super) fn process_cpu_time() -> Duration {
 }
 
 /// The generator's self-check of one rank's level from what its coordinator measured
-/// over `measured`: its own share of the cores its client threads can use (of their CPU
+/// over `measured`: its own share of the cores its clients' threads can use (of their CPU
 /// time; of their busy time when they busy-poll, which uses those cores whole; less an
 /// in-process engine's calls either way), then its scheduling lag (which leaves those
 /// calls out too, [`crate::exec::LagProbe`]).
@@ -42,12 +42,12 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
     let reason = if own >= CLIENT_CPU_LIMIT {
         Some(if part.place.busy_poll {
             format!(
-                "metabench's client threads were busy running clients {:.0}% of the time on the cores they can use ({cores}; they busy-poll, so their CPU share is not the measure{engine_left_out})",
+                "metabench's clients' threads were busy running them {:.0}% of the time on the cores those threads can use ({cores}; they busy-poll, so their CPU share is not the measure{engine_left_out})",
                 own * 100.0
             )
         } else {
             format!(
-                "metabench used {:.0}% of the cores its client threads can use ({cores}{engine_left_out})",
+                "metabench used {:.0}% of the cores its clients' threads can use ({cores}{engine_left_out})",
                 own * 100.0
             )
         })

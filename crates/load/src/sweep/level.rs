@@ -163,7 +163,7 @@ pub(super) fn finish_level<T: Target + ?Sized>(
             .or_else(|| {
                 (in_process >= CLIENT_CPU_LIMIT).then(|| {
                     format!(
-                        "the in-process engine's calls took {:.0}% of the time on the cores the client threads can use",
+                        "the in-process engine's calls took {:.0}% of the time on the cores the clients' threads can use",
                         in_process * 100.0
                     )
                 })

@@ -42,7 +42,7 @@ use ranks::{
 pub const PLATEAU_GROWTH: f64 = 0.05;
 /// Levels without growth after which `--until-plateau` stops.
 pub const PLATEAU_LEVELS: usize = 2;
-/// CPU share of the cores its client threads can use above which the generator is
+/// CPU share of the cores its clients' threads can use above which the generator is
 /// flagged as the bottleneck.
 pub const CLIENT_CPU_LIMIT: f64 = 0.90;
 /// Scheduling lag p99 above which the generator is flagged as the bottleneck.
