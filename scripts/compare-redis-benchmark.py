@@ -27,7 +27,7 @@ which the script deletes afterwards. Needs `redis-benchmark` (Debian redis-tools
 `--cpus LIST` runs both clients under `taskset -c LIST`, nothing else changed. At one
 client the throughput is one round trip after another, and on a VM where an idle vCPU
 halts, where the kernel puts each client beside Redis decides how many of them wait for
-a vCPU to wake: pin Redis yourself (`taskset -a -pc 0 $(pidof redis-server)`) and both
+a vCPU to wake: pin Redis yourself (start it as `taskset -c 0 redis-server …`) and both
 clients to another CPU (`--cpus 1`) to compare the clients' own cost, and run it
 unpinned for what a user gets on the machine. Give both.
 
