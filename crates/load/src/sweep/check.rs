@@ -265,7 +265,7 @@ mod tests {
             .reason
             .expect("bound by its clients");
         assert!(
-            reason.starts_with("metabench's client threads were busy running clients 95%"),
+            reason.starts_with("metabench's clients' threads were busy running them 95%"),
             "{reason}"
         );
         // A starved busy-polling thread still shows, in its lag.
