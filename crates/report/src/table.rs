@@ -319,6 +319,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             out += &format!("  {b}\n");
         }
     }
+    out += &host_steal(run);
     if run.levels.iter().any(|l| l.background.is_some()) {
         let mut t = Table::new();
         t.load_style(ASCII_MARKDOWN);
@@ -354,19 +355,42 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
     out
 }
 
+/// The levels whose host lost CPU time to its hypervisor (steal), said under the tables:
+/// their latencies hold waits for a CPU that neither metabench nor the engine caused.
+fn host_steal(run: &crate::SweepResults) -> String {
+    let stolen: Vec<String> = run
+        .levels
+        .iter()
+        .filter_map(|l| {
+            l.client
+                .notable_steal()
+                .map(|s| format!("{} clients {:.0}%", l.clients, s * 100.0))
+        })
+        .collect();
+    if stolen.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nThe hypervisor held back this host's CPU time during these levels' windows (steal, from /proc/stat): {}. Their figures include waits for a CPU that neither metabench nor the engine caused; run them again on a quieter host to compare.\n",
+        stolen.join(", ")
+    )
+}
+
 /// One CSV row per level and operation, with a header. `engine_call_share` is the share of
 /// the clients' cores (one per client thread that runs any) that an in-process engine's
 /// calls took (SQLite; 0 otherwise), as `client_cpu_utilisation` is of the same cores.
+/// `host_steal` is the share of the host's CPU time its hypervisor took in the windows
+/// (empty where not counted).
 pub fn sweep_csv(run: &crate::SweepResults) -> String {
     let mut s = String::from(
-        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us,engine_call_share\n",
+        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us,engine_call_share,host_steal\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for level in &run.levels {
         for r in &level.ops {
             let errors: u64 = r.errors.values().sum();
             s += &format!(
-                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{},{:.3}\n",
+                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{},{:.3},{}\n",
                 run.header.engine.kind,
                 run.plan.workload.replace(',', ";"),
                 level.clients,
@@ -394,6 +418,10 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
                 opt(r.service.as_ref().map(|v| v.p50_us)),
                 opt(r.service.as_ref().map(|v| v.p99_us)),
                 level.client.engine_utilisation,
+                level
+                    .client
+                    .host_steal
+                    .map_or(String::new(), |v| format!("{v:.3}")),
             );
         }
     }
@@ -462,5 +490,39 @@ mod tests {
         let plain = ops_table(&run(1.5), None);
         assert!(!plain.contains("×base"));
         assert!(plain.contains("1.50"));
+    }
+
+    #[test]
+    fn levels_whose_host_lost_cpu_to_steal_say_so() {
+        let level = |clients: u32, host_steal: Option<f64>| crate::Level {
+            clients,
+            ops: vec![crate::LevelOp {
+                op: "getattr".into(),
+                ..Default::default()
+            }],
+            client: crate::ClientCheck {
+                host_steal,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut sweep = crate::SweepResults {
+            levels: vec![level(1, Some(0.01)), level(4, Some(0.2)), level(8, None)],
+            ..Default::default()
+        };
+        let text = sweep_table(&sweep);
+        assert!(
+            text.contains("(steal, from /proc/stat): 4 clients 20%."),
+            "{text}"
+        );
+        assert!(!text.contains("1 clients 1%"), "below the notice: {text}");
+        let csv = sweep_csv(&sweep);
+        let rows: Vec<&str> = csv.lines().collect();
+        assert!(rows[0].ends_with(",host_steal"));
+        assert!(rows[1].ends_with(",0.010"), "{}", rows[1]);
+        assert!(rows[2].ends_with(",0.200"), "{}", rows[2]);
+        assert!(rows[3].ends_with(','), "not counted: {}", rows[3]);
+        sweep.levels.truncate(1);
+        assert!(!sweep_table(&sweep).contains("steal"));
     }
 }

@@ -68,11 +68,15 @@ fn level_who(clients: u32, per_client: u32) -> String {
 /// One progress line per operation of a finished level (`per_client`: workers per client).
 pub(super) fn level_lines(level: &Level, per_client: u32) -> Vec<String> {
     let who = level_who(level.clients, per_client);
-    let bound = match (level.partial, level.client.client_bound) {
+    let mut bound = match (level.partial, level.client.client_bound) {
         (true, _) => "  (partial: the engine failed)",
         (false, true) => "  (client-bound)",
         (false, false) => "",
-    };
+    }
+    .to_owned();
+    if let Some(steal) = level.client.notable_steal() {
+        bound += &format!("  (host steal {:.0}%)", steal * 100.0);
+    }
     let offered = level
         .offered_ops_per_s
         .map_or(String::new(), |r| format!(" at {r:.0}/s"));

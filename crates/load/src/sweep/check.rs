@@ -5,6 +5,7 @@ use super::ranks::RankPart;
 use super::{CLIENT_CPU_LIMIT, CLIENT_LAG_LIMIT};
 use crate::stats::us;
 use metabench_report::{ClientCheck, RankLevel};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -18,6 +19,62 @@ pub(super) fn process_cpu_time() -> Duration {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The CPU time of a host (over all its CPUs, in the kernel's clock ticks), and what of
+/// it a hypervisor gave to other guests while this one's threads were ready to run: the
+/// `steal` column of `/proc/stat`. A window whose host lost CPU time that way delays
+/// every thread on it, metabench's clients and a local engine alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct HostTicks {
+    pub(super) total: u64,
+    pub(super) steal: u64,
+}
+
+impl HostTicks {
+    /// This host's counters so far; none where the kernel keeps no steal column.
+    pub(super) fn read() -> Option<Self> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// The first line of `/proc/stat`: `cpu user nice system idle iowait irq softirq
+    /// steal [guest guest_nice]`. Guest time is already in user and nice, so the total
+    /// is the first eight columns.
+    fn parse(stat: &str) -> Option<Self> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let columns: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        (columns.len() == 8).then(|| Self {
+            total: columns.iter().sum(),
+            steal: columns[7],
+        })
+    }
+
+    /// What the counters grew by since `start`.
+    pub(super) fn since(self, start: Self) -> Self {
+        Self {
+            total: self.total.saturating_sub(start.total),
+            steal: self.steal.saturating_sub(start.steal),
+        }
+    }
+
+    /// Both spans together.
+    pub(super) fn plus(self, other: Self) -> Self {
+        Self {
+            total: self.total + other.total,
+            steal: self.steal + other.steal,
+        }
+    }
+
+    /// The share of the host's CPU time stolen; none over a span too short to tick.
+    pub(super) fn steal_share(self) -> Option<f64> {
+        (self.total > 0).then(|| self.steal as f64 / self.total as f64)
+    }
 }
 
 /// The generator's self-check of one rank's level from what its coordinator measured
@@ -39,6 +96,14 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         String::new()
     };
     let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
+    let host_steal = part.host_ticks.and_then(HostTicks::steal_share);
+    let stolen = match host_steal {
+        Some(s) if s >= ClientCheck::STEAL_NOTICE => format!(
+            "; the hypervisor held back {:.0}% of this host's CPU time in the windows (steal), so part of that wait was the virtual machine's, not metabench's or the engine's",
+            s * 100.0
+        ),
+        _ => String::new(),
+    };
     let reason = if own >= CLIENT_CPU_LIMIT {
         Some(if part.place.busy_poll {
             format!(
@@ -53,7 +118,7 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         })
     } else if lag_p99 > CLIENT_LAG_LIMIT {
         Some(format!(
-            "scheduling lag p99 {:.1} ms: ready clients waited that long for their thread (for metabench's own work on it, or for a core, behind other processes on the same cores, an engine on this machine among them; an in-process engine's calls are left out)",
+            "scheduling lag p99 {:.1} ms: ready clients waited that long for their thread (for metabench's own work on it, or for a core, behind other processes on the same cores, an engine on this machine among them; an in-process engine's calls are left out){stolen}",
             lag_p99.as_secs_f64() * 1000.0
         ))
     } else {
@@ -70,6 +135,7 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         engine_utilisation: engine,
         lag_p99_us: us(lag.value_at_quantile(0.99)),
         lag_max_us: us(lag.max()),
+        host_steal,
         client_bound: reason.is_some(),
         reason,
     }
@@ -146,6 +212,10 @@ pub(super) fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck
         engine_utilisation: worst(|c| c.engine_utilisation),
         lag_p99_us: worst(|c| c.lag_p99_us),
         lag_max_us: worst(|c| c.lag_max_us),
+        host_steal: ranks
+            .iter()
+            .filter_map(|r| r.client.host_steal)
+            .reduce(f64::max),
         client_bound: bound.is_some(),
         reason: bound.map(|r| {
             format!(
@@ -177,6 +247,7 @@ mod tests {
             busy: Duration::ZERO,
             engine_calls: Duration::ZERO,
             lag: histogram(),
+            host_ticks: None,
             calls: 0,
             ops: Vec::new(),
         }
@@ -273,5 +344,64 @@ mod tests {
         let check = client_check(&full, second);
         assert!(check.client_bound);
         assert!(check.reason.unwrap().starts_with("scheduling lag"));
+    }
+
+    #[test]
+    fn host_steal_comes_from_proc_stat_and_is_said_with_the_lag() {
+        // A 2-CPU guest's first line; the per-CPU lines after it are not summed again.
+        let start = "cpu  100 5 50 800 10 1 4 30 7 0\ncpu0 50 2 25 400 5 0 2 15 3 0\n";
+        let end = "cpu  150 5 70 900 10 1 4 60 9 0\ncpu0 1 1 1 1 1 1 1 1 1 1\n";
+        let start = HostTicks::parse(start).expect("parsed");
+        assert_eq!(
+            start,
+            HostTicks {
+                total: 1000,
+                steal: 30
+            }
+        );
+        let window = HostTicks::parse(end).unwrap().since(start);
+        assert_eq!(
+            window,
+            HostTicks {
+                total: 200,
+                steal: 30
+            }
+        );
+        assert_eq!(window.steal_share(), Some(0.15));
+        assert_eq!(window.plus(window).steal_share(), Some(0.15));
+        // Kernels without a steal column, and a span too short to tick, give none.
+        assert_eq!(HostTicks::parse("cpu  1 2 3 4 5 6 7\n"), None);
+        assert_eq!(HostTicks::default().steal_share(), None);
+        assert!(HostTicks::read().is_some(), "this test runs on Linux");
+
+        let second = Duration::from_secs(1);
+        let mut lagging = part("a", 1, 2, 0.1);
+        lagging.lag.record(5_000_000).unwrap();
+        lagging.host_ticks = Some(window);
+        let check = client_check(&lagging, second);
+        assert_eq!(check.host_steal, Some(0.15));
+        let reason = check.reason.expect("lag over the limit");
+        assert!(
+            reason.contains("the hypervisor held back 15% of this host's CPU time"),
+            "{reason}"
+        );
+        // Steal below the notice is recorded, not said.
+        lagging.host_ticks = Some(HostTicks {
+            total: 1000,
+            steal: 10,
+        });
+        let check = client_check(&lagging, second);
+        assert_eq!(check.host_steal, Some(0.01));
+        assert!(!check.reason.unwrap().contains("hypervisor"));
+        // Several ranks: the worst host's.
+        let rank = |host_steal| RankLevel {
+            client: ClientCheck {
+                host_steal,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let level = level_client_check(&[rank(Some(0.02)), rank(None), rank(Some(0.3))], 10);
+        assert_eq!(level.host_steal, Some(0.3));
     }
 }

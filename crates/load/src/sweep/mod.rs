@@ -27,7 +27,9 @@ mod client;
 mod level;
 mod ranks;
 
-use check::{client_check, crowded_host, level_client_check, online_cores, process_cpu_time};
+use check::{
+    client_check, crowded_host, level_client_check, online_cores, process_cpu_time, HostTicks,
+};
 use client::{
     engine_answers, grow_sessions, run_client, thread_slot, unless_stopped, ClientArrivals,
     ClientFailure, ClientJob,
@@ -472,6 +474,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 // Client threads with no client of this level are left out: one that
                 // busy-polls alone burns a core that is not the clients' cost.
                 let cpu_start = process_cpu_time();
+                let host_ticks_start = HostTicks::read();
                 let idle_threads_start = exec.cpu_time_without_clients(n);
                 let busy_start = exec.busy_time(n);
                 let engine_calls_start = exec.engine_time();
@@ -486,6 +489,9 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     exec.cpu_time_without_clients(n)
                         .saturating_sub(idle_threads_start),
                 );
+                let host_ticks = HostTicks::read()
+                    .zip(host_ticks_start)
+                    .map(|(end, start)| end.since(start));
                 let busy = exec.busy_time(n).saturating_sub(busy_start);
                 let engine_calls = exec.engine_time().saturating_sub(engine_calls_start);
                 let lag = probe.finish();
@@ -551,6 +557,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                     busy,
                     engine_calls,
                     lag: metabench_report::histogram::encode(&lag),
+                    host_ticks,
                     failure: first_failure
                         .map(|f| failure_at(clients, &phase.name, &f.step, &f.error)),
                     stopped: stop.is_stopped(),

@@ -1,6 +1,7 @@
 //! What the ranks of a sweep tell each other (a plain sweep is one rank), and how rank 0
 //! merges their phase reports exactly.
 
+use super::check::HostTicks;
 use super::level::level_op;
 use super::Window;
 use crate::catalog::Op;
@@ -75,6 +76,9 @@ pub(super) struct PhaseReport {
     /// ([`crate::Exec::engine_time`]).
     pub(super) engine_calls: Duration,
     pub(super) lag: String,
+    /// What the rank's host's CPU time and steal grew by in the window, where its kernel
+    /// counts steal.
+    pub(super) host_ticks: Option<HostTicks>,
     pub(super) failure: Option<RunFailure>,
     pub(super) stopped: bool,
 }
@@ -94,6 +98,8 @@ pub(super) struct RankPart {
     /// The time in-process engine calls took on the client threads.
     pub(super) engine_calls: Duration,
     pub(super) lag: Histogram<u64>,
+    /// Its host's CPU time and steal over the level's windows.
+    pub(super) host_ticks: Option<HostTicks>,
     pub(super) calls: u64,
     pub(super) ops: Vec<LevelOp>,
 }
@@ -123,6 +129,7 @@ impl RankPart {
             busy: Duration::ZERO,
             engine_calls: Duration::ZERO,
             lag: histogram(),
+            host_ticks: None,
             calls: 0,
             ops: Vec::new(),
         }
@@ -177,6 +184,9 @@ pub(super) fn merge_reports(
         part.busy += report.busy;
         part.engine_calls += report.engine_calls;
         part.lag.add(lag).expect("auto-resizing histograms merge");
+        if let Some(ticks) = report.host_ticks {
+            part.host_ticks = Some(part.host_ticks.unwrap_or_default().plus(ticks));
+        }
         merged.background.merge(report.background);
         for (op, acc) in ops {
             part.calls += acc.hist.as_ref().map_or(0, |h| h.len());

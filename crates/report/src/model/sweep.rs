@@ -175,10 +175,28 @@ pub struct ClientCheck {
     pub lag_p99_us: f64,
     /// Largest scheduling lag, µs.
     pub lag_max_us: f64,
+    /// The share of the host's CPU time that its hypervisor gave to other guests during
+    /// the windows (the `steal` column of `/proc/stat`, over all the host's CPUs; with
+    /// several ranks, the most any rank's host lost). Stolen time delays every thread
+    /// on the host, the clients and a local engine alike. None where the kernel keeps
+    /// no such count, and in results from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal: Option<f64>,
     /// Whether the generator, not the engine, limited this level.
     pub client_bound: bool,
     /// Why it was flagged.
     pub reason: Option<String>,
+}
+
+impl ClientCheck {
+    /// The steal share ([`ClientCheck::host_steal`]) from which a result says so: below
+    /// it, a tick or two of a window.
+    pub const STEAL_NOTICE: f64 = 0.05;
+
+    /// The host's steal share when it reached [`ClientCheck::STEAL_NOTICE`].
+    pub fn notable_steal(&self) -> Option<f64> {
+        self.host_steal.filter(|s| *s >= Self::STEAL_NOTICE)
+    }
 }
 
 /// One concurrency level.
