@@ -4,7 +4,8 @@
 Runs `metabench ops` and `metabench sweep --conc 1 --workload golang` (every operation of
 JuiceFS's Go benchmark, each its own phase) alternately on the same engine, both with the
 Go benchmark's client (`--profile gobench --client-cache`), and prints each operation's
-mean µs per call side by side with the ratio sweep / ops:
+mean µs per call side by side (the median over the rounds, and the rounds' range) with the
+ratio sweep / ops:
 
     scripts/compare-ops-sweep.py --meta redis://127.0.0.1:6379/3 --rounds 3
 
@@ -78,8 +79,12 @@ def main():
                 into.setdefault(name, []).append(us)
         print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
 
-    print("| op | ops µs/op | sweep --conc 1 µs/op | sweep / ops |")
-    print("|---|---:|---:|---:|")
+    print("| op | ops µs/op | (rounds) | sweep --conc 1 µs/op | (rounds) | sweep / ops |")
+    print("|---|---:|---:|---:|---:|---:|")
+
+    def spread(rounds):
+        return f"{min(rounds):.4g}–{max(rounds):.4g}"
+
     ratios, verdicts = [], []
     for name in ops:
         if name not in sweep:
@@ -91,7 +96,8 @@ def main():
         high, low = beyond(sweep[name], ops[name], 1.10), beyond(sweep[name], ops[name], 0.90)
         verdict = None if high is None else high or low
         verdicts.append(verdict)
-        print(f"| {name} | {o:.4f} | {s:.4f} | {ratio:.2f}{mark}{' ‡' if verdict else ''} |")
+        print(f"| {name} | {o:.4f} | {spread(ops[name])} | {s:.4f} | {spread(sweep[name])} "
+              f"| {ratio:.2f}{mark}{' ‡' if verdict else ''} |")
     within = sum(0.9 <= r <= 1.1 for r in ratios)
     if any(v is None for v in verdicts):
         noise = "too few rounds (4 a side) to tell a miss from noise"
