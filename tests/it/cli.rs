@@ -64,6 +64,67 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("mbcli-").tempdir().unwrap()
 }
 
+/// `ops --warmup` makes untimed calls before each operation's timed ones, as a sweep's
+/// warm-up: they reach the engine (the volume's inode counter moves by the files they
+/// made) and stay out of the figures.
+#[test]
+fn ops_warmup_calls_reach_the_engine_and_stay_out_of_the_figures() {
+    let _phase = crate::phase(module_path!());
+    let tmp = tempdir();
+    let db = tmp.path().join("vol.db");
+    let url = format!("sqlite3://{}", db.display());
+    let o = run(&["format", "--meta", &url, "--name", "warm"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let next_inode = || -> i64 {
+        let script = format!(
+            "import sqlite3\nc=sqlite3.connect('{}')\n\
+             print(c.execute(\"select value from jfs_counter where name='nextInode'\").fetchone()[0])",
+            db.display()
+        );
+        let o = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    let json = tmp.path().join("r.json");
+    // The inodes one create run took from the volume (JuiceFS takes them 1024 at a time,
+    // `inodeBatch`), and what it recorded.
+    let creates = |warmup: &str| {
+        let before = next_inode();
+        let o = metabench()
+            .args(["ops", "--meta", &url, "--existing", "--ops", "create"])
+            .args(["--iterations", "5", "--warmup", warmup, "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (next_inode() - before, r)
+    };
+    let (cold, r) = creates("0s");
+    assert_eq!(r["plan"]["warmup_s"], 0.0);
+    assert_eq!(r["results"][0]["count"], 5);
+    assert_eq!(
+        cold, 1024,
+        "7 inodes: the op's directory, one untimed call, 5 timed"
+    );
+    // A second of creates at well under a millisecond each takes several batches.
+    let (warm, r) = creates("1s");
+    assert_eq!(r["plan"]["warmup_s"], 1.0);
+    assert_eq!(
+        r["results"][0]["count"], 5,
+        "warm-up calls are not recorded"
+    );
+    assert!(
+        warm >= 2 * 1024,
+        "{warm} inodes: no warm-up calls reached SQLite"
+    );
+}
+
 #[test]
 fn malformed_urls_are_one_line_usage_errors() {
     let _phase = crate::phase(module_path!());

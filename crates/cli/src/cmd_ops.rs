@@ -1,6 +1,8 @@
 //! `metabench ops`: JuiceFS's metadata benchmark, one client, every operation in turn.
 
-use crate::args::{check_output_path, parse_count, parse_duration, write_file, ClientArgs};
+use crate::args::{
+    check_output_path, parse_count, parse_duration, parse_duration_or_zero, write_file, ClientArgs,
+};
 use crate::error::{input, CliError};
 use crate::lifecycle::{after_cleanup, client_threads, exit_code, say_client_threads, Run};
 use crate::target::TargetArgs;
@@ -31,6 +33,11 @@ pub struct OpsArgs {
     /// Timed time per operation, e.g. 1s or 500ms (default 1s, like `go test -bench`).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     duration: Option<Duration>,
+
+    /// Untimed calls for this long before each operation's timed ones, as `sweep
+    /// --warmup` (default 0: the one untimed call Go's benchmark makes, `b.N = 1`).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration_or_zero)]
+    warmup: Duration,
 
     #[command(flatten)]
     client: ClientArgs,
@@ -99,6 +106,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         session: opts.clone(),
         background_in_window: run.client.background_in_window(),
         op_timeout: args.client.op_timeout,
+        warmup: args.warmup,
     };
     let client = {
         let (engine, stop, run_id) = (
@@ -160,6 +168,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
             },
             client_cache: run_client_cache,
             op_timeout_s: args.client.op_timeout.as_secs_f64(),
+            warmup_s: args.warmup.as_secs_f64(),
         },
         floor,
         results: outcome.results,

@@ -46,6 +46,10 @@ pub struct OpsConfig {
     /// How long one call may take: a call without an answer by then counts as a
     /// `timeout` error and the run continues on a fresh session.
     pub op_timeout: Duration,
+    /// Untimed calls for this long before each operation's timed ones (after its one
+    /// untimed call), as a sweep's warm-up comes before its window. Zero, as Go's
+    /// benchmark with a fixed `-benchtime=Nx`, makes the one untimed call alone.
+    pub warmup: Duration,
 }
 
 /// Set when the user asked to stop (Ctrl-C); runners stop at the next call boundary.
@@ -173,10 +177,20 @@ async fn run_one(
     // newchunk's slice-id batch (`baseMeta.NewSlice` fetches 4096 ids), the first fetch of
     // a chunk the client then caches. One untimed call does the same here, as a sweep's
     // warm-up does. Its outcome is not recorded; a call it left unusable is replaced.
-    if !stop.is_stopped() {
+    // `--warmup` goes on with untimed calls, as a sweep's warm-up does before its window:
+    // what the first calls pay (an engine's log growing, a client's caches filling)
+    // stays out of the figures of both commands alike. A call the engine does not
+    // support ends it: the timed loop says so.
+    let warm_until = Instant::now() + config.warmup;
+    while !stop.is_stopped() {
         let warm = timed_call(&mut state, meta, &mut op_timeout, None).await?;
-        if matches!(&warm.call.outcome, Err(e) if e.breaks_session()) {
-            fresh_session(meta, engine, config).await?;
+        match &warm.call.outcome {
+            Err(e) if e.breaks_session() => fresh_session(meta, engine, config).await?,
+            Err(MetaError::NotSupported) => break,
+            _ => {}
+        }
+        if Instant::now() >= warm_until {
+            break;
         }
     }
     let mut background = config

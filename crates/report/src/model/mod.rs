@@ -197,6 +197,10 @@ pub struct OpsPlan {
     /// (`--op-timeout`; 0 in files written before it existed).
     #[serde(default)]
     pub op_timeout_s: f64,
+    /// Untimed calls' time before each operation's timed ones, seconds (`--warmup`; 0
+    /// when only the one untimed call was made, and in files written before it existed).
+    #[serde(default)]
+    pub warmup_s: f64,
 }
 
 /// The latency figures every output shows of a histogram of successful calls.
