@@ -13,13 +13,13 @@ Every other round runs `sweep` first. Both make untimed calls for --warmup, then
 operation for --duration, so they make about as many calls, id-batch refills included, and
 what the first calls pay falls outside both. With 200 ms of warm-up in `sweep` and none in
 `ops`, 19 of 25 operations on SQLite came out faster in `sweep`, its writes by up to a
-third. A ratio (of medians over the rounds) outside ±10 % is
-marked *, and also ‡ when the rounds show it beyond their noise: one command's rounds
-above 1.10× (or below 0.90×) the other's, by an exact one-sided rank test at p < 0.05
-(scripts/rounds.py; it takes at least 4 rounds). The footer also says how many
-operations came out faster in `sweep` and how many in `ops`, with a sign test: many
-leaning one way, each by less than 10 %, is a difference between the two commands too.
-metabench formats --meta if it is empty and removes what it wrote.
+third. A ratio (of medians over the rounds) outside ±10 % is marked *, and also ‡ when
+the rounds show it beyond their noise: one command's rounds above 1.10× (or below 0.90×)
+the other's, by an exact one-sided rank test at p < 0.05 (scripts/rounds.py; it takes
+at least 4 rounds). The footer also says how many operations came out faster in `sweep`
+and how many in `ops`, with a sign test: many leaning one way, each by less than 10 %, is
+a difference between the two commands too. metabench formats --meta if it is empty and
+removes what it wrote.
 
 `--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
 sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
