@@ -64,17 +64,23 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("mbcli-").tempdir().unwrap()
 }
 
+/// A volume `metabench format` wrote in a new SQLite file: its folder, the file, its URL.
+fn formatted_sqlite_volume(name: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let tmp = tempdir();
+    let db = tmp.path().join("vol.db");
+    let url = format!("sqlite3://{}", db.display());
+    let o = run(&["format", "--meta", &url, "--name", name]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (tmp, db, url)
+}
+
 /// `ops --warmup` makes untimed calls before each operation's timed ones, as a sweep's
 /// warm-up: they reach the engine (the volume's inode counter moves by the files they
 /// made) and stay out of the figures.
 #[test]
 fn ops_warmup_calls_reach_the_engine_and_stay_out_of_the_figures() {
     let _phase = crate::phase(module_path!());
-    let tmp = tempdir();
-    let db = tmp.path().join("vol.db");
-    let url = format!("sqlite3://{}", db.display());
-    let o = run(&["format", "--meta", &url, "--name", "warm"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (tmp, db, url) = formatted_sqlite_volume("warm");
     let next_inode = || -> i64 {
         let script = format!(
             "import sqlite3\nc=sqlite3.connect('{}')\n\
@@ -283,11 +289,7 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
 #[test]
 fn closed_output_pipes_still_clean_up_and_write_results() {
     let _phase = crate::phase(module_path!());
-    let tmp = tempdir();
-    let db = tmp.path().join("vol.db");
-    let url = format!("sqlite3://{}", db.display());
-    let o = run(&["format", "--meta", &url, "--name", "pipes"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (tmp, db, url) = formatted_sqlite_volume("pipes");
     let before = sqlite_snapshot(&db);
     let json = tmp.path().join("r.json");
     let status = crate::status_with_closed_pipes(
