@@ -167,7 +167,7 @@ apt_install() {
 pip_install() {
     local pin="$1" log
     local pip=(python3 -m pip install --quiet --disable-pip-version-check)
-    log="$(mktemp)"
+    log="$(mktemp /tmp/metabench-pip.XXXXXX)"
     if "${pip[@]}" "$pin" >&2 2>"$log"; then
         rm -f "$log"
         return 0
