@@ -339,6 +339,98 @@ impl CpuTurns {
     }
 }
 
+/// What the probe last read of a client thread.
+#[derive(Default)]
+struct Look {
+    /// Its turns on a CPU at the last reading.
+    turns: Option<CpuTurns>,
+    /// Whether, and since when, it has been found woken but not yet running.
+    woken: Option<Woken>,
+}
+
+/// A parked client thread found ready to run but not running: since when, and how many
+/// turns on a CPU it had then (`None` where the kernel keeps no such figure). While the
+/// count stays the same, the thread has not run since: it is one wait.
+#[derive(Clone, Copy)]
+struct Woken {
+    since: Instant,
+    turns: Option<u64>,
+}
+
+/// What the probe found a parked client thread doing.
+enum ParkedLook {
+    /// It has run since the last reading (it is asleep now, or woken again): the mean
+    /// wait for a CPU of its turns since that reading.
+    Ran(u64),
+    /// Woken (ready to run, flagged parked until it runs), and not on a CPU since it was
+    /// first found so.
+    WaitingForCpu,
+}
+
+impl Look {
+    /// Takes a new reading, `turns`, and returns the mean wait for a CPU of the turns
+    /// since the last one (0 without figures). A mark of the thread found woken is
+    /// dropped: the turns read now cover that wait.
+    fn renew(&mut self, turns: Option<CpuTurns>) -> u64 {
+        self.woken = None;
+        match (std::mem::replace(&mut self.turns, turns), turns) {
+            (Some(before), Some(now)) => now.mean_wait_since(before),
+            _ => 0,
+        }
+    }
+
+    /// Looks at a parked thread at `now`, given whether the kernel says it is ready to run
+    /// and its turns on a CPU so far. One found waiting for a CPU keeps its last reading,
+    /// so the wait is counted whole once it runs. One found ready to run again, but with
+    /// more turns than when it was first found so, has run in between: that wait is over
+    /// (its turns cover it) and this is another. Without that check a thread woken often
+    /// (a reply every few µs) that the probe found ready at every look, because the probe
+    /// itself held the thread's CPU (one core for the whole process: `taskset`, an MPI
+    /// rank bound to a core), read as one wait since the first look: 7.5–107 ms of lag at
+    /// one client of a loopback Redis, a level flagged client-bound for nothing.
+    fn parked(
+        &mut self,
+        now: Instant,
+        runnable: Option<bool>,
+        turns: Option<CpuTurns>,
+    ) -> ParkedLook {
+        if runnable != Some(true) {
+            return ParkedLook::Ran(self.renew(turns));
+        }
+        let count = turns.map(|t| t.turns);
+        let woken_now = Woken {
+            since: now,
+            turns: count,
+        };
+        match self.woken {
+            Some(woken) if woken.turns == count => ParkedLook::WaitingForCpu,
+            Some(_) => {
+                let waited = self.renew(turns);
+                self.woken = Some(woken_now);
+                ParkedLook::Ran(waited)
+            }
+            None => {
+                self.woken = Some(woken_now);
+                ParkedLook::WaitingForCpu
+            }
+        }
+    }
+
+    /// How long the thread has been waiting for a CPU at `now`, if it still is: found
+    /// woken, still ready to run and flagged parked, and not on a CPU since.
+    fn still_waiting(
+        &self,
+        now: Instant,
+        parked: bool,
+        runnable: Option<bool>,
+        turns: Option<CpuTurns>,
+    ) -> Option<Duration> {
+        let woken = self.woken?;
+        let same_wait = parked && runnable == Some(true) && woken.turns == turns.map(|t| t.turns);
+        same_wait.then(|| now.saturating_duration_since(woken.since))
+    }
+}
+
 /// A client thread as the lag probe sees it.
 struct ProbedThread {
     handle: Handle,
@@ -349,58 +441,38 @@ struct ProbedThread {
     look: Mutex<Look>,
 }
 
-/// What the probe last read of a client thread.
-#[derive(Default)]
-struct Look {
-    /// Its turns on a CPU at the last reading.
-    turns: Option<CpuTurns>,
-    /// Since when it has been found woken but not yet running, if it is.
-    woken_since: Option<Instant>,
-}
-
-/// What the probe found a parked client thread doing.
-enum ParkedLook {
-    /// Asleep, or back asleep: the mean wait for a CPU of its turns since the last look.
-    Slept(u64),
-    /// Woken (ready to run, flagged parked until it runs), but not yet on a CPU.
-    WaitingForCpu,
-}
-
 impl ProbedThread {
-    /// Starts a new look at the thread: reads its turns on a CPU and returns the mean
-    /// wait for a CPU of those since the last reading (0 when the kernel keeps no such
-    /// figure). A mark of the thread found woken is dropped: the turns read now cover
-    /// that wait.
+    /// Its turns on a CPU so far, if the kernel keeps them.
+    fn turns(&self) -> Option<CpuTurns> {
+        self.sched.as_ref().and_then(|s| s.turns())
+    }
+
+    /// Whether the kernel says it is ready to run (or running), if it keeps that.
+    fn runnable(&self) -> Option<bool> {
+        self.sched.as_ref().and_then(|s| s.runnable())
+    }
+
+    /// Starts a new look at the thread ([`Look::renew`]).
     fn new_look(&self) -> u64 {
-        let now = self.sched.as_ref().and_then(|s| s.turns());
-        let mut look = self.look.lock().expect("look");
-        look.woken_since = None;
-        match (std::mem::replace(&mut look.turns, now), now) {
-            (Some(before), Some(now)) => now.mean_wait_since(before),
-            _ => 0,
-        }
+        let turns = self.turns();
+        self.look.lock().expect("look").renew(turns)
     }
 
-    /// Looks at a parked thread. One found waiting for a CPU keeps its last reading, so
-    /// the wait is counted whole once it runs.
+    /// Looks at a parked thread ([`Look::parked`]).
     fn look_parked(&self, now: Instant) -> ParkedLook {
-        if self.sched.as_ref().and_then(|s| s.runnable()) == Some(true) {
-            self.look
-                .lock()
-                .expect("look")
-                .woken_since
-                .get_or_insert(now);
-            return ParkedLook::WaitingForCpu;
-        }
-        ParkedLook::Slept(self.new_look())
+        let (runnable, turns) = (self.runnable(), self.turns());
+        self.look.lock().expect("look").parked(now, runnable, turns)
     }
 
-    /// How long the thread has been found woken and waiting for a CPU, if it still is.
+    /// How long the thread has been found woken and waiting for a CPU, if it still is
+    /// ([`Look::still_waiting`]).
     fn still_waiting_for_cpu(&self, now: Instant) -> Option<Duration> {
-        let since = self.look.lock().expect("look").woken_since?;
-        let waiting = self.sched.as_ref().and_then(|s| s.runnable()) == Some(true)
-            && self.parked.load(Ordering::Acquire);
-        waiting.then(|| now.saturating_duration_since(since))
+        let (runnable, turns) = (self.runnable(), self.turns());
+        let parked = self.parked.load(Ordering::Acquire);
+        self.look
+            .lock()
+            .expect("look")
+            .still_waiting(now, parked, runnable, turns)
     }
 
     /// The time its in-process engine calls have taken so far, ns.
@@ -422,8 +494,9 @@ impl ProbedThread {
 /// changes what is measured: on a 2-vCPU VM whose idle vCPUs are slow to wake, a 1 ms
 /// probe made one Redis client's getattr about 20 % faster in `sweep` than in `ops`,
 /// which runs no probe. Its lag comes from the kernel instead. A thread woken by a reply
-/// still reads as parked until it runs; while the kernel says it is ready to run, it is
-/// waiting for a CPU and nothing is recorded yet. Once it has run, the probe records the
+/// still reads as parked until it runs; while the kernel says it is ready to run and it
+/// has taken no turn on a CPU since it was first found so, it is waiting for a CPU and
+/// nothing is recorded yet. Once it has run, the probe records the
 /// mean wait for a CPU of its turns on one since the last look, corrected for the
 /// intervals a wait spanned, as a probe's: the wait that delayed a reply's call (behind
 /// an engine on the same cores, say) is its lag. A mean per turn, not their sum, as a
@@ -478,7 +551,7 @@ impl LagProbe {
                         {
                             // A wait that spanned looks is counted once per interval
                             // it took, as a probe kept waiting is.
-                            if let ParkedLook::Slept(waited) = thread.look_parked(Instant::now()) {
+                            if let ParkedLook::Ran(waited) = thread.look_parked(Instant::now()) {
                                 let mut h = lags.lock().expect("lag histogram");
                                 let _ = h.record_correct(waited, interval.as_nanos() as u64);
                             }
@@ -549,7 +622,7 @@ impl LagProbe {
                 let _ = h.record_correct(waiting.as_nanos() as u64, interval);
             } else if !thread.parked.load(Ordering::Acquire) {
                 continue;
-            } else if let ParkedLook::Slept(waited) = thread.look_parked(Instant::now()) {
+            } else if let ParkedLook::Ran(waited) = thread.look_parked(Instant::now()) {
                 if waited > 0 {
                     let _ = h.record_correct(waited, interval);
                 }
@@ -1295,30 +1368,36 @@ mod tests {
         );
     }
 
+    /// Scheduler figures read from files the test writes, as the kernel's would read: a
+    /// thread with `turns` turns on a CPU so far, in state `state` (`R`, `S`).
+    fn fake_sched(turns: u64, state: char) -> (SchedStat, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: String| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            File::open(path).unwrap()
+        };
+        let sched = SchedStat {
+            schedstat: write("schedstat", format!("5000000 1000 {turns}\n")),
+            stat: write(
+                "stat",
+                format!("4242 (metabench-clien) {state} 1 4242 4242 0\n"),
+            ),
+        };
+        (sched, dir)
+    }
+
     /// A thread flagged parked that the kernel says is ready to run was woken (by a
     /// reply, say) and waits for a CPU. Still waiting when the probe stops, that wait is
-    /// its lag: it has taken no turn that could report it. Stood in for by a spinning
-    /// thread, which the kernel always reads as ready to run, flagged parked by hand.
+    /// its lag: it has taken no turn that could report it. Its figures stand still: ready
+    /// to run, and no turn taken over the 40 ms.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_still_waiting_for_a_cpu_when_the_probe_stops_shows_its_wait() {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (sched_tx, sched_rx) = std::sync::mpsc::sync_channel(1);
-        let spinner = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                sched_tx.send(SchedStat::of_this_thread()).unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        };
-        let Some(sched) = sched_rx.recv().unwrap() else {
-            panic!("this kernel keeps no scheduler statistics");
-        };
-        let parked = Arc::new(AtomicBool::new(true));
+        let (sched, _files) = fake_sched(10, 'R');
+        assert_eq!(sched.runnable(), Some(true));
         let thread = ProbedThread {
             handle: tokio::runtime::Handle::current(),
-            parked: parked.clone(),
+            parked: Arc::new(AtomicBool::new(true)),
             sched: Some(Arc::new(sched)),
             engine_calls: Arc::new(AtomicU64::new(0)),
             look: Mutex::new(Look::default()),
@@ -1326,8 +1405,6 @@ mod tests {
         let probe = LagProbe::start(vec![thread], Duration::from_millis(1));
         tokio::time::sleep(Duration::from_millis(40)).await;
         let lags = probe.finish();
-        stop.store(true, Ordering::Relaxed);
-        spinner.join().unwrap();
         // Found woken at the first look, about 40 ms before the end: one wait that long,
         // and the intervals it spanned.
         assert!(
@@ -1337,6 +1414,56 @@ mod tests {
             lags.len()
         );
         assert!(lags.len() >= 20, "{} records", lags.len());
+    }
+
+    /// A thread woken thousands of times a second is often found ready to run, above all
+    /// when the probe holds its CPU (the whole process on one core). Found so again with
+    /// more turns taken, it has run in between: two waits, not one since the first look.
+    /// Read as one, a Redis client pinned with the probe to one core showed 7.5–107 ms of
+    /// lag at one client while it made 20,000 calls a second.
+    #[test]
+    fn a_thread_found_ready_again_after_running_is_not_one_long_wait() {
+        let at = |waited_ns, turns| Some(CpuTurns { waited_ns, turns });
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let mut look = Look::default();
+        assert_eq!(look.renew(at(1_000, 10)), 0);
+        // Found ready at t0, with the turns of the last reading: a wait begins.
+        let first = look.parked(t0, Some(true), at(1_000, 10));
+        assert!(matches!(first, ParkedLook::WaitingForCpu));
+        // 10 ms on, no turn taken: the same wait, 10 ms long so far.
+        let same = look.parked(t0 + ms(10), Some(true), at(1_000, 10));
+        assert!(matches!(same, ParkedLook::WaitingForCpu));
+        let so_far = look.still_waiting(t0 + ms(10), true, Some(true), at(1_000, 10));
+        assert_eq!(so_far, Some(ms(10)));
+        // 10 ms further, ready again after 200 turns, each 20 µs late: that wait ended
+        // when the thread ran, and its lag is the turns' mean wait, not 20 ms.
+        match look.parked(t0 + ms(20), Some(true), at(1_000 + 200 * 20_000, 210)) {
+            ParkedLook::Ran(waited) => assert_eq!(waited, 20_000),
+            ParkedLook::WaitingForCpu => panic!("a thread that ran read as still waiting"),
+        }
+        // The wait it is in now began at this look, not at the first.
+        let now_waiting = look.still_waiting(t0 + ms(21), true, Some(true), at(4_001_000, 210));
+        assert_eq!(now_waiting, Some(ms(1)));
+        // One more turn taken, or flagged unparked: no longer that wait.
+        assert_eq!(
+            look.still_waiting(t0 + ms(22), true, Some(true), at(4_001_000, 211)),
+            None
+        );
+        assert_eq!(
+            look.still_waiting(t0 + ms(22), false, Some(true), at(4_001_000, 210)),
+            None
+        );
+        // Found asleep: the mean wait of the turns since the last reading (one of 3 µs),
+        // and the mark is gone.
+        match look.parked(t0 + ms(30), Some(false), at(4_004_000, 211)) {
+            ParkedLook::Ran(waited) => assert_eq!(waited, 3_000),
+            ParkedLook::WaitingForCpu => panic!("a sleeping thread read as waiting"),
+        }
+        assert_eq!(
+            look.still_waiting(t0 + ms(31), true, Some(true), at(4_004_000, 211)),
+            None
+        );
     }
 
     #[test]
