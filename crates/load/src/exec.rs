@@ -1369,8 +1369,9 @@ mod tests {
     }
 
     /// Scheduler figures read from files the test writes, as the kernel's would read: a
-    /// thread with `turns` turns on a CPU so far, in state `state` (`R`, `S`).
-    fn fake_sched(turns: u64, state: char) -> (SchedStat, tempfile::TempDir) {
+    /// thread ready to run (state `R`) that has had `turns` turns on a CPU, and takes no
+    /// more while the files last.
+    fn ready_thread_without_turns(turns: u64) -> (SchedStat, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, text: String| {
             let path = dir.path().join(name);
@@ -1381,7 +1382,7 @@ mod tests {
             schedstat: write("schedstat", format!("5000000 1000 {turns}\n")),
             stat: write(
                 "stat",
-                format!("4242 (metabench-clien) {state} 1 4242 4242 0\n"),
+                "4242 (metabench-clien) R 1 4242 4242 0\n".to_owned(),
             ),
         };
         (sched, dir)
@@ -1393,7 +1394,7 @@ mod tests {
     /// to run, and no turn taken over the 40 ms.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_thread_still_waiting_for_a_cpu_when_the_probe_stops_shows_its_wait() {
-        let (sched, _files) = fake_sched(10, 'R');
+        let (sched, _files) = ready_thread_without_turns(10);
         assert_eq!(sched.runnable(), Some(true));
         let thread = ProbedThread {
             handle: tokio::runtime::Handle::current(),
