@@ -29,7 +29,9 @@ client the throughput is one round trip after another, and on a VM where an idle
 halts, where the kernel puts each client beside Redis decides how many of them wait for
 a vCPU to wake: pin Redis yourself (start it as `taskset -c 0 redis-server …`) and both
 clients to another CPU (`--cpus 1`) to compare the clients' own cost, and run it
-unpinned for what a user gets on the machine. Give both.
+unpinned for what a user gets on the machine. Give both. Unpinned, metabench binds its
+client threads off the CPUs a local Redis is bound to (the table's footer says where
+they ran), while the kernel places redis-benchmark, often on Redis's own CPU.
 
 A second table gives, per level, the ratios' medians over the rounds and whether
 metabench's rounds fall below redis-benchmark's in throughput, or above them in CPU per
@@ -101,7 +103,13 @@ def metabench_level(args, clients):
     client = level["client"]
     # Results files from before metabench reported CPU per call carry only cpu_s.
     cpu = client.get("cpu_us_per_op") or client["cpu_s"] * 1e6 / max(1, op["count"])
-    return op["ops_per_s"], cpu, client["client_bound"], run["host"].get("client_threads", 0)
+    host = run["host"]
+    threads = str(host.get("client_threads", 0))
+    if host.get("client_cpus"):
+        threads += f" on CPU {','.join(map(str, host['client_cpus']))}"
+    if host.get("engine_cpus"):
+        threads += f" (Redis bound to CPU {','.join(map(str, host['engine_cpus']))})"
+    return op["ops_per_s"], cpu, client["client_bound"], threads
 
 
 def print_summary(summary):
@@ -170,8 +178,8 @@ def main():
                       f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
             summary.append((c, rounds))
         print_summary(summary)
-        print(f"\nmetabench ran its clients on {', '.join(map(str, sorted(threads)))} client "
-              "thread(s) (its results' host.client_threads)"
+        print(f"\nmetabench ran its clients on {'; '.join(sorted(threads))} client "
+              "thread(s) (its results' host.client_threads, client_cpus and engine_cpus)"
               + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread"
               + (f"; both clients on CPUs {args.cpus}." if args.cpus else "; unpinned."))
     finally:

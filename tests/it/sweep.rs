@@ -386,6 +386,51 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
     }
 }
 
+/// A Redis on this machine bound to one CPU keeps it: the client threads are bound to
+/// this process's other CPUs, one each, said and stored with the server's CPU. Bound to
+/// all of them, nothing is left apart: the kernel places the threads, and the run says
+/// how to keep them off the server. On one CPU there is no other to go to.
+#[test]
+fn client_threads_keep_off_the_cpus_a_local_redis_is_bound_to() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let ours = metabench_load::placement::this_thread_cpus();
+    let redis = RedisServer::start();
+    let url = redis.url(4);
+    let args = ["--meta", &url, "--conc", "2", "--ops", "getattr"];
+    let window = ["--warmup", "0s", "--duration", "300ms"];
+    redis.bind_to_cpus(&ours[..1]);
+    let (run, printed) = sweep_json(&[&args[..], &window].concat(), dir.path(), "bound");
+    let host = &run.header.host;
+    let server = format!("redis-server (pid {})", redis.pid());
+    if ours.len() > 1 {
+        let others = &ours[1..];
+        assert_eq!(host.client_cpus, others, "{}", printed.said);
+        assert_eq!(host.engine_cpus, [ours[0]]);
+        assert_eq!(host.client_threads, others.len());
+        let said = format!(
+            "client threads: {} on CPU {} (one per CPU the engine's server may not use: \
+             {server} is bound to CPU {})",
+            others.len(),
+            metabench_report::cpu_list(others),
+            ours[0]
+        );
+        assert!(printed.said.contains(&said), "{}", printed.said);
+    } else {
+        assert!(host.client_cpus.is_empty() && host.engine_cpus.is_empty());
+    }
+    assert_eq!(run.levels[0].ops[0].round_trips_per_op, 1.0);
+    redis.bind_to_cpus(&ours);
+    let (run, printed) = sweep_json(&[&args[..], &window].concat(), dir.path(), "unbound");
+    assert!(run.header.host.client_cpus.is_empty());
+    assert!(run.header.host.engine_cpus.is_empty());
+    if ours.len() > 1 {
+        let hint = format!("{server} is not bound to CPUs of its own: bind it to some (taskset)");
+        assert!(printed.said.contains(&hint), "{}", printed.said);
+    }
+}
+
 /// `--busy-poll`: the client thread polls instead of sleeping while its client waits for
 /// Redis, so it uses its core whole; that is said and stored, and the self-check judges
 /// how busy the client kept the thread, not its CPU share.

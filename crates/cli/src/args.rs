@@ -346,7 +346,8 @@ pub struct ClientArgs {
     /// them. Default: one per core, less one when the engine's server runs on this
     /// machine (a loopback address or a Unix socket in --meta), which then keeps a core
     /// of its own; an in-process engine (SQLite) runs on the client threads and gets
-    /// one per core.
+    /// one per core. A server on this machine that is bound to some CPUs (taskset) keeps
+    /// them: the client threads are bound to the others, one per CPU by default
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub client_threads: Option<u16>,
 

@@ -96,7 +96,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         ", existing volume"
     };
     run.say_start("ops", fresh);
-    say_client_threads(&exec, threads_why);
+    say_client_threads(&exec, &threads_why);
 
     let opts = run.client.session.clone();
     let run_client_cache = opts.client_cache;

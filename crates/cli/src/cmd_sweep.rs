@@ -181,9 +181,9 @@ fn join_team() -> Result<Box<dyn Team>, CliError> {
 /// What a sweep is asked to do, read from its arguments before anything is written.
 struct Prepared {
     /// The client threads ([`client_threads`]), started before anything is written, and
-    /// why there are that many.
+    /// why there are that many and where they run.
     exec: Exec,
-    threads_why: &'static str,
+    threads_why: String,
     workload: Workload,
     levels: Vec<u32>,
     settings: ClientSettings,
@@ -659,7 +659,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             "sweep",
             &format!(": {loop_kind}, workload {}{over}", workload.name),
         );
-        say_client_threads(&exec, threads_why);
+        say_client_threads(&exec, &threads_why);
     }
 
     let live = Arc::new(Live::default());

@@ -9,7 +9,9 @@ use crate::error::CliError;
 use crate::target::{new_run_id, Target, TargetArgs};
 use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use metabench_engine::namespace::Namespace;
+use metabench_engine::url::Address;
 use metabench_engine::MetaUrl;
+use metabench_load::placement::{self, cpu_list, Endpoint, Placement};
 use metabench_load::{Exec, Idle, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
 
@@ -23,49 +25,111 @@ pub(crate) fn git_commit() -> Option<String> {
 /// (the cores this process may use), less one when the engine's server runs on this
 /// machine. A local Redis on two cores measured with two client threads got 0.89–1.08×
 /// `redis-benchmark`'s rate at 4 clients, and 1.23–1.60× with one: a second client
-/// thread took the engine's core, and each thread woke for fewer replies. Returns the
-/// threads and why there are that many.
-pub fn client_threads(
-    args: &ClientArgs,
-    target: &TargetArgs,
-) -> Result<(Exec, &'static str), CliError> {
+/// thread took the engine's core, and each thread woke for fewer replies.
+///
+/// A local server bound to some of this process's CPUs keeps them: the client threads
+/// are bound to the others, one per CPU (`--client-threads` spreads its count over
+/// them), so no client thread takes the server's CPU ([`metabench_load::placement`]).
+/// Returns the threads and why they are so many and where.
+pub fn client_threads(args: &ClientArgs, target: &TargetArgs) -> Result<(Exec, String), CliError> {
     let cores = metabench_load::exec::usable_cores();
-    let engine_here = target
+    let local_server = target
         .meta
         .as_deref()
         .and_then(|m| MetaUrl::parse(m).ok())
-        .is_some_and(|url| url.server_on_this_host());
-    let (threads, why) = match args.client_threads {
-        Some(n) => (usize::from(n), "--client-threads"),
-        None if engine_here && cores > 1 => (
-            cores - 1,
-            "one per core but one: the engine's server runs on this machine and keeps a core",
-        ),
-        None => (cores, "one per core"),
+        .filter(MetaUrl::server_on_this_host);
+    let placement = local_server.as_ref().map(|url| {
+        let server = placement::find_server(&server_endpoints(url));
+        placement::place(&placement::this_thread_cpus(), server)
+    });
+    let (threads, cpus, why) = match (&placement, args.client_threads) {
+        (
+            Some(Placement::Apart {
+                server,
+                client_cpus,
+            }),
+            n,
+        ) => {
+            let apart = format!(
+                "{} is bound to CPU {}",
+                server.describe(),
+                cpu_list(&server.cpus)
+            );
+            let (threads, why) = match n {
+                Some(n) => (usize::from(n), format!("--client-threads; {apart}")),
+                None => (
+                    client_cpus.len(),
+                    format!("one per CPU the engine's server may not use: {apart}"),
+                ),
+            };
+            (threads, client_cpus.clone(), why)
+        }
+        (_, Some(n)) => (usize::from(n), Vec::new(), "--client-threads".to_owned()),
+        (Some(found), None) if cores > 1 => {
+            let whose = match found {
+                Placement::Shared { server } => format!(
+                    "; {} is not bound to CPUs of its own: bind it to some (taskset) to keep \
+                     the client threads off them",
+                    server.describe()
+                ),
+                _ => String::new(),
+            };
+            (
+                cores - 1,
+                Vec::new(),
+                format!(
+                    "one per core but one: the engine's server runs on this machine and keeps \
+                     a core{whose}"
+                ),
+            )
+        }
+        _ => (cores, Vec::new(), "one per core".to_owned()),
     };
     let idle = if args.busy_poll {
         Idle::BusyPoll
     } else {
         Idle::Sleep
     };
-    let exec = Exec::new(threads, idle)
+    let mut exec = Exec::on_cpus(threads, idle, &cpus)
         .map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
+    if let Some(Placement::Apart { server, .. }) = placement {
+        exec.kept_off(server.cpus);
+    }
     Ok((exec, why))
 }
 
-/// Says how many client threads run the clients, and why ([`client_threads`]).
+/// Where a server on this machine takes the connections `url` names.
+fn server_endpoints(url: &MetaUrl) -> Vec<Endpoint> {
+    match url.address() {
+        Address::Unix(path) => vec![Endpoint::Unix(path.clone())],
+        Address::File(_) => Vec::new(),
+        Address::Tcp { .. } => url
+            .hosts()
+            .into_iter()
+            .map(|(_, port)| Endpoint::Tcp(port))
+            .collect(),
+    }
+}
+
+/// Says how many client threads run the clients, where, and why ([`client_threads`]).
 pub fn say_client_threads(exec: &Exec, why: &str) {
     let polling = match exec.idle() {
         Idle::Sleep => "",
         Idle::BusyPoll => ", busy-polling (--busy-poll: each uses a whole core)",
     };
-    say!("client threads: {} ({why}){polling}", exec.threads());
+    let on = match exec.cpus() {
+        cpus if cpus.is_empty() => String::new(),
+        cpus => format!(" on CPU {}", cpu_list(&cpus)),
+    };
+    say!("client threads: {}{on} ({why}){polling}", exec.threads());
 }
 
 /// Records in a results header how the client threads ran ([`client_threads`]); under
 /// `--busy-poll`, with the difference from the client it models among the fidelity notes.
 pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
     header.host.client_threads = exec.threads();
+    header.host.client_cpus = exec.cpus();
+    header.host.engine_cpus = exec.kept_off_cpus().to_vec();
     header.host.busy_poll = exec.idle() == Idle::BusyPoll;
     if header.host.busy_poll {
         header.engine.fidelity_notes.push(BUSY_POLL_NOTE.to_owned());

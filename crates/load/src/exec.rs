@@ -67,6 +67,8 @@ pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(10);
 
 struct Worker {
     handle: Handle,
+    /// The CPU the thread is bound to, if any ([`Exec::on_cpus`]).
+    cpu: Option<usize>,
     /// Whether the thread is parked: asleep in its I/O driver with no task to run.
     parked: Arc<AtomicBool>,
     /// Its scheduler statistics, if the kernel keeps them.
@@ -93,16 +95,27 @@ pub enum Idle {
 pub struct Exec {
     workers: Vec<Worker>,
     idle: Idle,
+    /// The CPUs a local engine's server is bound to, which the threads keep off.
+    kept_off: Vec<usize>,
 }
 
 impl Exec {
     /// Starts `threads` client threads (at least one), each with its own current-thread
-    /// runtime (timers and I/O enabled), that do `idle` while their clients wait.
+    /// runtime (timers and I/O enabled), that do `idle` while their clients wait; the
+    /// kernel places them.
     pub fn new(threads: usize, idle: Idle) -> std::io::Result<Self> {
+        Self::on_cpus(threads, idle, &[])
+    }
+
+    /// As [`Exec::new`], thread `i` bound to CPU `cpus[i % cpus.len()]` (none bound when
+    /// `cpus` is empty): thread per core, kept off the CPUs a local engine's server is
+    /// bound to ([`crate::placement`]).
+    pub fn on_cpus(threads: usize, idle: Idle, cpus: &[usize]) -> std::io::Result<Self> {
         // Measured now, before any call is timed, rather than by the first one.
         clock_overhead();
         let mut workers = Vec::with_capacity(threads.max(1));
         for i in 0..threads.max(1) {
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             let parked = Arc::new(AtomicBool::new(false));
             let (on_park, on_unpark) = (parked.clone(), parked.clone());
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -126,14 +139,29 @@ impl Exec {
             let thread = std::thread::Builder::new()
                 .name(format!("metabench-client-{i}"))
                 .spawn(move || {
+                    if let Some(Err(e)) = cpu.map(crate::placement::bind_this_thread) {
+                        let _ = opened_tx.send(Err(e));
+                        return;
+                    }
                     in_process::meter_calls_on_this_thread(meter);
-                    let _ = opened_tx.send(SchedStat::of_this_thread());
+                    let _ = opened_tx.send(Ok(SchedStat::of_this_thread()));
                     // Spawned clients run while the thread blocks here.
                     let _ = runtime.block_on(rx);
                 })?;
-            let sched = opened_rx.recv().ok().flatten().map(Arc::new);
+            let sched = match opened_rx.recv() {
+                Ok(Ok(sched)) => sched.map(Arc::new),
+                Ok(Err(e)) => {
+                    let cpu = cpu.unwrap_or_default();
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("cannot bind a client thread to CPU {cpu}: {e}"),
+                    ));
+                }
+                Err(_) => None,
+            };
             workers.push(Worker {
                 handle,
+                cpu,
                 parked,
                 sched,
                 engine_calls,
@@ -141,12 +169,36 @@ impl Exec {
                 thread: Some(thread),
             });
         }
-        Ok(Self { workers, idle })
+        Ok(Self {
+            workers,
+            idle,
+            kept_off: Vec::new(),
+        })
+    }
+
+    /// Records that the threads were bound off `cpus`, the CPUs a local engine's server
+    /// is bound to ([`crate::placement::Placement::Apart`]).
+    pub fn kept_off(&mut self, cpus: Vec<usize>) {
+        self.kept_off = cpus;
+    }
+
+    /// The CPUs the threads were kept off for a local engine's server ([`Exec::kept_off`]);
+    /// empty if none.
+    pub fn kept_off_cpus(&self) -> &[usize] {
+        &self.kept_off
     }
 
     /// Number of client threads.
     pub fn threads(&self) -> usize {
         self.workers.len()
+    }
+
+    /// The CPUs the client threads are bound to, in order, each once; empty when the
+    /// kernel places them.
+    pub fn cpus(&self) -> Vec<usize> {
+        let cpus: std::collections::BTreeSet<usize> =
+            self.workers.iter().filter_map(|w| w.cpu).collect();
+        cpus.into_iter().collect()
     }
 
     /// What the client threads do while their clients wait.
@@ -1242,6 +1294,33 @@ mod tests {
             "max lag {} ns: the engine's calls were counted",
             lags.max()
         );
+    }
+
+    #[tokio::test]
+    async fn client_threads_bound_to_a_cpu_run_there_alone() {
+        let ours = crate::placement::this_thread_cpus();
+        let cpu = *ours.last().expect("this thread may run somewhere");
+        let exec = Exec::on_cpus(2, Idle::Sleep, &[cpu]).unwrap();
+        assert_eq!(exec.threads(), 2);
+        assert_eq!(exec.cpus(), [cpu]);
+        for client in 0..2 {
+            let allowed = exec
+                .spawn(client, async { crate::placement::this_thread_cpus() })
+                .await
+                .unwrap();
+            assert_eq!(allowed, [cpu], "client {client}'s thread");
+        }
+        let placed_by_the_kernel = Exec::new(1, Idle::Sleep).unwrap();
+        assert!(placed_by_the_kernel.cpus().is_empty());
+        let allowed = placed_by_the_kernel
+            .spawn(0, async { crate::placement::this_thread_cpus() })
+            .await
+            .unwrap();
+        assert_eq!(allowed, ours);
+        // A CPU this process may not use is refused, with the CPU named.
+        let refused = Exec::on_cpus(1, Idle::Sleep, &[libc::CPU_SETSIZE as usize - 1]);
+        let error = refused.err().expect("no such CPU").to_string();
+        assert!(error.contains("CPU 1023"), "{error}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

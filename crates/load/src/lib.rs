@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod exec;
 pub mod floor;
 pub mod ops;
+pub mod placement;
 pub mod spec;
 pub mod stats;
 pub mod sweep;

@@ -14,7 +14,7 @@ pub mod plot;
 pub mod stats;
 pub mod table;
 
-pub use model::{kind_of, read_results_of};
+pub use model::{cpu_list, kind_of, read_results_of};
 pub use model::{
     AnyResults, BackgroundWork, ClientCheck, Disruption, EngineCheck, EngineInfo, Floor, HostInfo,
     IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult, OpsPlan, OpsResults, RankLevel,

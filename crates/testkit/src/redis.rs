@@ -224,6 +224,27 @@ impl RedisServer {
         self.child.id()
     }
 
+    /// Binds every thread of the server to `cpus`, as `taskset -a -p` does. Panics if
+    /// the kernel refuses.
+    pub fn bind_to_cpus(&self, cpus: &[usize]) {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap();
+        for task in tasks.flatten() {
+            let tid: libc::pid_t = task.file_name().to_str().unwrap().parse().unwrap();
+            // SAFETY: a zeroed `cpu_set_t` is an empty set; the CPUs are below its size.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            for &cpu in cpus {
+                unsafe { libc::CPU_SET(cpu, &mut set) };
+            }
+            let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
+            assert_eq!(
+                rc,
+                0,
+                "binding redis-server's thread {tid} to {cpus:?}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+
     /// Sends one command on a fresh authenticated connection and returns the reply
     /// (a server error is `Resp::Error`). Panics on I/O errors.
     ///

@@ -152,7 +152,7 @@ async fn sweep_on<P: PathSystem>(
         engine.url,
         workload.name
     );
-    say_client_threads(&exec, threads_why);
+    say_client_threads(&exec, &threads_why);
     let config = args.config(levels, &workload, SessionOptions::default(), false, 1);
     let live = Arc::new(Live::default());
     let progress = Progress::start(true, &live, &workload, 1);

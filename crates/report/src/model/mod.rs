@@ -109,6 +109,25 @@ impl EngineInfo {
     }
 }
 
+/// CPUs as the kernel lists them (`0-3,6`), in the order given.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == cpu => *end = cpu,
+            _ => runs.push((cpu, cpu)),
+        }
+    }
+    let run = |&(first, last): &(usize, usize)| {
+        if first == last {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        }
+    };
+    runs.iter().map(run).collect::<Vec<_>>().join(",")
+}
+
 /// The machine metabench ran on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,6 +144,14 @@ pub struct HostInfo {
     /// (`--busy-poll`); false in results from before it was recorded.
     #[serde(default)]
     pub busy_poll: bool,
+    /// The CPUs the client threads were bound to, in order; empty where the kernel placed
+    /// them (and in results from before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_cpus: Vec<usize>,
+    /// The CPUs a server of the engine on this machine was bound to, when it was found;
+    /// empty otherwise (a remote or in-process engine, a server not found).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_cpus: Vec<usize>,
     /// Memory in bytes.
     pub memory_bytes: u64,
     /// Operating system and kernel.
@@ -132,13 +159,23 @@ pub struct HostInfo {
 }
 
 impl HostInfo {
-    /// `hostname (N cores, T client threads[, busy-polling], M GiB, os)`.
+    /// `hostname (N cores, T client threads[ on CPU L][ (the engine's server on CPU L)][,
+    /// busy-polling], M GiB, os)`.
     pub fn summary(&self) -> String {
         let mut threads = match self.client_threads {
             0 => String::new(),
             1 => ", 1 client thread".to_owned(),
             n => format!(", {n} client threads"),
         };
+        if !self.client_cpus.is_empty() {
+            threads.push_str(&format!(" on CPU {}", cpu_list(&self.client_cpus)));
+        }
+        if !self.engine_cpus.is_empty() {
+            threads.push_str(&format!(
+                " (the engine's server on CPU {})",
+                cpu_list(&self.engine_cpus)
+            ));
+        }
         if self.busy_poll {
             threads.push_str(", busy-polling");
         }
@@ -171,6 +208,8 @@ impl HostInfo {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             client_threads: 0,
             busy_poll: false,
+            client_cpus: Vec::new(),
+            engine_cpus: Vec::new(),
             memory_bytes,
             os: if kernel.is_empty() {
                 pretty
@@ -550,6 +589,32 @@ mod tests {
             ..Default::default()
         };
         serde_json::to_value(&run).unwrap()
+    }
+
+    #[test]
+    fn a_host_says_where_its_client_threads_ran_beside_the_engines_server() {
+        let mut host = HostInfo {
+            hostname: "vm".into(),
+            cores: 4,
+            client_threads: 3,
+            memory_bytes: 1 << 30,
+            os: "Linux".into(),
+            ..Default::default()
+        };
+        assert_eq!(host.summary(), "vm (4 cores, 3 client threads, 1.0 GiB, Linux)");
+        // Placed by the kernel: nothing is written, and files from before read back.
+        let json = serde_json::to_value(&host).unwrap();
+        assert!(json.get("client_cpus").is_none() && json.get("engine_cpus").is_none());
+        host.client_cpus = vec![1, 2, 3];
+        host.engine_cpus = vec![0];
+        assert_eq!(
+            host.summary(),
+            "vm (4 cores, 3 client threads on CPU 1-3 (the engine's server on CPU 0), 1.0 GiB, \
+             Linux)"
+        );
+        let back: HostInfo = serde_json::from_value(serde_json::to_value(&host).unwrap()).unwrap();
+        assert_eq!(back, host);
+        assert_eq!(cpu_list(&[0, 2, 3, 4, 7]), "0,2-4,7");
     }
 
     #[test]
