@@ -123,9 +123,14 @@ pub fn find_server(endpoints: &[Endpoint]) -> Option<EngineServer> {
     let name = read(&format!("/proc/{}/comm", pids.first()?))
         .trim()
         .to_owned();
-    let mut cpus = BTreeSet::new();
-    for &pid in &pids {
-        cpus.extend(process_threads_cpus(pid)?);
+    // A process that ended meanwhile (a Redis save child) has no CPUs left to read.
+    let cpus: BTreeSet<usize> = pids
+        .iter()
+        .filter_map(|&pid| process_threads_cpus(pid))
+        .flatten()
+        .collect();
+    if cpus.is_empty() {
+        return None;
     }
     Some(EngineServer {
         pids,

@@ -601,7 +601,10 @@ mod tests {
             os: "Linux".into(),
             ..Default::default()
         };
-        assert_eq!(host.summary(), "vm (4 cores, 3 client threads, 1.0 GiB, Linux)");
+        assert_eq!(
+            host.summary(),
+            "vm (4 cores, 3 client threads, 1.0 GiB, Linux)"
+        );
         // Placed by the kernel: nothing is written, and files from before read back.
         let json = serde_json::to_value(&host).unwrap();
         assert!(json.get("client_cpus").is_none() && json.get("engine_cpus").is_none());
