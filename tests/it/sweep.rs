@@ -417,6 +417,11 @@ fn client_threads_keep_off_the_cpus_a_local_redis_is_bound_to() {
             ours[0]
         );
         assert!(printed.said.contains(&said), "{}", printed.said);
+        let notes = &run.header.engine.fidelity_notes;
+        assert!(
+            !notes.iter().any(|n| n.starts_with("The engine's server")),
+            "{notes:?}"
+        );
     } else {
         assert!(host.client_cpus.is_empty() && host.engine_cpus.is_empty());
     }
@@ -428,6 +433,10 @@ fn client_threads_keep_off_the_cpus_a_local_redis_is_bound_to() {
     if ours.len() > 1 {
         let hint = format!("{server} is not bound to CPUs of its own: bind it to some (taskset)");
         assert!(printed.said.contains(&hint), "{}", printed.said);
+        // And with the results: the engine may have been charged for the client's work.
+        let note = format!("The engine's server, {server}, runs on this machine");
+        let notes = &run.header.engine.fidelity_notes;
+        assert!(notes.iter().any(|n| n.starts_with(&note)), "{notes:?}");
     }
 }
 

@@ -92,8 +92,8 @@ pub fn client_threads(args: &ClientArgs, target: &TargetArgs) -> Result<(Exec, S
     };
     let mut exec = Exec::on_cpus(threads, idle, &cpus)
         .map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
-    if let Some(Placement::Apart { server, .. }) = placement {
-        exec.kept_off(server.cpus);
+    if let Some(placement) = placement {
+        exec.placed(placement);
     }
     Ok((exec, why))
 }
@@ -129,7 +129,14 @@ pub fn say_client_threads(exec: &Exec, why: &str) {
 pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
     header.host.client_threads = exec.threads();
     header.host.client_cpus = exec.cpus();
-    header.host.engine_cpus = exec.kept_off_cpus().to_vec();
+    match exec.placement() {
+        Some(Placement::Apart { server, .. }) => header.host.engine_cpus = server.cpus.clone(),
+        Some(Placement::Shared { server }) => header
+            .engine
+            .fidelity_notes
+            .push(shared_cpus_note(&server.describe())),
+        _ => {}
+    }
     header.host.busy_poll = exec.idle() == Idle::BusyPoll;
     if header.host.busy_poll {
         header.engine.fidelity_notes.push(BUSY_POLL_NOTE.to_owned());
@@ -144,6 +151,19 @@ const BUSY_POLL_NOTE: &str = "Client threads busy-poll (--busy-poll): a reply ne
 
 /// How sleeping client threads (the default) make metabench differ from JuiceFS's Go
 /// client on an engine it reaches through a socket.
+/// How a local engine's server that is not bound to CPUs of its own may be charged for
+/// the client's work.
+fn shared_cpus_note(server: &str) -> String {
+    format!(
+        "The engine's server, {server}, runs on this machine and may use every CPU the \
+         client threads may: the kernel puts a client thread where the server's replies \
+         wake it, often on the server's own CPU, and the client's work there is taken \
+         from the engine's (at saturation, a plateau that is partly metabench's). Bind the \
+         server to CPUs of its own (e.g. `taskset -c 0 redis-server …`) and metabench keeps \
+         its client threads off them."
+    )
+}
+
 const SLEEP_NOTE: &str = "Client threads sleep while a call waits on the engine, as \
      JuiceFS's do, and each round trip pays the client CPU's wake-up: tens of µs where an \
      idle CPU is slow to wake (a VM that halts idle vCPUs); the floor's median with the \

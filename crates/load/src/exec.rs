@@ -95,8 +95,8 @@ pub enum Idle {
 pub struct Exec {
     workers: Vec<Worker>,
     idle: Idle,
-    /// The CPUs a local engine's server is bound to, which the threads keep off.
-    kept_off: Vec<usize>,
+    /// Where the threads were placed beside a local engine's server, if one runs here.
+    placement: Option<crate::placement::Placement>,
 }
 
 impl Exec {
@@ -172,20 +172,20 @@ impl Exec {
         Ok(Self {
             workers,
             idle,
-            kept_off: Vec::new(),
+            placement: None,
         })
     }
 
-    /// Records that the threads were bound off `cpus`, the CPUs a local engine's server
-    /// is bound to ([`crate::placement::Placement::Apart`]).
-    pub fn kept_off(&mut self, cpus: Vec<usize>) {
-        self.kept_off = cpus;
+    /// Records where the threads were placed beside a local engine's server (the threads
+    /// are bound by [`Exec::on_cpus`]; this says why).
+    pub fn placed(&mut self, placement: crate::placement::Placement) {
+        self.placement = Some(placement);
     }
 
-    /// The CPUs the threads were kept off for a local engine's server ([`Exec::kept_off`]);
-    /// empty if none.
-    pub fn kept_off_cpus(&self) -> &[usize] {
-        &self.kept_off
+    /// Where the threads were placed beside a local engine's server ([`Exec::placed`]);
+    /// `None` when no server runs on this machine.
+    pub fn placement(&self) -> Option<&crate::placement::Placement> {
+        self.placement.as_ref()
     }
 
     /// Number of client threads.
