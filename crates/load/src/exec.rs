@@ -212,6 +212,20 @@ impl Exec {
         clients.clamp(1, self.workers.len())
     }
 
+    /// The cores the client threads that run any of `clients` clients can use: one per
+    /// such thread, at most the cores this process may use; bound threads
+    /// ([`Exec::on_cpus`]), at most the CPUs they are bound to, which several may share.
+    pub fn cores_running(&self, clients: usize) -> usize {
+        let running = &self.workers[..self.threads_running(clients)];
+        let bound: std::collections::BTreeSet<usize> =
+            running.iter().filter_map(|w| w.cpu).collect();
+        if bound.is_empty() {
+            running.len().min(usable_cores())
+        } else {
+            bound.len()
+        }
+    }
+
     /// The time the client threads that run any of `clients` clients
     /// ([`Exec::threads_running`]) have spent running tasks, summed over those threads:
     /// tokio's busy duration, which leaves out a thread's sleeps and its polls of its
@@ -1318,6 +1332,16 @@ mod tests {
             .unwrap();
         assert_eq!(allowed, ours);
         // A CPU this process may not use is refused, with the CPU named.
+        // The self-check's cores: those the threads running the clients can use.
+        assert_eq!(exec.cores_running(2), 1, "two threads on one CPU");
+        assert_eq!(
+            placed_by_the_kernel.cores_running(8),
+            1,
+            "one thread, one core"
+        );
+        let two = Exec::new(2, Idle::Sleep).unwrap();
+        assert_eq!(two.cores_running(1), 1);
+        assert_eq!(two.cores_running(2), 2.min(ours.len()));
         let refused = Exec::on_cpus(1, Idle::Sleep, &[libc::CPU_SETSIZE as usize - 1]);
         let error = refused.err().expect("no such CPU").to_string();
         assert!(error.contains("CPU 1023"), "{error}");

@@ -542,9 +542,10 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         host: team.host().to_owned(),
                         clients: n as u32,
                         // The cores this rank's clients can use: one per client thread
-                        // that runs any of them, at most. A lone client that holds its
-                        // thread uses one core, whatever idle threads sit beside it.
-                        cores: cores.min(exec.threads_running(n)),
+                        // that runs any of them, at most (and at most the CPUs those
+                        // threads are bound to). A lone client that holds its thread uses
+                        // one core, whatever idle threads sit beside it.
+                        cores: exec.cores_running(n),
                         host_cores: online_cores(),
                         busy_poll: exec.idle() == crate::Idle::BusyPoll,
                     },
