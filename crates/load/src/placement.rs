@@ -349,14 +349,6 @@ mod tests {
     }
 
     #[test]
-    fn cpus_are_listed_as_the_kernel_lists_them() {
-        assert_eq!(cpu_list(&[0]), "0");
-        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
-        assert_eq!(cpu_list(&[1, 3, 4]), "1,3-4");
-        assert_eq!(cpu_list(&[]), "");
-    }
-
-    #[test]
     fn a_listening_process_is_found_with_its_cpus() {
         // This test's own listener belongs to this process, which is never taken for the
         // server; a child that listens is.
