@@ -1395,24 +1395,9 @@ mod tests {
     /// them runs beside another's CPU hogs or timing.
     static SCHEDULING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-    /// The first CPU this process may run on.
-    fn first_allowed_cpu() -> usize {
-        // SAFETY: sched_getaffinity only writes into the set we pass, of the size we give.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-        assert_eq!(rc, 0, "the process's CPUs read");
-        (0..libc::CPU_SETSIZE as usize)
-            .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-            .expect("at least one CPU")
-    }
-
-    /// Keeps the calling thread on `cpu`, at niceness `nice`.
     fn pin_and_nice(cpu: usize, nice: libc::c_int) {
-        // SAFETY: both calls only read what we pass; on Linux `0` is the calling thread.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-        let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
-        assert_eq!(rc, 0, "pinned to CPU {cpu}");
+        crate::placement::bind_this_thread(cpu).expect("pinned");
+        // SAFETY: setpriority only reads what we pass; `0` is the calling thread.
         let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, nice) };
         assert_eq!(rc, 0, "niceness {nice}");
     }
@@ -1426,7 +1411,7 @@ mod tests {
             .clone()
             .expect("the kernel keeps each thread's scheduler statistics");
         let turns = move || sched.turns().expect("readable");
-        let cpu = first_allowed_cpu();
+        let cpu = crate::placement::this_thread_cpus()[0];
         // A thread that never sleeps holds that CPU ...
         let stop = Arc::new(AtomicBool::new(false));
         let hog = {
