@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """metabench against itself: `ops` and `sweep --conc 1` must time a call the same way.
 
-Runs `metabench ops` and `metabench sweep --conc 1 --workload golang` (every operation of
-JuiceFS's Go benchmark, each its own phase) alternately on the same engine, both with the
-Go benchmark's client (`--profile gobench --client-cache`), and prints each operation's
-mean µs per call side by side (the median over the rounds, and the rounds' range) with the
-ratio sweep / ops:
+Runs `metabench ops` and `metabench sweep --conc 1` on the same engine, both with the Go
+benchmark's client (`--profile gobench --client-cache`), one operation at a time: each
+round runs every operation of JuiceFS's Go benchmark once in each command, the two runs of
+an operation back to back (which goes first alternates from one operation and one round
+to the next). It prints each operation's mean µs per call in each command (the median over
+the rounds, and their range) and the ratio sweep / ops: the median of the rounds' own
+ratios, each of two runs a second or two apart.
 
-    scripts/compare-ops-sweep.py --meta redis://127.0.0.1:6379/3 --rounds 3
+    scripts/compare-ops-sweep.py --meta redis://127.0.0.1:6379/3 --rounds 6
 
-Every other round runs `sweep` first. Both make untimed calls for --warmup, then time each
-operation for --duration, so they make about as many calls, id-batch refills included, and
-what the first calls pay falls outside both. With 200 ms of warm-up in `sweep` and none in
-`ops`, 19 of 25 operations on SQLite came out faster in `sweep`, its writes by up to a
-third. A ratio (of medians over the rounds) outside ±10 % is marked *, and also ‡ when
-the rounds show it beyond their noise: one command's rounds above 1.10× (or below 0.90×)
-the other's, by an exact one-sided rank test at p < 0.05 (scripts/rounds.py; it takes
-at least 4 rounds). The footer also says how many operations came out faster in `sweep`
-and how many in `ops`, with a sign test: many leaning one way, each by less than 10 %, is
-a difference between the two commands too. metabench formats --meta if it is empty and
-removes what it wrote.
+Why pairs: on this project's VM one command's figure for an operation moves by a third
+from one minute to the next, with the machine (how often a client's vCPU must be woken).
+When each command ran all its operations before the other (half a minute apart), two runs
+of the same code half an hour apart gave 9 and 18 of 25 operations within ±10 %, one of
+them with 22 of 25 leaning one way. A pair's two runs share the machine's minute, so its
+drift falls out of their ratio.
+
+Both make untimed calls for --warmup, then time the operation for --duration, so they make
+about as many calls, id-batch refills included, and what the first calls pay falls outside
+both. A first round, not counted, runs `ops` on every operation: it names the operations
+and warms the engine. A ratio outside ±10 % is marked *, and also ‡ when the pairs show it
+beyond their noise: the rounds' ratios above 1.10 (or below 0.90) by an exact one-sided
+Wilcoxon signed-rank test at p < 0.05 (scripts/rounds.py; it takes at least 5 rounds).
+The footer also says how many operations came out faster in `sweep` and how many in
+`ops`, with a sign test: many leaning one way, each by less than 10 %, is a difference
+between the two commands too. metabench formats --meta if it is empty and removes what it
+wrote. `--ops a,b` compares only those operations.
 
 `--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
 sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
@@ -35,7 +43,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rounds import beyond, leaning  # noqa: E402
+from rounds import leaning, paired_beyond  # noqa: E402
 
 
 def metabench(args, command):
@@ -50,15 +58,20 @@ def metabench(args, command):
             return json.load(f)
 
 
-def run_ops(args):
-    run = metabench(args, ["ops", "--warmup", args.warmup, "--duration", args.duration])
+def run_ops(args, ops=None):
+    """`ops` on the given operations (all of them by default): mean µs per call by name."""
+    command = ["ops", "--warmup", args.warmup, "--duration", args.duration]
+    if ops:
+        command += ["--ops", ",".join(ops)]
+    run = metabench(args, command)
     return {r["op"]: r["mean_us"] for r in run["results"] if not r.get("skipped")}
 
 
-def run_sweep(args):
-    run = metabench(args, ["sweep", "--conc", "1", "--workload", "golang",
+def run_sweep(args, op):
+    """`sweep --conc 1` on one operation: its mean µs per call."""
+    run = metabench(args, ["sweep", "--conc", "1", "--ops", op,
                            "--warmup", args.warmup, "--duration", args.duration])
-    return {o["op"]: o["mean_us"] for o in run["levels"][0]["ops"]}
+    return {o["op"]: o["mean_us"] for o in run["levels"][0]["ops"]}.get(op)
 
 
 def main():
@@ -66,48 +79,60 @@ def main():
     p.add_argument("--meta", required=True, help="meta URL (an empty database, or one metabench formatted)")
     p.add_argument("--metabench", default="target/release/metabench")
     p.add_argument("--warmup", default="200ms", help="untimed calls per operation before its timed ones, both commands")
-    p.add_argument("--duration", default="1s", help="timed time per operation (ops) and window per phase (sweep)")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--duration", default="1s", help="timed time per operation, both commands")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--ops", help="only these operations, comma-separated (default: every one `ops` runs)")
     p.add_argument("--busy-poll", action="store_true", help="run both with --busy-poll")
     args = p.parse_args()
 
-    ops, sweep = {}, {}
-    sides = [(run_ops, ops), (run_sweep, sweep)]
+    names = list(run_ops(args, args.ops.split(",") if args.ops else None))
+    print(f"warm-up round done: {len(names)} operations", file=sys.stderr)
+    ops, sweep = {n: [] for n in names}, {n: [] for n in names}
     for i in range(args.rounds):
-        # Every other round starts with the other command (A B, B A, ...), so a drift of the
-        # machine over a round does not always fall on the same one.
-        for run, into in sides if i % 2 == 0 else reversed(sides):
-            for name, us in run(args).items():
-                into.setdefault(name, []).append(us)
+        for k, name in enumerate(names):
+            # Which command goes first alternates by operation and by round, so a drift
+            # within a pair does not always fall on the same one.
+            o = s = None
+            if (i + k) % 2 == 0:
+                o = run_ops(args, [name]).get(name)
+                s = run_sweep(args, name)
+            else:
+                s = run_sweep(args, name)
+                o = run_ops(args, [name]).get(name)
+            if o is not None and s is not None:
+                ops[name].append(o)
+                sweep[name].append(s)
         print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
 
-    print("| op | ops µs/op | (rounds) | sweep --conc 1 µs/op | (rounds) | sweep / ops |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| op | ops µs/op | (rounds) | sweep --conc 1 µs/op | (rounds) | sweep / ops | (rounds) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
 
-    def spread(rounds):
-        return f"{min(rounds):.4g}–{max(rounds):.4g}"
+    def spread(rounds, digits=4):
+        return f"{min(rounds):.{digits}g}–{max(rounds):.{digits}g}"
 
     ratios, verdicts = [], []
-    for name in ops:
-        if name not in sweep:
+    for name in names:
+        if not ops[name]:
             continue
-        o, s = statistics.median(ops[name]), statistics.median(sweep[name])
-        ratio = s / o if o > 0 else float("nan")
+        pairs = [s / o for o, s in zip(ops[name], sweep[name]) if o > 0]
+        ratio = statistics.median(pairs)
         ratios.append(ratio)
         mark = "" if 0.9 <= ratio <= 1.1 else " *"
-        high, low = beyond(sweep[name], ops[name], 1.10), beyond(sweep[name], ops[name], 0.90)
+        high, low = paired_beyond(pairs, 1.10), paired_beyond(pairs, 0.90)
         verdict = None if high is None else high or low
         verdicts.append(verdict)
-        print(f"| {name} | {o:.4f} | {spread(ops[name])} | {s:.4f} | {spread(sweep[name])} "
-              f"| {ratio:.2f}{mark}{' ‡' if verdict else ''} |")
+        print(f"| {name} | {statistics.median(ops[name]):.4f} | {spread(ops[name])} "
+              f"| {statistics.median(sweep[name]):.4f} | {spread(sweep[name])} "
+              f"| {ratio:.2f}{mark}{' ‡' if verdict else ''} | {spread(pairs, 3)} |")
     within = sum(0.9 <= r <= 1.1 for r in ratios)
     if any(v is None for v in verdicts):
-        noise = "too few rounds (4 a side) to tell a miss from noise"
+        noise = "too few rounds (5 pairs) to tell a miss from noise"
     else:
-        noise = f"{sum(verdicts)} outside ±10 % beyond the rounds' noise ‡"
+        noise = f"{sum(verdicts)} outside ±10 % beyond the pairs' noise ‡"
     print(f"\n{len(ratios)} operations: {within} within ±10 %; median ratio "
-          f"{statistics.median(ratios):.2f}; {noise} ({args.rounds} rounds, median per op; "
-          "* outside ±10 %" + ("; both busy-polling)" if args.busy_poll else ")"))
+          f"{statistics.median(ratios):.2f}; {noise} ({args.rounds} rounds of pairs, median "
+          "of each operation's pair ratios; * outside ±10 %"
+          + ("; both busy-polling)" if args.busy_poll else ")"))
     faster = sum(1 for r in ratios if r < 1)
     slower = sum(1 for r in ratios if r > 1)
     print(f"faster in sweep: {faster}, in ops: {slower}; sign test p = {leaning(ratios):.3f} "

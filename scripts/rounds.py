@@ -9,6 +9,14 @@ one side's rounds against the other's scaled by the margin, over every way the p
 rounds could have been split. It assumes nothing about the shape of the rounds' spread,
 which is often bimodal here. Used by compare-go-bench.py and compare-ops-sweep.py.
 
+`paired_beyond` asks the same of rounds taken in pairs, each pair's two runs back to back
+(compare-ops-sweep.py runs an operation's `ops` and `sweep` one right after the other):
+whether the pairs' ratios lie above (or below) the margin beyond their noise, by an exact
+one-sided Wilcoxon signed-rank test of the ratios' logarithms against the margin's. A
+drift of the machine between two pairs moves both sides of each alike, so it falls out of
+the ratio, where an unpaired test of the rounds counts it as noise, or as a difference
+when it falls on one side more than the other.
+
 `leaning` asks the other question: whether many operations lean the same way, each by
 less than the margin (one side of a comparison that runs something the other does not,
 such as a probe that wakes its threads).
@@ -16,8 +24,8 @@ such as a probe that wakes its threads).
 Checked by `python3 -m doctest scripts/rounds.py` (.ci/run).
 """
 
-from itertools import combinations
-from math import comb
+from itertools import combinations, product
+from math import comb, log
 
 # The level below which a difference counts as beyond the rounds' noise.
 ALPHA = 0.05
@@ -73,6 +81,50 @@ def beyond(side, base, factor):
         return None
     scaled = [v * factor for v in base]
     p = rank_sum_p(side, scaled) if factor >= 1 else rank_sum_p(scaled, side)
+    return p < ALPHA
+
+
+def signed_rank_p(diffs):
+    """The exact one-sided p-value that `diffs` are centred above 0: the share of the 2^n
+    ways of giving their magnitudes signs whose positive rank sum is at least the observed
+    one (Wilcoxon's signed-rank test; zeros left out, tied magnitudes given mid-ranks).
+
+    >>> signed_rank_p([1, 2, 3, 4, 5, 6])  # all above: 1 way of 64
+    0.015625
+    >>> signed_rank_p([-1, -2, -3, -4, -5, -6])
+    1.0
+    >>> signed_rank_p([0, 0])
+    1.0
+    """
+    d = [x for x in diffs if x != 0]
+    if not d:
+        return 1.0
+    mags = [abs(x) for x in d]
+    ranks = [sum((m < v) + 0.5 * (m == v) for m in mags) + 0.5 for v in mags]
+    observed = sum(r for r, x in zip(ranks, d) if x > 0)
+    sums = [sum(r for r, s in zip(ranks, signs) if s) for signs in product((0, 1), repeat=len(d))]
+    return sum(w >= observed - 1e-9 for w in sums) / len(sums)
+
+
+def paired_beyond(ratios, factor):
+    """Whether paired rounds' `ratios` (one side / the other, each pair back to back) lie
+    above `factor` (factor > 1) or below it (factor < 1) beyond their noise: p < `ALPHA`
+    in `signed_rank_p` of log(ratio) - log(factor). None with fewer than 5 pairs, where
+    no outcome reaches `ALPHA` (4 pairs: at best 1/16).
+
+    >>> paired_beyond([1.20, 1.25, 1.18, 1.30, 1.22], 1.10)
+    True
+    >>> paired_beyond([1.20, 0.95, 1.18, 1.02, 1.22], 1.10)
+    False
+    >>> paired_beyond([0.80, 0.82, 0.85, 0.79, 0.81], 0.90)
+    True
+    >>> paired_beyond([1.2, 1.2, 1.2, 1.2], 1.10) is None
+    True
+    """
+    if len(ratios) < 5:
+        return None
+    diffs = [log(r) - log(factor) for r in ratios if r > 0]
+    p = signed_rank_p(diffs) if factor >= 1 else signed_rank_p([-x for x in diffs])
     return p < ALPHA
 
 
