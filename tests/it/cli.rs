@@ -284,6 +284,37 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
 }
 
+/// `ops` probes its client thread's lag beside its operations, as a sweep does in its
+/// windows (so that both time their calls amid the same wake-ups), and says what it saw.
+#[test]
+fn ops_reports_its_client_threads_lag_probed_as_a_sweep_probes() {
+    let _phase = crate::phase(module_path!());
+    let tmp = tempdir();
+    let json = tmp.path().join("r.json");
+    let o = metabench()
+        .args(["ops", "--ops", "getattr", "--duration", "300ms", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("* client self-check: the client thread's scheduling lag p99 "),
+        "{out}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let lag = &r["client_lag"];
+    // One sample every 10 ms while the client is busy on SQLite, in-process: 300 ms of
+    // timed calls (and their set-up) give about 30.
+    assert!(lag["samples"].as_u64().unwrap() >= 10, "{lag}");
+    let (p99, max) = (
+        lag["p99_us"].as_f64().unwrap(),
+        lag["max_us"].as_f64().unwrap(),
+    );
+    assert!(p99 >= 0.0 && p99 <= max, "{lag}");
+}
+
 /// Closed output pipes (`metabench ops … 2>&1 | head -1`) do not stop a run before it
 /// cleans up: the volume is left as it was and the results file is still written.
 #[test]

@@ -51,6 +51,11 @@ pub struct OpsArgs {
     baseline: Option<PathBuf>,
 }
 
+/// What is said when a task on the client thread panicked or was cancelled.
+fn client_thread_failed(e: tokio::task::JoinError) -> CliError {
+    CliError::Io(format!("the client thread failed: {e}"))
+}
+
 /// Runs `metabench ops`.
 pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
     // Validate everything local before touching the engine.
@@ -108,47 +113,64 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         op_timeout: args.client.op_timeout,
         warmup: args.warmup,
     };
-    let client = {
-        let (engine, stop, run_id) = (
+    // First the session, the namespace and the floor; then the operations, with the
+    // same lag probe beside them that a sweep runs beside its windows (from this thread's
+    // runtime, not the client's): the two commands time their calls amid the same
+    // wake-ups, and the run says how late its client thread got to run.
+    let opening = {
+        let (engine, run_id, op_timeout) = (
             run.target.engine.clone(),
-            run.stop.clone(),
             run.run_id.clone(),
+            config.op_timeout,
         );
-        let idle = exec.idle();
+        let (opts, idle) = (opts.clone(), exec.idle());
         exec.spawn(0, async move {
             let mut namespace = None;
-            let outcome = async {
+            let opened = async {
                 let mut meta = engine.session(&opts).await?;
                 let ns = Namespace::create(meta.as_mut(), &run_id).await?;
                 namespace = Some(ns.clone());
-                let floor = measure_floor(meta.as_mut(), config.op_timeout, idle).await?;
+                let floor = measure_floor(meta.as_mut(), op_timeout, idle).await?;
                 if let Some(f) = &floor {
                     say!("{}", floor_line(f));
                 }
-                let outcome = run_ops(&mut meta, &*engine, ns.dir, &config, &stop, |r| {
-                    match &r.skipped {
-                        Some(why) => say!("  {:<12} skipped: {why}", r.op),
-                        None => say!(
-                            "  {:<12} {:>10} µs/op  ({} calls)",
-                            r.op,
-                            fmt_us(r.latency.mean_us),
-                            r.latency.count
-                        ),
-                    }
-                })
-                .await;
-                Ok::<_, CliError>((outcome, floor))
+                Ok::<_, CliError>((meta, ns, floor))
             }
             .await;
-            (namespace, outcome)
+            (namespace, opened)
         })
     };
-    let (namespace, outcome) = match client.await {
+    let (namespace, opened) = match opening.await {
         Ok(done) => done,
-        Err(e) => (
-            None,
-            Err(CliError::Io(format!("the client thread failed: {e}"))),
-        ),
+        Err(e) => (None, Err(client_thread_failed(e))),
+    };
+    let mut client_lag = None;
+    let outcome = match opened {
+        Err(e) => Err(e),
+        Ok((mut meta, ns, floor)) => {
+            let (engine, stop) = (run.target.engine.clone(), run.stop.clone());
+            let probe = exec.lag_probe(1);
+            let measured = exec
+                .spawn(0, async move {
+                    run_ops(&mut meta, &*engine, ns.dir, &config, &stop, |r| {
+                        match &r.skipped {
+                            Some(why) => say!("  {:<12} skipped: {why}", r.op),
+                            None => say!(
+                                "  {:<12} {:>10} µs/op  ({} calls)",
+                                r.op,
+                                fmt_us(r.latency.mean_us),
+                                r.latency.count
+                            ),
+                        }
+                    })
+                    .await
+                })
+                .await;
+            client_lag = metabench_load::ops::client_lag(&probe.finish());
+            measured
+                .map(|outcome| (outcome, floor))
+                .map_err(client_thread_failed)
+        }
     };
     let failed = matches!(&outcome, Ok((o, _)) if o.failure.is_some());
     let (stop, header) = (run.stop.clone(), run.header("ops", Some(&exec)));
@@ -171,6 +193,7 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
             warmup_s: args.warmup.as_secs_f64(),
         },
         floor,
+        client_lag,
         results: outcome.results,
         interrupted: stop.is_stopped(),
         failure,

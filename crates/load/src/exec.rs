@@ -59,8 +59,10 @@ pub fn usable_cores() -> usize {
 /// How often the lag probe looks at each client thread. Each look wakes the coordinator,
 /// and on a VM whose idle vCPUs are slow to wake, a wake-up every millisecond kept a vCPU
 /// awake often enough to make Redis calls in `sweep --conc 1` faster than the same calls
-/// in `ops`, which runs no probe (sweep / ops median 0.84–0.89 over 25 operations, 22–25
-/// of them faster in `sweep`; every 10 ms: 0.98, 15 of 25, in the same minutes). A lag
+/// in `ops` when `ops` ran no probe (sweep / ops median 0.84–0.89 over 25 operations, 22–25
+/// of them faster in `sweep`; every 10 ms: 0.98, 15 of 25, in the same minutes; on a VM
+/// slower to wake, 0.93 and 21 of 25 at 10 ms). So `ops` runs the probe beside its
+/// operations too, and the two commands time their calls amid the same wake-ups. A lag
 /// shorter than the interval is still measured whole: the interval is how often one is
 /// sampled, not its resolution.
 pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(10);
@@ -559,7 +561,7 @@ impl ProbedThread {
 /// only wake it, and a thread woken every interval keeps its CPU from going idle, which
 /// changes what is measured: on a 2-vCPU VM whose idle vCPUs are slow to wake, a 1 ms
 /// probe made one Redis client's getattr about 20 % faster in `sweep` than in `ops`,
-/// which runs no probe. Its lag comes from the kernel instead. A thread woken by a reply
+/// which then ran no probe. Its lag comes from the kernel instead. A thread woken by a reply
 /// still reads as parked until it runs; while the kernel says it is ready to run and it
 /// has taken no turn on a CPU since it was first found so, it is waiting for a CPU and
 /// nothing is recorded yet. Once it has run, the probe records the

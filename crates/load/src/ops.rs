@@ -8,7 +8,7 @@ use crate::stats::histogram;
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
 use metabench_report::Latency;
-use metabench_report::{OpResult, RunFailure};
+use metabench_report::{ClientLag, OpResult, RunFailure};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,6 +76,28 @@ pub struct OpsOutcome {
     /// Set when the engine failed mid-run: the operation it failed in, whose result is
     /// not in `results`.
     pub failure: Option<RunFailure>,
+}
+
+/// The `ops` client thread's scheduling lag from a [`crate::exec::LagProbe`] that ran
+/// beside its operations, flagged as a sweep level is when its p99 passes
+/// [`crate::sweep::CLIENT_LAG_LIMIT`]; None when the probe took no sample.
+pub fn client_lag(lags: &hdrhistogram::Histogram<u64>) -> Option<ClientLag> {
+    if lags.is_empty() {
+        return None;
+    }
+    let p99 = Duration::from_nanos(lags.value_at_quantile(0.99));
+    let reason = (p99 > crate::sweep::CLIENT_LAG_LIMIT).then(|| {
+        format!(
+            "scheduling lag p99 {:.1} ms: calls ready to go on waited that long for the client thread (for metabench's own work on it, or for a core, behind other processes on the same cores, an engine on this machine among them), and some of that wait is in their figures",
+            p99.as_secs_f64() * 1000.0
+        )
+    });
+    Some(ClientLag {
+        samples: lags.len(),
+        p99_us: p99.as_secs_f64() * 1e6,
+        max_us: lags.max() as f64 / 1000.0,
+        reason,
+    })
 }
 
 /// Runs the operations one after the other in directory `base`, each in a directory of
@@ -269,4 +291,26 @@ async fn run_one(
     result.retries = retries;
     result.errors = errors;
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::Histogram;
+
+    #[test]
+    fn the_client_lag_of_an_ops_run_is_flagged_past_a_sweeps_limit() {
+        let mut lags = Histogram::<u64>::new(3).unwrap();
+        assert_eq!(client_lag(&lags), None, "no sample, no figure");
+        lags.record_n(40_000, 99).unwrap();
+        lags.record(9_000_000).unwrap();
+        let lag = client_lag(&lags).unwrap();
+        assert_eq!(lag.samples, 100);
+        assert!((lag.p99_us - 40.0).abs() < 0.1, "{lag:?}");
+        assert!((lag.max_us - 9000.0).abs() < 10.0, "{lag:?}");
+        assert_eq!(lag.reason, None, "one late sample in 100 is under the p99");
+        lags.record_n(9_000_000, 5).unwrap();
+        let why = client_lag(&lags).unwrap().reason.expect("flagged");
+        assert!(why.starts_with("scheduling lag p99 9.0 ms"), "{why}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Terminal tables in the layout of the JuiceFS docs' metadata-engine comparison, as
 //! Markdown so they paste straight into a document.
 
-use crate::model::{Floor, OpResult, OpsResults};
+use crate::model::{ClientLag, Floor, OpResult, OpsResults};
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
 
 /// Formats a latency in µs with precision that suits its size.
@@ -87,8 +87,10 @@ pub fn ops_table(run: &OpsResults, baseline: Option<&OpsResults>) -> String {
 /// from a plain engine call.
 pub fn ops_notes(run: &OpsResults) -> Vec<String> {
     let floor = run.floor.as_ref().map(floor_line);
+    let lag = run.client_lag.as_ref().map(client_lag_line);
     floor
         .into_iter()
+        .chain(lag)
         .chain(run.results.iter().flat_map(|r| {
             let skipped = r
                 .skipped
@@ -98,6 +100,20 @@ pub fn ops_notes(run: &OpsResults) -> Vec<String> {
             skipped.into_iter().chain(note)
         }))
         .collect()
+}
+
+/// One line on the `ops` client thread's scheduling lag, and why it is flagged if it is.
+pub fn client_lag_line(lag: &ClientLag) -> String {
+    let flag = lag
+        .reason
+        .as_ref()
+        .map_or(String::new(), |why| format!("; CLIENT-BOUND: {why}"));
+    format!(
+        "client self-check: the client thread's scheduling lag p99 {} µs, max {} µs ({} samples while the operations ran, taken as a sweep takes them in its windows){flag}",
+        fmt_us(lag.p99_us),
+        fmt_us(lag.max_us),
+        lag.samples
+    )
 }
 
 /// One line on the floor: the engine's null round trip through the client path, and its
@@ -490,6 +506,30 @@ mod tests {
         let plain = ops_table(&run(1.5), None);
         assert!(!plain.contains("×base"));
         assert!(plain.contains("1.50"));
+    }
+
+    #[test]
+    fn an_ops_run_says_its_client_threads_lag_and_flags_it_past_the_limit() {
+        let mut ops = run(1.0);
+        ops.client_lag = Some(ClientLag {
+            samples: 2500,
+            p99_us: 41.5,
+            max_us: 230.0,
+            reason: None,
+        });
+        let notes = ops_notes(&ops);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with("client self-check: the client thread's scheduling lag p99 41.5 µs, max 230 µs (2500 samples"),
+            "{notes:?}"
+        );
+        assert!(!notes[0].contains("CLIENT-BOUND"), "{notes:?}");
+        ops.client_lag.as_mut().unwrap().reason = Some("lag p99 9.1 ms > 2 ms".into());
+        assert!(
+            ops_notes(&ops)[0].ends_with("; CLIENT-BOUND: lag p99 9.1 ms > 2 ms"),
+            "{:?}",
+            ops_notes(&ops)
+        );
     }
 
     #[test]

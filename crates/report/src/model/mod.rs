@@ -315,6 +315,26 @@ impl OpResult {
     }
 }
 
+/// How late the client thread of an `ops` run got to run while its operations did,
+/// probed from another thread as a sweep probes its client threads in a window (a
+/// stamped task every 10 ms, the kernel's wait figures for a thread found asleep). The
+/// probe runs in both commands so that the two time their calls amid the same wake-ups:
+/// run in `sweep` alone, it made one Redis client's round trips 5 % faster there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientLag {
+    /// Looks taken.
+    pub samples: u64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Largest, µs.
+    pub max_us: f64,
+    /// Set when the p99 passed the limit at which a sweep level is flagged client-bound:
+    /// the client thread, not the engine, held some calls up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// The results of `metabench ops`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpsResults {
@@ -326,6 +346,10 @@ pub struct OpsResults {
     /// The engine's null round trip through the same client path, before the run.
     #[serde(default)]
     pub floor: Option<Floor>,
+    /// The client thread's scheduling lag while the operations ran. None in results from
+    /// before it was probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_lag: Option<ClientLag>,
     /// Per-operation figures, in run order.
     pub results: Vec<OpResult>,
     /// Whether the run was stopped early (Ctrl-C).
@@ -631,6 +655,33 @@ mod tests {
         let back = OpsResults::from_json(&v.to_string()).unwrap();
         assert_eq!(back.header.started_at, "2026-11-24T00:00:00Z");
         assert_eq!(AnyResults::from_json(&v.to_string()).unwrap().kind(), "ops");
+    }
+
+    #[test]
+    fn an_ops_runs_client_lag_reads_back_and_results_from_before_it_still_read() {
+        let before = ops_json();
+        assert!(before.get("client_lag").is_none(), "{before}");
+        assert_eq!(
+            OpsResults::from_json(&before.to_string())
+                .unwrap()
+                .client_lag,
+            None
+        );
+        let mut run = OpsResults::from_json(&before.to_string()).unwrap();
+        run.client_lag = Some(ClientLag {
+            samples: 300,
+            p99_us: 2500.0,
+            max_us: 4100.0,
+            reason: Some("scheduling lag p99 2.5 ms".into()),
+        });
+        let text = serde_json::to_string(&run).unwrap();
+        assert_eq!(OpsResults::from_json(&text).unwrap(), run);
+        let mut stranger = serde_json::to_value(&run).unwrap();
+        stranger["client_lag"]["p50_us"] = 1.into();
+        assert_eq!(
+            OpsResults::from_json(&stranger.to_string()).unwrap_err(),
+            "not a metabench results file: unknown field `client_lag.p50_us`"
+        );
     }
 
     #[test]
