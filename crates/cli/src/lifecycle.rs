@@ -130,7 +130,13 @@ pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
     header.host.client_threads = exec.threads();
     header.host.client_cpus = exec.cpus();
     match exec.placement() {
-        Some(Placement::Apart { server, .. }) => header.host.engine_cpus = server.cpus.clone(),
+        Some(Placement::Apart { server, .. }) => {
+            header.host.engine_cpus = server.cpus.clone();
+            header
+                .engine
+                .fidelity_notes
+                .push(apart_note(&server.describe(), &server.cpus));
+        }
         Some(Placement::Shared { server }) => header
             .engine
             .fidelity_notes
@@ -149,8 +155,21 @@ const BUSY_POLL_NOTE: &str = "Client threads busy-poll (--busy-poll): a reply ne
      pays that wake-up on every round trip: tens of µs where an idle CPU is slow to wake \
      (a VM that halts idle vCPUs).";
 
-/// How sleeping client threads (the default) make metabench differ from JuiceFS's Go
-/// client on an engine it reaches through a socket.
+/// How client threads kept off a local engine's server's CPUs differ from a client the
+/// kernel places beside it.
+fn apart_note(server: &str, server_cpus: &[usize]) -> String {
+    format!(
+        "The engine's server, {server}, is bound to CPU {}, and the client threads run \
+         on other CPUs, as a client on another host would: every round trip wakes a CPU the \
+         server does not use. A client left to the kernel (JuiceFS's, say) is often put on \
+         the server's own CPU, where a round trip needs no other CPU woken and the client's \
+         work is taken from the engine's: on a 2-vCPU VM, JuiceFS's Go benchmark's Redis \
+         getattr took 48 µs placed so and 67 µs on the other CPU. Compare such a client \
+         with both on the same CPUs (e.g. `taskset`).",
+        cpu_list(server_cpus)
+    )
+}
+
 /// How a local engine's server that is not bound to CPUs of its own may be charged for
 /// the client's work.
 fn shared_cpus_note(server: &str) -> String {
@@ -164,6 +183,8 @@ fn shared_cpus_note(server: &str) -> String {
     )
 }
 
+/// How sleeping client threads (the default) make metabench differ from JuiceFS's Go
+/// client on an engine it reaches through a socket.
 const SLEEP_NOTE: &str = "Client threads sleep while a call waits on the engine, as \
      JuiceFS's do, and each round trip pays the client CPU's wake-up: tens of µs where an \
      idle CPU is slow to wake (a VM that halts idle vCPUs); the floor's median with the \
