@@ -92,7 +92,6 @@ def main():
         for k, name in enumerate(names):
             # Which command goes first alternates by operation and by round, so a drift
             # within a pair does not always fall on the same one.
-            o = s = None
             if (i + k) % 2 == 0:
                 o = run_ops(args, [name]).get(name)
                 s = run_sweep(args, name)
