@@ -366,6 +366,30 @@ pub fn render_html_table(g: &Grid) -> String {
     out + "</table>\n"
 }
 
+/// What a run's check of its own client found: an `ops` run's client thread lag (from
+/// the same probe a sweep runs), or how many of a sweep's levels were client-bound.
+fn self_check(run: &AnyResults) -> String {
+    match run {
+        AnyResults::Ops(r) => match &r.client_lag {
+            Some(lag) => format!(
+                "lag p99 {} µs{}",
+                crate::table::fmt_us(lag.p99_us),
+                if lag.reason.is_some() {
+                    ", CLIENT-BOUND"
+                } else {
+                    ""
+                }
+            ),
+            None => "not measured".to_owned(),
+        },
+        AnyResults::Sweep(r) => format!(
+            "{} of {} levels client-bound",
+            r.levels.iter().filter(|l| l.client.client_bound).count(),
+            r.levels.len()
+        ),
+    }
+}
+
 /// The run context of each file: engine, version, durability, host, when and by which
 /// metabench.
 pub fn context_grid(runs: &[LabeledRun]) -> Grid {
@@ -386,6 +410,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                     Some(f) => format!("{}: {}", f.request, crate::table::floor_figures(f)),
                     None => "not measured".to_owned(),
                 },
+                self_check(&r.run),
                 e.client_summary(),
                 started.to_owned(),
                 match commit {
@@ -405,6 +430,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
             "durability",
             "host",
             "floor (null round trip)",
+            "client self-check",
             "client",
             "started",
             "metabench",
@@ -623,11 +649,21 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
             e.fidelity_notes = vec!["no session".into(), "no ACLs".into()];
+            o.client_lag = Some(crate::ClientLag {
+                samples: 120,
+                p99_us: 41.5,
+                max_us: 77.0,
+                reason: None,
+            });
         }
         let mut sweep = crate::SweepResults::default();
         sweep.header.engine.fidelity_notes = vec!["no session".into()];
         sweep.levels = vec![crate::Level {
             clients: 4,
+            client: crate::ClientCheck {
+                client_bound: true,
+                ..Default::default()
+            },
             background: Some(crate::BackgroundWork {
                 runs: 10,
                 round_trips: 40,
@@ -649,6 +685,14 @@ mod tests {
             "mount: client-cache on, skip-dir-mtime 100ms"
         );
         assert_eq!(ctx.rows[1][col], "not recorded");
+        let check = ctx
+            .header
+            .iter()
+            .position(|h| h == "client self-check")
+            .unwrap();
+        assert_eq!(ctx.rows[0][check], "lag p99 41.5 µs");
+        assert_eq!(ctx.rows[1][check], "not measured");
+        assert_eq!(ctx.rows[2][check], "1 of 1 levels client-bound");
         let notes = fidelity_grid(&runs).unwrap();
         assert_eq!(
             notes.rows,
