@@ -85,7 +85,8 @@ pub fn client_lag(lags: &hdrhistogram::Histogram<u64>) -> Option<ClientLag> {
     if lags.is_empty() {
         return None;
     }
-    let p99 = Duration::from_nanos(lags.value_at_quantile(0.99));
+    let p99_ns = lags.value_at_quantile(0.99);
+    let p99 = Duration::from_nanos(p99_ns);
     let reason = (p99 > crate::sweep::CLIENT_LAG_LIMIT).then(|| {
         format!(
             "scheduling lag p99 {:.1} ms: calls ready to go on waited that long for the client thread (for metabench's own work on it, or for a core, behind other processes on the same cores, an engine on this machine among them), and some of that wait is in their figures",
@@ -94,7 +95,9 @@ pub fn client_lag(lags: &hdrhistogram::Histogram<u64>) -> Option<ClientLag> {
     });
     Some(ClientLag {
         samples: lags.len(),
-        p99_us: p99.as_secs_f64() * 1e6,
+        // Both by one conversion: with few samples the p99 is the largest, and must not
+        // read a rounding above it.
+        p99_us: p99_ns as f64 / 1000.0,
         max_us: lags.max() as f64 / 1000.0,
         reason,
     })
@@ -309,6 +312,13 @@ mod tests {
         assert!((lag.p99_us - 40.0).abs() < 0.1, "{lag:?}");
         assert!((lag.max_us - 9000.0).abs() < 10.0, "{lag:?}");
         assert_eq!(lag.reason, None, "one late sample in 100 is under the p99");
+        // With few samples the p99 is the largest, and reads as no more than it.
+        for ns in (40_000..41_000).step_by(7) {
+            let mut few = Histogram::<u64>::new(3).unwrap();
+            few.record_n(ns, 30).unwrap();
+            let lag = client_lag(&few).unwrap();
+            assert!(lag.p99_us <= lag.max_us, "{ns} ns: {lag:?}");
+        }
         lags.record_n(9_000_000, 5).unwrap();
         let why = client_lag(&lags).unwrap().reason.expect("flagged");
         assert!(why.starts_with("scheduling lag p99 9.0 ms"), "{why}");
