@@ -103,7 +103,7 @@ pub fn ops_notes(run: &OpsResults) -> Vec<String> {
 }
 
 /// One line on the `ops` client thread's scheduling lag, and why it is flagged if it is.
-pub fn client_lag_line(lag: &ClientLag) -> String {
+fn client_lag_line(lag: &ClientLag) -> String {
     let flag = lag
         .reason
         .as_ref()
