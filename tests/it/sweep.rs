@@ -169,8 +169,18 @@ struct Printed {
 /// `metabench sweep ARGS --json DIR/NAME.json`, which must succeed: its results and what
 /// it printed.
 fn sweep_json(args: &[&str], dir: &Path, name: &str) -> (SweepResults, Printed) {
+    sweep_json_by(metabench(), args, dir, name)
+}
+
+/// [`sweep_json`], run by `cmd` (a metabench command set up by the caller).
+fn sweep_json_by(
+    mut cmd: Command,
+    args: &[&str],
+    dir: &Path,
+    name: &str,
+) -> (SweepResults, Printed) {
     let json = dir.join(format!("{name}.json"));
-    let o = metabench()
+    let o = cmd
         .arg("sweep")
         .args(args)
         .arg("--json")
@@ -389,7 +399,8 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
 /// A Redis on this machine bound to one CPU keeps it: the client threads are bound to
 /// this process's other CPUs, one each, said and stored with the server's CPU. Bound to
 /// all of them, nothing is left apart: the kernel places the threads, and the run says
-/// how to keep them off the server. On one CPU there is no other to go to.
+/// how to keep them off the server. On one CPU there is no other to go to, and a run
+/// confined to the server's CPU says it shares it.
 #[test]
 fn client_threads_keep_off_the_cpus_a_local_redis_is_bound_to() {
     let _phase = crate::phase(module_path!());
@@ -435,6 +446,11 @@ fn client_threads_keep_off_the_cpus_a_local_redis_is_bound_to() {
         assert!(host.client_cpus.is_empty() && host.engine_cpus.is_empty());
     }
     assert_eq!(run.levels[0].ops[0].round_trips_per_op, 1.0);
+    // metabench confined to the bound server's CPU as well: it cannot keep apart, and
+    // says the client threads share the server's CPU (not that the server is unbound).
+    if metabench_load::placement::online_cpus().len() > 1 {
+        confined_to_the_servers_cpu(&server, ours[0], &args, &window, dir.path());
+    }
     redis.bind_to_cpus(&ours);
     let (run, printed) = sweep_json(&[&args[..], &window].concat(), dir.path(), "unbound");
     assert!(run.header.host.client_cpus.is_empty());
@@ -447,6 +463,44 @@ fn client_threads_keep_off_the_cpus_a_local_redis_is_bound_to() {
         let notes = &run.header.engine.fidelity_notes;
         assert!(notes.iter().any(|n| n.starts_with(&note)), "{notes:?}");
     }
+}
+
+/// A sweep started on `cpu` alone (as under `taskset -c`), the CPU Redis is bound to.
+/// `server` describes Redis as the run names it.
+fn confined_to_the_servers_cpu(
+    server: &str,
+    cpu: usize,
+    args: &[&str],
+    window: &[&str],
+    dir: &Path,
+) {
+    let mut confined = metabench();
+    metabench_testkit::confine_to_cpus(&mut confined, &[cpu]);
+    let (run, printed) = sweep_json_by(confined, &[args, window].concat(), dir, "confined");
+    assert!(run.header.host.client_cpus.is_empty(), "{}", printed.said);
+    let said = format!(
+        "{server} is bound to CPU {}, and metabench may use no other: the client threads \
+         share its CPUs",
+        cpu
+    );
+    assert!(printed.said.contains(&said), "{}", printed.said);
+    assert!(
+        !printed.said.contains("is not bound to CPUs of its own"),
+        "{}",
+        printed.said
+    );
+    let notes = &run.header.engine.fidelity_notes;
+    let confined = format!(
+        "The engine's server, {server}, is bound to CPU {}, and metabench may use no other CPU",
+        cpu
+    );
+    assert!(notes.iter().any(|n| n.starts_with(&confined)), "{notes:?}");
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.contains("may use every CPU the client threads may")),
+        "{notes:?}"
+    );
 }
 
 /// `--busy-poll`: the client thread polls instead of sleeping while its client waits for

@@ -40,7 +40,11 @@ pub fn client_threads(args: &ClientArgs, target: &TargetArgs) -> Result<(Exec, S
         .filter(MetaUrl::server_on_this_host);
     let placement = local_server.as_ref().map(|url| {
         let server = placement::find_server(&server_endpoints(url));
-        placement::place(&placement::this_thread_cpus(), server)
+        placement::place(
+            &placement::this_thread_cpus(),
+            &placement::online_cpus(),
+            server,
+        )
     });
     let (threads, cpus, why) = match (&placement, args.client_threads) {
         (
@@ -65,23 +69,39 @@ pub fn client_threads(args: &ClientArgs, target: &TargetArgs) -> Result<(Exec, S
             (threads, client_cpus.clone(), why)
         }
         (_, Some(n)) => (usize::from(n), Vec::new(), "--client-threads".to_owned()),
-        (Some(found), None) if cores > 1 => {
+        (Some(found), None) => {
             let whose = match found {
-                Placement::Shared { server } => format!(
+                Placement::Shared {
+                    server,
+                    bound: false,
+                } => format!(
                     "; {} is not bound to CPUs of its own: bind it to some (taskset) to keep \
                      the client threads off them",
                     server.describe()
                 ),
+                Placement::Shared {
+                    server,
+                    bound: true,
+                } => format!(
+                    "; {} is bound to CPU {}, and metabench may use no other: the client \
+                     threads share its CPUs (let metabench use others to keep them apart)",
+                    server.describe(),
+                    cpu_list(&server.cpus)
+                ),
                 _ => String::new(),
             };
-            (
-                cores - 1,
-                Vec::new(),
-                format!(
-                    "one per core but one: the engine's server runs on this machine and keeps \
-                     a core{whose}"
-                ),
-            )
+            if cores > 1 {
+                (
+                    cores - 1,
+                    Vec::new(),
+                    format!(
+                        "one per core but one: the engine's server runs on this machine and \
+                         keeps a core{whose}"
+                    ),
+                )
+            } else {
+                (cores, Vec::new(), format!("one per core{whose}"))
+            }
         }
         _ => (cores, Vec::new(), "one per core".to_owned()),
     };
@@ -137,10 +157,20 @@ pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
                 .fidelity_notes
                 .push(apart_note(&server.describe(), &server.cpus));
         }
-        Some(Placement::Shared { server }) => header
+        Some(Placement::Shared {
+            server,
+            bound: false,
+        }) => header
             .engine
             .fidelity_notes
             .push(shared_cpus_note(&server.describe())),
+        Some(Placement::Shared {
+            server,
+            bound: true,
+        }) => header
+            .engine
+            .fidelity_notes
+            .push(confined_note(&server.describe(), &server.cpus)),
         _ => {}
     }
     header.host.busy_poll = exec.idle() == Idle::BusyPoll;
@@ -166,6 +196,21 @@ fn apart_note(server: &str, server_cpus: &[usize]) -> String {
          work is taken from the engine's: on a 2-vCPU VM, JuiceFS's Go benchmark's Redis \
          getattr took 48 µs placed so and 67 µs on the other CPU. Compare such a client \
          with both on the same CPUs (e.g. `taskset`).",
+        cpu_list(server_cpus)
+    )
+}
+
+/// How client threads confined to a bound server's own CPUs (metabench started on them,
+/// e.g. under the same `taskset`) differ from a client on another host.
+fn confined_note(server: &str, server_cpus: &[usize]) -> String {
+    format!(
+        "The engine's server, {server}, is bound to CPU {}, and metabench may use no other \
+         CPU: the client threads run on the server's CPUs, where a round trip needs no other \
+         CPU woken and the client's work is taken from the engine's. A client on another \
+         host never shares its engine's CPU, and pays that wake-up on every round trip: on a \
+         2-vCPU VM, a Redis getattr took 8.8 µs sharing Redis's CPU and 85 µs on the other \
+         CPU. Start metabench on other CPUs as well and it keeps its client threads off the \
+         server's.",
         cpu_list(server_cpus)
     )
 }

@@ -72,13 +72,17 @@ pub enum Placement {
     Shared {
         /// The server.
         server: EngineServer,
+        /// Whether the server is bound to some of the machine's CPUs (this process being
+        /// confined to them as well), rather than free to use all of them.
+        bound: bool,
     },
     /// No process listening on the engine's address was found.
     NotFound,
 }
 
-/// Where client threads go beside `server`, this process being allowed `ours`.
-pub fn place(ours: &[usize], server: Option<EngineServer>) -> Placement {
+/// Where client threads go beside `server`, this process being allowed `ours` of the
+/// machine's `online` CPUs.
+pub fn place(ours: &[usize], online: &[usize], server: Option<EngineServer>) -> Placement {
     let Some(server) = server else {
         return Placement::NotFound;
     };
@@ -89,7 +93,8 @@ pub fn place(ours: &[usize], server: Option<EngineServer>) -> Placement {
         .filter(|cpu| !theirs.contains(cpu))
         .collect();
     if client_cpus.is_empty() {
-        Placement::Shared { server }
+        let bound = online.iter().any(|cpu| !theirs.contains(cpu));
+        Placement::Shared { server, bound }
     } else {
         Placement::Apart {
             server,
@@ -233,6 +238,29 @@ pub fn this_thread_cpus() -> Vec<usize> {
     affinity_of(0).unwrap_or_else(|| (0..crate::exec::usable_cores()).collect())
 }
 
+/// The machine's online CPUs (`/sys/devices/system/cpu/online`), in order; this
+/// thread's if that cannot be read.
+pub fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| parse_cpu_ranges(&list))
+        .unwrap_or_else(this_thread_cpus)
+}
+
+/// A kernel CPU list (`0-3,6`) as CPU numbers in order; `None` if it is not one.
+fn parse_cpu_ranges(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = BTreeSet::new();
+    for range in list.trim().split(',') {
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+        if first > last {
+            return None;
+        }
+        cpus.extend(first..=last);
+    }
+    Some(cpus.into_iter().collect())
+}
+
 /// The affinity of thread `tid` (0: the calling thread).
 fn affinity_of(tid: libc::pid_t) -> Option<Vec<usize>> {
     // SAFETY: a zeroed `cpu_set_t` is an empty set; the kernel writes at most its size.
@@ -276,34 +304,55 @@ mod tests {
 
     #[test]
     fn client_threads_keep_off_a_bound_server_and_share_with_an_unbound_one() {
+        let online = [0, 1, 2, 3];
         assert_eq!(
-            place(&[0, 1], Some(server(&[0]))),
+            place(&[0, 1], &online, Some(server(&[0]))),
             Placement::Apart {
                 server: server(&[0]),
                 client_cpus: vec![1]
             }
         );
         assert_eq!(
-            place(&[0, 1, 2, 3], Some(server(&[1, 2]))),
+            place(&[0, 1, 2, 3], &online, Some(server(&[1, 2]))),
             Placement::Apart {
                 server: server(&[1, 2]),
                 client_cpus: vec![0, 3]
             }
         );
-        // Unbound, or bound to every CPU this process has: nothing is left apart.
+        // Bound to every CPU this process has, or unbound: nothing is left apart, and
+        // whether the server was bound tells the two apart.
         assert_eq!(
-            place(&[0, 1], Some(server(&[0, 1]))),
+            place(&[0, 1], &online, Some(server(&[0, 1]))),
             Placement::Shared {
-                server: server(&[0, 1])
+                server: server(&[0, 1]),
+                bound: true
             }
         );
         assert_eq!(
-            place(&[2], Some(server(&[0, 1, 2, 3]))),
+            place(&[2], &online, Some(server(&[0, 1, 2, 3]))),
             Placement::Shared {
-                server: server(&[0, 1, 2, 3])
+                server: server(&[0, 1, 2, 3]),
+                bound: false
             }
         );
-        assert_eq!(place(&[0, 1], None), Placement::NotFound);
+        assert_eq!(
+            place(&[0, 1], &[0, 1], Some(server(&[0, 1]))),
+            Placement::Shared {
+                server: server(&[0, 1]),
+                bound: false
+            }
+        );
+        assert_eq!(place(&[0, 1], &online, None), Placement::NotFound);
+    }
+
+    #[test]
+    fn kernel_cpu_lists_are_read_as_cpu_numbers() {
+        assert_eq!(parse_cpu_ranges("0-1\n"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_ranges("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_cpu_ranges("3"), Some(vec![3]));
+        assert_eq!(parse_cpu_ranges("4-2"), None);
+        assert_eq!(parse_cpu_ranges(""), None);
+        assert_eq!(parse_cpu_ranges("0-x"), None);
     }
 
     #[test]

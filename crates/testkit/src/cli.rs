@@ -1,5 +1,6 @@
 //! The `metabench` binary as the integration tests run it.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 
 /// A `metabench` command (`bin` is the test's `env!("CARGO_BIN_EXE_metabench")`) that
@@ -20,6 +21,32 @@ pub fn metabench_command(bin: &str) -> Command {
     }
     c.stdin(Stdio::null());
     c
+}
+
+/// Confines the process `cmd` starts to `cpus`, as `taskset -c` does: every thread it
+/// starts inherits that affinity. The child fails to start if the kernel refuses.
+pub fn confine_to_cpus(cmd: &mut Command, cpus: &[usize]) {
+    // SAFETY: a zeroed `cpu_set_t` is an empty set; the CPUs are checked to be below its
+    // size before the child is started.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        assert!(
+            cpu < libc::CPU_SETSIZE as usize,
+            "CPU {cpu} is out of range"
+        );
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: the closure runs in the child between fork and exec and only makes one
+    // system call (async-signal-safe) on a set copied into it.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
 }
 
 /// Runs [`metabench_command`] with `args` to the end.

@@ -43,7 +43,7 @@ mod redis;
 mod tls;
 mod util;
 
-pub use cli::{metabench_command, output_text, run_metabench};
+pub use cli::{confine_to_cpus, metabench_command, output_text, run_metabench};
 pub use db::{fresh_database, Kind, TestDb};
 pub use dump::{dump_tree, dump_tree_at, unescape, DumpChunk, DumpNode, DumpSlice};
 pub use etcd::EtcdServer;
