@@ -29,6 +29,12 @@ The footer also says how many operations came out faster in `sweep` and how many
 between the two commands too. metabench formats --meta if it is empty and removes what it
 wrote. `--ops a,b` compares only those operations.
 
+`--control` runs `ops` in place of `sweep --conc 1` (the same pairs, alternation and
+tests: `ops` against itself): how far two runs of one command come apart on this machine,
+the noise a sweep / ops ratio must be read against. On calls the client answers from its
+own memory (tens of ns: newchunk, readlink and the cached reads) two processes differ by a
+few ns in their code and heap layout, and that alone moves a ratio by 10 % or more.
+
 `--busy-poll` passes `--busy-poll` to both commands: their client thread polls instead of
 sleeping while a call is in flight. `ops` and `sweep` build their clients from the same
 options, so they must agree in that mode too.
@@ -83,7 +89,13 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--ops", help="only these operations, comma-separated (default: every one `ops` runs)")
     p.add_argument("--busy-poll", action="store_true", help="run both with --busy-poll")
+    p.add_argument("--control", action="store_true",
+                   help="run `ops` in place of `sweep --conc 1`: the comparison's own noise")
     args = p.parse_args()
+    other = "ops (control)" if args.control else "sweep --conc 1"
+
+    def run_other(name):
+        return run_ops(args, [name]).get(name) if args.control else run_sweep(args, name)
 
     names = list(run_ops(args, args.ops.split(",") if args.ops else None))
     print(f"warm-up round done: {len(names)} operations", file=sys.stderr)
@@ -94,16 +106,17 @@ def main():
             # within a pair does not always fall on the same one.
             if (i + k) % 2 == 0:
                 o = run_ops(args, [name]).get(name)
-                s = run_sweep(args, name)
+                s = run_other(name)
             else:
-                s = run_sweep(args, name)
+                s = run_other(name)
                 o = run_ops(args, [name]).get(name)
             if o is not None and s is not None:
                 ops[name].append(o)
                 sweep[name].append(s)
         print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
 
-    print("| op | ops µs/op | (rounds) | sweep --conc 1 µs/op | (rounds) | sweep / ops | (rounds) |")
+    ratio_name = "ops / ops" if args.control else "sweep / ops"
+    print(f"| op | ops µs/op | (rounds) | {other} µs/op | (rounds) | {ratio_name} | (rounds) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
 
     def spread(rounds, digits=4):
@@ -134,7 +147,7 @@ def main():
           + ("; both busy-polling)" if args.busy_poll else ")"))
     faster = sum(1 for r in ratios if r < 1)
     slower = sum(1 for r in ratios if r > 1)
-    print(f"faster in sweep: {faster}, in ops: {slower}; sign test p = {leaning(ratios):.3f} "
+    print(f"faster in {other}: {faster}, in ops: {slower}; sign test p = {leaning(ratios):.3f} "
           "(below 0.05: one command is systematically faster)")
 
 

@@ -478,6 +478,7 @@ fn confined_to_the_servers_cpu(
     metabench_testkit::confine_to_cpus(&mut confined, &[cpu]);
     let (run, printed) = sweep_json_by(confined, &[args, window].concat(), dir, "confined");
     assert!(run.header.host.client_cpus.is_empty(), "{}", printed.said);
+    assert_eq!(run.header.host.engine_cpus, [cpu]);
     let said = format!(
         "{server} is bound to CPU {}, and metabench may use no other: the client threads \
          share its CPUs",

@@ -167,10 +167,13 @@ pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
         Some(Placement::Shared {
             server,
             bound: true,
-        }) => header
-            .engine
-            .fidelity_notes
-            .push(confined_note(&server.describe(), &server.cpus)),
+        }) => {
+            header.host.engine_cpus = server.cpus.clone();
+            header
+                .engine
+                .fidelity_notes
+                .push(confined_note(&server.describe(), &server.cpus));
+        }
         _ => {}
     }
     header.host.busy_poll = exec.idle() == Idle::BusyPoll;
