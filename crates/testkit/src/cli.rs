@@ -26,16 +26,7 @@ pub fn metabench_command(bin: &str) -> Command {
 /// Confines the process `cmd` starts to `cpus`, as `taskset -c` does: every thread it
 /// starts inherits that affinity. The child fails to start if the kernel refuses.
 pub fn confine_to_cpus(cmd: &mut Command, cpus: &[usize]) {
-    // SAFETY: a zeroed `cpu_set_t` is an empty set; the CPUs are checked to be below its
-    // size before the child is started.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        assert!(
-            cpu < libc::CPU_SETSIZE as usize,
-            "CPU {cpu} is out of range"
-        );
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
+    let set = crate::util::cpu_set_of(cpus);
     // SAFETY: the closure runs in the child between fork and exec and only makes one
     // system call (async-signal-safe) on a set copied into it.
     unsafe {

@@ -230,11 +230,8 @@ impl RedisServer {
         let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap();
         for task in tasks.flatten() {
             let tid: libc::pid_t = task.file_name().to_str().unwrap().parse().unwrap();
-            // SAFETY: a zeroed `cpu_set_t` is an empty set; the CPUs are below its size.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            for &cpu in cpus {
-                unsafe { libc::CPU_SET(cpu, &mut set) };
-            }
+            let set = crate::util::cpu_set_of(cpus);
+            // SAFETY: `set` is a valid CPU set of the size given.
             let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
             assert_eq!(
                 rc,

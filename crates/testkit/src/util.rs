@@ -80,6 +80,21 @@ pub(crate) fn free_port() -> u16 {
         .expect("cannot find a free port on 127.0.0.1")
 }
 
+/// `cpus` as the kernel's CPU set, for `sched_setaffinity`. Panics on a CPU past the
+/// set's size.
+pub(crate) fn cpu_set_of(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: a zeroed `cpu_set_t` is an empty set; each CPU is checked to be inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        assert!(
+            cpu < libc::CPU_SETSIZE as usize,
+            "CPU {cpu} is out of range"
+        );
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    set
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
