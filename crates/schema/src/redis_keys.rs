@@ -20,6 +20,24 @@ impl RedisKeys {
         }
     }
 
+    /// `{prefix}{tag}{n}`, e.g. `i42`.
+    fn numbered(&self, tag: &str, n: u64) -> String {
+        self.join(&[tag, itoa::Buffer::new().format(n)])
+    }
+
+    /// The prefix and `parts`, in one allocation of the key's size, as JuiceFS
+    /// concatenates them (`"i" + strconv.FormatUint(…)`): a key is built for every
+    /// command a call sends, and formatting machinery there is client CPU on every call.
+    fn join(&self, parts: &[&str]) -> String {
+        let len = self.prefix.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+        let mut key = String::with_capacity(len);
+        key.push_str(&self.prefix);
+        for part in parts {
+            key.push_str(part);
+        }
+        key
+    }
+
     /// The prefix in use.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -27,47 +45,52 @@ impl RedisKeys {
 
     /// A plain named key such as `setting`, `nextinode`, `usedSpace` or `delfiles`.
     pub fn named(&self, name: &str) -> String {
-        format!("{}{name}", self.prefix)
+        self.join(&[name])
     }
 
     /// `i{ino}`: the attribute string.
     pub fn inode(&self, ino: Ino) -> String {
-        format!("{}i{ino}", self.prefix)
+        self.numbered("i", ino)
     }
 
     /// `d{ino}`: the directory's entry hash.
     pub fn entries(&self, ino: Ino) -> String {
-        format!("{}d{ino}", self.prefix)
+        self.numbered("d", ino)
     }
 
     /// `p{ino}`: the parent counters of a hard-linked file.
     pub fn parents(&self, ino: Ino) -> String {
-        format!("{}p{ino}", self.prefix)
+        self.numbered("p", ino)
     }
 
     /// `locked{sid}`: the set of lock keys a session holds.
     pub fn locked(&self, sid: u64) -> String {
-        format!("{}locked{sid}", self.prefix)
+        self.numbered("locked", sid)
     }
 
     /// `session{sid}`: the set of a session's sustained inodes.
     pub fn sustained(&self, sid: u64) -> String {
-        format!("{}session{sid}", self.prefix)
+        self.numbered("session", sid)
     }
 
     /// `c{ino}_{indx}`: the slice list of one chunk.
     pub fn chunk(&self, ino: Ino, indx: u32) -> String {
-        format!("{}c{ino}_{indx}", self.prefix)
+        self.join(&[
+            "c",
+            itoa::Buffer::new().format(ino),
+            "_",
+            itoa::Buffer::new().format(indx),
+        ])
     }
 
     /// `s{ino}`: a symlink target.
     pub fn symlink(&self, ino: Ino) -> String {
-        format!("{}s{ino}", self.prefix)
+        self.numbered("s", ino)
     }
 
     /// `x{ino}`: the xattr hash.
     pub fn xattr(&self, ino: Ino) -> String {
-        format!("{}x{ino}", self.prefix)
+        self.numbered("x", ino)
     }
 
     /// A member of `delfiles`: `{ino}:{length}`.
@@ -135,5 +158,24 @@ mod tests {
         assert_eq!(c.xattr(2), "{0}x2");
         assert_eq!(RedisKeys::delfile_member(9, 100), "9:100");
         assert_eq!(RedisKeys::slice_ref_field(7, 1024), "k7_1024");
+    }
+
+    #[test]
+    fn every_key_kind_with_the_widest_numbers() {
+        let c = RedisKeys::new("{12}");
+        let max = u64::MAX;
+        assert_eq!(c.named("delfiles"), "{12}delfiles");
+        assert_eq!(c.inode(max), "{12}i18446744073709551615");
+        assert_eq!(c.entries(0), "{12}d0");
+        assert_eq!(c.parents(10), "{12}p10");
+        assert_eq!(c.locked(7), "{12}locked7");
+        assert_eq!(c.sustained(99), "{12}session99");
+        assert_eq!(
+            c.chunk(max, u32::MAX),
+            "{12}c18446744073709551615_4294967295"
+        );
+        assert_eq!(c.symlink(3), "{12}s3");
+        assert_eq!(c.xattr(1 << 40), "{12}x1099511627776");
+        assert_eq!(RedisKeys::default().chunk(1, 0), "c1_0");
     }
 }
