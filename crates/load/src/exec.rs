@@ -103,7 +103,7 @@ pub struct Exec {
 
 impl Exec {
     /// Starts `threads` client threads (at least one), each with its own current-thread
-    /// runtime (timers and I/O enabled), that do `idle` while their clients wait; the
+    /// runtime (timers and I/O, nothing else), that do `idle` while their clients wait; the
     /// kernel places them.
     pub fn new(threads: usize, idle: Idle) -> std::io::Result<Self> {
         Self::on_cpus(threads, idle, &[])
@@ -120,8 +120,11 @@ impl Exec {
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             let parked = Arc::new(AtomicBool::new(false));
             let (on_park, on_unpark) = (parked.clone(), parked.clone());
+            // I/O and timers only: the signal and process drivers would be polled at
+            // every park, on every call, for nothing a client does.
             let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
+                .enable_io()
+                .enable_time()
                 // A thread that parks has run every task it had: its clients start a
                 // new stretch of calls before `pace` yields on their behalf.
                 .on_thread_park(move || {

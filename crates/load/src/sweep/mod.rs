@@ -191,13 +191,12 @@ impl Window {
     /// The per-second sample a call that finished at `end` belongs to; a call that
     /// straddled the window's end counts in its last second.
     fn interval_of(&self, end: Instant) -> usize {
-        let last = (self.end - self.measure_from)
-            .as_nanos()
-            .div_ceil(INTERVAL.as_nanos())
-            .max(1)
-            - 1;
-        ((end.saturating_duration_since(self.measure_from).as_nanos() / INTERVAL.as_nanos())
-            .min(last)) as usize
+        // In u64 nanoseconds (a window is far shorter than 584 years): u128 division is a
+        // library call, and this runs for every call recorded.
+        let nanos = |d: Duration| d.as_nanos() as u64;
+        let step = nanos(INTERVAL);
+        let last = nanos(self.end - self.measure_from).div_ceil(step).max(1) - 1;
+        (nanos(end.saturating_duration_since(self.measure_from)) / step).min(last) as usize
     }
 }
 
@@ -708,5 +707,38 @@ enum Ended {
 impl From<TeamError> for Ended {
     fn from(e: TeamError) -> Self {
         Self::Team(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_is_sampled_in_the_second_it_ended_and_a_late_one_in_the_last() {
+        let released = Instant::now();
+        let measure_from = released + Duration::from_secs(1);
+        let window = |secs: f64| Window {
+            released,
+            measure_from,
+            end: measure_from + Duration::from_secs_f64(secs),
+        };
+        let at = |secs: f64| measure_from + Duration::from_secs_f64(secs);
+        let three = window(3.0);
+        assert_eq!(
+            three.interval_of(released),
+            0,
+            "before the window: its first"
+        );
+        assert_eq!(three.interval_of(at(0.0)), 0);
+        assert_eq!(three.interval_of(at(0.999)), 0);
+        assert_eq!(three.interval_of(at(1.0)), 1);
+        assert_eq!(three.interval_of(at(2.5)), 2);
+        assert_eq!(three.interval_of(at(7.0)), 2, "after the end: its last");
+        // A window of 2.5 s has three samples, the last one half a second long.
+        assert_eq!(window(2.5).interval_of(at(2.4)), 2);
+        assert_eq!(window(2.5).interval_of(at(9.0)), 2);
+        // One shorter than a second has one.
+        assert_eq!(window(0.2).interval_of(at(0.5)), 0);
     }
 }
