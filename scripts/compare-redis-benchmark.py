@@ -36,6 +36,15 @@ they ran), while the kernel places redis-benchmark, often on Redis's own CPU.
 A second table gives, per level, the ratios' medians over the rounds and whether
 metabench's rounds fall below redis-benchmark's in throughput, or above them in CPU per
 call, beyond the rounds' noise (scripts/rounds.py, from 4 rounds).
+
+`--instructions SECONDS` counts instead of timing: each client runs once per level under
+Valgrind's callgrind (Debian `valgrind`), which counts the instructions it executes in
+user space (the kernel's work, the same system calls on both sides, is not counted). It
+counts for SECONDS once the GETs flow steadily, over all of the client's threads, and
+divides by the GETs Redis answered meanwhile (`INFO commandstats`): instructions per call,
+a figure no wake-up, placement or neighbour moves, where CPU time on a VM moves with all
+three. Both clients run about 20 to 50 times slower under it, so the rates it prints are
+not theirs.
 """
 
 import argparse
@@ -44,6 +53,7 @@ import io
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -112,6 +122,77 @@ def metabench_level(args, clients):
     return op["ops_per_s"], cpu, client["client_bound"], threads
 
 
+def get_calls(args):
+    """GETs this Redis has answered so far (its `INFO commandstats`)."""
+    out = subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
+                          "INFO", "commandstats"], capture_output=True, text=True, check=True).stdout
+    line = next((l for l in out.splitlines() if l.startswith("cmdstat_get:")), "cmdstat_get:calls=0,")
+    return int(line.split("calls=", 1)[1].split(",", 1)[0])
+
+
+def counted(args, cmd):
+    """Runs `cmd` under callgrind with counting off, turns it on for `--instructions`
+    seconds once Redis answers GETs steadily, and returns (user-space instructions over all
+    of the client's threads, GETs answered meanwhile)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "callgrind.out")
+        # taskset outside: callgrind follows no exec.
+        proc = subprocess.Popen([*pinned(args), "valgrind", "--tool=callgrind", "--instr-atstart=no",
+                                 f"--callgrind-out-file={out}", *cmd],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            before, deadline = get_calls(args), time.monotonic() + 300
+            while True:
+                time.sleep(1)
+                now = get_calls(args)
+                if now - before > 200:
+                    break
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    sys.exit(f"compare-redis-benchmark: {cmd[0]} sent no GETs under valgrind: "
+                             f"{proc.stderr.read().strip()[-500:]}")
+                before = now
+            time.sleep(2)  # past the client's first calls
+            def control(*a):
+                r = subprocess.run(["callgrind_control", *a, str(proc.pid)], capture_output=True,
+                                   text=True)
+                if r.returncode != 0 or "Error" in r.stdout:
+                    sys.exit(f"compare-redis-benchmark: callgrind_control {' '.join(a)}: {r.stdout.strip()}")
+            control("-z")
+            control("-i", "on")
+            first = get_calls(args)
+            time.sleep(args.instructions)
+            last = get_calls(args)
+            control("-d")
+            control("-i", "off")
+        finally:
+            # Both would go on (redis-benchmark for its 10^8 requests): Ctrl-C, after
+            # which metabench removes its volume as it always does.
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=600)
+        total = 0
+        for name in os.listdir(d):
+            with open(os.path.join(d, name)) as f:
+                total += sum(int(l.split()[1]) for l in f if l.startswith("totals:"))
+        return total, last - first
+
+
+def instructions_table(args):
+    print("| clients | metabench GETs counted | metabench instructions/call "
+          "| redis-benchmark GETs counted | redis-benchmark instructions/call | ratio |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    url = f"redis://{':' + args.password + '@' if args.password else ''}{args.host}:{args.port}/{args.db}"
+    for c in [int(x) for x in args.levels.split(",")]:
+        mb, mb_calls = counted(args, [args.metabench, "sweep", "--meta", url,
+                                      "--profile", "gobench", "--conc", str(c), "--ops", "getattr",
+                                      "--warmup", "0", "--duration", f"{4 * args.instructions + 30}s"])
+        rb, rb_calls = counted(args, ["redis-benchmark", "-h", args.host,
+                                      "-p", str(args.port), *auth_args(args), "-c", str(c),
+                                      "-n", "100000000", "-d", "60", "-t", "get", "-q"])
+        mb_per, rb_per = mb / max(1, mb_calls), rb / max(1, rb_calls)
+        print(f"| {c} | {mb_calls} | {mb_per:.0f} | {rb_calls} | {rb_per:.0f} | {mb_per / rb_per:.2f} |",
+              flush=True)
+
+
 def print_summary(summary):
     """Per level: the ratios' medians over the rounds, and whether metabench's rounds are
     below redis-benchmark's in throughput, or above them in CPU per call, beyond the rounds'
@@ -149,11 +230,21 @@ def main():
                         "less one for a Redis on this machine)")
     p.add_argument("--busy-poll", action="store_true", help="run metabench with --busy-poll")
     p.add_argument("--cpus", help="run both clients under taskset -c CPUS (e.g. 1)")
+    p.add_argument("--instructions", type=float, metavar="SECONDS",
+                   help="count user-space instructions per call under callgrind for this long "
+                        "per client and level, instead of timing")
     args = p.parse_args()
 
     # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
     subprocess.run(["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
                     "-n", "1", "-d", "60", "-t", "set", "-q"], capture_output=True, check=True)
+    if args.instructions:
+        try:
+            instructions_table(args)
+        finally:
+            subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
+                            "DEL", "key:__rand_int__"], capture_output=True)
+        return
     print("| clients | metabench ops/s | redis-benchmark rps | throughput ratio | metabench CPU µs/call "
           "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
