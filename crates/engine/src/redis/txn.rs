@@ -180,12 +180,12 @@ impl Conn {
     pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
-        match cmd.query_async(&mut *wire).await {
+        match wire.query(cmd).await {
             Ok(v) => Ok(v),
             Err(e) => match self.follow(&mut wire, &e, 1, false).await {
                 Moved::Followed { resend: true } => {
                     self.round_trips.fetch_add(1, Ordering::Relaxed);
-                    cmd.query_async(&mut *wire).await.map_err(classify)
+                    wire.query(cmd).await.map_err(classify)
                 }
                 moved => Err(self.after_move(e, moved)),
             },
@@ -200,7 +200,7 @@ impl Conn {
     ) -> redis::RedisResult<T> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
-        cmd.query_async(&mut *wire).await
+        wire.query(cmd).await
     }
 
     /// Sends a plain (non-transactional) pipeline as one request (1 RTT). When every
