@@ -22,20 +22,7 @@ impl RedisKeys {
 
     /// `{prefix}{tag}{n}`, e.g. `i42`.
     fn numbered(&self, tag: &str, n: u64) -> String {
-        self.join(&[tag, itoa::Buffer::new().format(n)])
-    }
-
-    /// The prefix and `parts`, in one allocation of the key's size, as JuiceFS
-    /// concatenates them (`"i" + strconv.FormatUint(…)`): a key is built for every
-    /// command a call sends, and formatting machinery there is client CPU on every call.
-    fn join(&self, parts: &[&str]) -> String {
-        let len = self.prefix.len() + parts.iter().map(|p| p.len()).sum::<usize>();
-        let mut key = String::with_capacity(len);
-        key.push_str(&self.prefix);
-        for part in parts {
-            key.push_str(part);
-        }
-        key
+        concat(&[&self.prefix, tag, itoa::Buffer::new().format(n)])
     }
 
     /// The prefix in use.
@@ -45,7 +32,7 @@ impl RedisKeys {
 
     /// A plain named key such as `setting`, `nextinode`, `usedSpace` or `delfiles`.
     pub fn named(&self, name: &str) -> String {
-        self.join(&[name])
+        concat(&[&self.prefix, name])
     }
 
     /// `i{ino}`: the attribute string.
@@ -75,7 +62,8 @@ impl RedisKeys {
 
     /// `c{ino}_{indx}`: the slice list of one chunk.
     pub fn chunk(&self, ino: Ino, indx: u32) -> String {
-        self.join(&[
+        concat(&[
+            &self.prefix,
             "c",
             itoa::Buffer::new().format(ino),
             "_",
@@ -95,13 +83,33 @@ impl RedisKeys {
 
     /// A member of `delfiles`: `{ino}:{length}`.
     pub fn delfile_member(ino: Ino, length: u64) -> String {
-        format!("{ino}:{length}")
+        concat(&[
+            itoa::Buffer::new().format(ino),
+            ":",
+            itoa::Buffer::new().format(length),
+        ])
     }
 
     /// A field of `sliceRef`: `k{id}_{size}`.
     pub fn slice_ref_field(id: u64, size: u32) -> String {
-        format!("k{id}_{size}")
+        concat(&[
+            "k",
+            itoa::Buffer::new().format(id),
+            "_",
+            itoa::Buffer::new().format(size),
+        ])
     }
+}
+
+/// `parts` joined in one allocation of the key's size, as JuiceFS concatenates a key
+/// (`"i" + strconv.FormatUint(…)`): a key is built for every command a call sends, and
+/// formatting machinery there would be client CPU on every call.
+fn concat(parts: &[&str]) -> String {
+    let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        key.push_str(part);
+    }
+    key
 }
 
 /// Names of the volume-wide keys.
