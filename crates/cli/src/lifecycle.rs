@@ -149,32 +149,30 @@ pub fn say_client_threads(exec: &Exec, why: &str) {
 pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
     header.host.client_threads = exec.threads();
     header.host.client_cpus = exec.cpus();
-    match exec.placement() {
-        Some(Placement::Apart { server, .. }) => {
-            header.host.engine_cpus = server.cpus.clone();
-            header
-                .engine
-                .fidelity_notes
-                .push(apart_note(&server.describe(), &server.cpus));
-        }
+    let note = match exec.placement() {
+        Some(Placement::Apart { server, .. }) => Some(apart_note(&server.describe(), &server.cpus)),
         Some(Placement::Shared {
             server,
             bound: false,
-        }) => header
-            .engine
-            .fidelity_notes
-            .push(shared_cpus_note(&server.describe())),
+        }) => Some(shared_cpus_note(&server.describe())),
         Some(Placement::Shared {
             server,
             bound: true,
-        }) => {
-            header.host.engine_cpus = server.cpus.clone();
-            header
-                .engine
-                .fidelity_notes
-                .push(confined_note(&server.describe(), &server.cpus));
-        }
-        _ => {}
+        }) => Some(confined_note(&server.describe(), &server.cpus)),
+        _ => None,
+    };
+    header.engine.fidelity_notes.extend(note);
+    // A server bound to CPUs has them recorded, whether metabench kept apart from them or
+    // was confined to them.
+    if let Some(
+        Placement::Apart { server, .. }
+        | Placement::Shared {
+            server,
+            bound: true,
+        },
+    ) = exec.placement()
+    {
+        header.host.engine_cpus = server.cpus.clone();
     }
     header.host.busy_poll = exec.idle() == Idle::BusyPoll;
     if header.host.busy_poll {

@@ -144,9 +144,7 @@ impl Wire {
             }
         }
     }
-}
 
-impl Wire {
     /// Sends one command and reads its reply (1 RTT).
     async fn command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         self.wbuf.clear();
