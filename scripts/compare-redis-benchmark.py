@@ -73,6 +73,11 @@ def auth_args(args):
     return ["-a", args.password] if args.password else []
 
 
+def meta_url(args):
+    """metabench's meta URL for `--db` on this Redis."""
+    return f"redis://{':' + args.password + '@' if args.password else ''}{args.host}:{args.port}/{args.db}"
+
+
 def pinned(args):
     """The command prefix that runs a client on `--cpus` (none without it)."""
     return ["taskset", "-c", args.cpus] if args.cpus else []
@@ -93,7 +98,7 @@ def redis_benchmark(args, clients, requests):
 
 
 def metabench_level(args, clients):
-    url = f"redis://{':' + args.password + '@' if args.password else ''}{args.host}:{args.port}/{args.db}"
+    url = meta_url(args)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "sweep.json")
         # The Go benchmark's client: no background work in the window beside the GETs.
@@ -180,7 +185,7 @@ def instructions_table(args):
     print("| clients | metabench GETs counted | metabench instructions/call "
           "| redis-benchmark GETs counted | redis-benchmark instructions/call | ratio |")
     print("|---:|---:|---:|---:|---:|---:|")
-    url = f"redis://{':' + args.password + '@' if args.password else ''}{args.host}:{args.port}/{args.db}"
+    url = meta_url(args)
     for c in [int(x) for x in args.levels.split(",")]:
         mb, mb_calls = counted(args, [args.metabench, "sweep", "--meta", url,
                                       "--profile", "gobench", "--conc", str(c), "--ops", "getattr",
@@ -215,6 +220,37 @@ def print_summary(summary):
         print(f"| {c} | {n} | {throughput:.2f} | {slower} | {cpu:.2f} | {costlier} |")
 
 
+def timing_tables(args):
+    """The timed comparison: a row per level and round, then the summary over rounds."""
+    print("| clients | metabench ops/s | redis-benchmark rps | throughput ratio | metabench CPU µs/call "
+          "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    threads = set()
+    summary = []
+    for c in [int(x) for x in args.levels.split(",")]:
+        rounds = []
+        for i in range(args.rounds):
+            # Every other round runs redis-benchmark first (A B, B A, ...), so a drift of
+            # the machine over a round does not always fall on the same side. Its request
+            # count comes from metabench's rate in the level's previous round.
+            if i % 2 == 1:
+                rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
+            mb_ops, mb_cpu, bound, mb_threads = metabench_level(args, c)
+            threads.add(mb_threads)
+            requests = max(20000, int(mb_ops * args.duration))
+            if i % 2 == 0:
+                rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
+            rounds.append((mb_ops, rb_rps, mb_cpu, rb_cpu))
+            print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
+                  f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
+        summary.append((c, rounds))
+    print_summary(summary)
+    print(f"\nmetabench ran its clients on {'; '.join(sorted(threads))} client "
+          "thread(s) (its results' host.client_threads, client_cpus and engine_cpus)"
+          + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread"
+          + (f"; both clients on CPUs {args.cpus}." if args.cpus else "; unpinned."))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1")
@@ -238,41 +274,8 @@ def main():
     # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
     subprocess.run(["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
                     "-n", "1", "-d", "60", "-t", "set", "-q"], capture_output=True, check=True)
-    if args.instructions:
-        try:
-            instructions_table(args)
-        finally:
-            subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
-                            "DEL", "key:__rand_int__"], capture_output=True)
-        return
-    print("| clients | metabench ops/s | redis-benchmark rps | throughput ratio | metabench CPU µs/call "
-          "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
-    threads = set()
-    summary = []
     try:
-        for c in [int(x) for x in args.levels.split(",")]:
-            rounds = []
-            for i in range(args.rounds):
-                # Every other round runs redis-benchmark first (A B, B A, ...), so a drift of
-                # the machine over a round does not always fall on the same side. Its request
-                # count comes from metabench's rate in the level's previous round.
-                if i % 2 == 1:
-                    rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
-                mb_ops, mb_cpu, bound, mb_threads = metabench_level(args, c)
-                threads.add(mb_threads)
-                requests = max(20000, int(mb_ops * args.duration))
-                if i % 2 == 0:
-                    rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
-                rounds.append((mb_ops, rb_rps, mb_cpu, rb_cpu))
-                print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
-                      f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
-            summary.append((c, rounds))
-        print_summary(summary)
-        print(f"\nmetabench ran its clients on {'; '.join(sorted(threads))} client "
-              "thread(s) (its results' host.client_threads, client_cpus and engine_cpus)"
-              + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread"
-              + (f"; both clients on CPUs {args.cpus}." if args.cpus else "; unpinned."))
+        (instructions_table if args.instructions else timing_tables)(args)
     finally:
         subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
                         "DEL", "key:__rand_int__"], capture_output=True)
