@@ -6,11 +6,12 @@
 //! [`CallDeadlines`] arms its timer once and moves it only when it fires: a call's deadline
 //! is never earlier than the previous call's (every call gets the same limit, counted from
 //! its own start), so a timer armed for an earlier call can only fire early, and then it is
-//! re-armed for the call in flight. A fast series costs one re-arm per limit's length.
+//! re-armed for the call in flight. A fast series costs one re-arm per limit's length,
+//! and the timer is polled again only when it fired or another task waits on it.
 
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use tokio::time::{Instant, Sleep};
 
 /// One timer shared by a series of calls, each bounded by its own deadline.
@@ -18,6 +19,8 @@ use tokio::time::{Instant, Sleep};
 pub struct CallDeadlines {
     /// Made by the first call that waits; armed for that call's or a later call's deadline.
     timer: Option<Pin<Box<Sleep>>>,
+    /// The waker the timer was last polled with, while it has not fired since.
+    registered: Option<Waker>,
 }
 
 impl CallDeadlines {
@@ -54,20 +57,32 @@ impl CallDeadlines {
         // last call's moves the timer back at once.
         if timer.deadline() > deadline {
             timer.as_mut().reset(deadline);
+            self.registered = None;
         }
-        loop {
-            tokio::select! {
-                biased;
-                outcome = call.as_mut() => return Some(outcome),
-                () = timer.as_mut() => {
-                    if Instant::now() >= deadline {
-                        return None;
-                    }
+        let registered = &mut self.registered;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(outcome) = call.as_mut().poll(cx) {
+                return Poll::Ready(Some(outcome));
+            }
+            // The timer keeps the waker of the task that last polled it, so it is polled
+            // again only when it fired or another task waits on it: not on every wait of
+            // every call, which the time driver would charge each time.
+            while timer.is_elapsed()
+                || !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                match timer.as_mut().poll(cx) {
+                    Poll::Pending => *registered = Some(cx.waker().clone()),
+                    Poll::Ready(()) if Instant::now() >= deadline => return Poll::Ready(None),
                     // Armed for an earlier call: re-armed for this one.
-                    timer.as_mut().reset(deadline);
+                    Poll::Ready(()) => {
+                        timer.as_mut().reset(deadline);
+                        *registered = None;
+                    }
                 }
             }
-        }
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -124,6 +139,32 @@ mod tests {
             .await;
         assert_eq!(short, None);
         assert_eq!(Instant::now() - start, Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waited_on_by_another_task_is_still_ended_at_its_deadline() {
+        let mut deadlines = CallDeadlines::new();
+        let limit = Duration::from_secs(10);
+        // The timer is polled on this task for the first call…
+        let first = deadlines
+            .run(
+                Instant::now() + limit,
+                tokio::time::sleep(Duration::from_secs(1)),
+            )
+            .await;
+        assert_eq!(first, Some(()));
+        // …and the next call waits on another task: the timer must wake that one.
+        let start = Instant::now();
+        let second = tokio::spawn(async move {
+            deadlines
+                .run(start + limit, std::future::pending::<()>())
+                .await
+        });
+        let ended = tokio::time::timeout(2 * limit, second)
+            .await
+            .expect("the call on the other task is ended by its deadline");
+        assert_eq!(ended.unwrap(), None);
+        assert_eq!(Instant::now() - start, limit);
     }
 
     #[tokio::test]
