@@ -7,6 +7,7 @@
 
 use super::session::RedisSession;
 use super::txn::txn;
+use super::wire::command;
 use crate::{Entry, MetaError, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{DirStat, FileType, Ino, Slice, CHUNK_SIZE};
@@ -23,7 +24,7 @@ impl RedisSession {
     pub(super) async fn get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         let all: HashMap<String, String> = self
             .conn
-            .query(cmd("HGETALL").arg(self.keys.parents(ino)))
+            .query(command!("HGETALL", self.keys.parents(ino)))
             .await?;
         let mut parents: Vec<(Ino, i64)> = all
             .into_iter()
@@ -99,7 +100,7 @@ impl RedisSession {
         let key = self.keys.inode(ino);
         let keys = self.keys.clone();
         txn!(self, vec![key.clone()], |c| {
-            let n: u64 = c.query(cmd("EXISTS").arg(&key)).await?;
+            let n: u64 = c.query(command!("EXISTS", &key)).await?;
             if n == 0 {
                 return Err(MetaError::NotFound.into());
             }

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use stream::Dialer;
 use txn::Conn;
+use wire::command;
 use wire::Wire;
 
 /// How long a connection attempt may take (go-redis `DialTimeout` default).
@@ -186,7 +187,7 @@ impl RedisEngine {
         }
         // NewClient → Load: GET setting.
         let body: Option<Vec<u8>> = conn
-            .query(redis::cmd("GET").arg(self.keys.named(names::SETTING)))
+            .query(command!("GET", self.keys.named(names::SETTING)))
             .await?;
         let format = crate::meta::loaded_format(body, &self.url)?;
         let base = match client {

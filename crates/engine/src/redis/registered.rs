@@ -10,6 +10,7 @@
 
 use super::session::RedisSession;
 use super::txn::txn;
+use super::wire::command;
 use crate::base::{session_expire, session_info, SessionSteps};
 use crate::common::looked_up_attr;
 use crate::{Ctx, MetaError, Result};
@@ -238,11 +239,11 @@ impl RedisSession {
             Some(Err(MetaError::NotSupported)) | None => {}
             Some(Err(e)) => return Err(e),
         }
-        let buf: Option<Vec<u8>> = self.conn.query(cmd("HGET").arg(&dir).arg(name)).await?;
+        let buf: Option<Vec<u8>> = self.conn.query(command!("HGET", &dir, name)).await?;
         let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
         let a: Option<Vec<u8>> = self
             .conn
-            .query(cmd("GET").arg(self.keys.inode(d.inode)))
+            .query(command!("GET", self.keys.inode(d.inode)))
             .await?;
         let attr = looked_up_attr(a, (d.inode, d.typ), parent, name)?;
         Ok((d.inode, attr))
@@ -326,9 +327,9 @@ impl SessionSteps for RedisSession {
     /// cleaned when `allSessions` did not list it.
     async fn do_clean_stale_session(&mut self, sid: u64) -> Result<()> {
         let locked = self.keys.locked(sid);
-        let held: Vec<String> = self.conn.query(cmd("SMEMBERS").arg(&locked)).await?;
+        let held: Vec<String> = self.conn.query(command!("SMEMBERS", &locked)).await?;
         for key in held {
-            let owners: Vec<String> = self.conn.query(cmd("HKEYS").arg(&key)).await?;
+            let owners: Vec<String> = self.conn.query(command!("HKEYS", &key)).await?;
             let mine: Vec<&String> = owners
                 .iter()
                 .filter(|o| o.split('_').next() == Some(&sid.to_string()))
@@ -343,7 +344,7 @@ impl SessionSteps for RedisSession {
                 .await?;
         }
         let sustained = self.keys.sustained(sid);
-        let open: Vec<String> = self.conn.query(cmd("SMEMBERS").arg(&sustained)).await?;
+        let open: Vec<String> = self.conn.query(command!("SMEMBERS", &sustained)).await?;
         if !open.is_empty() {
             return Err(MetaError::Engine(format!(
                 "session {sid} keeps {} deleted files open; metabench does not free them, \

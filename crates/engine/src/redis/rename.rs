@@ -4,6 +4,7 @@
 
 use super::session::RedisSession;
 use super::txn::txn;
+use super::wire::command;
 use crate::common::{
     check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
     RENAME_EXCHANGE, RENAME_NOREPLACE,
@@ -48,7 +49,7 @@ impl RedisSession {
         let rule = self.base.parent_rule();
         let moved = txn!(self, wkeys.clone(), |c| {
             let (kds, kdd) = (keys.entries(ps), keys.entries(pd));
-            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kds).arg(name_src)).await?;
+            let buf: Option<Vec<u8>> = c.query(command!("HGET", &kds, name_src)).await?;
             let buf = buf.ok_or(MetaError::NotFound)?;
             let d = Dentry::decode(&buf)?;
             let (typ, ino) = (d.typ, d.inode);
@@ -56,7 +57,7 @@ impl RedisSession {
                 return Ok(unmoved(ino, typ));
             }
             let mut watch = vec![keys.inode(ino)];
-            let dbuf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kdd).arg(name_dst)).await?;
+            let dbuf: Option<Vec<u8>> = c.query(command!("HGET", &kdd, name_dst)).await?;
             let mut dentry = None;
             if let Some(db) = &dbuf {
                 if flags & RENAME_NOREPLACE != 0 {
@@ -122,7 +123,7 @@ impl RedisSession {
                         }
                     }
                 } else if t.typ == FileType::Directory {
-                    let cnt: u64 = c.query(cmd("HLEN").arg(keys.entries(t.inode))).await?;
+                    let cnt: u64 = c.query(command!("HLEN", keys.entries(t.inode))).await?;
                     if cnt != 0 {
                         return Err(MetaError::NotEmpty.into());
                     }

@@ -3,6 +3,7 @@
 
 use super::session::RedisSession;
 use super::txn::{txn, Conn, TxErr};
+use super::wire::command;
 use crate::base::{ResizeSteps, Storage};
 use crate::resize::{FallocRange, Holes, Resize, Resized, TruncateHoles};
 use crate::retry::decode_attr as decode;
@@ -27,7 +28,7 @@ pub(super) async fn quota_parents(
     if attr.parent > 0 {
         return Ok(vec![attr.parent]);
     }
-    let all: HashMap<String, String> = c.query(cmd("HGETALL").arg(keys.parents(ino))).await?;
+    let all: HashMap<String, String> = c.query(command!("HGETALL", keys.parents(ino))).await?;
     Ok(all
         .into_iter()
         .filter(|(_, n)| n.parse::<i64>().unwrap_or(0) > 0)
@@ -37,7 +38,7 @@ pub(super) async fn quota_parents(
 
 /// Reads the inode record inside a transaction: ENOENT when there is none.
 async fn get_attr(c: &mut Conn, key: &str) -> std::result::Result<Attr, TxErr> {
-    let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(key)).await?;
+    let buf: Option<Vec<u8>> = c.query(command!("GET", key)).await?;
     decode(&buf.ok_or(MetaError::NotFound)?)
 }
 

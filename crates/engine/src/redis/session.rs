@@ -5,6 +5,7 @@
 
 use super::resize::quota_parents;
 use super::txn::{txn, Conn};
+use super::wire::command;
 use crate::base::{Background, ClientState, Storage, INODE_BATCH};
 use crate::common::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
@@ -112,15 +113,15 @@ impl Storage for RedisSession {
         let keys = self.keys.clone();
         let rule = self.base.parent_rule();
         txn!(self, vec![ki.clone(), kd.clone()], |c| {
-            let pbuf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
+            let pbuf: Option<Vec<u8>> = c.query(command!("GET", &ki)).await?;
             let mut pattr = decode(&pbuf.ok_or(MetaError::NotFound)?)?;
             check_parent_to_add(ctx, &pattr)?;
-            let found: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            let found: Option<Vec<u8>> = c.query(command!("HGET", &kd, name)).await?;
             if let Some(buf) = found {
                 let d = Dentry::decode(&buf)?;
                 let mut existing = None;
                 if typ == FileType::File || typ == FileType::Directory {
-                    let a: Option<Vec<u8>> = c.query(cmd("GET").arg(keys.inode(d.inode))).await?;
+                    let a: Option<Vec<u8>> = c.query(command!("GET", keys.inode(d.inode))).await?;
                     existing = Some(match a {
                         Some(b) => decode(&b)?,
                         None => orphan_attr(d.typ, parent),
@@ -171,7 +172,7 @@ impl Storage for RedisSession {
     async fn do_getattr(&mut self, ino: Ino) -> Result<Attr> {
         let buf: Option<Vec<u8>> = self
             .conn
-            .query(cmd("GET").arg(self.keys.inode(ino)))
+            .query(command!("GET", self.keys.inode(ino)))
             .await?;
         Ok(Attr::decode(&buf.ok_or(MetaError::NotFound)?)?)
     }
@@ -180,7 +181,7 @@ impl Storage for RedisSession {
     async fn do_readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
         let t: Option<Vec<u8>> = self
             .conn
-            .query(cmd("GET").arg(self.keys.symlink(ino)))
+            .query(command!("GET", self.keys.symlink(ino)))
             .await?;
         Ok(t.unwrap_or_default())
     }
@@ -201,13 +202,13 @@ impl Storage for RedisSession {
             match flags {
                 XattrFlags::Any => {}
                 XattrFlags::Create => {
-                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
+                    let ok: bool = c.query(command!("HEXISTS", &key, name)).await?;
                     if ok {
                         return Err(MetaError::Exists.into());
                     }
                 }
                 XattrFlags::Replace => {
-                    let ok: bool = c.query(cmd("HEXISTS").arg(&key).arg(name)).await?;
+                    let ok: bool = c.query(command!("HEXISTS", &key, name)).await?;
                     if !ok {
                         return Err(MetaError::NoAttr.into());
                     }
@@ -301,7 +302,7 @@ impl Storage for RedisSession {
             iattr.parent = 0;
             iattr.ctime = now;
             iattr.nlink += 1;
-            let exists: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            let exists: Option<Vec<u8>> = c.query(command!("HGET", &kd, name)).await?;
             if exists.is_some() {
                 return Err(MetaError::Exists.into());
             }
@@ -333,7 +334,7 @@ impl Storage for RedisSession {
         let keys = self.keys.clone();
         let rule = self.base.parent_rule();
         let (typ, ino, attr) = txn!(self, vec![ki.clone(), kd.clone()], |c| {
-            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            let buf: Option<Vec<u8>> = c.query(command!("HGET", &kd, name)).await?;
             let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
             if d.typ == FileType::Directory {
                 return Err(MetaError::Perm.into());
@@ -418,7 +419,7 @@ impl Storage for RedisSession {
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));
         let keys = self.keys.clone();
         let ino = txn!(self, vec![ki.clone(), kd.clone()], |c| {
-            let buf: Option<Vec<u8>> = c.query(cmd("HGET").arg(&kd).arg(name)).await?;
+            let buf: Option<Vec<u8>> = c.query(command!("HGET", &kd, name)).await?;
             let d = Dentry::decode(&buf.ok_or(MetaError::NotFound)?)?;
             if d.typ != FileType::Directory {
                 return Err(MetaError::NotDir.into());
@@ -431,7 +432,7 @@ impl Storage for RedisSession {
             let now = Timestamp::now();
             pattr.nlink = pattr.nlink.saturating_sub(1);
             touch(&mut pattr, now);
-            let cnt: u64 = c.query(cmd("HLEN").arg(&kdn)).await?;
+            let cnt: u64 = c.query(command!("HLEN", &kdn)).await?;
             if cnt > 0 {
                 return Err(MetaError::NotEmpty.into());
             }
@@ -483,7 +484,7 @@ impl Storage for RedisSession {
     async fn do_setattr(&mut self, ctx: &Ctx, ino: Ino, set: &SetAttr) -> Result<Attr> {
         let ki = self.keys.inode(ino);
         txn!(self, vec![ki.clone()], |c| {
-            let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
+            let buf: Option<Vec<u8>> = c.query(command!("GET", &ki)).await?;
             let cur = decode(&buf.ok_or(MetaError::NotFound)?)?;
             if cur.parent > TRASH_INODE {
                 return Err(MetaError::Perm.into());
@@ -506,7 +507,7 @@ impl Storage for RedisSession {
     async fn do_getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
         let v: Option<Vec<u8>> = self
             .conn
-            .query(cmd("HGET").arg(self.keys.xattr(ino)).arg(name))
+            .query(command!("HGET", self.keys.xattr(ino), name))
             .await?;
         v.ok_or(MetaError::NoAttr)
     }
@@ -514,11 +515,11 @@ impl Storage for RedisSession {
     async fn do_listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>> {
         let mut names: Vec<Vec<u8>> = self
             .conn
-            .query(cmd("HKEYS").arg(self.keys.xattr(ino)))
+            .query(command!("HKEYS", self.keys.xattr(ino)))
             .await?;
         let buf: Option<Vec<u8>> = self
             .conn
-            .query(cmd("GET").arg(self.keys.inode(ino)))
+            .query(command!("GET", self.keys.inode(ino)))
             .await?;
         let attr = Attr::decode(&buf.ok_or(MetaError::NotFound)?)?;
         // setXAttrACL
@@ -537,7 +538,7 @@ impl Storage for RedisSession {
         let kc = self.keys.chunk(ino, indx);
         let keys = self.keys.clone();
         let (parent, dlen, dspace) = txn!(self, vec![ki.clone()], |c| {
-            let buf: Option<Vec<u8>> = c.query(cmd("GET").arg(&ki)).await?;
+            let buf: Option<Vec<u8>> = c.query(command!("GET", &ki)).await?;
             let mut attr = decode(&buf.ok_or(MetaError::NotFound)?)?;
             if attr.typ != FileType::File {
                 return Err(MetaError::Perm.into());

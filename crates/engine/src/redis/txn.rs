@@ -8,12 +8,12 @@
 //! sleep of 0..(i+1)² ms, as `redisMeta.txn` does.
 
 use super::stream::Dialer;
-use super::wire::Wire;
+use super::wire::{Request, Wire};
 use crate::{MetaError, MetaUrl};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard};
 
 pub(crate) use crate::retry::TxErr;
 
@@ -115,10 +115,23 @@ impl Conn {
         self.redirected.swap(false, Ordering::Relaxed)
     }
 
+    /// [`Conn::follow_move`], boxed: a MOVED is rare, and its dial (a TLS handshake
+    /// among it) would otherwise sit inside the future of every request, which the
+    /// session's boxed call futures copy whole.
+    fn follow<'a>(
+        &'a self,
+        wire: &'a mut Wire,
+        e: &'a RedisError,
+        commands: usize,
+        pipeline: bool,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Moved> + Send + 'a>> {
+        Box::pin(self.follow_move(wire, e, commands, pipeline))
+    }
+
     /// After `e` to a request of `commands` commands (a `pipeline`, or one command): when it
     /// is a MOVED this connection follows, replaces `wire` by a connection to the node it
     /// names.
-    async fn follow(
+    async fn follow_move(
         &self,
         wire: &mut Wire,
         e: &RedisError,
@@ -171,15 +184,27 @@ impl Conn {
         }
     }
 
+    /// The connection, at once when no other request of the session holds it (always,
+    /// but for a session's own concurrent requests): no wait queue entered.
+    async fn lock(&self) -> MutexGuard<'_, Wire> {
+        match self.wire.try_lock() {
+            Ok(wire) => wire,
+            Err(_) => self.wire.lock().await,
+        }
+    }
+
     /// Requests sent so far.
     pub(crate) fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::Relaxed)
     }
 
     /// Sends one command and waits for its answer (1 RTT).
-    pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, TxErr> {
+    pub(crate) async fn query<T: FromRedisValue>(
+        &mut self,
+        cmd: &(impl Request + ?Sized),
+    ) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let mut wire = self.wire.lock().await;
+        let mut wire = self.lock().await;
         match wire.query(cmd).await {
             Ok(v) => Ok(v),
             Err(e) => match self.follow(&mut wire, &e, 1, false).await {
@@ -199,7 +224,7 @@ impl Conn {
         cmd: &Cmd,
     ) -> redis::RedisResult<T> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let mut wire = self.wire.lock().await;
+        let mut wire = self.lock().await;
         wire.query(cmd).await
     }
 
@@ -218,7 +243,7 @@ impl Conn {
         requests: u64,
     ) -> Result<T, TxErr> {
         self.round_trips.fetch_add(requests, Ordering::Relaxed);
-        let mut wire = self.wire.lock().await;
+        let mut wire = self.lock().await;
         match p.query_async(&mut *wire).await {
             Ok(v) => Ok(v),
             Err(e) => match self.follow(&mut wire, &e, p.len(), true).await {
@@ -249,7 +274,7 @@ impl Conn {
         debug_assert!(p.is_transaction());
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let reply = {
-            let mut wire = self.wire.lock().await;
+            let mut wire = self.lock().await;
             match p.query_async::<Value>(&mut *wire).await {
                 // Followed or not, a transaction is never sent again by itself.
                 Err(e) => {

@@ -17,6 +17,49 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
+/// One command as [`Wire`] sends it: RESP-encoded into the connection's own buffer.
+pub(crate) trait Request: Sync {
+    /// Appends the command, RESP-encoded, to `buf`.
+    fn write_to(&self, buf: &mut Vec<u8>);
+}
+
+impl Request for Cmd {
+    fn write_to(&self, buf: &mut Vec<u8>) {
+        self.write_packed_command(buf);
+    }
+}
+
+/// A command of string and byte arguments ([`command!`]), encoded straight into the
+/// connection's buffer as redis-rs encodes a [`Cmd`] (an array of bulk strings), with no
+/// `Cmd` and its two allocations made for it: a session's reads (`GET`, `HGET`, …) are
+/// built so.
+pub(crate) struct Args<'a, const N: usize>(pub [&'a [u8]; N]);
+
+impl<const N: usize> Request for Args<'_, N> {
+    fn write_to(&self, buf: &mut Vec<u8>) {
+        let mut number = itoa::Buffer::new();
+        buf.push(b'*');
+        buf.extend_from_slice(number.format(N).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        for arg in self.0 {
+            buf.push(b'$');
+            buf.extend_from_slice(number.format(arg.len()).as_bytes());
+            buf.extend_from_slice(b"\r\n");
+            buf.extend_from_slice(arg);
+            buf.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// A command of string and byte arguments, for [`super::txn::Conn::query`]:
+/// `command!("HGET", key, name)` is what `cmd("HGET").arg(key).arg(name)` sends.
+macro_rules! command {
+    ($($arg:expr),+ $(,)?) => {
+        &$crate::redis::wire::Args([$(::std::convert::AsRef::<[u8]>::as_ref(&$arg)),+])
+    };
+}
+pub(crate) use command;
+
 /// Bytes read from the socket per `read` call at least.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -146,9 +189,9 @@ impl Wire {
     }
 
     /// Sends one command and reads its reply (1 RTT).
-    async fn command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+    async fn command<R: Request + ?Sized>(&mut self, cmd: &R) -> RedisResult<Value> {
         self.wbuf.clear();
-        cmd.write_packed_command(&mut self.wbuf);
+        cmd.write_to(&mut self.wbuf);
         let mut reply = Value::Nil;
         self.round_trip(1, |_, v| reply = v).await?;
         Ok(reply)
@@ -158,7 +201,10 @@ impl Wire {
     /// reply converted as redis-rs converts it), without the boxed future that
     /// [`ConnectionLike`] hands back: a session's commands go through here, one allocation
     /// and copy of the request's state fewer on each.
-    pub(crate) async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> RedisResult<T> {
+    pub(crate) async fn query<T: FromRedisValue>(
+        &mut self,
+        cmd: &(impl Request + ?Sized),
+    ) -> RedisResult<T> {
         let reply = self.command(cmd).await?;
         Ok(redis::from_redis_value(reply.extract_error()?)?)
     }
@@ -267,7 +313,34 @@ fn parse(buf: &[u8], pos: usize) -> Result<Option<(Value, usize)>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, Request};
+
+    #[test]
+    fn a_command_of_arguments_is_sent_as_redis_rs_sends_it() {
+        let key = String::from("vol1i12345");
+        let name: &[u8] = b"f\r\n\x00\xff";
+        let cases: [(Vec<u8>, redis::Cmd); 3] = [
+            (
+                pack(command!("GET", key)),
+                redis::cmd("GET").arg(&key).clone(),
+            ),
+            (
+                pack(command!("HGET", key, name)),
+                redis::cmd("HGET").arg(&key).arg(name).clone(),
+            ),
+            (pack(command!("PING")), redis::cmd("PING")),
+        ];
+        for (ours, theirs) in cases {
+            assert_eq!(ours, theirs.get_packed_command());
+        }
+    }
+
+    fn pack(request: &impl Request) -> Vec<u8> {
+        let mut buf = b"kept".to_vec();
+        request.write_to(&mut buf);
+        assert!(buf.starts_with(b"kept"), "appends to what the buffer holds");
+        buf.split_off(4)
+    }
 
     const REPLIES: [&[u8]; 11] = [
         b"+OK\r\n",
