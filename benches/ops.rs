@@ -20,6 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
+/// The allocator the `metabench` binary uses (`src/main.rs`): the calls cost here what
+/// they cost in `metabench ops` and `sweep`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Bench {
     name: &'static str,
     engine: Arc<dyn Engine>,
