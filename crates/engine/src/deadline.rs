@@ -91,11 +91,10 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[tokio::test(start_paused = true)]
-    async fn a_call_past_its_deadline_ends_there_and_not_before() {
+    /// Deadlines whose timer a first call of 1 s, on this task, armed for its own deadline
+    /// `limit` from its start.
+    async fn armed_by_a_first_call(limit: Duration) -> CallDeadlines {
         let mut deadlines = CallDeadlines::new();
-        let limit = Duration::from_secs(10);
-        // A first call arms the timer for its own deadline, 10 s from now.
         let first = deadlines
             .run(
                 Instant::now() + limit,
@@ -103,6 +102,13 @@ mod tests {
             )
             .await;
         assert_eq!(first, Some(()));
+        deadlines
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_deadline_ends_there_and_not_before() {
+        let limit = Duration::from_secs(10);
+        let mut deadlines = armed_by_a_first_call(limit).await;
         // The second call starts 1 s later: the armed timer fires at 10 s, 1 s before
         // this call's deadline, and must not end it.
         let start = Instant::now();
@@ -143,19 +149,13 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_waited_on_by_another_task_is_still_ended_at_its_deadline() {
-        let mut deadlines = CallDeadlines::new();
         let limit = Duration::from_secs(10);
         // The timer is polled on this task for the first call…
-        let first = deadlines
-            .run(
-                Instant::now() + limit,
-                tokio::time::sleep(Duration::from_secs(1)),
-            )
-            .await;
-        assert_eq!(first, Some(()));
+        let deadlines = armed_by_a_first_call(limit).await;
         // …and the next call waits on another task: the timer must wake that one.
         let start = Instant::now();
         let second = tokio::spawn(async move {
+            let mut deadlines = deadlines;
             deadlines
                 .run(start + limit, std::future::pending::<()>())
                 .await
