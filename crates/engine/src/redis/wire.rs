@@ -2,10 +2,11 @@
 //! and the reply comes back to the same task, with no driver task, channel or thread in
 //! between (as go-redis's pooled connection is used by the goroutine that holds it).
 //!
-//! redis-rs encodes the commands and converts the replies ([`Cmd`], [`redis::Pipeline`],
-//! `FromRedisValue`); this module reads RESP2 replies off the socket into
-//! [`redis::Value`]s (error replies through redis-rs's own parser) and implements
-//! [`ConnectionLike`] so that `query_async` works on it unchanged.
+//! redis-rs encodes the transactions' commands and converts the replies ([`Cmd`],
+//! [`redis::Pipeline`], `FromRedisValue`); a session's reads of plain arguments are encoded
+//! here, byte for byte as redis-rs would ([`command!`]). This module reads RESP2 replies off
+//! the socket into [`redis::Value`]s (error replies through redis-rs's own parser) and
+//! implements [`ConnectionLike`] so that `query_async` works on it unchanged.
 
 use super::stream::{Dialer, Stream};
 use crate::deadline::CallDeadlines;
