@@ -2,9 +2,9 @@
 //! and the reply comes back to the same task, with no driver task, channel or thread in
 //! between (as go-redis's pooled connection is used by the goroutine that holds it).
 //!
-//! redis-rs encodes the transactions' commands and converts the replies ([`Cmd`],
-//! [`redis::Pipeline`], `FromRedisValue`); a session's reads of plain arguments are encoded
-//! here, byte for byte as redis-rs would ([`command!`]). This module reads RESP2 replies off
+//! redis-rs encodes the commands and converts the replies ([`Cmd`], [`redis::Pipeline`],
+//! `FromRedisValue`); a session's reads of plain arguments are built in the connection's
+//! own reused `Cmd` ([`command!`]). This module reads RESP2 replies off
 //! the socket into [`redis::Value`]s (error replies through redis-rs's own parser) and
 //! implements [`ConnectionLike`] so that `query_async` works on it unchanged.
 
@@ -18,37 +18,32 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
-/// One command as [`Wire`] sends it: RESP-encoded into the connection's own buffer.
+/// One command as [`Wire`] sends it: RESP-encoded by redis-rs into the connection's own
+/// buffer.
 pub(crate) trait Request: Sync {
-    /// Appends the command, RESP-encoded, to `buf`.
-    fn write_to(&self, buf: &mut Vec<u8>);
+    /// Appends the command, RESP-encoded, to `buf`; `scratch` is the connection's own
+    /// [`Cmd`], for a request that is not one already.
+    fn write_to(&self, scratch: &mut Cmd, buf: &mut Vec<u8>);
 }
 
 impl Request for Cmd {
-    fn write_to(&self, buf: &mut Vec<u8>) {
+    fn write_to(&self, _scratch: &mut Cmd, buf: &mut Vec<u8>) {
         self.write_packed_command(buf);
     }
 }
 
-/// A command of string and byte arguments ([`command!`]), encoded straight into the
-/// connection's buffer as redis-rs encodes a [`Cmd`] (an array of bulk strings), with no
-/// `Cmd` and its two allocations made for it: a session's reads (`GET`, `HGET`, …) are
-/// built so.
+/// A command of string and byte arguments ([`command!`]): built in the connection's own
+/// [`Cmd`], cleared and reused as redis-rs provides (`Cmd::clear` keeps its buffers), so
+/// that a session's reads (`GET`, `HGET`, …) allocate no `Cmd` of their own.
 pub(crate) struct Args<'a, const N: usize>(pub [&'a [u8]; N]);
 
 impl<const N: usize> Request for Args<'_, N> {
-    fn write_to(&self, buf: &mut Vec<u8>) {
-        let mut number = itoa::Buffer::new();
-        buf.push(b'*');
-        buf.extend_from_slice(number.format(N).as_bytes());
-        buf.extend_from_slice(b"\r\n");
+    fn write_to(&self, scratch: &mut Cmd, buf: &mut Vec<u8>) {
+        scratch.clear();
         for arg in self.0 {
-            buf.push(b'$');
-            buf.extend_from_slice(number.format(arg.len()).as_bytes());
-            buf.extend_from_slice(b"\r\n");
-            buf.extend_from_slice(arg);
-            buf.extend_from_slice(b"\r\n");
+            scratch.arg(arg);
         }
+        scratch.write_packed_command(buf);
     }
 }
 
@@ -71,6 +66,8 @@ pub(crate) struct Wire {
     rbuf: Vec<u8>,
     start: usize,
     wbuf: Vec<u8>,
+    /// Where a [`command!`] is built before it is encoded into `wbuf`.
+    scratch: Cmd,
     db: i64,
     response_timeout: Duration,
     /// Bounds each exchange by the response timeout, with one timer for all of them.
@@ -106,6 +103,7 @@ impl Wire {
             rbuf: Vec::with_capacity(READ_CHUNK),
             start: 0,
             wbuf: Vec::with_capacity(256),
+            scratch: Cmd::new(),
             db: 0,
             response_timeout,
             deadlines: CallDeadlines::new(),
@@ -192,7 +190,7 @@ impl Wire {
     /// Sends one command and reads its reply (1 RTT).
     async fn command<R: Request + ?Sized>(&mut self, cmd: &R) -> RedisResult<Value> {
         self.wbuf.clear();
-        cmd.write_to(&mut self.wbuf);
+        cmd.write_to(&mut self.scratch, &mut self.wbuf);
         let mut reply = Value::Nil;
         self.round_trip(1, |_, v| reply = v).await?;
         Ok(reply)
@@ -338,7 +336,10 @@ mod tests {
 
     fn pack(request: &impl Request) -> Vec<u8> {
         let mut buf = b"kept".to_vec();
-        request.write_to(&mut buf);
+        // A scratch command that held another one: nothing of it is sent.
+        let mut scratch = redis::cmd("SET");
+        scratch.arg("left").arg("over");
+        request.write_to(&mut scratch, &mut buf);
         assert!(buf.starts_with(b"kept"), "appends to what the buffer holds");
         buf.split_off(4)
     }
