@@ -33,9 +33,33 @@ unpinned for what a user gets on the machine. Give both. Unpinned, metabench bin
 client threads off the CPUs a local Redis is bound to (the table's footer says where
 they ran), while the kernel places redis-benchmark, often on Redis's own CPU.
 
+Two reference clients run beside them, in the same rounds, unless `--no-reference`:
+scripts/minimal-get-client.c (built with `cc`), one thread that does nothing but send the
+same GET and read its reply, in two patterns. `plain` registers each socket with epoll
+once and makes one `sendto`, one `epoll_wait` and one `recvfrom` per GET, the fewest a
+client that sleeps between replies can make; JuiceFS's Go client (the Go netpoller) and
+metabench (tokio) register a socket once too. `ae` is redis-benchmark's own pattern (its
+ae event loop with hiredis): the socket taken out of epoll and put back for each
+direction, 5 `epoll_ctl` and 2 `epoll_wait` more per GET. With almost no work of their
+own in user space, the two show what the pattern itself costs on this machine: where
+`plain` is slower than redis-benchmark too, that part of metabench's gap is not
+metabench's code. On a VM whose idle vCPUs halt, taking an item out of epoll frees it
+through RCU, and a CPU with RCU callbacks pending keeps its scheduler tick on when it idles
+(Linux's NO_HZ_IDLE): redis-benchmark's CPU then goes idle and wakes without stopping and
+restarting the tick, which on such a VM made it up to a fifth faster per round trip than
+`plain` at one client (see the closing table of metabench's README).
+
+`--no-idle-states` holds every CPU out of its idle states while the comparison runs: a
+PM QoS request of 0 µs on /dev/cpu_dma_latency (Linux's documented interface, used by
+latency benchmarks and tuned's latency-performance profile; needs root), dropped when the
+script ends. An idle CPU then polls instead of halting, so no round trip waits for a
+halted vCPU to wake, nor pays for the tick's stop and restart, on either side: what is
+left is each client's own work and system calls. Run it both ways.
+
 A second table gives, per level, the ratios' medians over the rounds and whether
-metabench's rounds fall below redis-benchmark's in throughput, or above them in CPU per
-call, beyond the rounds' noise (scripts/rounds.py, from 4 rounds).
+metabench's rounds fall below redis-benchmark's (and the `plain` client's) in throughput,
+or above them in CPU per call, beyond the rounds' noise (scripts/rounds.py, from 4
+rounds).
 
 `--instructions SECONDS` counts instead of timing: each client runs once per level under
 Valgrind's callgrind (Debian `valgrind`), which counts the instructions it executes in
@@ -52,9 +76,11 @@ import csv
 import io
 import json
 import os
+import shutil
 import resource
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -95,6 +121,47 @@ def redis_benchmark(args, clients, requests):
     rows = list(csv.reader(io.StringIO(out.stdout)))
     rps = next(float(r[1]) for r in rows if r and r[0] == "GET")
     return rps, cpu * 1e6 / requests, time.monotonic() - t0
+
+
+def hold_idle_states_off():
+    """Opens /dev/cpu_dma_latency and asks for 0 µs: no CPU enters an idle state with an exit
+    latency while the returned descriptor is open (the kernel drops the request when it is
+    closed, by this script or by its exit)."""
+    try:
+        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+        os.write(fd, struct.pack("i", 0))
+    except OSError as e:
+        sys.exit(f"compare-redis-benchmark: --no-idle-states: /dev/cpu_dma_latency: {e.strerror} "
+                 "(it needs root and a kernel with PM QoS)")
+    return fd
+
+
+def build_reference(workdir):
+    """Builds scripts/minimal-get-client.c into `workdir` and returns the binary's path."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        sys.exit("compare-redis-benchmark: the reference clients need a C compiler (cc), "
+                 "or pass --no-reference")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "minimal-get-client.c")
+    binary = os.path.join(workdir, "minimal-get-client")
+    out = subprocess.run([cc, "-O2", "-o", binary, source], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"compare-redis-benchmark: building {source} failed: {out.stderr.strip()}")
+    return binary
+
+
+def reference_client(args, clients, pattern):
+    """The minimal client's GETs per second and CPU µs per GET at `clients` connections,
+    waiting in `pattern` (plain or ae)."""
+    cmd = [*pinned(args), args.reference_binary, args.host, str(args.port), str(clients),
+           str(args.duration), pattern]
+    if args.password:
+        cmd.append(args.password)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        sys.exit(f"compare-redis-benchmark: the {pattern} reference client failed: {out.stderr.strip()}")
+    run = json.loads(out.stdout)
+    return run["calls"] / run["seconds"], run["cpu_us_per_call"]
 
 
 def metabench_level(args, clients):
@@ -198,57 +265,97 @@ def instructions_table(args):
               flush=True)
 
 
-def print_summary(summary):
+def verdicts(n, mine, theirs, mine_cpu, theirs_cpu):
+    """Whether `mine` is below `theirs` in throughput, and above it in CPU per call, beyond
+    the rounds' noise, over n rounds a side."""
+    if smallest_p(n, n) >= ALPHA:
+        return "too few rounds", "too few rounds"
+    return ("yes" if rank_sum_p(theirs, mine) < ALPHA else "no",
+            "yes" if rank_sum_p(mine_cpu, theirs_cpu) < ALPHA else "no")
+
+
+def print_summary(summary, reference):
     """Per level: the ratios' medians over the rounds, and whether metabench's rounds are
-    below redis-benchmark's in throughput, or above them in CPU per call, beyond the rounds'
-    noise (an exact one-sided rank test, p < 0.05: scripts/rounds.py; it takes at least 4
-    rounds). A median past 1.0 without such a verdict is one the rounds cannot tell from
-    noise."""
-    print("\n| clients | rounds | median throughput ratio | below beyond noise | median CPU ratio "
-          "| above beyond noise |")
-    print("|---:|---:|---:|---|---:|---|")
+    below the other client's in throughput, or above them in CPU per call, beyond the
+    rounds' noise (an exact one-sided rank test, p < 0.05: scripts/rounds.py; it takes at
+    least 4 rounds). A median past 1.0 without such a verdict is one the rounds cannot tell
+    from noise. With the reference clients, metabench is also compared with `plain`, and
+    `plain` and `ae` with redis-benchmark: how much of a gap the system-call pattern makes
+    by itself."""
+    def median_ratio(a, b):
+        return statistics.median(x / y for x, y in zip(a, b))
+
+    against = ["redis-benchmark", "plain"] if reference else ["redis-benchmark"]
+    print("\n| clients | rounds | metabench against | median throughput ratio | below beyond noise "
+          "| median CPU ratio | above beyond noise |")
+    print("|---:|---:|---|---:|---|---:|---|")
     for c, rounds in summary:
-        mb_ops, rb_rps, mb_cpu, rb_cpu = (list(x) for x in zip(*rounds))
         n = len(rounds)
-        if smallest_p(n, n) >= ALPHA:
-            slower = costlier = "too few rounds"
-        else:
-            slower = "yes" if rank_sum_p(rb_rps, mb_ops) < ALPHA else "no"
-            costlier = "yes" if rank_sum_p(mb_cpu, rb_cpu) < ALPHA else "no"
-        throughput = statistics.median(m / r for m, r in zip(mb_ops, rb_rps))
-        cpu = statistics.median(m / r for m, r in zip(mb_cpu, rb_cpu))
-        print(f"| {c} | {n} | {throughput:.2f} | {slower} | {cpu:.2f} | {costlier} |")
+        mb = [r["metabench"] for r in rounds]
+        for other in against:
+            them = [r[other] for r in rounds]
+            slower, costlier = verdicts(n, [m[0] for m in mb], [t[0] for t in them],
+                                        [m[1] for m in mb], [t[1] for t in them])
+            print(f"| {c} | {n} | {other} | {median_ratio([m[0] for m in mb], [t[0] for t in them]):.2f} "
+                  f"| {slower} | {median_ratio([m[1] for m in mb], [t[1] for t in them]):.2f} | {costlier} |")
+    if not reference:
+        return
+    print("\n| clients | rounds | plain / redis-benchmark throughput | plain / redis-benchmark CPU "
+          "| ae / redis-benchmark throughput | ae / redis-benchmark CPU |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for c, rounds in summary:
+        rb = [r["redis-benchmark"] for r in rounds]
+        cells = []
+        for pattern in ("plain", "ae"):
+            ref = [r[pattern] for r in rounds]
+            cells += [median_ratio([x[0] for x in ref], [x[0] for x in rb]),
+                      median_ratio([x[1] for x in ref], [x[1] for x in rb])]
+        print(f"| {c} | {len(rounds)} | " + " | ".join(f"{x:.2f}" for x in cells) + " |")
 
 
 def timing_tables(args):
     """The timed comparison: a row per level and round, then the summary over rounds."""
-    print("| clients | metabench ops/s | redis-benchmark rps | throughput ratio | metabench CPU µs/call "
-          "| redis-benchmark CPU µs/call | CPU ratio | metabench client-bound |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    clients = ["metabench", "redis-benchmark"] + (["plain", "ae"] if args.reference else [])
+    header = ["clients"] + [f"{name} {'ops/s' if name == 'metabench' else 'calls/s'}" for name in clients] \
+        + [f"{name} CPU µs/call" for name in clients] \
+        + ["throughput / redis-benchmark", "CPU / redis-benchmark", "metabench client-bound"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---:|" * (len(header) - 1) + "---|")
     threads = set()
     summary = []
     for c in [int(x) for x in args.levels.split(",")]:
         rounds = []
+        requests = None
         for i in range(args.rounds):
-            # Every other round runs redis-benchmark first (A B, B A, ...), so a drift of
-            # the machine over a round does not always fall on the same side. Its request
-            # count comes from metabench's rate in the level's previous round.
-            if i % 2 == 1:
-                rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
-            mb_ops, mb_cpu, bound, mb_threads = metabench_level(args, c)
-            threads.add(mb_threads)
-            requests = max(20000, int(mb_ops * args.duration))
-            if i % 2 == 0:
-                rb_rps, rb_cpu, _ = redis_benchmark(args, c, requests)
-            rounds.append((mb_ops, rb_rps, mb_cpu, rb_cpu))
-            print(f"| {c} | {mb_ops:.0f} | {rb_rps:.0f} | {mb_ops / rb_rps:.2f} | {mb_cpu:.1f} "
-                  f"| {rb_cpu:.1f} | {mb_cpu / rb_cpu:.2f} | {'yes' if bound else 'no'} |", flush=True)
+            # Each round starts one client later (A B C D, B C D A, ...), so a drift of the
+            # machine over a round does not always fall on the same client. redis-benchmark
+            # runs a count of requests, taken from the rate last measured at this level.
+            order = clients[i % len(clients):] + clients[:i % len(clients)]
+            got = {}
+            for name in order:
+                if name == "metabench":
+                    ops, cpu, bound, mb_threads = metabench_level(args, c)
+                    threads.add(mb_threads)
+                    got[name] = (ops, cpu)
+                elif name == "redis-benchmark":
+                    rps, cpu, _ = redis_benchmark(args, c, requests or 20000)
+                    got[name] = (rps, cpu)
+                else:
+                    got[name] = reference_client(args, c, name)
+                requests = max(20000, int(got[name][0] * args.duration))
+            rounds.append(got)
+            mb, rb = got["metabench"], got["redis-benchmark"]
+            cells = [f"{got[name][0]:.0f}" for name in clients] + [f"{got[name][1]:.1f}" for name in clients]
+            print(f"| {c} | " + " | ".join(cells) + f" | {mb[0] / rb[0]:.2f} | {mb[1] / rb[1]:.2f} "
+                  f"| {'yes' if bound else 'no'} |", flush=True)
         summary.append((c, rounds))
-    print_summary(summary)
+    print_summary(summary, args.reference)
     print(f"\nmetabench ran its clients on {'; '.join(sorted(threads))} client "
           "thread(s) (its results' host.client_threads, client_cpus and engine_cpus)"
           + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread"
-          + (f"; both clients on CPUs {args.cpus}." if args.cpus else "; unpinned."))
+          + ("; the reference clients on one thread each" if args.reference else "")
+          + (f"; all clients on CPUs {args.cpus}" if args.cpus else "; unpinned")
+          + ("; CPU idle states held off (PM QoS 0 µs)." if args.no_idle_states else "; CPUs free to idle."))
 
 
 def main():
@@ -269,14 +376,26 @@ def main():
     p.add_argument("--instructions", type=float, metavar="SECONDS",
                    help="count user-space instructions per call under callgrind for this long "
                         "per client and level, instead of timing")
+    p.add_argument("--no-idle-states", action="store_true",
+                   help="hold the CPUs out of their idle states while comparing (PM QoS 0 µs on "
+                        "/dev/cpu_dma_latency; needs root): no round trip waits for a halted CPU")
+    p.add_argument("--no-reference", dest="reference", action="store_false",
+                   help="leave out the two minimal reference clients (scripts/minimal-get-client.c)")
     args = p.parse_args()
 
     # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
     subprocess.run(["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
                     "-n", "1", "-d", "60", "-t", "set", "-q"], capture_output=True, check=True)
+    workdir = tempfile.mkdtemp(prefix="compare-redis-benchmark-")
+    idle_request = hold_idle_states_off() if args.no_idle_states else None
     try:
+        if args.reference and not args.instructions:
+            args.reference_binary = build_reference(workdir)
         (instructions_table if args.instructions else timing_tables)(args)
     finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if idle_request is not None:
+            os.close(idle_request)
         subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
                         "DEL", "key:__rand_int__"], capture_output=True)
 
