@@ -155,9 +155,10 @@ def reference_client(args, clients, pattern):
     waiting in `pattern` (plain or ae)."""
     cmd = [*pinned(args), args.reference_binary, args.host, str(args.port), str(clients),
            str(args.duration), pattern]
+    env = dict(os.environ)
     if args.password:
-        cmd.append(args.password)
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        env["REDIS_PASSWORD"] = args.password
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if out.returncode != 0:
         sys.exit(f"compare-redis-benchmark: the {pattern} reference client failed: {out.stderr.strip()}")
     run = json.loads(out.stdout)

@@ -4,7 +4,7 @@
  * machine, apart from any client's own code.
  *
  *     cc -O2 -o minimal-get-client scripts/minimal-get-client.c
- *     minimal-get-client HOST PORT CONNECTIONS SECONDS PATTERN [PASSWORD]
+ *     [REDIS_PASSWORD=...] minimal-get-client HOST PORT CONNECTIONS SECONDS PATTERN
  *
  * One thread (as redis-benchmark's default), CONNECTIONS sockets, one GET of
  * `key:__rand_int__` in database 0 in flight on each (the key redis-benchmark -t get
@@ -78,7 +78,7 @@ static size_t reply_len(const char *buf, size_t len) {
 
 static void send_all(int fd, const char *data, size_t len) {
     while (len > 0) {
-        ssize_t n = send(fd, data, len, 0);
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;
             die("send");
@@ -112,7 +112,7 @@ static void ctl(int ep, int op, int fd, unsigned events, int index) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: minimal-get-client HOST PORT CONNECTIONS SECONDS plain|ae [PASSWORD]\n");
+        fprintf(stderr, "usage: [REDIS_PASSWORD=...] minimal-get-client HOST PORT CONNECTIONS SECONDS plain|ae\n");
         return 2;
     }
     int conns = atoi(argv[3]);
@@ -127,6 +127,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "minimal-get-client: %s is not an IPv4 address\n", argv[1]);
         return 2;
     }
+    /* From the environment, not the command line, where any process could read it. */
+    const char *password = getenv("REDIS_PASSWORD");
     static struct conn c[MAX_CONNECTIONS];
     int ep = epoll_create1(0);
     if (ep < 0) die("epoll_create1");
@@ -136,9 +138,9 @@ int main(int argc, char **argv) {
         if (connect(c[i].fd, (struct sockaddr *)&addr, sizeof addr) < 0) die("connect");
         int one = 1;
         setsockopt(c[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (argc > 6) {
+        if (password && *password) {
             char auth[512];
-            snprintf(auth, sizeof auth, "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n", strlen(argv[6]), argv[6]);
+            snprintf(auth, sizeof auth, "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n", strlen(password), password);
             setup_command(&c[i], auth);
         }
         setup_command(&c[i], "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n");
