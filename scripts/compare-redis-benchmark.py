@@ -46,8 +46,8 @@ own in user space, the two show what the pattern itself costs on this machine: w
 metabench's code. On a VM whose idle vCPUs halt, taking an item out of epoll frees it
 through RCU, and a CPU with RCU callbacks pending keeps its scheduler tick on when it idles
 (Linux's NO_HZ_IDLE): redis-benchmark's CPU then goes idle and wakes without stopping and
-restarting the tick, which on such a VM made it up to a fifth faster per round trip than
-`plain` at one client (see the closing table of metabench's README).
+restarting the tick, which on such a VM made `ae` a tenth to a quarter faster per round
+trip than `plain` at one client (the table in the README's redis-benchmark comparison).
 
 `--no-idle-states` holds every CPU out of its idle states while the comparison runs: a
 PM QoS request of 0 µs on /dev/cpu_dma_latency (Linux's documented interface, used by
@@ -76,8 +76,8 @@ import csv
 import io
 import json
 import os
-import shutil
 import resource
+import shutil
 import signal
 import statistics
 import struct
@@ -144,7 +144,10 @@ def build_reference(workdir):
                  "or pass --no-reference")
     source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "minimal-get-client.c")
     binary = os.path.join(workdir, "minimal-get-client")
-    out = subprocess.run([cc, "-O2", "-o", binary, source], capture_output=True, text=True)
+    try:
+        out = subprocess.run([cc, "-O2", "-o", binary, source], capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"compare-redis-benchmark: the C compiler {cc}: {e.strerror}")
     if out.returncode != 0:
         sys.exit(f"compare-redis-benchmark: building {source} failed: {out.stderr.strip()}")
     return binary
@@ -384,21 +387,26 @@ def main():
                    help="leave out the two minimal reference clients (scripts/minimal-get-client.c)")
     args = p.parse_args()
 
-    # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
-    subprocess.run(["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
-                    "-n", "1", "-d", "60", "-t", "set", "-q"], capture_output=True, check=True)
     workdir = tempfile.mkdtemp(prefix="compare-redis-benchmark-")
-    idle_request = hold_idle_states_off() if args.no_idle_states else None
+    idle_request = None
     try:
+        # Everything that can fail on the machine comes before the first write to Redis.
+        if args.no_idle_states:
+            idle_request = hold_idle_states_off()
         if args.reference and not args.instructions:
             args.reference_binary = build_reference(workdir)
-        (instructions_table if args.instructions else timing_tables)(args)
+        # The value redis-benchmark's GETs read: 60 bytes, like an inode attribute.
+        subprocess.run(["redis-benchmark", "-h", args.host, "-p", str(args.port), *auth_args(args),
+                        "-n", "1", "-d", "60", "-t", "set", "-q"], capture_output=True, check=True)
+        try:
+            (instructions_table if args.instructions else timing_tables)(args)
+        finally:
+            subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
+                            "DEL", "key:__rand_int__"], capture_output=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         if idle_request is not None:
             os.close(idle_request)
-        subprocess.run(["redis-cli", "-h", args.host, "-p", str(args.port), *auth_args(args),
-                        "DEL", "key:__rand_int__"], capture_output=True)
 
 
 if __name__ == "__main__":
