@@ -87,7 +87,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rounds import ALPHA, rank_sum_p, smallest_p  # noqa: E402
+from rounds import beyond  # noqa: E402
 
 
 def children_cpu():
@@ -269,51 +269,42 @@ def instructions_table(args):
               flush=True)
 
 
-def verdicts(n, mine, theirs, mine_cpu, theirs_cpu):
-    """Whether `mine` is below `theirs` in throughput, and above it in CPU per call, beyond
-    the rounds' noise, over n rounds a side."""
-    if smallest_p(n, n) >= ALPHA:
-        return "too few rounds", "too few rounds"
-    return ("yes" if rank_sum_p(theirs, mine) < ALPHA else "no",
-            "yes" if rank_sum_p(mine_cpu, theirs_cpu) < ALPHA else "no")
-
-
 def print_summary(summary, reference):
     """Per level: the ratios' medians over the rounds, and whether metabench's rounds are
     below the other client's in throughput, or above them in CPU per call, beyond the
-    rounds' noise (an exact one-sided rank test, p < 0.05: scripts/rounds.py; it takes at
+    rounds' noise (`rounds.beyond`: an exact one-sided rank test, p < 0.05; it takes at
     least 4 rounds). A median past 1.0 without such a verdict is one the rounds cannot tell
     from noise. With the reference clients, metabench is also compared with `plain`, and
     `plain` and `ae` with redis-benchmark: how much of a gap the system-call pattern makes
     by itself."""
-    def median_ratio(a, b):
-        return statistics.median(x / y for x, y in zip(a, b))
+    def column(rounds, client, i):
+        """One client's throughput (i = 0) or CPU per call (i = 1) over the rounds."""
+        return [r[client][i] for r in rounds]
+
+    def median_ratio(rounds, client, other, i):
+        return statistics.median(a / b for a, b in zip(column(rounds, client, i), column(rounds, other, i)))
+
+    def verdict(side, base):
+        v = beyond(side, base, 1.0)
+        return "too few rounds" if v is None else ("yes" if v else "no")
 
     against = ["redis-benchmark", "plain"] if reference else ["redis-benchmark"]
     print("\n| clients | rounds | metabench against | median throughput ratio | below beyond noise "
           "| median CPU ratio | above beyond noise |")
     print("|---:|---:|---|---:|---|---:|---|")
     for c, rounds in summary:
-        n = len(rounds)
-        mb = [r["metabench"] for r in rounds]
         for other in against:
-            them = [r[other] for r in rounds]
-            slower, costlier = verdicts(n, [m[0] for m in mb], [t[0] for t in them],
-                                        [m[1] for m in mb], [t[1] for t in them])
-            print(f"| {c} | {n} | {other} | {median_ratio([m[0] for m in mb], [t[0] for t in them]):.2f} "
-                  f"| {slower} | {median_ratio([m[1] for m in mb], [t[1] for t in them]):.2f} | {costlier} |")
+            slower = verdict(column(rounds, other, 0), column(rounds, "metabench", 0))
+            costlier = verdict(column(rounds, "metabench", 1), column(rounds, other, 1))
+            print(f"| {c} | {len(rounds)} | {other} | {median_ratio(rounds, 'metabench', other, 0):.2f} "
+                  f"| {slower} | {median_ratio(rounds, 'metabench', other, 1):.2f} | {costlier} |")
     if not reference:
         return
     print("\n| clients | rounds | plain / redis-benchmark throughput | plain / redis-benchmark CPU "
           "| ae / redis-benchmark throughput | ae / redis-benchmark CPU |")
     print("|---:|---:|---:|---:|---:|---:|")
     for c, rounds in summary:
-        rb = [r["redis-benchmark"] for r in rounds]
-        cells = []
-        for pattern in ("plain", "ae"):
-            ref = [r[pattern] for r in rounds]
-            cells += [median_ratio([x[0] for x in ref], [x[0] for x in rb]),
-                      median_ratio([x[1] for x in ref], [x[1] for x in rb])]
+        cells = [median_ratio(rounds, pattern, "redis-benchmark", i) for pattern in ("plain", "ae") for i in (0, 1)]
         print(f"| {c} | {len(rounds)} | " + " | ".join(f"{x:.2f}" for x in cells) + " |")
 
 

@@ -46,6 +46,11 @@ struct conn {
     size_t len;
 };
 
+static void fail(const char *what) {
+    fprintf(stderr, "minimal-get-client: %s\n", what);
+    exit(1);
+}
+
 static void die(const char *what) {
     fprintf(stderr, "minimal-get-client: %s: %s\n", what, strerror(errno));
     exit(1);
@@ -88,15 +93,25 @@ static void send_all(int fd, const char *data, size_t len) {
     }
 }
 
+/* Reads what the socket has into the connection's buffer: the bytes read, 0 if the read
+ * would block. A reply that does not fit the buffer, a closed connection or an error ends
+ * the run. */
+static size_t receive(struct conn *c) {
+    if (c->len == sizeof c->buf) fail("a reply larger than the client's 4096-byte buffer");
+    ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    if (n < 0) die("recv");
+    if (n == 0) fail("the server closed the connection");
+    return (size_t)n;
+}
+
 /* A blocking request and its reply, before the timed loop. */
 static void setup_command(struct conn *c, const char *cmd) {
     send_all(c->fd, cmd, strlen(cmd));
     c->len = 0;
     size_t r;
     while (!(r = reply_len(c->buf, c->len))) {
-        ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
-        if (n <= 0) die("recv");
-        c->len += (size_t)n;
+        c->len += receive(c);
     }
     if (c->buf[0] == '-') {
         fprintf(stderr, "minimal-get-client: %.*s\n", (int)(r - 2), c->buf);
@@ -140,6 +155,7 @@ int main(int argc, char **argv) {
         setsockopt(c[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (password && *password) {
             char auth[512];
+            if (strlen(password) > 400) fail("REDIS_PASSWORD is longer than 400 bytes");
             snprintf(auth, sizeof auth, "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n", strlen(password), password);
             setup_command(&c[i], auth);
         }
@@ -171,10 +187,9 @@ int main(int argc, char **argv) {
                 ctl(ep, EPOLL_CTL_ADD, x->fd, EPOLLIN, i);
                 continue;
             }
-            ssize_t got = recv(x->fd, x->buf + x->len, sizeof x->buf - x->len, 0);
-            if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            if (got <= 0) die("recv");
-            x->len += (size_t)got;
+            size_t got = receive(x);
+            if (!got) continue;
+            x->len += got;
             size_t r = reply_len(x->buf, x->len);
             if (!r) continue;
             memmove(x->buf, x->buf + r, x->len - r);
