@@ -49,6 +49,10 @@ through RCU, and a CPU with RCU callbacks pending keeps its scheduler tick on wh
 restarting the tick, which on such a VM made `ae` a tenth to a quarter faster per round
 trip than `plain` at one client (the table in the README's redis-benchmark comparison).
 
+Under `--busy-poll` a third reference client runs in the same rounds: `poll`, as `plain`
+but its `epoll_wait` never sleeps (a zero timeout), so it uses its core whole as
+metabench's polling thread does, and metabench is compared with it too.
+
 `--no-idle-states` holds every CPU out of its idle states while the comparison runs: a
 PM QoS request of 0 µs on /dev/cpu_dma_latency (Linux's documented interface, used by
 latency benchmarks and tuned's latency-performance profile; needs root), dropped when the
@@ -155,7 +159,7 @@ def build_reference(workdir):
 
 def reference_client(args, clients, pattern):
     """The minimal client's GETs per second and CPU µs per GET at `clients` connections,
-    waiting in `pattern` (plain or ae)."""
+    waiting in `pattern` (plain, ae or poll)."""
     cmd = [*pinned(args), args.reference_binary, args.host, str(args.port), str(clients),
            str(args.duration), pattern]
     env = dict(os.environ)
@@ -269,14 +273,23 @@ def instructions_table(args):
               flush=True)
 
 
-def print_summary(summary, reference):
+def reference_patterns(args):
+    """The reference clients this run compares: none under `--no-reference`, `plain` and
+    `ae`, and `poll` too under `--busy-poll`."""
+    if not args.reference:
+        return []
+    return ["plain", "ae"] + (["poll"] if args.busy_poll else [])
+
+
+def print_summary(summary, patterns):
     """Per level: the ratios' medians over the rounds, and whether metabench's rounds are
     below the other client's in throughput, or above them in CPU per call, beyond the
     rounds' noise (`rounds.beyond`: an exact one-sided rank test, p < 0.05; it takes at
     least 4 rounds). A median past 1.0 without such a verdict is one the rounds cannot tell
     from noise. With the reference clients, metabench is also compared with `plain`, and
     `plain` and `ae` with redis-benchmark: how much of a gap the system-call pattern makes
-    by itself."""
+    by itself. Under `--busy-poll`, metabench is compared with the polling `poll` client as
+    well, and `poll` with redis-benchmark."""
     def column(rounds, client, i):
         """One client's throughput (i = 0) or CPU per call (i = 1) over the rounds."""
         return [r[client][i] for r in rounds]
@@ -288,7 +301,7 @@ def print_summary(summary, reference):
         v = beyond(side, base, 1.0)
         return "too few rounds" if v is None else ("yes" if v else "no")
 
-    against = ["redis-benchmark", "plain"] if reference else ["redis-benchmark"]
+    against = ["redis-benchmark"] + [p for p in patterns if p != "ae"]
     print("\n| clients | rounds | metabench against | median throughput ratio | below beyond noise "
           "| median CPU ratio | above beyond noise |")
     print("|---:|---:|---|---:|---|---:|---|")
@@ -298,19 +311,20 @@ def print_summary(summary, reference):
             costlier = verdict(column(rounds, "metabench", 1), column(rounds, other, 1))
             print(f"| {c} | {len(rounds)} | {other} | {median_ratio(rounds, 'metabench', other, 0):.2f} "
                   f"| {slower} | {median_ratio(rounds, 'metabench', other, 1):.2f} | {costlier} |")
-    if not reference:
+    if not patterns:
         return
-    print("\n| clients | rounds | plain / redis-benchmark throughput | plain / redis-benchmark CPU "
-          "| ae / redis-benchmark throughput | ae / redis-benchmark CPU |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("\n| clients | rounds | " + " | ".join(f"{p} / redis-benchmark {what}" for p in patterns
+                                               for what in ("throughput", "CPU")) + " |")
+    print("|---:|---:|" + "---:|" * (2 * len(patterns)))
     for c, rounds in summary:
-        cells = [median_ratio(rounds, pattern, "redis-benchmark", i) for pattern in ("plain", "ae") for i in (0, 1)]
+        cells = [median_ratio(rounds, pattern, "redis-benchmark", i) for pattern in patterns for i in (0, 1)]
         print(f"| {c} | {len(rounds)} | " + " | ".join(f"{x:.2f}" for x in cells) + " |")
 
 
 def timing_tables(args):
     """The timed comparison: a row per level and round, then the summary over rounds."""
-    clients = ["metabench", "redis-benchmark"] + (["plain", "ae"] if args.reference else [])
+    patterns = reference_patterns(args)
+    clients = ["metabench", "redis-benchmark"] + patterns
     header = ["clients"] + [f"{name} {'ops/s' if name == 'metabench' else 'calls/s'}" for name in clients] \
         + [f"{name} CPU µs/call" for name in clients] \
         + ["throughput / redis-benchmark", "CPU / redis-benchmark", "metabench client-bound"]
@@ -344,7 +358,7 @@ def timing_tables(args):
             print(f"| {c} | " + " | ".join(cells) + f" | {mb[0] / rb[0]:.2f} | {mb[1] / rb[1]:.2f} "
                   f"| {'yes' if bound else 'no'} |", flush=True)
         summary.append((c, rounds))
-    print_summary(summary, args.reference)
+    print_summary(summary, patterns)
     print(f"\nmetabench ran its clients on {'; '.join(sorted(threads))} client "
           "thread(s) (its results' host.client_threads, client_cpus and engine_cpus)"
           + (", busy-polling" if args.busy_poll else "") + "; redis-benchmark on its one thread"

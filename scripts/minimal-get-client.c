@@ -19,6 +19,9 @@
  *          taken out of epoll and put back for EPOLLOUT, the GET is sent when
  *          epoll_wait reports it writable, and the socket is taken out and put back for
  *          EPOLLIN: five epoll_ctl, two epoll_wait, one sendto and one recvfrom per GET.
+ *   poll   as plain, but epoll_wait never sleeps (a zero timeout): the thread polls its
+ *          sockets and uses its core whole, as metabench's client threads under
+ *          --busy-poll do, so a reply finds it running.
  *
  * Prints one line of JSON: calls, seconds, and the process's user+system CPU time per
  * call (getrusage), the figures the comparison prints for redis-benchmark.
@@ -127,13 +130,13 @@ static void ctl(int ep, int op, int fd, unsigned events, int index) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: [REDIS_PASSWORD=...] minimal-get-client HOST PORT CONNECTIONS SECONDS plain|ae\n");
+        fprintf(stderr, "usage: [REDIS_PASSWORD=...] minimal-get-client HOST PORT CONNECTIONS SECONDS plain|ae|poll\n");
         return 2;
     }
     int conns = atoi(argv[3]);
     double seconds = atof(argv[4]);
-    int ae = strcmp(argv[5], "ae") == 0;
-    if (conns < 1 || conns > MAX_CONNECTIONS || seconds <= 0 || (!ae && strcmp(argv[5], "plain") != 0)) {
+    int ae = strcmp(argv[5], "ae") == 0, poll = strcmp(argv[5], "poll") == 0;
+    if (conns < 1 || conns > MAX_CONNECTIONS || seconds <= 0 || (!ae && !poll && strcmp(argv[5], "plain") != 0)) {
         fprintf(stderr, "minimal-get-client: bad connections, seconds or pattern\n");
         return 2;
     }
@@ -173,7 +176,7 @@ int main(int argc, char **argv) {
     }
     struct epoll_event evs[256];
     while (now() < end) {
-        int n = epoll_wait(ep, evs, 256, 1000);
+        int n = epoll_wait(ep, evs, 256, poll ? 0 : 1000);
         if (n < 0) {
             if (errno == EINTR) continue;
             die("epoll_wait");
