@@ -77,6 +77,10 @@ struct Worker {
     sched: Option<Arc<SchedStat>>,
     /// The time its in-process engine calls took (SQLite's statements), ns.
     engine_calls: Arc<AtomicU64>,
+    /// When it started, and (under [`Idle::BusyPoll`]) how long its polling task found
+    /// nothing for a client to do, ns: the two give its busy time ([`Exec::busy_time`]).
+    started: Instant,
+    idle_polls: Arc<AtomicU64>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -134,8 +138,9 @@ impl Exec {
                 .on_thread_unpark(move || on_unpark.store(false, Ordering::Release))
                 .build()?;
             let handle = runtime.handle().clone();
+            let idle_polls = Arc::new(AtomicU64::new(0));
             if idle == Idle::BusyPoll {
-                handle.spawn(poll_instead_of_sleeping());
+                handle.spawn(poll_instead_of_sleeping(Some(idle_polls.clone())));
             }
             let (tx, rx) = oneshot::channel::<()>();
             let (opened_tx, opened_rx) = std::sync::mpsc::sync_channel(1);
@@ -170,6 +175,8 @@ impl Exec {
                 parked,
                 sched,
                 engine_calls,
+                started: Instant::now(),
+                idle_polls,
                 shutdown: Some(tx),
                 thread: Some(thread),
             });
@@ -232,18 +239,24 @@ impl Exec {
     }
 
     /// The time the client threads that run any of `clients` clients
-    /// ([`Exec::threads_running`]) have spent running tasks, summed over those threads:
-    /// tokio's busy duration, which leaves out a thread's sleeps and its polls of its
-    /// I/O driver. Under [`Idle::BusyPoll`] it is what their CPU time no longer says:
-    /// how much of the time the clients kept their threads busy. The polling task's own
-    /// turns count in it too: one client of a loopback Redis kept a sleeping thread busy
-    /// 29 % of the time and a polling one 48 %, four clients 82 % and 90 %. A thread
-    /// without a client is left out: under [`Idle::BusyPoll`] it is busy polling alone.
+    /// ([`Exec::threads_running`]) have been busy with them so far, summed over those
+    /// threads. Under [`Idle::BusyPoll`] it is what their CPU time no longer says: their
+    /// time less the turns of their polling task that found nothing for a client to do
+    /// (an I/O driver poll that woke no client task), so the driver's work on a reply
+    /// counts as the client's. Under [`Idle::Sleep`] it is tokio's busy duration (time
+    /// running tasks, not sleeping nor polling the driver). A thread without a client is
+    /// left out: under [`Idle::BusyPoll`] it is busy polling alone.
     pub fn busy_time(&self, clients: usize) -> Duration {
         self.workers
             .iter()
             .take(self.threads_running(clients))
-            .map(|w| w.handle.metrics().worker_total_busy_duration(0))
+            .map(|w| match self.idle {
+                Idle::BusyPoll => w
+                    .started
+                    .elapsed()
+                    .saturating_sub(Duration::from_nanos(w.idle_polls.load(Ordering::Relaxed))),
+                Idle::Sleep => w.handle.metrics().worker_total_busy_duration(0),
+            })
             .sum()
     }
 
@@ -277,13 +290,21 @@ impl Exec {
         index % self.workers.len()
     }
 
-    /// Runs `fut` on the thread of client `index`.
+    /// Runs `fut` on the thread of client `index`, its polls counted for that thread's
+    /// polling task ([`poll_instead_of_sleeping`]).
     pub fn spawn<F>(&self, index: usize, fut: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.workers[self.thread_of(index)].handle.spawn(fut)
+        // Boxed once per spawned client task, not per call.
+        let mut fut = Box::pin(fut);
+        self.workers[self.thread_of(index)]
+            .handle
+            .spawn(std::future::poll_fn(move |cx| {
+                CLIENT_POLLS.set(CLIENT_POLLS.get() + 1);
+                fut.as_mut().poll(cx)
+            }))
     }
 
     /// Starts a scheduling-lag probe, from the caller's runtime, of the client threads
@@ -321,16 +342,35 @@ impl Drop for Exec {
     }
 }
 
+thread_local! {
+    /// Polls of the client tasks spawned on this thread so far ([`Exec::spawn`]): the
+    /// polling task tells by it a turn that woke a client from one that found nothing.
+    static CLIENT_POLLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// A client thread's task under [`Idle::BusyPoll`]: it only yields, for as long as the
 /// thread runs. A task that yields is run again only after the thread's I/O driver has
 /// been polled, and a thread with a task to run polls it without waiting (`epoll_wait`
 /// with a zero timeout): the thread never parks, and a reply is read as soon as it is
-/// polled. Client tasks ready to run take their turns as before. Under [`Idle::Sleep`]
-/// the floor runs it for its second median, then aborts it
-/// ([`crate::floor::measure_floor`]).
-pub(crate) async fn poll_instead_of_sleeping() {
+/// polled. Client tasks ready to run take their turns as before. Each turn in which no
+/// client task was polled is added to `idle` (ns), if given: the time the thread had
+/// nothing to do ([`Exec::busy_time`]). The scheduler wakes tasks that yielded in the
+/// reverse order, so just after a client's own yield ([`pace`]) one turn holds only a
+/// driver poll and reads as idle: about 1 µs every [`YIELD_EVERY`] of a client whose
+/// calls never wait, and on every turn of one that did nothing but yield. Under [`Idle::Sleep`] the floor runs it for its
+/// second median, then aborts it ([`crate::floor::measure_floor`]).
+pub(crate) async fn poll_instead_of_sleeping(idle: Option<Arc<AtomicU64>>) {
+    let Some(idle) = idle else {
+        loop {
+            tokio::task::yield_now().await;
+        }
+    };
     loop {
+        let (polls, from) = (CLIENT_POLLS.get(), Instant::now());
         tokio::task::yield_now().await;
+        if CLIENT_POLLS.get() == polls {
+            idle.fetch_add(from.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
     }
 }
 
@@ -1658,6 +1698,43 @@ mod tests {
                 "{thread}: {polling:?}"
             );
         }
+    }
+
+    /// A busy-polling thread's busy time over a client's 100 ms: the client's, not the
+    /// polling's. A client that waits on a timer leaves its thread nearly idle, though the
+    /// thread polls all along; one whose calls never wait (it works, yielding every
+    /// [`YIELD_EVERY`] as such clients do in [`pace`]) keeps it busy the whole time.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_polling_threads_busy_time_is_its_clients_work_not_its_polls() {
+        let _alone = SCHEDULING.lock().await;
+        let busy_over_100ms = |never_waits: bool| async move {
+            let exec = Exec::new(1, Idle::BusyPoll).unwrap();
+            let before = exec.busy_time(1);
+            exec.spawn(0, async move {
+                let end = Instant::now() + Duration::from_millis(100);
+                if never_waits {
+                    while Instant::now() < end {
+                        let turn = Instant::now() + YIELD_EVERY;
+                        while Instant::now() < turn {
+                            std::hint::spin_loop();
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                } else {
+                    tokio::time::sleep_until(end.into()).await;
+                }
+            })
+            .await
+            .unwrap();
+            exec.busy_time(1) - before
+        };
+        let waiting = busy_over_100ms(false).await;
+        let never_waiting = busy_over_100ms(true).await;
+        assert!(waiting < Duration::from_millis(30), "{waiting:?}");
+        assert!(
+            never_waiting >= Duration::from_millis(90),
+            "{never_waiting:?}"
+        );
     }
 
     async fn futures_join(exec: &Exec) -> Vec<String> {

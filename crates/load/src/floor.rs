@@ -83,7 +83,7 @@ async fn floor_of<S: NullRoundTrip + ?Sized>(
         Idle::Sleep => {
             // A sibling task that only yields keeps this thread from parking, as under
             // `--busy-poll`, until it is aborted.
-            let poller = tokio::spawn(crate::exec::poll_instead_of_sleeping());
+            let poller = tokio::spawn(crate::exec::poll_instead_of_sleeping(None));
             let polled =
                 null_round_trips(session, &mut timeout, FLOOR_CALLS / 2, FLOOR_BUDGET / 2).await;
             poller.abort();
