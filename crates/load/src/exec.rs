@@ -357,8 +357,9 @@ thread_local! {
 /// nothing to do ([`Exec::busy_time`]). The scheduler wakes tasks that yielded in the
 /// reverse order, so just after a client's own yield ([`pace`]) one turn holds only a
 /// driver poll and reads as idle: about 1 µs every [`YIELD_EVERY`] of a client whose
-/// calls never wait, and on every turn of one that did nothing but yield. Under [`Idle::Sleep`] the floor runs it for its
-/// second median, then aborts it ([`crate::floor::measure_floor`]).
+/// calls never wait, and every other turn of one that did nothing but yield. Under
+/// [`Idle::Sleep`] the floor runs it for its second median, then aborts it
+/// ([`crate::floor::measure_floor`]).
 pub(crate) async fn poll_instead_of_sleeping(idle: Option<Arc<AtomicU64>>) {
     let Some(idle) = idle else {
         loop {
