@@ -67,11 +67,19 @@ impl CallDeadlines {
             // The timer keeps the waker of the task that last polled it, so it is polled
             // again only when it fired or another task waits on it: not on every wait of
             // every call, which the time driver would charge each time.
-            while timer.is_elapsed()
-                || !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
-            {
+            if !timer.is_elapsed() && registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                return Poll::Pending;
+            }
+            // `will_wake` may say no for the very waker the timer holds (its clone can carry
+            // another copy of the same vtable, as the waker of `block_on` does in a release
+            // build): that costs one more poll of the timer, so the loop ends on what the
+            // timer answers, never on `will_wake`.
+            loop {
                 match timer.as_mut().poll(cx) {
-                    Poll::Pending => *registered = Some(cx.waker().clone()),
+                    Poll::Pending => {
+                        *registered = Some(cx.waker().clone());
+                        return Poll::Pending;
+                    }
                     Poll::Ready(()) if Instant::now() >= deadline => return Poll::Ready(None),
                     // Armed for an earlier call: re-armed for this one.
                     Poll::Ready(()) => {
@@ -80,7 +88,6 @@ impl CallDeadlines {
                     }
                 }
             }
-            Poll::Pending
         })
         .await
     }
@@ -165,6 +172,75 @@ mod tests {
             .expect("the call on the other task is ended by its deadline");
         assert_eq!(ended.unwrap(), None);
         assert_eq!(Instant::now() - start, limit);
+    }
+
+    /// A waker that wakes `inner`, each of whose clones is a copy of its own: `will_wake`
+    /// then never says yes for the waker a timer holds, which `Waker` allows (a clone of
+    /// `block_on`'s waker can carry another copy of the same vtable in a release build).
+    fn a_waker_never_the_same_as_its_clones(inner: &Waker) -> Waker {
+        use std::task::{RawWaker, RawWakerVTable};
+        static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop);
+        fn raw(inner: Waker) -> RawWaker {
+            RawWaker::new(Box::into_raw(Box::new(inner)).cast(), &VTABLE)
+        }
+        // SAFETY (each of the four): `data` is a `Box<Waker>` made by `raw` and not freed;
+        // only `wake` and `drop` free it, and the waker is not used after either.
+        unsafe fn clone(data: *const ()) -> RawWaker {
+            raw(unsafe { &*data.cast::<Waker>() }.clone())
+        }
+        unsafe fn wake(data: *const ()) {
+            unsafe { Box::from_raw(data.cast_mut().cast::<Waker>()) }.wake();
+        }
+        unsafe fn wake_by_ref(data: *const ()) {
+            unsafe { &*data.cast::<Waker>() }.wake_by_ref();
+        }
+        unsafe fn drop(data: *const ()) {
+            std::mem::drop(unsafe { Box::from_raw(data.cast_mut().cast::<Waker>()) });
+        }
+        // SAFETY: the vtable's functions keep the contract above.
+        unsafe { Waker::from_raw(raw(inner.clone())) }
+    }
+
+    /// A waker that never `will_wake` the one the timer holds costs a poll of the timer
+    /// each time, and nothing more: the wait still says "pending" (an earlier version
+    /// polled the timer until `will_wake` said yes, for ever in a release build) and still
+    /// ends at the deadline.
+    #[test]
+    fn a_waker_that_never_will_wake_the_timer_s_still_waits_and_ends_at_the_deadline() {
+        let (answer, answered) = std::sync::mpsc::channel();
+        // On a thread of its own, so that a wait that never returns fails the test.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let limit = Duration::from_millis(50);
+            let mut deadlines = CallDeadlines::new();
+            let (polls, ended, took) = runtime.block_on(async {
+                let start = Instant::now();
+                let mut waits = pin!(deadlines.run(start + limit, std::future::pending::<()>()));
+                let mut polls = 0;
+                let ended = std::future::poll_fn(|cx| {
+                    polls += 1;
+                    let waker = a_waker_never_the_same_as_its_clones(cx.waker());
+                    waits
+                        .as_mut()
+                        .poll(&mut std::task::Context::from_waker(&waker))
+                })
+                .await;
+                (polls, ended, start.elapsed())
+            });
+            let _ = answer.send((polls, ended, took));
+        });
+        let (polls, ended, took) = answered
+            .recv_timeout(Duration::from_secs(10))
+            .expect("every poll of the wait returns");
+        assert_eq!(ended, None);
+        assert!(took >= Duration::from_millis(50), "{took:?}");
+        assert!(
+            polls >= 2,
+            "pending once at least, then ended: {polls} polls"
+        );
     }
 
     #[tokio::test]
