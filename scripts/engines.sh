@@ -40,6 +40,9 @@
 # METABENCH_TIKV_PORT (PD's client port; PD's peer port, unistore and its status port are
 # the next three), METABENCH_HDFS_PORT (the NameNode's RPC port; the DataNode's ports are
 # picked free), METABENCH_S3_PORT.
+# A build step that downloads (Go modules, Maven's jars) is tried again after 10 s and 30 s
+# when it fails; METABENCH_NET_RETRY_DELAYS="SECONDS ..." sets the waits ("" tries once).
+# apt retries its own downloads (Acquire::Retries=3) and pip its own (5 times by default).
 # Nothing here stops a process this script did not start, and nothing listens beyond
 # 127.0.0.1.
 
@@ -115,6 +118,25 @@ die() {
     exit 1
 }
 
+# with_retries WHAT CMD...: runs CMD, and again after 10 s and after 30 s if it fails. The
+# registries this script downloads from drop a connection now and then (a CI run failed
+# once on one reset from the Go checksum database); an error that is not the network's
+# fails three times, 40 s later, and its caller prints it as before. CMD must return its
+# status itself: set -e does not act inside a command run this way.
+NET_RETRY_DELAYS="${METABENCH_NET_RETRY_DELAYS:-10 30}"
+with_retries() {
+    local what="$1" delay attempt=1
+    shift
+    "$@" && return 0
+    for delay in $NET_RETRY_DELAYS; do
+        attempt=$((attempt + 1))
+        say "$what failed; trying again in ${delay}s (attempt $attempt)"
+        sleep "$delay"
+        "$@" && return 0
+    done
+    return 1
+}
+
 pg_bindir() {
     local d
     d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
@@ -142,9 +164,10 @@ apt_install() {
     fi
     local rc=0 log
     log="$(mktemp /tmp/metabench-apt.XXXXXX)"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 || rc=$?
+    # apt retries a dropped download itself (Acquire::Retries), 3 times here.
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq -o Acquire::Retries=3 >"$log" 2>&1 || rc=$?
     if [[ $rc -eq 0 ]]; then
-        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Acquire::Retries=3 \
             -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
             --no-install-recommends "${pkgs[@]}" >>"$log" 2>&1 || rc=$?
     fi
@@ -380,6 +403,17 @@ check_packages() {
 # The TiKV stand-in, built once per machine into $STANDIN/bin (a stamp names the pins).
 # pd-server is built with -tags without_dashboard; unistore-server in a scratch module
 # with the replaces its old etcd and gRPC need, and -checklinkname=0 for Go >= 1.23.
+# Each scratch module gets its committed go.sum (scripts/tikv-standin/*.go.sum) and is
+# built with -mod=readonly: every download is checked against it, and the build never
+# asks the checksum database (that lookup is what failed CI once). A go.sum that misses
+# an entry fails the build with Go's "missing go.sum entry"; regenerate it by building
+# once with -mod=mod and copying the scratch module's go.sum back.
+go_build_in() {
+    local dir="$1" log="$2"
+    shift 2
+    (cd "$dir" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local go build "$@" >>"$log" 2>&1)
+}
+
 ensure_tikv_standin() {
     local bin="$STANDIN/bin" stamp="$STANDIN/bin/PINS"
     local want="pd $PD_PIN unistore $UNISTORE_PIN"
@@ -397,13 +431,15 @@ ensure_tikv_standin() {
         "$UNISTORE_MODULE" "$UNISTORE_PIN" \
         "replace go.etcd.io/etcd => github.com/zhangjinpeng1987/etcd v0.5.0-alpha.5.0.20201117041249-9487a87e2cbd" \
         "replace google.golang.org/grpc => google.golang.org/grpc v1.29.1" >"$STANDIN/src/unistore/go.mod"
-    (cd "$STANDIN/src/pd" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -tags without_dashboard \
-        -o "$bin/pd-server.new" "$PD_MODULE/cmd/pd-server" >>"$log" 2>&1) || {
+    cp "$ROOT/scripts/tikv-standin/pd.go.sum" "$STANDIN/src/pd/go.sum"
+    cp "$ROOT/scripts/tikv-standin/unistore.go.sum" "$STANDIN/src/unistore/go.sum"
+    with_retries "building pd-server" go_build_in "$STANDIN/src/pd" "$log" -tags without_dashboard \
+        -o "$bin/pd-server.new" "$PD_MODULE/cmd/pd-server" || {
         tail -n 30 "$log" >&2
         die "building pd-server failed"
     }
-    (cd "$STANDIN/src/unistore" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -ldflags=-checklinkname=0 \
-        -o "$bin/unistore-server.new" "$UNISTORE_MODULE/cmd/unistore-server" >>"$log" 2>&1) || {
+    with_retries "building unistore-server" go_build_in "$STANDIN/src/unistore" "$log" \
+        -ldflags=-checklinkname=0 -o "$bin/unistore-server.new" "$UNISTORE_MODULE/cmd/unistore-server" || {
         tail -n 30 "$log" >&2
         die "building unistore-server failed"
     }
@@ -756,6 +792,11 @@ stop_tikv() {
 # The HDFS test cluster's classes, made once per machine into $MINIDFS: Maven resolves
 # scripts/minidfs/pom.xml's classpath (Hadoop's jars, cached in ~/.m2) and javac compiles
 # MiniHdfs.java against it. A stamp names the sources' checksum.
+maven_classpath() {
+    mvn -q -B -f "$1" dependency:build-classpath \
+        -Dmdep.outputFile="$MINIDFS/classpath" -Dmdep.includeScope=runtime >>"$2" 2>&1
+}
+
 ensure_minidfs() {
     local src="$ROOT/scripts/minidfs" want
     want="$(cat "$src/pom.xml" "$src/MiniHdfs.java" | sha256sum | cut -c1-16)"
@@ -767,8 +808,8 @@ ensure_minidfs() {
     rm -rf "$MINIDFS"
     mkdir -p "$MINIDFS/classes"
     local log="$MINIDFS/build.log"
-    mvn -q -B -f "$src/pom.xml" dependency:build-classpath \
-        -Dmdep.outputFile="$MINIDFS/classpath" -Dmdep.includeScope=runtime >"$log" 2>&1 ||
+    : >"$log"
+    with_retries "resolving scripts/minidfs/pom.xml" maven_classpath "$src/pom.xml" "$log" ||
         { tail -n 30 "$log" >&2; die "Maven could not resolve scripts/minidfs/pom.xml"; }
     javac -d "$MINIDFS/classes" -cp "$(cat "$MINIDFS/classpath")" "$src/MiniHdfs.java" >>"$log" 2>&1 ||
         { tail -n 30 "$log" >&2; die "javac could not compile scripts/minidfs/MiniHdfs.java"; }
@@ -803,7 +844,12 @@ stop_hdfs() {
     stop_pid HDFS "${HDFS_PID:-}" java "$DATA/hdfs" TERM
 }
 
-# versitygw, built once per machine into $S3_STANDIN/bin (a stamp names the pin).
+# versitygw, built once per machine into $S3_STANDIN/bin (a stamp names the pin), with
+# its own go.sum (go install MODULE@VERSION).
+go_install_s3() {
+    GOBIN="$1" CGO_ENABLED=0 GOFLAGS=-mod=mod go install "$S3_MODULE@$S3_PIN" >>"$2" 2>&1
+}
+
 ensure_s3_server() {
     local bin="$S3_STANDIN/bin"
     if [[ -x "$bin/versitygw" && "$(cat "$bin/PIN" 2>/dev/null)" == "$S3_PIN" ]]; then
@@ -811,7 +857,8 @@ ensure_s3_server() {
     fi
     say "S3: building versitygw $S3_PIN from the Go module proxy (a few minutes, once)"
     mkdir -p "$bin"
-    GOBIN="$bin" CGO_ENABLED=0 GOFLAGS=-mod=mod go install "$S3_MODULE@$S3_PIN" >"$S3_STANDIN/build.log" 2>&1 ||
+    : >"$S3_STANDIN/build.log"
+    with_retries "building versitygw" go_install_s3 "$bin" "$S3_STANDIN/build.log" ||
         { tail -n 30 "$S3_STANDIN/build.log" >&2; die "could not build versitygw $S3_PIN"; }
     echo "$S3_PIN" >"$bin/PIN"
 }
