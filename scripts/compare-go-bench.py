@@ -50,12 +50,17 @@ with a second tally that uses it for those three operations.
 `--ops a,b` runs only those operations on both sides (the Go benchmark through its
 sub-benchmark filter, `-test.bench=^BenchmarkX$/^(a|b)$`): more rounds of the few
 operations a full run leaves in doubt, in the same minutes.
+
+Stopped before the end (Ctrl-C, or SIGTERM from `timeout`), it prints the table of the
+rounds that finished (each side's calls of the round under way are left out) and exits
+with status 130; stopped before any round finished, it prints nothing but that.
 """
 
 import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -122,6 +127,26 @@ def metrics(text):
     return {unit: float(value) for value, unit in zip(words[::2], words[1::2])}
 
 
+def run_child(cmd, env=None):
+    """`subprocess.run(cmd, capture_output=True, text=True)` with an hour's limit, except
+    that a stop (KeyboardInterrupt) sends the child SIGINT and gives it 30 s to clean up
+    (metabench removes what it wrote to --meta) before it is killed."""
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=3600)
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
 def run_go(args, bench, ops, metric):
     """{op: µs} from `metric` of `bench`'s sub-benchmarks `ops` (all when None)."""
     env = dict(os.environ)
@@ -133,7 +158,7 @@ def run_go(args, bench, ops, metric):
         f"-test.bench=^{bench}$" + (f"/^({'|'.join(ops)})$" if ops else ""),
         f"-test.benchtime={args.iterations}x",
     ]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    out = run_child(cmd, env=env)
     got = {}
     # Log lines may interleave with a benchmark's name; match per line and also the
     # "name" / "N ns/op" split the Go runner prints when a log line comes in between.
@@ -182,7 +207,7 @@ def run_metabench(args):
             "--json",
             path,
         ]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        out = run_child(cmd)
         if out.returncode != 0:
             sys.exit(f"compare-go-bench: metabench failed: {out.stderr.strip()}")
         with open(path) as f:
@@ -226,12 +251,29 @@ def main():
         if floor:
             floors.append(floor)
 
-    for i in range(args.rounds):
-        # Every other round starts with metabench (A B, B A, ...), so a drift of the machine
-        # over a round does not always fall on the same side.
-        for side in (go_side, metabench_side) if i % 2 == 0 else (metabench_side, go_side):
-            side()
-        print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
+    def interrupted(_signum, _frame):
+        raise KeyboardInterrupt
+
+    # `timeout` sends SIGTERM: take it as Ctrl-C, so the rounds that finished still print.
+    signal.signal(signal.SIGTERM, interrupted)
+    rounds = 0
+    try:
+        for i in range(args.rounds):
+            # Every other round starts with metabench (A B, B A, ...), so a drift of the
+            # machine over a round does not always fall on the same side.
+            for side in (go_side, metabench_side) if i % 2 == 0 else (metabench_side, go_side):
+                side()
+            rounds = i + 1
+            print(f"round {rounds}/{args.rounds} done", file=sys.stderr)
+    except KeyboardInterrupt:
+        if rounds == 0:
+            sys.exit("compare-go-bench: stopped before the first round finished")
+        print(f"compare-go-bench: stopped during round {rounds + 1}; the table covers the "
+              f"{rounds} round(s) that finished", file=sys.stderr)
+        for side in (go, go_clock, mb):
+            for op in side:
+                del side[op][rounds:]
+        del floors[rounds:]
 
     ops = [op for op in go if op in mb and op not in SKIP]
     clock_header = (" Go µs/op, timed by a clock † | metabench / Go (clock) |", "---:|---:|") if go_clock else ("", "")
@@ -261,7 +303,7 @@ def main():
         print(row)
     print()
     setting = (
-        f"{args.rounds} rounds of {args.iterations} calls, median per op"
+        f"{rounds} rounds of {args.iterations} calls, median per op"
         + (f"; both clients on CPUs {args.cpus}" if args.cpus else "; unpinned")
         + ("; metabench busy-polling)" if args.busy_poll else ")")
     )
@@ -278,6 +320,8 @@ def main():
         polling = f.get("polling_p50_us")
         polling = f"; p50 {polling:.1f} µs with the client polling" if polling is not None else ""
         print(f"metabench floor ({f['request']}): p50 {f['p50_us']:.1f} µs, p99 {f['p99_us']:.1f} µs{polling}")
+    if rounds < args.rounds:
+        sys.exit(130)
 
 
 if __name__ == "__main__":
