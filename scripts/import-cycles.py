@@ -2,10 +2,13 @@
 """Lists the import circles between source files of each crate under crates/.
 
 A file A depends on a file B when A names an item of B by a path (`use crate::…`,
-`use super::…`, `self::…`, or such a path inline in code). A path is followed through
-`pub use` re-exports to the file that defines the item, so a crate's lib.rs or a
-folder's mod.rs that only re-exports is not a hop of its own. `mod x;` declarations are
-not dependencies, and code inside `#[cfg(test)]` modules is left out (a test may look at
+`use super::…`, `self::…`, `use child::…`, or such a path inline in code, `child::f()`
+included when `child` is a module declared in A). A path is followed through `pub use`
+re-exports (renamed ones by their new name) to the file that defines the item, so a
+crate's lib.rs or a folder's mod.rs that only re-exports is not a hop of its own.
+`super::` and `self::` inside an inline `mod x { … }` are read from that module. `mod x;`
+declarations are not dependencies, and code inside `#[cfg(test)]` modules, inline or in
+files of their own (`#[cfg(test)] mod tests;`), is left out (a test may look at
 anything). A circle is a strongly connected set of two or more files.
 
     scripts/import-cycles.py            # prints each circle; exit 1 if there is one
@@ -91,10 +94,10 @@ def strip_test_modules(text):
 
 
 def expand_use_tree(tree):
-    """`a::{b, c::{d, e}}` → ['a::b', 'a::c::d', 'a::c::e']."""
+    """`a::{b, c::{d as e, f}}` → ['a::b', 'a::c::d@e', 'a::c::f']: a renamed import
+    keeps its new name after `@` ([`split_alias`])."""
+    tree = re.sub(r"\s+as\s+([A-Za-z_][A-Za-z0-9_]*)", r"@\1", tree)
     tree = re.sub(r"\s+", "", tree)
-    tree = re.sub(r"\bas\w+", "", tree.replace(" as ", ""))
-    tree = re.sub(r"as[A-Za-z_]\w*(?=[,}]|$)", "", tree)
 
     def expand(s):
         brace = s.find("{")
@@ -118,17 +121,64 @@ def expand_use_tree(tree):
         out = []
         for p in parts:
             for e in expand(p):
-                out.append(prefix + e if e != "self" else prefix.rstrip(":"))
+                if e == "self" or e.startswith("self@"):
+                    out.append(prefix.rstrip(":") + e[4:])
+                else:
+                    out.append(prefix + e)
         return out
 
     return expand(tree)
 
 
+def split_alias(path):
+    """'a::b@c' → ('a::b', 'c'); 'a::b' → ('a::b', 'b')."""
+    path, _, alias = path.partition("@")
+    return path, alias or path.split("::")[-1]
+
+
+INLINE_MOD_RE = re.compile(r"(?<![\w:])(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{")
+
+
+def split_inline_modules(text, mod):
+    """A file's text → {module path: its own text}: the body of each inline `mod x { … }`
+    (test modules are gone already) belongs to module `mod + (x,)`, so that `super::` and
+    `self::` inside it are read from there; the file keeps the rest."""
+    out = {}
+    outer = []
+    i = 0
+    while True:
+        m = INLINE_MOD_RE.search(text, i)
+        if not m:
+            outer.append(text[i:])
+            break
+        outer.append(text[i : m.start()])
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+            j += 1
+        out.update(split_inline_modules(text[m.end() : j - 1], mod + (m.group(1),)))
+        i = j
+    out[mod] = "".join(outer)
+    return out
+
+
+# A path in code that starts with a plain name (`stream::volume_slot(…)`): a dependency
+# when the name is a child module of the module it is written in.
+CHILD_PATH_RE = re.compile(r"(?<![\w:$])([a-z_][a-z0-9_]*(?:\s*::\s*[A-Za-z_][A-Za-z0-9_]*)+)")
+
+
+TEST_MOD_DECL_RE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
+
+
 class Crate:
     def __init__(self, src):
         self.src = src
-        self.files = {}  # module path tuple -> file path
-        self.text = {}
+        self.paths = {}  # file's module path tuple -> file path
+        self.files = {}  # module path tuple (a file's, or an inline module's) -> file's tuple
+        self.text = {}  # module path tuple -> its own text
         self.reexports = defaultdict(dict)  # module -> name -> full path (module, rest)
         for dirpath, _, names in os.walk(src):
             for n in names:
@@ -138,21 +188,33 @@ class Crate:
                 rel = os.path.relpath(full, src)[:-3].split(os.sep)
                 if rel[-1] in ("lib", "main", "mod"):
                     rel = rel[:-1]
-                self.files[tuple(rel)] = full
-        for mod, path in self.files.items():
+                self.paths[tuple(rel)] = full
+        raw = {}
+        for mod, path in self.paths.items():
             with open(path, encoding="utf-8") as f:
-                self.text[mod] = strip_test_modules(strip_comments_and_strings(f.read()))
+                raw[mod] = strip_comments_and_strings(f.read())
+        # A file that is only a test module (`#[cfg(test)] mod tests;`) is left out, with
+        # what is under it.
+        tests = {mod + (m.group(1),) for mod, text in raw.items() for m in TEST_MOD_DECL_RE.finditer(text)}
+        for mod in list(self.paths):
+            if any(mod[: len(t)] == t for t in tests):
+                del self.paths[mod]
+        for mod in self.paths:
+            for inner, text in split_inline_modules(strip_test_modules(raw[mod]), mod).items():
+                self.files.setdefault(inner, mod)
+                self.text[inner] = text
+        for mod in self.paths:
+            self.files[mod] = mod
         for mod, text in self.text.items():
             for m in USE_RE.finditer(text):
                 start = text.rfind("\n", 0, m.start()) + 1
                 if not re.match(r"\s*pub(\([^)]*\))?\s+use", text[start : m.end()]):
                     continue
                 for p in expand_use_tree(m.group(1)):
-                    segs = p.split("::")
-                    alias = segs[-1]
+                    path, alias = split_alias(p)
                     if alias == "*":
                         continue
-                    self.reexports[mod][alias] = (mod, segs)
+                    self.reexports[mod][alias] = (mod, path.split("::"))
 
     def absolute(self, mod, segs):
         """Segments relative to `mod` → absolute segments, or None for another crate."""
@@ -167,7 +229,7 @@ class Crate:
                 cur.pop()
             i += 1
         if i == 0:
-            # A plain `use x::…`: a child module of this one, or another crate.
+            # A plain `x::…`: a child module of this one, or another crate.
             if tuple(list(mod) + [segs[0]]) in self.files:
                 return list(mod) + segs
             return None
@@ -186,15 +248,17 @@ class Crate:
             target = self.absolute(where, segs)
             if target is not None:
                 return self.resolve(target + rest[1:], depth + 1)
-        return best
+        return self.files.get(best, ())
 
     def edges(self):
         out = defaultdict(set)
         for mod, text in self.text.items():
             paths = []
             for m in USE_RE.finditer(text):
-                paths.extend(expand_use_tree(m.group(1)))
+                paths.extend(split_alias(p)[0] for p in expand_use_tree(m.group(1)))
             for m in PATH_RE.finditer(text):
+                paths.append(re.sub(r"\s+", "", m.group(1)))
+            for m in CHILD_PATH_RE.finditer(text):
                 paths.append(re.sub(r"\s+", "", m.group(1)))
             for p in paths:
                 segs = [s for s in p.split("::") if s]
@@ -207,13 +271,9 @@ class Crate:
                     continue
                 # A plain `use self::…` of a re-export in this very file is no edge.
                 target = self.resolve(target_abs)
-                if target != mod and not is_ancestor_reexport_only(self, target, mod):
-                    out[mod].add(target)
+                if target != self.files[mod]:
+                    out[self.files[mod]].add(target)
         return out
-
-
-def is_ancestor_reexport_only(crate, target, mod):
-    return False
 
 
 def circles(edges, nodes):
@@ -259,12 +319,12 @@ def main():
             continue
         crate = Crate(src)
         edges = crate.edges()
-        rel = lambda m: os.path.relpath(crate.files[m], ROOT)
+        rel = lambda m: os.path.relpath(crate.paths[m], ROOT)
         if show_edges:
             for a in sorted(edges):
                 for b in sorted(edges[a]):
                     print(f"{rel(a)} -> {rel(b)}")
-        for comp in circles(edges, sorted(crate.files)):
+        for comp in circles(edges, sorted(crate.paths)):
             found += 1
             comp_set = set(comp)
             print(f"circle in {name}: " + ", ".join(sorted(rel(m) for m in comp)))
