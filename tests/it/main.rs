@@ -10,6 +10,7 @@ mod baselines;
 mod beside;
 mod cli;
 mod compare;
+mod docs;
 mod matrix;
 mod mounted_resizes;
 #[cfg(feature = "mpi")]
