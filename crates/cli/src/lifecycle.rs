@@ -32,7 +32,7 @@ pub(crate) fn git_commit() -> Option<String> {
 /// them), so no client thread takes the server's CPU ([`metabench_load::placement`]).
 /// Returns the threads and why they are so many and where.
 pub fn client_threads(args: &ClientArgs, target: &TargetArgs) -> Result<(Exec, String), CliError> {
-    let cores = metabench_load::exec::usable_cores();
+    let cores = metabench_load::placement::usable_cores();
     let local_server = target
         .meta
         .as_deref()

@@ -175,7 +175,7 @@ impl Target {
                 .fidelity_notes()
                 .iter()
                 .map(|n| (*n).to_owned())
-                .chain([metabench_load::exec::timing_note()])
+                .chain([metabench_load::timing::timing_note()])
                 .collect(),
         }
     }

@@ -3,9 +3,10 @@
 //! reader sees how much of each operation's cost is transport and the engine's request
 //! loop.
 
-use crate::exec::{Idle, OpTimeout};
+use crate::exec::Idle;
 use crate::stats::histogram;
 use crate::target::Session;
+use crate::timing::OpTimeout;
 use hdrhistogram::Histogram;
 use metabench_engine::{Meta, MetaError, Result};
 use metabench_report::Floor;

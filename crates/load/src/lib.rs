@@ -6,6 +6,7 @@
 //! a [`workload`] at each concurrency level of a [`spec`] until the engine saturates.
 
 pub mod catalog;
+pub mod client;
 pub mod exec;
 pub mod floor;
 pub mod ops;
@@ -15,6 +16,7 @@ pub mod stats;
 pub mod sweep;
 pub mod target;
 pub mod team;
+pub mod timing;
 pub mod workload;
 
 pub use catalog::Op;

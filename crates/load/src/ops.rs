@@ -3,8 +3,9 @@
 //! HdrHistogram per operation.
 
 use crate::catalog::{Op, OpState};
-use crate::exec::{reopen, timed_call, within, ClientBackground, OpTimeout, Timed};
+use crate::client::{reopen, within, ClientBackground};
 use crate::stats::histogram;
+use crate::timing::{timed_call, OpTimeout, Timed};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
 use metabench_report::Latency;

@@ -235,7 +235,7 @@ fn process_threads_cpus(pid: u32) -> Option<Vec<usize>> {
 /// The CPUs this thread may run on (its affinity), in order. Called before any client
 /// thread is bound, from the thread that starts them, it is the process's.
 pub fn this_thread_cpus() -> Vec<usize> {
-    affinity_of(0).unwrap_or_else(|| (0..crate::exec::usable_cores()).collect())
+    affinity_of(0).unwrap_or_else(|| (0..usable_cores()).collect())
 }
 
 /// The machine's online CPUs (`/sys/devices/system/cpu/online`), in order; this
@@ -288,6 +288,12 @@ pub fn bind_this_thread(cpu: usize) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// The cores this process may use (its CPU affinity; an MPI rank bound to one core has
+/// one): at most one client thread per core runs at a time.
+pub fn usable_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]

@@ -143,7 +143,7 @@ async fn sweep_on<P: PathSystem>(
         fidelity_notes: system
             .fidelity_notes()
             .into_iter()
-            .chain([metabench_load::exec::timing_note()])
+            .chain([metabench_load::timing::timing_note()])
             .collect(),
     };
     say!(

@@ -3,10 +3,12 @@
 
 use super::DirOf;
 use super::{Arrivals, Live, Window, MAX_CONSECUTIVE_ERRORS};
-use crate::exec::{reopen, timed_call, within, ClientBackground, Exec, OpTimeout, Timed};
+use crate::client::{reopen, within, ClientBackground};
+use crate::exec::Exec;
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
 use crate::target::{Session, Target};
+use crate::timing::{timed_call, OpTimeout, Timed};
 use crate::workload::Phase;
 use metabench_engine::{MetaError, Result, SessionOptions, SessionStats};
 use std::collections::BTreeMap;

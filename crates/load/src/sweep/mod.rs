@@ -6,7 +6,8 @@
 //! figures, [`check`] the generator's self-check, and [`ranks`] what the ranks of an MPI
 //! run tell each other.
 
-use crate::exec::{within, Exec};
+use crate::client::within;
+use crate::exec::Exec;
 use crate::ops::StopFlag;
 use crate::stats::Recorder;
 use crate::target::{Session, Target};
@@ -241,7 +242,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
     let levels: std::result::Result<(), Ended> = async {
         let mut sessions: Vec<T::Session> = Vec::new();
         let mut totals: Vec<Point> = Vec::new();
-        let cores = crate::exec::usable_cores();
+        let cores = crate::placement::usable_cores();
         let (rank, ranks) = (team.rank(), team.size());
         let leader = rank == 0;
         let failure_at = |clients: u32, phase: &str, step: &str, e: &dyn std::fmt::Display| {
