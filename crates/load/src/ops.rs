@@ -5,6 +5,7 @@
 use crate::catalog::{Op, OpState};
 use crate::client::{reopen, within, ClientBackground};
 use crate::stats::histogram;
+use crate::stop::StopFlag;
 use crate::timing::{timed_call, OpTimeout, Timed};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{Ctx, Engine, Meta, MetaError, Result, SessionOptions};
@@ -12,8 +13,6 @@ use metabench_report::Latency;
 use metabench_report::{ClientLag, OpResult, RunFailure};
 use metabench_schema::Ino;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How much of each operation to run.
@@ -51,22 +50,6 @@ pub struct OpsConfig {
     /// untimed call), as a sweep's warm-up comes before its window. Zero, as Go's
     /// benchmark with a fixed `-benchtime=Nx`, makes the one untimed call alone.
     pub warmup: Duration,
-}
-
-/// Set when the user asked to stop (Ctrl-C); runners stop at the next call boundary.
-#[derive(Debug, Clone, Default)]
-pub struct StopFlag(Arc<AtomicBool>);
-
-impl StopFlag {
-    /// Asks every runner holding this flag to stop.
-    pub fn stop(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether a stop was asked.
-    pub fn is_stopped(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
 }
 
 /// What an `ops` run produced.

@@ -11,7 +11,7 @@
 //! cleans up before `mpirun` kills it. The other ranks wait for rank 0 (or for `mpirun`):
 //! one that left early would make `mpirun` end the job at once.
 
-use crate::ops::StopFlag;
+use crate::stop::StopFlag;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::{Duration, Instant};

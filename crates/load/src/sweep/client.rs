@@ -1,12 +1,11 @@
 //! A sweep's clients: each repeats its phase's operations on its own session, times
 //! every call through [`timed_call`], and records it in its level's window.
 
-use super::DirOf;
-use super::{Arrivals, Live, Window, MAX_CONSECUTIVE_ERRORS};
+use super::config::{Arrivals, DirOf, Live, Window, MAX_CONSECUTIVE_ERRORS};
 use crate::client::{reopen, within, ClientBackground};
 use crate::exec::Exec;
-use crate::ops::StopFlag;
 use crate::stats::Recorder;
+use crate::stop::StopFlag;
 use crate::target::{Session, Target};
 use crate::timing::{timed_call, OpTimeout, Timed};
 use crate::workload::Phase;

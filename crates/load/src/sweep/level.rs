@@ -1,7 +1,7 @@
 //! A level's figures: each operation's summary of its accumulators, the floor, the
 //! engine's telemetry, and rank 0's decision whether the sweep goes on.
 
-use super::{
+use super::config::{
     IntervalHistograms, SweepConfig, SweepOutcome, ACHIEVED_SHARE, CLIENT_CPU_LIMIT,
     PLATEAU_GROWTH, PLATEAU_LEVELS, POOL_BUSY_LIMIT, TELEMETRY_TIMEOUT,
 };

@@ -1,9 +1,9 @@
 //! What the ranks of a sweep tell each other (a plain sweep is one rank), and how rank 0
 //! merges their phase reports exactly.
 
-use super::check::HostTicks;
+use super::config::Window;
+use super::host::HostTicks;
 use super::level::level_op;
-use super::Window;
 use crate::catalog::Op;
 use crate::stats::{histogram, BackgroundAcc, OpAcc, WireAcc};
 use hdrhistogram::Histogram;
