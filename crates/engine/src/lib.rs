@@ -6,20 +6,19 @@
 //! ([`SessionStats`]) so callers can report and assert round trips per operation.
 
 pub mod base;
-mod common;
 pub mod deadline;
 pub mod error;
 pub mod in_process;
 pub mod meta;
 pub mod namespace;
-mod parent_rule;
 pub mod redis;
-mod resize;
 pub mod retry;
+pub(crate) mod rules;
 pub mod sql;
 pub mod stats;
 pub mod telemetry;
 pub mod tkv;
+pub mod types;
 pub mod url;
 
 pub use base::{ClientState, ResizeSteps, SessionSteps, Storage, TxGuard, TxLock};
@@ -28,9 +27,9 @@ pub use meta::{
     ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,
     Renamed, ServerInfo, SessionOptions, SetAttr, StandIn, VolumeState, Xattr, XattrFlags,
 };
-pub use resize::{falloc, FallocRange, Resized};
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;
+pub use types::{falloc, FallocRange, Resized};
 pub use url::{Address, MetaUrl, Scheme};
 
 use std::sync::Arc;

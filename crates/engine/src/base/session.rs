@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// registered session refreshes its record.
 pub const HEARTBEAT: Duration = Duration::from_secs(12);
 
-/// How many session ids in a row [`crate::Storage::register`] tries when each is found
+/// How many session ids in a row [`super::BaseMeta::register`] tries when each is found
 /// taken by another client (JuiceFS tries without end).
 pub(crate) const MAX_TAKEN_IDS: usize = 100;
 

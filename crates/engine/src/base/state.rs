@@ -8,7 +8,7 @@ use super::ids::{InodeIds, SliceIds, SLICE_RUN};
 use super::session::SessionRegistry;
 use super::tx_locks::{TxGuard, TxLock, TxLocks};
 use crate::meta::SessionOptions;
-use crate::parent_rule::ParentRule;
+use crate::rules::ParentRule;
 use metabench_schema::{Ino, Slice};
 use std::collections::HashMap;
 use std::ops::Range;

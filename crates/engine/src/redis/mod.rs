@@ -21,9 +21,9 @@ mod wire;
 
 pub use session::RedisSession;
 
-use crate::base::{ClientState, SessionRegistry, Storage};
-use crate::common::{format_dir_attr, init_time};
+use crate::base::{BaseMeta, ClientState, SessionRegistry};
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
+use crate::rules::{format_dir_attr, init_time};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result};
 use async_trait::async_trait;
 use metabench_schema::redis_keys::{names, RedisKeys};
@@ -78,7 +78,7 @@ const NOTES: &[&str] = &[
          not inherited (the new node gets mode & ~umask).",
         "Compaction is never started (JuiceFS compacts a chunk in the background after reads of >= 5 \
          slices and writes where slices % 100 == 99 or > 350).",
-        crate::common::BACKGROUND_WORK_NOTE,
+        crate::meta::BACKGROUND_WORK_NOTE,
         "Background work sends the same commands; slices whose refcount drops below zero get \
          `HDEL sliceRef`, as a mount does after deleting the objects — metabench deletes no \
          objects.",

@@ -12,7 +12,7 @@ use super::session::RedisSession;
 use super::txn::txn;
 use super::wire::command;
 use crate::base::{session_expire, session_info, SessionSteps};
-use crate::common::looked_up_attr;
+use crate::rules::looked_up_attr;
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::redis_keys::names;
 use metabench_schema::{Attr, Dentry, Ino};

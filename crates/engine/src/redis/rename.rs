@@ -5,12 +5,12 @@
 use super::session::RedisSession;
 use super::txn::txn;
 use super::wire::command;
-use crate::common::{
+use crate::meta::Ctx;
+use crate::retry::decode_attr as decode;
+use crate::rules::{
     check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
     RENAME_EXCHANGE, RENAME_NOREPLACE,
 };
-use crate::meta::Ctx;
-use crate::retry::decode_attr as decode;
 use crate::{MetaError, Rename, Renamed, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{align4k, Attr, Dentry, FileType, Ino, Timestamp};

@@ -4,9 +4,10 @@
 use super::session::RedisSession;
 use super::txn::{txn, Conn, TxErr};
 use super::wire::command;
-use crate::base::{ResizeSteps, Storage};
-use crate::resize::{FallocRange, Holes, Resize, Resized, TruncateHoles};
+use crate::base::{BaseMeta, ResizeSteps};
 use crate::retry::decode_attr as decode;
+use crate::rules::{Holes, Resize, TruncateHoles};
+use crate::types::{FallocRange, Resized};
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{Attr, Ino, Slice, CHUNK_SIZE};

@@ -6,13 +6,13 @@
 use super::resize::quota_parents;
 use super::txn::{txn, Conn};
 use super::wire::command;
-use crate::base::{Background, ClientState, Storage, INODE_BATCH};
-use crate::common::{
+use crate::base::{Background, BaseMeta, ClientState, Storage, INODE_BATCH};
+use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
+use crate::retry::decode_attr as decode;
+use crate::rules::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
     merge_attr, new_child_attr, orphan_attr, parent_gains, touch,
 };
-use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
-use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{

@@ -19,8 +19,8 @@ mod session;
 
 pub use session::SqlSession;
 
-use crate::base::{SessionRegistry, Storage};
-use crate::common::format_dir_attr;
+use crate::base::{BaseMeta, SessionRegistry};
+use crate::rules::format_dir_attr;
 use crate::url::Address;
 use crate::{
     Engine, EngineKind, Meta, MetaError, MetaUrl, Result, Scheme, ServerInfo, SessionOptions,
@@ -443,7 +443,7 @@ pub fn fidelity_notes() -> &'static [&'static str] {
          and inode limits are not enforced.",
         "POSIX ACLs are not evaluated: access checks use the mode bits.",
         "Compaction is never started.",
-        crate::common::BACKGROUND_WORK_NOTE,
+        crate::meta::BACKGROUND_WORK_NOTE,
         "Background work sends the same statements; metabench deletes no objects.",
         "SQLite: before each measurement the WAL is checkpointed and truncated (untimed), so its \
          automatic checkpoints fall on the same calls in every run.",

@@ -27,9 +27,9 @@ pub mod tikv;
 
 pub use session::TkvSession;
 
-use crate::base::{SessionRegistry, Storage};
-use crate::common::{format_dir_attr, init_time};
+use crate::base::{BaseMeta, SessionRegistry};
 use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
+use crate::rules::{format_dir_attr, init_time};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result, Scheme};
 use async_trait::async_trait;
 use kv::{CallCounter, KeyRange, KvBackend, KvError, TxErr, Txn};
@@ -56,7 +56,7 @@ pub fn fidelity_notes() -> &'static [&'static str] {
         "POSIX ACLs are not evaluated; RENAME_EXCHANGE is answered with ENOTSUP; changelog \
          (`XLOG`) records are never written (volumes with ChangeLog are refused).",
         "Compaction is never started.",
-        crate::common::BACKGROUND_WORK_NOTE,
+        crate::meta::BACKGROUND_WORK_NOTE,
         "Background work sends the same transactions; slice refcount keys left below zero are \
          deleted, as after deleting the objects — metabench deletes no objects.",
         "Inode batches are prefetched in the background with uncounted calls, as JuiceFS does off \

@@ -4,13 +4,13 @@
 
 use super::kv::txn;
 use super::session::{drop_link, TkvSession};
-use crate::common::{
+use crate::meta::Ctx;
+use crate::retry::decode_attr as decode;
+use crate::rules::ParentRule;
+use crate::rules::{
     check_not_pinned, check_rename_nodes, check_sticky, is_trash, move_between_parents,
     RENAME_NOREPLACE,
 };
-use crate::meta::Ctx;
-use crate::parent_rule::ParentRule;
-use crate::retry::decode_attr as decode;
 use crate::{MetaError, Rename, Renamed, Result};
 use metabench_schema::{Attr, Dentry, FileType, Ino, Timestamp};
 

@@ -3,9 +3,10 @@
 
 use super::kv::{txn, KeyRange, TxErr, Txn};
 use super::session::{parents_of, TkvSession};
-use crate::base::{ResizeSteps, Storage};
-use crate::resize::{FallocRange, Holes, Resize, Resized, TruncateHoles};
+use crate::base::{BaseMeta, ResizeSteps};
 use crate::retry::decode_attr as decode;
+use crate::rules::{Holes, Resize, TruncateHoles};
+use crate::types::{FallocRange, Resized};
 use crate::{Ctx, MetaError, Result};
 use metabench_schema::tkv::TkvKeys;
 use metabench_schema::{Attr, Ino, Slice};

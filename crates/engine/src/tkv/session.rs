@@ -6,14 +6,14 @@
 
 use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
 use super::resize::quota_parents;
-use crate::base::{Background, ClientState, Storage, INODE_BATCH};
-use crate::common::{
+use crate::base::{Background, BaseMeta, ClientState, Storage, INODE_BATCH};
+use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
+use crate::retry::decode_attr as decode;
+use crate::rules::ParentRule;
+use crate::rules::{
     check_not_pinned, check_parent_to_add, check_parent_to_remove, check_sticky, is_trash,
     looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, RENAME_NOREPLACE,
 };
-use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
-use crate::parent_rule::ParentRule;
-use crate::retry::decode_attr as decode;
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
 use metabench_schema::tkv::{parse_counter, TkvKeys};
 use metabench_schema::{

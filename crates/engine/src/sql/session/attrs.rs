@@ -4,7 +4,7 @@
 use super::rows::*;
 use super::txn::{final_error, simple, txn};
 use super::SqlSession;
-use crate::common::merge_attr;
+use crate::rules::merge_attr;
 use crate::sql::conn::Arg;
 use crate::{Ctx, Entry, MetaError, Result, SetAttr, Xattr, XattrFlags};
 use metabench_schema::sql::{Dialect, NodeRow};

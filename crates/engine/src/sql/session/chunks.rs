@@ -3,9 +3,10 @@
 use super::rows::*;
 use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
-use crate::base::{ResizeSteps, Storage};
-use crate::resize::{FallocRange, Resized, TruncateHoles};
+use crate::base::{BaseMeta, ResizeSteps};
+use crate::rules::TruncateHoles;
 use crate::sql::conn::Arg;
+use crate::types::{FallocRange, Resized};
 use crate::{ChunkWrite, Ctx, MetaError, Result};
 use metabench_schema::sql::{Dialect, NodeRow};
 use metabench_schema::{Attr, Ino, Slice, Timestamp};

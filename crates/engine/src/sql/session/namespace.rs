@@ -4,7 +4,7 @@
 use super::rows::*;
 use super::txn::{simple, txn, TxErr};
 use super::SqlSession;
-use crate::common::{
+use crate::rules::{
     access, check_sticky, is_trash, new_child_attr, orphan_attr, parent_gains, FLAG_APPEND,
     FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,
 };

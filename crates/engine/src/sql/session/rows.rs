@@ -2,7 +2,7 @@
 //! columns, times, trash names and `mergeAttr`.
 
 use super::txn::TxErr;
-use crate::parent_rule::ParentRule;
+use crate::rules::ParentRule;
 use crate::sql::conn::{Arg, DbError, Row};
 use crate::{MetaError, Result};
 use metabench_schema::sql::NodeRow;

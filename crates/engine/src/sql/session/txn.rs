@@ -5,8 +5,8 @@
 use super::rows::*;
 use super::SqlSession;
 use crate::base::{TxGuard, TxLock};
-use crate::common::check_parent_to_remove;
 use crate::retry::{backoff_square, MAX_TRIES};
+use crate::rules::check_parent_to_remove;
 use crate::sql::conn::{Arg, Conn, DbError, Done, ErrKind, Row, Sql};
 use crate::sql::dialect::Stmts;
 use crate::{Ctx, MetaError};

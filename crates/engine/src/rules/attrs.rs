@@ -1,7 +1,9 @@
-//! Pure logic shared by the three engines (Redis, SQL, TKV): no I/O here.
+//! The attributes JuiceFS builds without I/O: the root and the trash as `doInit` writes
+//! them, a new child as `doMknod` makes it (`inheritGid`, `inheritMode`), `mergeAttr` of
+//! `doSetAttr`, and what `doLookup`, `Mknod` and `ReadLink` answer for a missing record.
 
-use crate::meta::{Ctx, NewNode, Rename, SetAttr};
-use crate::parent_rule::ParentRule;
+use super::access::{access, FLAG_SKIP_TRASH};
+use crate::types::{Ctx, NewNode, SetAttr};
 use crate::MetaError;
 use metabench_schema::{Attr, FileType, Ino, Timestamp, ROOT_INODE, TRASH_INODE};
 
@@ -15,199 +17,6 @@ pub(crate) fn readlink_without_target(attr: &Attr) -> MetaError {
         MetaError::Invalid
     }
 }
-
-/// The name of the trash directory under the root.
-pub(crate) const TRASH_NAME: &[u8] = b".trash";
-
-/// JuiceFS's `FlagImmutable`: the node is neither changed nor removed.
-pub(crate) const FLAG_IMMUTABLE: u8 = 1;
-/// JuiceFS's `FlagAppend`: the node only grows.
-pub(crate) const FLAG_APPEND: u8 = 2;
-/// JuiceFS's `FlagSkipTrash`: the node's deletion skips the trash (inherited from the
-/// parent).
-pub(crate) const FLAG_SKIP_TRASH: u8 = 32;
-/// `MaxSymlink`: the longest symlink target.
-pub(crate) const MAX_SYMLINK: usize = 4096;
-/// `RenameNoReplace`.
-pub(crate) const RENAME_NOREPLACE: u32 = 1;
-/// `RenameExchange`.
-pub(crate) const RENAME_EXCHANGE: u32 = 2;
-/// `RenameWhiteout`.
-pub(crate) const RENAME_WHITEOUT: u32 = 4;
-/// `RenameRestore` (internal: a rename out of the trash).
-pub(crate) const RENAME_RESTORE: u32 = 1 << 5;
-/// Write and search permission: what changing a directory's entries needs.
-pub(crate) const MASK_WX: u16 = 2 | 1;
-
-/// Whether `ino` is the trash directory or one of its per-hour children (`Ino.IsTrash`).
-pub(crate) fn is_trash(ino: Ino) -> bool {
-    ino >= TRASH_INODE
-}
-
-/// `checkInodeName`: not empty, no `/`, no NUL (EINVAL otherwise).
-pub(crate) fn check_name(name: &[u8]) -> Result<(), MetaError> {
-    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
-        Err(MetaError::Invalid)
-    } else {
-        Ok(())
-    }
-}
-
-/// `baseMeta.Mknod` / `Link` before a new entry `name` in `parent`: nothing is created in
-/// the trash or as `.trash` (EPERM), `.` and `..` exist (EEXIST), and the name is valid.
-pub(crate) fn check_new_entry(parent: Ino, name: &[u8]) -> Result<(), MetaError> {
-    if is_trash(parent) || (parent == ROOT_INODE && name == TRASH_NAME) {
-        return Err(MetaError::Perm);
-    }
-    if name == b"." || name == b".." {
-        return Err(MetaError::Exists);
-    }
-    check_name(name)
-}
-
-/// `baseMeta.Unlink`: `.trash` stays, and only root removes from the trash (EPERM).
-pub(crate) fn check_unlink(ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(), MetaError> {
-    if (parent == ROOT_INODE && name == TRASH_NAME) || (is_trash(parent) && ctx.uid != 0) {
-        return Err(MetaError::Perm);
-    }
-    Ok(())
-}
-
-/// `baseMeta.Rmdir`: `.` is EINVAL, `..` ENOTEMPTY; `.trash`, the trash's hour
-/// directories and, for users other than root, anything in the trash are EPERM.
-pub(crate) fn check_rmdir(ctx: &Ctx, parent: Ino, name: &[u8]) -> Result<(), MetaError> {
-    if name == b"." {
-        return Err(MetaError::Invalid);
-    }
-    if name == b".." {
-        return Err(MetaError::NotEmpty);
-    }
-    if (parent == ROOT_INODE && name == TRASH_NAME)
-        || parent == TRASH_INODE
-        || (is_trash(parent) && ctx.uid != 0)
-    {
-        return Err(MetaError::Perm);
-    }
-    Ok(())
-}
-
-/// `baseMeta.Rename`'s checks: `.trash` is neither moved nor replaced, nothing moves into
-/// the trash, only root moves out of it (EPERM), the new name is valid, and the flags are
-/// 0, `RENAME_NOREPLACE`, `RENAME_EXCHANGE` or `RENAME_NOREPLACE | RENAME_RESTORE`
-/// (whiteouts are ENOTSUP, anything else EINVAL).
-pub(crate) fn check_rename(ctx: &Ctx, r: &Rename<'_>) -> Result<(), MetaError> {
-    let (ps, pd) = (r.parent_src, r.parent_dst);
-    if (ps == ROOT_INODE && r.name_src == TRASH_NAME)
-        || (pd == ROOT_INODE && r.name_dst == TRASH_NAME)
-    {
-        return Err(MetaError::Perm);
-    }
-    if is_trash(pd) || (is_trash(ps) && ctx.uid != 0) {
-        return Err(MetaError::Perm);
-    }
-    check_name(r.name_dst)?;
-    match r.flags {
-        0 | RENAME_NOREPLACE | RENAME_EXCHANGE => Ok(()),
-        f if f == RENAME_NOREPLACE | RENAME_RESTORE => Ok(()),
-        f if f == RENAME_WHITEOUT || f == RENAME_NOREPLACE | RENAME_WHITEOUT => {
-            Err(MetaError::NotSupported)
-        }
-        _ => Err(MetaError::Invalid),
-    }
-}
-
-/// The checks `doRename` makes in `redis.go` and `tkv.go` once it has read the source
-/// parent `sattr`, the destination parent `dattr` and the moved inode `ino` (`iattr`):
-/// both parents are directories the caller may write and search, the destination is not
-/// inside the trash (unless restoring), the moved inode is neither the destination nor
-/// its parent, nothing involved is append-only or immutable, and a sticky source lets
-/// only root, the file's owner or (for a non-directory) the directory's owner move it.
-pub(crate) fn check_rename_nodes(
-    ctx: &Ctx,
-    r: &Rename<'_>,
-    ino: Ino,
-    [sattr, dattr, iattr]: [&Attr; 3],
-) -> Result<(), MetaError> {
-    let (ps, pd) = (r.parent_src, r.parent_dst);
-    if sattr.typ != FileType::Directory {
-        return Err(MetaError::NotDir);
-    }
-    access(ctx, sattr, MASK_WX)?;
-    if dattr.typ != FileType::Directory {
-        return Err(MetaError::NotDir);
-    }
-    if r.flags & RENAME_RESTORE == 0 && dattr.parent > TRASH_INODE {
-        return Err(MetaError::NotFound);
-    }
-    access(ctx, dattr, MASK_WX)?;
-    if ino == pd || ino == dattr.parent {
-        return Err(MetaError::Perm);
-    }
-    if sattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
-        || dattr.flags & FLAG_IMMUTABLE != 0
-        || iattr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0
-    {
-        return Err(MetaError::Perm);
-    }
-    if ps != pd
-        && sattr.mode & 0o1000 != 0
-        && ctx.uid != 0
-        && ctx.uid != iattr.uid
-        && (ctx.uid != sattr.uid || iattr.typ == FileType::Directory)
-    {
-        return Err(MetaError::Access);
-    }
-    Ok(())
-}
-
-/// `doRename`'s bookkeeping in `redis.go` and `tkv.go` once the destination is dealt
-/// with: EACCES from the source parent's sticky bit (`ctx` must own the entry `iattr` or
-/// the parent `sattr`); then a directory (`typ`, as its entry says) moving to another
-/// parent takes one link from `sattr` to the destination parent `dattr`; a file records
-/// its new parent unless it is hard-linked (parent 0) — the link moves force both parents
-/// to be written unless `rule` skips nlink; each parent is touched when it is written or
-/// its mtime is due under `rule`, and the entry's ctime is `now`. Takes and returns
-/// whether each parent must be written.
-pub(crate) fn move_between_parents(
-    ctx: &Ctx,
-    r: &Rename<'_>,
-    typ: FileType,
-    [sattr, dattr, iattr]: [&mut Attr; 3],
-    (mut supdate, mut dupdate): (bool, bool),
-    now: Timestamp,
-    rule: ParentRule,
-) -> Result<(bool, bool), MetaError> {
-    check_sticky(ctx, sattr, iattr.uid)?;
-    iattr.ctime = now;
-    if r.parent_src != r.parent_dst {
-        if typ == FileType::Directory {
-            iattr.parent = r.parent_dst;
-            sattr.nlink = sattr.nlink.saturating_sub(1);
-            dattr.nlink += 1;
-            if rule.nlink_forces {
-                (supdate, dupdate) = (true, true);
-            }
-        } else if iattr.parent > 0 {
-            iattr.parent = r.parent_dst;
-        }
-    }
-    Ok((
-        rule.touch(sattr, supdate, now),
-        rule.touch(dattr, dupdate, now),
-    ))
-}
-
-/// Where a session's background work runs, the same for every family (a line of their
-/// `fidelity_notes`).
-pub(crate) const BACKGROUND_WORK_NOTE: &str =
-    "Background work (dir-stat flush, counter flush, freeing the data of deleted files) runs \
-         where the client profile puts it: once after the timed window (`gobench`), or between \
-         each client's calls while the window runs (`mount`: flushes every second, a deleted \
-         file's data freed right after the call that deleted it). JuiceFS runs it on its own \
-         goroutines and connections, concurrently with the calls; a metabench client pauses its \
-         calls for it. Each sweep level reports its passes, round trips and client time apart; \
-         `ops` runs it untimed between calls, `parity`'s native side between phases. Files \
-         queued by a session that a failure replaced are not freed by its successor.";
 
 /// The root (mode 0777) or the trash (`TRASH_INODE`, 0555) directory as `juicefs format`
 /// (`doInit`) writes it: owned by root, nlink 2, length 4096, parent 1, times `now`.
@@ -233,16 +42,6 @@ pub(crate) fn init_time() -> Timestamp {
 /// it (`baseMeta.GetAttr`): their format attribute with zero times. `None` otherwise.
 pub(crate) fn implicit_dir_attr(ino: Ino) -> Option<Attr> {
     (ino == ROOT_INODE || ino == TRASH_INODE).then(|| format_dir_attr(ino, Timestamp::default()))
-}
-
-/// `baseMeta.Access` on an attribute already read: root may do anything, others need
-/// the `mask` bits (4 read, 2 write, 1 execute) of their class.
-pub(crate) fn access(ctx: &Ctx, attr: &Attr, mask: u16) -> std::result::Result<(), MetaError> {
-    if ctx.uid == 0 || attr.allows(ctx.uid, &ctx.gids, mask) {
-        Ok(())
-    } else {
-        Err(MetaError::Access)
-    }
 }
 
 /// The mode and gid of a new child as JuiceFS's `Mknod` computes them (Linux):
@@ -420,60 +219,6 @@ fn merge_owner_mode(
     Ok(changed)
 }
 
-/// Moves `attr`'s mtime and ctime to `now`.
-pub(crate) fn touch(attr: &mut Attr, now: Timestamp) {
-    attr.mtime = now;
-    attr.ctime = now;
-}
-
-/// The parent's checks before an entry is added (`doMknod`, `doLink`), in JuiceFS's
-/// order: ENOTDIR unless a directory, ENOENT inside the trash, EACCES without write and
-/// search permission, EPERM when immutable.
-pub(crate) fn check_parent_to_add(ctx: &Ctx, pattr: &Attr) -> Result<(), MetaError> {
-    if pattr.typ != FileType::Directory {
-        return Err(MetaError::NotDir);
-    }
-    if pattr.parent > TRASH_INODE {
-        return Err(MetaError::NotFound);
-    }
-    access(ctx, pattr, MASK_WX)?;
-    if pattr.flags & FLAG_IMMUTABLE != 0 {
-        return Err(MetaError::Perm);
-    }
-    Ok(())
-}
-
-/// The parent's checks before an entry is removed (`doUnlink`, `doRmdir`): ENOTDIR
-/// unless a directory, EACCES without write and search permission, EPERM when
-/// append-only or immutable.
-pub(crate) fn check_parent_to_remove(ctx: &Ctx, pattr: &Attr) -> Result<(), MetaError> {
-    if pattr.typ != FileType::Directory {
-        return Err(MetaError::NotDir);
-    }
-    access(ctx, pattr, MASK_WX)?;
-    check_not_pinned(pattr)
-}
-
-/// EPERM for an append-only or immutable node: it is not unlinked, replaced, moved or
-/// linked to.
-pub(crate) fn check_not_pinned(attr: &Attr) -> Result<(), MetaError> {
-    if attr.flags & (FLAG_APPEND | FLAG_IMMUTABLE) != 0 {
-        Err(MetaError::Perm)
-    } else {
-        Ok(())
-    }
-}
-
-/// The sticky-bit rule: in a directory with `S_ISVTX` only root, the directory's owner and
-/// the entry's owner (`entry_uid`) remove or replace the entry (EACCES otherwise).
-pub(crate) fn check_sticky(ctx: &Ctx, pattr: &Attr, entry_uid: u32) -> Result<(), MetaError> {
-    if ctx.uid != 0 && pattr.mode & 0o1000 != 0 && ctx.uid != pattr.uid && ctx.uid != entry_uid {
-        Err(MetaError::Access)
-    } else {
-        Ok(())
-    }
-}
-
 /// The attribute `doLookup` answers for the entry `name` of `parent` pointing at `ino`
 /// (of type `typ`): the `stored` record, or the type alone when the record is missing
 /// (logged, as JuiceFS logs it).
@@ -500,28 +245,10 @@ pub(crate) fn orphan_attr(typ: FileType, parent: Ino) -> Attr {
     a
 }
 
-/// The parent's side of a new entry of `typ` (`doMknod`): a directory adds a link, which
-/// forces the parent to be written unless `rule` skips nlink; its mtime and ctime move to
-/// `now` when it is written or its mtime is due. Returns whether it must be written.
-pub(crate) fn parent_gains(
-    pattr: &mut Attr,
-    typ: FileType,
-    now: Timestamp,
-    rule: ParentRule,
-) -> bool {
-    let mut update = false;
-    if typ == FileType::Directory {
-        pattr.nlink += 1;
-        update = rule.nlink_forces;
-    }
-    rule.touch(pattr, update, now)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parent_rule::ParentRule;
-    use std::time::Duration;
+    use crate::rules::testing::{ctx, file};
 
     /// Root and trash as juicefs 1.4.2 formats them (goldens read from a Redis volume).
     #[test]
@@ -529,11 +256,11 @@ mod tests {
         for (ino, golden) in [
             (
                 ROOT_INODE,
-                &include_bytes!("../../schema/testdata/redis_root_i1_1.4.2.bin")[..],
+                &include_bytes!("../../../schema/testdata/redis_root_i1_1.4.2.bin")[..],
             ),
             (
                 TRASH_INODE,
-                &include_bytes!("../../schema/testdata/redis_trash_1.4.2.bin")[..],
+                &include_bytes!("../../../schema/testdata/redis_trash_1.4.2.bin")[..],
             ),
         ] {
             let t = Attr::decode(golden).unwrap().mtime;
@@ -545,67 +272,6 @@ mod tests {
             (0o555, Timestamp::default())
         );
         assert!(implicit_dir_attr(ROOT_INODE + 1).is_none());
-    }
-
-    #[test]
-    fn base_meta_checks() {
-        fn mv<'a>(ps: Ino, ns: &'a [u8], pd: Ino, nd: &'a [u8], flags: u32) -> Rename<'a> {
-            Rename {
-                parent_src: ps,
-                name_src: ns,
-                parent_dst: pd,
-                name_dst: nd,
-                flags,
-            }
-        }
-        macro_rules! err {
-            ($e:expr, $v:ident) => {
-                assert!(matches!($e, Err(MetaError::$v)), "{}", stringify!($e))
-            };
-        }
-        let (root, user) = (ctx(0, &[0]), ctx(1, &[1]));
-        assert!(check_name(b"ok").is_ok());
-        for bad in [&b""[..], b"a/b", b"a\0"] {
-            err!(check_name(bad), Invalid);
-        }
-        err!(check_new_entry(ROOT_INODE, TRASH_NAME), Perm);
-        err!(check_new_entry(TRASH_INODE + 1, b"f"), Perm);
-        err!(check_new_entry(5, b".."), Exists);
-        assert!(check_new_entry(5, b"f").is_ok());
-        err!(check_unlink(&root, ROOT_INODE, TRASH_NAME), Perm);
-        err!(check_unlink(&user, TRASH_INODE + 1, b"f"), Perm);
-        assert!(check_unlink(&root, TRASH_INODE + 1, b"f").is_ok());
-        err!(check_rmdir(&root, 5, b"."), Invalid);
-        err!(check_rmdir(&root, 5, b".."), NotEmpty);
-        err!(check_rmdir(&root, TRASH_INODE, b"x"), Perm);
-        assert!(check_rmdir(&root, TRASH_INODE + 1, b"x").is_ok());
-        err!(
-            check_rename(&root, &mv(ROOT_INODE, TRASH_NAME, 5, b"t", 0)),
-            Perm
-        );
-        err!(
-            check_rename(&root, &mv(5, b"a", TRASH_INODE, b"t", 0)),
-            Perm
-        );
-        err!(
-            check_rename(&user, &mv(TRASH_INODE + 1, b"a", 5, b"t", 0)),
-            Perm
-        );
-        err!(check_rename(&root, &mv(5, b"a", 5, b"", 0)), Invalid);
-        err!(
-            check_rename(&root, &mv(5, b"a", 5, b"b", RENAME_WHITEOUT)),
-            NotSupported
-        );
-        err!(check_rename(&root, &mv(5, b"a", 5, b"b", 99)), Invalid);
-        assert!(check_rename(&root, &mv(TRASH_INODE + 1, b"a", 5, b"t", RENAME_EXCHANGE)).is_ok());
-    }
-
-    fn ctx(uid: u32, gids: &[u32]) -> Ctx {
-        Ctx {
-            uid,
-            gids: gids.to_vec(),
-            pid: 1,
-        }
     }
 
     #[test]
@@ -656,12 +322,6 @@ mod tests {
             child_mode_gid(&ctx(5, &[7]), 0o2775, 9, FileType::File, 0o2764, 0),
             (0o2764, 9)
         );
-    }
-
-    fn file(uid: u32, gid: u32, mode: u16) -> Attr {
-        let mut a = Attr::new(FileType::File, mode, 0, uid, gid, 1);
-        a.mode = mode;
-        a
     }
 
     /// The merged attribute if anything changed, or the error's kind.
@@ -810,84 +470,6 @@ mod tests {
             now,
         );
         assert_eq!((f.flags, f.gid), (0, 7));
-    }
-
-    #[test]
-    fn parent_checks_keep_juicefs_order() {
-        let owner = ctx(5, &[5]);
-        let other = ctx(6, &[6]);
-        let mut d = file(5, 5, 0o755);
-        d.typ = FileType::Directory;
-        assert!(check_parent_to_add(&owner, &d).is_ok());
-        assert!(matches!(
-            check_parent_to_add(&other, &d),
-            Err(MetaError::Access)
-        ));
-        d.parent = TRASH_INODE + 1;
-        assert!(matches!(
-            check_parent_to_add(&other, &d),
-            Err(MetaError::NotFound)
-        ));
-        d.parent = ROOT_INODE;
-        d.flags = FLAG_APPEND;
-        assert!(
-            check_parent_to_add(&owner, &d).is_ok(),
-            "appending is adding"
-        );
-        assert!(matches!(
-            check_parent_to_remove(&owner, &d),
-            Err(MetaError::Perm)
-        ));
-        d.flags = FLAG_IMMUTABLE;
-        assert!(matches!(
-            check_parent_to_add(&owner, &d),
-            Err(MetaError::Perm)
-        ));
-        d.typ = FileType::File;
-        assert!(matches!(
-            check_parent_to_add(&owner, &d),
-            Err(MetaError::NotDir)
-        ));
-        assert!(matches!(
-            check_parent_to_remove(&owner, &d),
-            Err(MetaError::NotDir)
-        ));
-    }
-
-    #[test]
-    fn sticky_directories_keep_others_entries() {
-        let (root, owner, other) = (ctx(0, &[0]), ctx(5, &[5]), ctx(6, &[6]));
-        let mut d = file(5, 5, 0o1777);
-        d.typ = FileType::Directory;
-        assert!(check_sticky(&root, &d, 7).is_ok());
-        assert!(check_sticky(&owner, &d, 7).is_ok());
-        assert!(check_sticky(&other, &d, 6).is_ok());
-        assert!(matches!(
-            check_sticky(&other, &d, 7),
-            Err(MetaError::Access)
-        ));
-        d.mode = 0o777;
-        assert!(check_sticky(&other, &d, 7).is_ok());
-    }
-
-    #[test]
-    fn a_new_directory_links_its_parent() {
-        let bench = ParentRule::plain(Duration::ZERO);
-        let now = Timestamp::now();
-        let mut p = file(0, 0, 0o755);
-        p.nlink = 2;
-        p.mtime = Timestamp::default();
-        assert!(parent_gains(&mut p, FileType::File, now, bench));
-        assert_eq!((p.nlink, p.mtime, p.ctime), (2, now, now));
-        // A parent whose mtime lies ahead is left alone by a file, not by a directory.
-        let later = Timestamp {
-            sec: now.sec + 60,
-            nsec: 0,
-        };
-        p.mtime = later;
-        assert!(!parent_gains(&mut p, FileType::File, now, bench));
-        assert!(parent_gains(&mut p, FileType::Directory, now, bench));
-        assert_eq!((p.nlink, p.mtime), (3, now));
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! When a namespace change rewrites a parent directory's attribute: JuiceFS's
 //! `Config.SkipDirMtime` and `SkipDirNlink`, read as each family's `do*` steps read them
-//! (`pkg/meta/redis.go`, `sql.go`, `tkv.go`).
+//! (`pkg/meta/redis.go`, `sql.go`, `tkv.go`), and the parent's side of a new entry.
 
-use crate::common::touch;
-use metabench_schema::{Attr, Timestamp};
+use metabench_schema::{Attr, FileType, Timestamp};
 
 /// When a parent directory's attribute is rewritten, for one attempt of one transaction:
 /// JuiceFS's `Config.SkipDirMtime` and `SkipDirNlink` as each family's `do*` steps read
@@ -54,11 +53,34 @@ impl ParentRule {
     }
 }
 
+/// Moves `attr`'s mtime and ctime to `now`.
+pub(crate) fn touch(attr: &mut Attr, now: Timestamp) {
+    attr.mtime = now;
+    attr.ctime = now;
+}
+
+/// The parent's side of a new entry of `typ` (`doMknod`): a directory adds a link, which
+/// forces the parent to be written unless `rule` skips nlink; its mtime and ctime move to
+/// `now` when it is written or its mtime is due. Returns whether it must be written.
+pub(crate) fn parent_gains(
+    pattr: &mut Attr,
+    typ: FileType,
+    now: Timestamp,
+    rule: ParentRule,
+) -> bool {
+    let mut update = false;
+    if typ == FileType::Directory {
+        pattr.nlink += 1;
+        update = rule.nlink_forces;
+    }
+    rule.touch(pattr, update, now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::parent_gains;
-    use metabench_schema::{FileType, Ino};
+    use crate::rules::testing::file;
+    use metabench_schema::Ino;
     use std::time::Duration;
 
     fn dir(parent: Ino) -> Attr {
@@ -99,5 +121,25 @@ mod tests {
         assert!(!parent_gains(&mut p, FileType::Directory, at(10), late));
         assert_eq!((p.nlink, p.mtime), (4, at(0)));
         assert!(ParentRule::kv(Duration::ZERO, 0, 1000).nlink_forces);
+    }
+
+    #[test]
+    fn a_new_directory_links_its_parent() {
+        let bench = ParentRule::plain(Duration::ZERO);
+        let now = Timestamp::now();
+        let mut p = file(0, 0, 0o755);
+        p.nlink = 2;
+        p.mtime = Timestamp::default();
+        assert!(parent_gains(&mut p, FileType::File, now, bench));
+        assert_eq!((p.nlink, p.mtime, p.ctime), (2, now, now));
+        // A parent whose mtime lies ahead is left alone by a file, not by a directory.
+        let later = Timestamp {
+            sec: now.sec + 60,
+            nsec: 0,
+        };
+        p.mtime = later;
+        assert!(!parent_gains(&mut p, FileType::File, now, bench));
+        assert!(parent_gains(&mut p, FileType::Directory, now, bench));
+        assert_eq!((p.nlink, p.mtime), (3, now));
     }
 }

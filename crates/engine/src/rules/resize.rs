@@ -1,83 +1,19 @@
 //! The pure logic of `Truncate` and `Fallocate`, shared by the three engine families: the
 //! checks of `baseMeta.Fallocate` (`pkg/meta/base.go`) and of each family's
 //! `doTruncate` / `doFallocate` (`redis.go`, `sql.go`, `tkv.go`), the new length and its
-//! dir-stat deltas, and the zero slices a resize appends. No I/O here.
+//! dir-stat deltas, and the zero slices a resize appends. No I/O here. The values
+//! ([`FallocRange`], [`Resized`]) are in [`crate::types`].
 
-use crate::common::{access, touch, FLAG_APPEND, FLAG_IMMUTABLE};
+use super::access::{access, FLAG_APPEND, FLAG_IMMUTABLE};
+use crate::types::{falloc, FallocRange, Resized};
 use crate::{Ctx, MetaError, Result};
-use metabench_schema::{align4k, Attr, FileType, Slice, Timestamp, CHUNK_SIZE, TRASH_INODE};
+use metabench_schema::{Attr, FileType, Slice, Timestamp, CHUNK_SIZE, TRASH_INODE};
 use std::ops::Range;
-
-/// The `fallocate(2)` mode bits JuiceFS knows (`fallocKeepSize` … `fallocInsertRange`).
-pub mod falloc {
-    /// `FALLOC_FL_KEEP_SIZE`: the file's length does not grow.
-    pub const KEEP_SIZE: u8 = 0x01;
-    /// `FALLOC_FL_PUNCH_HOLE` (with `KEEP_SIZE` only): the range reads as zeros.
-    pub const PUNCH_HOLE: u8 = 0x02;
-    /// `FALLOC_FL_COLLAPSE_RANGE`: ENOTSUP in JuiceFS.
-    pub const COLLAPSE_RANGE: u8 = 0x08;
-    /// `FALLOC_FL_ZERO_RANGE`: the range reads as zeros.
-    pub const ZERO_RANGE: u8 = 0x10;
-    /// `FALLOC_FL_INSERT_RANGE`: ENOTSUP in JuiceFS.
-    pub const INSERT_RANGE: u8 = 0x20;
-}
-
-/// What `Fallocate` is asked: the [`falloc`] mode bits and the byte range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FallocRange {
-    /// The [`falloc`] mode bits.
-    pub mode: u8,
-    /// Where the range starts.
-    pub off: u64,
-    /// How long it is.
-    pub size: u64,
-}
-
-impl FallocRange {
-    /// `size` bytes from `off`, with the [`falloc`] `mode` bits.
-    pub fn new(mode: u8, off: u64, size: u64) -> Self {
-        Self { mode, off, size }
-    }
-}
 
 /// Write permission (`MODE_MASK_W`).
 const MASK_W: u16 = 2;
 
-/// What a resize transaction did: the file's attribute after it, and the change of its
-/// length and of its space (`dirStat`), which `updateParentStat` takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resized {
-    /// The attribute after the resize.
-    pub attr: Attr,
-    /// New length minus old.
-    pub length: i64,
-    /// `align4K(new) - align4K(old)`.
-    pub space: i64,
-}
-
 impl Resized {
-    /// `attr` set to `length` bytes, stamped `now` (mtime and ctime), with its deltas
-    /// from the length it had.
-    pub fn to_length(mut attr: Attr, length: u64, now: Timestamp) -> Self {
-        let old = attr.length;
-        attr.length = length;
-        touch(&mut attr, now);
-        Self {
-            attr,
-            length: length as i64 - old as i64,
-            space: align4k(length) - align4k(old),
-        }
-    }
-
-    /// `attr` left as it is (no write): a truncate to the length it has.
-    pub fn unchanged(attr: Attr) -> Self {
-        Self {
-            attr,
-            length: 0,
-            space: 0,
-        }
-    }
-
     /// `doTruncate` up to its writes, the same on every engine family: the checks
     /// ([`check_truncate`]), then `attr` at `length` bytes, stamped now, with the holes to
     /// append. No holes when the file has that length already: nothing is written then.
@@ -281,8 +217,8 @@ pub fn fallocate_holes(
 
 #[cfg(test)]
 mod tests {
-    use super::falloc::*;
     use super::*;
+    use crate::types::falloc::*;
 
     const C: u64 = CHUNK_SIZE;
 
