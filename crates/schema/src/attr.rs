@@ -1,6 +1,6 @@
 //! Inode attributes (`Attr` in `pkg/meta/interface.go`) and their 72-byte encoding.
 
-use crate::DecodeError;
+use crate::decode::{DecodeError, Reader};
 
 /// An inode number.
 pub type Ino = u64;
@@ -304,32 +304,6 @@ pub fn align4k(length: u64) -> i64 {
         4096
     } else {
         length.div_ceil(4096) as i64 * 4096
-    }
-}
-
-/// Big-endian cursor for fixed-layout records.
-pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        let (h, t) = self.0.split_at(N);
-        self.0 = t;
-        h.try_into().expect("length checked by caller")
-    }
-    pub(crate) fn left(&self) -> usize {
-        self.0.len()
-    }
-    pub(crate) fn u8(&mut self) -> u8 {
-        self.take::<1>()[0]
-    }
-    pub(crate) fn u16(&mut self) -> u16 {
-        u16::from_be_bytes(self.take())
-    }
-    pub(crate) fn u32(&mut self) -> u32 {
-        u32::from_be_bytes(self.take())
-    }
-    pub(crate) fn u64(&mut self) -> u64 {
-        u64::from_be_bytes(self.take())
     }
 }
 

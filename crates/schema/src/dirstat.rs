@@ -50,7 +50,7 @@ impl DirStat {
     /// Decodes a TKV `U<ino>` value.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         DecodeError::check_len("dir stat", buf, 24)?;
-        let mut r = crate::attr::Reader(buf);
+        let mut r = crate::decode::Reader(buf);
         Ok(Self {
             length: r.u64() as i64,
             space: r.u64() as i64,

@@ -2,6 +2,9 @@
 
 use crate::DecodeError;
 
+/// Size of one chunk: a file offset maps to chunk index `offset >> 26`.
+pub const CHUNK_SIZE: u64 = 64 << 20;
+
 /// Length of one slice record.
 pub const SLICE_LEN: usize = 24;
 
@@ -59,7 +62,7 @@ impl Slice {
     /// Decodes one record.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         DecodeError::check_len("slice", buf, SLICE_LEN)?;
-        let mut r = crate::attr::Reader(buf);
+        let mut r = crate::decode::Reader(buf);
         Ok(Self {
             pos: r.u32(),
             id: r.u64(),
