@@ -10,6 +10,10 @@
 //! knowingly differs.
 
 mod background;
+mod connect;
+mod discovery;
+mod reads;
+mod reason;
 mod registered;
 mod rename;
 mod resize;
@@ -26,23 +30,17 @@ use crate::meta::{EngineKind, ServerInfo, SessionOptions, VolumeState};
 use crate::rules::{format_dir_attr, init_time};
 use crate::{Engine, Meta, MetaError, MetaUrl, Result};
 use async_trait::async_trait;
+use connect::{connect_wire, is_cluster_node};
+use discovery::Dialer;
 use metabench_schema::redis_keys::{names, RedisKeys};
 use metabench_schema::{Format, ROOT_INODE, TRASH_INODE};
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, RedisConnectionInfo};
+use reason::reason_of;
 use shared::Shared;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
-use stream::Dialer;
 use txn::Conn;
-use wire::command;
-use wire::Wire;
+use wire::{command, Wire};
 
-/// How long a connection attempt may take (go-redis `DialTimeout` default).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long to wait for an answer (JuiceFS's `read-timeout` default).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Keys per `SCAN` / `DEL` batch when destroying a volume.
 const SCAN_COUNT: usize = 10000;
 
@@ -285,132 +283,6 @@ impl RedisEngine {
     }
 }
 
-/// Whether the one server `dialer` reaches is a Cluster node: newRedisMeta's test, `CLUSTER
-/// INFO` answered with a `cluster_state` (or refused because of "cluster mode"). Sent
-/// before any `SELECT`, which a Cluster node refuses.
-async fn is_cluster_node(url: &MetaUrl, dialer: &Dialer) -> std::result::Result<bool, String> {
-    let mut probe = connect_wire(url, dialer, 0).await?;
-    let info: std::result::Result<String, redis::RedisError> = redis::cmd("CLUSTER")
-        .arg("INFO")
-        .query_async(&mut probe)
-        .await;
-    match info {
-        Ok(info) => Ok(info.contains("cluster_state:")),
-        Err(e) if matches!(e.code(), Some("NOAUTH")) => Err(reason_of(&e, url.password())),
-        Err(e) => Ok(e.to_string().contains("cluster mode")),
-    }
-}
-
-/// Opens a connection for the engine's shared one ([`Shared`]): dialled as every
-/// connection is, multiplexed by redis-rs (its driver runs as a task), then
-/// [`handshake`]. Returns a one-line reason
-/// (never the password) on failure.
-async fn connect(
-    url: &MetaUrl,
-    dialer: &Dialer,
-    db: i64,
-) -> std::result::Result<MultiplexedConnection, String> {
-    let pw = url.password();
-    let stream = dialer
-        .dial(CONNECT_TIMEOUT)
-        .await
-        .map_err(|e| reason_of(&e.into(), pw))?;
-    let cfg = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
-    let settings = RedisConnectionInfo::default().set_skip_set_lib_name();
-    let (mut con, driver) = MultiplexedConnection::new_with_config(&settings, stream, cfg)
-        .await
-        .map_err(|e| reason_of(&e, pw))?;
-    tokio::spawn(driver);
-    handshake(&mut con, url, db).await?;
-    Ok(con)
-}
-
-/// Opens a session's own connection, which its task drives directly ([`Wire`]), then
-/// [`handshake`].
-async fn connect_wire(
-    url: &MetaUrl,
-    dialer: &Dialer,
-    db: i64,
-) -> std::result::Result<Wire, String> {
-    let pw = url.password();
-    let mut wire = Wire::connect(dialer, CONNECT_TIMEOUT, RESPONSE_TIMEOUT)
-        .await
-        .map_err(|e| reason_of(&e, pw))?;
-    handshake(&mut wire, url, db).await?;
-    wire.set_db(db);
-    Ok(wire)
-}
-
-/// Opens a session's connection to the Cluster node at `host:port` (where a MOVED answer
-/// points), then `AUTH` (a Cluster has no `SELECT`).
-pub(super) async fn connect_node(
-    url: &MetaUrl,
-    dialer: &Dialer,
-    host: &str,
-    port: u16,
-) -> std::result::Result<Wire, String> {
-    let pw = url.password();
-    let stream = dialer
-        .dial_node(host, port, CONNECT_TIMEOUT)
-        .await
-        .map_err(|e| reason_of(&e.into(), pw))?;
-    let mut wire = Wire::over(stream, RESPONSE_TIMEOUT);
-    handshake(&mut wire, url, 0).await?;
-    Ok(wire)
-}
-
-/// `AUTH [user] password` when the URL has a password, then `SELECT db` when db ≠ 0.
-async fn handshake(
-    con: &mut impl redis::aio::ConnectionLike,
-    url: &MetaUrl,
-    db: i64,
-) -> std::result::Result<(), String> {
-    let pw = url.password();
-    if let Some(password) = pw {
-        let mut auth = redis::cmd("AUTH");
-        if !url.user().is_empty() {
-            auth.arg(url.user());
-        }
-        auth.arg(password);
-        auth.query_async::<()>(con)
-            .await
-            .map_err(|e| reason_of(&e, pw))?;
-    }
-    if db != 0 {
-        redis::cmd("SELECT")
-            .arg(db)
-            .query_async::<()>(con)
-            .await
-            .map_err(|e| reason_of(&e, pw))?;
-    }
-    Ok(())
-}
-
-/// A short, password-free reason for a failed connection step.
-pub(super) fn reason_of(e: &redis::RedisError, password: Option<&str>) -> String {
-    let msg = e.to_string();
-    let reason = if e.is_connection_refusal() {
-        "connection refused".to_owned()
-    } else if e.is_timeout() {
-        "timed out".to_owned()
-    } else if e.is_io_error() {
-        // Already a reason (a TLS failure, what the Sentinels answered): kept as it is.
-        msg.lines().next().unwrap_or("unknown error").to_owned()
-    } else if e.code() == Some("WRONGPASS") {
-        "wrong user or password (WRONGPASS)".to_owned()
-    } else if e.code() == Some("NOAUTH") || msg.contains("NOAUTH") {
-        "NOAUTH authentication required (no password given)".to_owned()
-    } else if msg.contains("without any password configured") {
-        "a password was given but the server has none configured (ERR AUTH)".to_owned()
-    } else {
-        msg.lines().next().unwrap_or("unknown error").to_owned()
-    };
-    match password {
-        Some(pw) if !pw.is_empty() => reason.replace(pw, "****"),
-        _ => reason,
-    }
-}
-
 /// Whether a key name (without the Cluster's `{db}` prefix) is one JuiceFS writes to a
 /// Redis volume.
 pub(crate) fn is_juicefs_key(key: &[u8]) -> bool {
@@ -640,7 +512,7 @@ impl Engine for RedisEngine {
                 "cluster".to_owned(),
                 format!(
                     "{size} primaries; the volume's slot {} on one of them",
-                    stream::volume_slot(self.url.database())
+                    discovery::volume_slot(self.url.database())
                 ),
             );
         }
@@ -679,16 +551,5 @@ mod tests {
         ] {
             assert!(!is_juicefs_key(k.as_bytes()), "{k}");
         }
-    }
-
-    #[test]
-    fn reasons_never_show_the_password() {
-        let e = redis::RedisError::from((
-            redis::ErrorKind::Io,
-            "boom",
-            "while sending hunter2".to_owned(),
-        ));
-        let r = reason_of(&e, Some("hunter2"));
-        assert!(!r.contains("hunter2"), "{r}");
     }
 }

@@ -1,47 +1,20 @@
 //! Resizing a file on Redis: `doTruncate` and `doFallocate` of `pkg/meta/redis.go`, and
 //! the `getParents` read that they and `doWrite` make for the quota check.
 
+use super::reads::{get_attr, quota_parents};
 use super::session::RedisSession;
 use super::txn::{txn, Conn, TxErr};
-use super::wire::command;
 use crate::base::{BaseMeta, ResizeSteps};
-use crate::retry::decode_attr as decode;
 use crate::rules::{Holes, Resize, TruncateHoles};
 use crate::types::{FallocRange, Resized};
-use crate::{Ctx, MetaError, Result};
+use crate::{Ctx, Result};
 use metabench_schema::redis_keys::{names, RedisKeys};
-use metabench_schema::{Attr, Ino, Slice, CHUNK_SIZE};
+use metabench_schema::{Ino, Slice, CHUNK_SIZE};
 use redis::cmd;
-use std::collections::HashMap;
 
 /// From this many chunks between the old and the new length on, `doTruncate` finds the
 /// chunks to zero with `SCAN` instead of naming each one.
 const SCAN_FROM_CHUNKS: u64 = 10_000;
-
-/// `redisMeta.getParents`: the parent, or for a hard-linked file (parent 0) the parents
-/// with a positive count in its `p{ino}` hash (one `HGETALL`).
-pub(super) async fn quota_parents(
-    c: &mut Conn,
-    keys: &RedisKeys,
-    ino: Ino,
-    attr: &Attr,
-) -> std::result::Result<Vec<Ino>, TxErr> {
-    if attr.parent > 0 {
-        return Ok(vec![attr.parent]);
-    }
-    let all: HashMap<String, String> = c.query(command!("HGETALL", keys.parents(ino))).await?;
-    Ok(all
-        .into_iter()
-        .filter(|(_, n)| n.parse::<i64>().unwrap_or(0) > 0)
-        .filter_map(|(p, _)| p.parse::<Ino>().ok())
-        .collect())
-}
-
-/// Reads the inode record inside a transaction: ENOENT when there is none.
-async fn get_attr(c: &mut Conn, key: &str) -> std::result::Result<Attr, TxErr> {
-    let buf: Option<Vec<u8>> = c.query(command!("GET", key)).await?;
-    decode(&buf.ok_or(MetaError::NotFound)?)
-}
 
 impl ResizeSteps for RedisSession {
     /// `doTruncate` (flags 0, permission checked): `WATCH i{ino}`, `GET`, the parents for

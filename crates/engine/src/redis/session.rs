@@ -3,7 +3,7 @@
 //! options say; rename is in `rename.rs`, the background work's steps in
 //! `background.rs`, and the client logic over them in [`crate::base`].
 
-use super::resize::quota_parents;
+use super::reads::quota_parents;
 use super::txn::{txn, Conn};
 use super::wire::command;
 use crate::base::{Background, BaseMeta, ClientState, Storage, INODE_BATCH};

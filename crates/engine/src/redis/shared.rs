@@ -4,7 +4,8 @@
 //! again through the engine's [`Dialer`] and sends the command once more, so the shared
 //! work follows a new master as the sessions' own connections do.
 
-use super::stream::Dialer;
+use super::connect::connect;
+use super::discovery::Dialer;
 use crate::MetaUrl;
 use redis::aio::MultiplexedConnection;
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, RedisResult};
@@ -27,7 +28,7 @@ struct Inner {
 impl Shared {
     /// Dials the connection (a one-line reason, never the password, on failure).
     pub(crate) async fn open(url: &MetaUrl, dialer: &Dialer, db: i64) -> Result<Self, String> {
-        let con = super::connect(url, dialer, db).await?;
+        let con = connect(url, dialer, db).await?;
         Ok(Self(Arc::new(Inner {
             url: url.clone(),
             dialer: dialer.clone(),
@@ -42,7 +43,7 @@ impl Shared {
         if let Some(con) = slot.1.as_ref() {
             return Ok((slot.0, con.clone()));
         }
-        let con = super::connect(&self.0.url, &self.0.dialer, self.0.db)
+        let con = connect(&self.0.url, &self.0.dialer, self.0.db)
             .await
             .map_err(|reason| RedisError::from((ErrorKind::Io, "cannot reconnect", reason)))?;
         slot.0 += 1;

@@ -7,7 +7,8 @@
 //! A nil EXEC is retried up to [`MAX_TRIES`](crate::retry::MAX_TRIES) times with a random
 //! sleep of 0..(i+1)² ms, as `redisMeta.txn` does.
 
-use super::stream::Dialer;
+use super::connect::connect_node;
+use super::discovery::Dialer;
 use super::wire::{Request, Wire};
 use crate::{MetaError, MetaUrl};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
@@ -144,7 +145,7 @@ impl Conn {
         let Some((host, port, moved)) = moved_to(e) else {
             return Moved::No;
         };
-        match super::connect_node(url, dialer, &host, port).await {
+        match connect_node(url, dialer, &host, port).await {
             Ok(fresh) => *wire = fresh,
             Err(reason) => {
                 return Moved::Unreachable(format!(

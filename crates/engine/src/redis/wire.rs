@@ -8,7 +8,7 @@
 //! the socket into [`redis::Value`]s (error replies through redis-rs's own parser) and
 //! implements [`ConnectionLike`] so that `query_async` works on it unchanged.
 
-use super::stream::{Dialer, Stream};
+use super::stream::Stream;
 use crate::deadline::CallDeadlines;
 use redis::aio::ConnectionLike;
 use redis::{
@@ -86,16 +86,6 @@ fn protocol_err(what: &'static str, detail: String) -> RedisError {
 }
 
 impl Wire {
-    /// Connects through `dialer` within `timeout`.
-    pub(crate) async fn connect(
-        dialer: &Dialer,
-        timeout: Duration,
-        response_timeout: Duration,
-    ) -> RedisResult<Self> {
-        let stream = dialer.dial(timeout).await.map_err(io_err)?;
-        Ok(Self::over(stream, response_timeout))
-    }
-
     /// A connection over a stream already dialled.
     pub(crate) fn over(stream: Stream, response_timeout: Duration) -> Self {
         Self {
