@@ -39,7 +39,9 @@ mod etcd;
 mod jfs;
 mod logs;
 mod matrix;
+mod password;
 mod redis;
+mod test_engine;
 mod tls;
 mod util;
 
@@ -55,10 +57,8 @@ pub use logs::{
     mysql_general_log, mysql_general_log_enable, pg_log_entries, pg_log_entries_since, pg_log_path,
     pg_log_position, pg_statements, pg_statements_since, PgLogEntry,
 };
-pub use matrix::TestEngine;
+pub use password::PASSWORD;
 pub use redis::{RedisCluster, RedisServer, Resp, SentinelSet, SENTINEL_MASTER};
+pub use test_engine::TestEngine;
 pub use tls::TestCerts;
 pub use util::{temp_dir, unique_name};
-
-/// The password of every test engine (shared servers and private Redis servers).
-pub const PASSWORD: &str = "metabench-test-pw";

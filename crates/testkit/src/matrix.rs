@@ -1,43 +1,13 @@
-//! One engine matrix for every engine test: [`TestEngine`] names an engine a test body runs
-//! on, and [`engine_matrix!`](crate::engine_matrix) writes one `#[tokio::test]` per engine
-//! and body.
-
-use crate::Kind;
-
-/// An engine a test body runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TestEngine {
-    /// The in-memory KV store, in the test process.
-    Memkv,
-    /// etcd 3.5 (`METABENCH_ETCD_URL`).
-    Etcd,
-    /// etcd 3.4 (`METABENCH_ETCD34_URL`, Debian's etcd-server).
-    Etcd34,
-    /// PD + the unistore stand-in (`METABENCH_TIKV_URL`).
-    Tikv,
-    /// A database of [`crate::fresh_database`]: Redis, SQLite, MariaDB or PostgreSQL.
-    Db(Kind),
-    /// A private three-primary Redis Cluster ([`crate::RedisCluster`]), reached through its
-    /// seed list.
-    RedisCluster,
-}
-
-/// A body written for databases only takes the database's [`Kind`].
-impl From<TestEngine> for Kind {
-    fn from(engine: TestEngine) -> Kind {
-        match engine {
-            TestEngine::Db(kind) => kind,
-            other => panic!("{other:?} is not a database of fresh_database"),
-        }
-    }
-}
+//! One engine matrix for every engine test: [`engine_matrix!`](crate::engine_matrix)
+//! writes one `#[tokio::test]` per engine and body, each passing the body a
+//! [`TestEngine`](crate::TestEngine).
 
 /// Runs each test body on each engine: `engine_matrix!([redis, sqlite] => a, b)` writes
 /// `mod redis { #[tokio::test] async fn a() { super::a(TestEngine::Db(Kind::Redis).into()) … } }`
 /// and so on, so one body serves every engine and the test names say which engine failed.
-/// A body takes a [`TestEngine`] or, for databases only, a [`Kind`]. The etcd and TiKV
-/// modules exist only with the test crate's `etcd` and `tikv` features; an engine name the
-/// macro does not know is a compile error.
+/// A body takes a [`TestEngine`](crate::TestEngine) or, for databases only, a
+/// [`Kind`](crate::Kind). The etcd and TiKV modules exist only with the test crate's `etcd`
+/// and `tikv` features; an engine name the macro does not know is a compile error.
 #[macro_export]
 macro_rules! engine_matrix {
     ([$($engine:ident),* $(,)?] => $($name:ident),* $(,)?) => {
