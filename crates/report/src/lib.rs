@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod compare;
 pub mod cross;
 pub mod histogram;
+mod labeled_run;
 pub mod model;
 pub mod plot;
 pub mod stats;

@@ -4,7 +4,7 @@
 //! it, several runs overlaid with a legend. Levels where metabench was the bottleneck are
 //! ringed, levels the engine's own counters mark as engine-bound are crossed.
 
-use crate::cross::LabeledRun;
+use crate::labeled_run::{op_names_of, LabeledRun};
 use crate::model::SweepResults;
 use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::ValueFormatter;
@@ -486,7 +486,7 @@ pub const LATENCY_AT_CLIENTS: u32 = 20;
 /// `None` without a closed-loop sweep.
 pub fn latency_at_plot(runs: &[LabeledRun]) -> Result<Option<Plot>, String> {
     let sw = LabeledRun::sweeps_of(runs);
-    let names = crate::cross::op_names_of(&sw);
+    let names = op_names_of(&sw);
     let series: Vec<(String, Vec<Option<f64>>)> = sw
         .iter()
         .filter_map(|(label, s)| {

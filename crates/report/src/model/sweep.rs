@@ -1,7 +1,9 @@
 //! The results of a sweep: its plan, each level with its operations, self-checks and
 //! disruptions, and what ended it.
 
-use super::{is_zero, read_results, Latency, RunHeader};
+use super::header::RunHeader;
+use super::latency::Latency;
+use super::read::read_results;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -48,6 +50,10 @@ pub struct SweepPlan {
 /// One worker per client: what a plan without `threads_per_client` ran.
 fn one_worker() -> u32 {
     1
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Service time in an open loop: from each call's actual start (latency runs from its

@@ -1,0 +1,257 @@
+//! What every results file starts with: the layout version, the engine measured and the
+//! machine it was measured from.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the results layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The engine a run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineInfo {
+    /// Engine family (`redis`, `mysql`, `postgres`, `sqlite`).
+    pub kind: String,
+    /// The meta URL with its password redacted.
+    pub url: String,
+    /// Server software and version.
+    pub version: String,
+    /// Durability settings read from the server.
+    pub durability: BTreeMap<String, String>,
+    /// Whether the run used a volume metabench formatted (`false`: `--existing`).
+    pub formatted_by_metabench: bool,
+    /// Which JuiceFS client the numbers model.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub client_profile: String,
+    /// The settings that client ran with (`profile`, `skip_dir_mtime`, `skip_dir_nlink`,
+    /// `client_cache`, `background_work`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_settings: BTreeMap<String, String>,
+    /// Where metabench's sessions knowingly differ from that client, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fidelity_notes: Vec<String>,
+}
+
+impl EngineInfo {
+    /// The client's settings in one line (`skip-dir-mtime 100ms, …`), without the profile.
+    pub fn client_settings_line(&self) -> String {
+        let settings: Vec<String> = self
+            .client_settings
+            .iter()
+            .filter(|(k, _)| k.as_str() != "profile")
+            .map(|(k, v)| format!("{} {v}", k.replace('_', "-")))
+            .collect();
+        settings.join(", ")
+    }
+
+    /// The client profile's name (`gobench`, `mount`), also from files that recorded only
+    /// its description; `None` when the file does not say.
+    pub fn profile_name(&self) -> Option<&str> {
+        match self.client_settings.get("profile") {
+            Some(p) => Some(p.as_str()),
+            None => self
+                .client_profile
+                .split(':')
+                .next()
+                .filter(|p| !p.is_empty()),
+        }
+    }
+
+    /// Whether the client skipped parent updates by time (SkipDirMtime above 0), which
+    /// makes round trips per call depend on timing.
+    pub fn skips_dir_mtime(&self) -> bool {
+        self.client_settings
+            .get("skip_dir_mtime")
+            .is_some_and(|v| !v.starts_with("0s"))
+    }
+
+    /// The durability settings as `name=value` pairs, space-separated.
+    pub fn durability_line(&self) -> String {
+        self.durability
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The client a run modelled, for tables: its profile and settings, or what files
+    /// written before profiles existed say.
+    pub fn client_summary(&self) -> String {
+        match self.client_settings.get("profile") {
+            Some(p) => format!("{p}: {}", self.client_settings_line()),
+            None if self.client_profile.is_empty() => "not recorded".to_owned(),
+            None => self.client_profile.clone(),
+        }
+    }
+
+    /// The lines to print under a run's results: the client profile and the documented
+    /// differences from it.
+    pub fn fidelity_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.client_profile.is_empty() {
+            lines.push(format!("client profile: {}", self.client_profile));
+        }
+        if !self.client_settings.is_empty() {
+            lines.push(format!("client settings: {}", self.client_settings_line()));
+        }
+        if !self.fidelity_notes.is_empty() {
+            lines.push("where metabench differs from that client:".to_owned());
+            lines.extend(self.fidelity_notes.iter().map(|n| format!("  - {n}")));
+        }
+        lines
+    }
+}
+
+/// CPUs as the kernel lists them (`0-3,6`), in the order given.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == cpu => *end = cpu,
+            _ => runs.push((cpu, cpu)),
+        }
+    }
+    let run = |&(first, last): &(usize, usize)| {
+        if first == last {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        }
+    };
+    runs.iter().map(run).collect::<Vec<_>>().join(",")
+}
+
+/// The machine metabench ran on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// Logical CPUs.
+    pub cores: usize,
+    /// The threads metabench ran its clients on (`--client-threads`); 0 in results from
+    /// before it was recorded, and where no client thread ran.
+    #[serde(default)]
+    pub client_threads: usize,
+    /// Whether the client threads polled instead of sleeping while their clients waited
+    /// (`--busy-poll`); false in results from before it was recorded.
+    #[serde(default)]
+    pub busy_poll: bool,
+    /// The CPUs the client threads were bound to, in order; empty where the kernel placed
+    /// them (and in results from before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_cpus: Vec<usize>,
+    /// The CPUs a server of the engine on this machine was bound to, when it was found;
+    /// empty otherwise (a remote or in-process engine, a server not found).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_cpus: Vec<usize>,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+    /// Operating system and kernel.
+    pub os: String,
+}
+
+impl HostInfo {
+    /// `hostname (N cores, T client threads[ on CPU L][ (the engine's server on CPU L)][,
+    /// busy-polling], M GiB, os)`.
+    pub fn summary(&self) -> String {
+        let mut threads = match self.client_threads {
+            0 => String::new(),
+            1 => ", 1 client thread".to_owned(),
+            n => format!(", {n} client threads"),
+        };
+        if !self.client_cpus.is_empty() {
+            threads.push_str(&format!(" on CPU {}", cpu_list(&self.client_cpus)));
+        }
+        if !self.engine_cpus.is_empty() {
+            threads.push_str(&format!(
+                " (the engine's server on CPU {})",
+                cpu_list(&self.engine_cpus)
+            ));
+        }
+        if self.busy_poll {
+            threads.push_str(", busy-polling");
+        }
+        format!(
+            "{} ({} cores{threads}, {:.1} GiB, {})",
+            self.hostname,
+            self.cores,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.os
+        )
+    }
+
+    /// Reads the facts of this machine.
+    pub fn detect() -> Self {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let memory_bytes = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or(0);
+        let pretty = read("/etc/os-release")
+            .lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|s| s.trim_matches('"').to_owned())
+            .unwrap_or_else(|| std::env::consts::OS.to_owned());
+        let kernel = read("/proc/sys/kernel/osrelease").trim().to_owned();
+        Self {
+            hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            client_threads: 0,
+            busy_poll: false,
+            client_cpus: Vec::new(),
+            engine_cpus: Vec::new(),
+            memory_bytes,
+            os: if kernel.is_empty() {
+                pretty
+            } else {
+                format!("{pretty}, Linux {kernel}")
+            },
+        }
+    }
+}
+
+/// What every results file starts with, whatever its kind (`ops`, `sweep`, `parity`):
+/// the layout version and kind, who wrote it and when, the engine and the machine. Its
+/// fields sit at the top level of the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `ops`, `sweep` or `parity`.
+    pub kind: String,
+    /// metabench version.
+    pub metabench_version: String,
+    /// Git commit metabench was built from, if known.
+    pub git_commit: Option<String>,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// The engine measured.
+    pub engine: EngineInfo,
+    /// The machine.
+    pub host: HostInfo,
+}
+
+impl RunHeader {
+    /// The header of a `kind` run of this metabench (built from `git_commit`) that
+    /// started at `started_at`, on `engine` and this machine.
+    pub fn new(
+        kind: &str,
+        started_at: String,
+        engine: EngineInfo,
+        git_commit: Option<String>,
+    ) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            kind: kind.to_owned(),
+            metabench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            git_commit,
+            started_at,
+            engine,
+            host: HostInfo::detect(),
+        }
+    }
+}
