@@ -18,6 +18,7 @@ pub mod kv;
 pub mod mem;
 #[cfg(any(feature = "etcd", feature = "tikv"))]
 mod per_runtime;
+mod reads;
 mod registered;
 mod rename;
 mod resize;

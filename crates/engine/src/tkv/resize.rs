@@ -2,35 +2,13 @@
 //! and the `getParents` read that they and `doWrite` make for the quota check.
 
 use super::kv::{txn, KeyRange, TxErr, Txn};
-use super::session::{parents_of, TkvSession};
+use super::reads::{get_attr, quota_parents};
+use super::session::TkvSession;
 use crate::base::{BaseMeta, ResizeSteps};
-use crate::retry::decode_attr as decode;
 use crate::rules::{Holes, Resize, TruncateHoles};
 use crate::types::{FallocRange, Resized};
-use crate::{Ctx, MetaError, Result};
-use metabench_schema::tkv::TkvKeys;
-use metabench_schema::{Attr, Ino, Slice};
-
-/// `kvMeta.getParents`: the parent, or for a hard-linked file (parent 0) the parents with
-/// a positive count under `A{ino}P` (one scan).
-pub(super) async fn quota_parents(
-    tx: &mut Txn,
-    keys: &TkvKeys,
-    ino: Ino,
-    attr: &Attr,
-) -> std::result::Result<Vec<Ino>, TxErr> {
-    if attr.parent > 0 {
-        return Ok(vec![attr.parent]);
-    }
-    let prefix = keys.parent_prefix(ino);
-    let rows = tx
-        .scan(KeyRange::new(&prefix, &TkvKeys::prefix_end(&prefix)))
-        .await?;
-    Ok(parents_of(&prefix, rows)
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect())
-}
+use crate::{Ctx, Result};
+use metabench_schema::{Ino, Slice};
 
 /// `kvTxn.append` as etcd and TiKV do it: a get, then a set of the value with `hole`
 /// after it. (FoundationDB's `AppendIfFits` reads nothing; see its fidelity notes.)
@@ -39,12 +17,6 @@ async fn append(tx: &mut Txn, key: &[u8], hole: Slice) -> std::result::Result<()
     value.extend_from_slice(&hole.encode());
     tx.set(key, &value).await?;
     Ok(())
-}
-
-/// Reads the inode record inside a transaction: ENOENT when there is none.
-async fn get_attr(tx: &mut Txn, key: &[u8]) -> std::result::Result<Attr, TxErr> {
-    let buf = tx.get(key).await?.ok_or(MetaError::NotFound)?;
-    decode(&buf)
 }
 
 impl ResizeSteps for TkvSession {

@@ -5,7 +5,7 @@
 //! logic over them in [`crate::base`]. Backends only move bytes.
 
 use super::kv::{txn, CallCounter, KeyRange, KvBackend, TxErr, Txn};
-use super::resize::quota_parents;
+use super::reads::{parents_of, quota_parents};
 use crate::base::{Background, BaseMeta, ClientState, Storage, INODE_BATCH};
 use crate::meta::{Ctx, Entry, SetAttr, XattrFlags};
 use crate::retry::decode_attr as decode;
@@ -15,7 +15,7 @@ use crate::rules::{
     looked_up_attr, merge_attr, new_child_attr, orphan_attr, parent_gains, RENAME_NOREPLACE,
 };
 use crate::{ChunkWrite, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats, Xattr};
-use metabench_schema::tkv::{parse_counter, TkvKeys};
+use metabench_schema::tkv::TkvKeys;
 use metabench_schema::{
     align4k, Attr, Dentry, DirStat, FileType, Format, Ino, Slice, Timestamp, TRASH_INODE,
 };
@@ -638,20 +638,6 @@ impl Storage for TkvSession {
     }
 }
 
-/// The parents in a scan of `A<ino>P`: (parent, link count) for counts above zero.
-pub(super) fn parents_of(prefix: &[u8], rows: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Ino, i64)> {
-    let plen = prefix.len();
-    rows.into_iter()
-        .filter(|(k, _)| k.len() == plen + 8)
-        .map(|(k, v)| {
-            let p = u64::from_le_bytes(k[plen..].try_into().expect("8 bytes"));
-            (p, parse_counter(Some(&v)))
-        })
-        .filter(|(_, n)| *n > 0)
-        .collect()
-}
-
-/// Reborrows a transaction for a helper (keeps the macro's binding usable afterwards).
 /// The last step of `doUnlink`, and of `doRename` for a replaced entry: the entry `d`
 /// is gone from `parent` and `attr` has already lost the link. A node that keeps links is
 /// written back (a hard-linked one also drops a link from `parent`'s count); the last
