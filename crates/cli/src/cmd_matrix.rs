@@ -2,8 +2,8 @@
 //! cross-engine report of those that could be reached.
 
 use crate::cmd_report::{LabeledFiles, ReportOutput};
+use crate::error::EXIT_INTERRUPTED;
 use crate::error::{input, CliError};
-use crate::EXIT_INTERRUPTED;
 use metabench_report::cross::Unreachable;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

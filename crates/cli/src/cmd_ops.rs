@@ -9,7 +9,9 @@ use crate::target::TargetArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::ClientProfile;
 use metabench_load::{measure_floor, run_ops, Budget, Op, OpsConfig};
-use metabench_report::table::{floor_line, fmt_us, ops_notes, ops_table};
+use metabench_report::table::{
+    fidelity_summary, floor_line, fmt_us, ops_notes_at, ops_table, Detail,
+};
 use metabench_report::{OpsPlan, OpsResults};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -57,7 +59,7 @@ fn client_thread_failed(e: tokio::task::JoinError) -> CliError {
 }
 
 /// Runs `metabench ops`.
-pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
+pub async fn run(args: OpsArgs, detail: Detail) -> Result<i32, CliError> {
     // Validate everything local before touching the engine.
     if let Some(p) = &args.json {
         check_output_path(p)?;
@@ -199,11 +201,17 @@ pub async fn run(args: OpsArgs) -> Result<i32, CliError> {
         failure,
     };
     out!("{}", ops_table(&run, baseline.as_ref()));
-    for note in ops_notes(&run) {
+    for note in ops_notes_at(&run, detail) {
         out!("* {note}");
     }
-    for line in run.header.engine.fidelity_lines() {
-        out!("{line}");
+    match detail {
+        Detail::Full => run
+            .header
+            .engine
+            .fidelity_lines()
+            .iter()
+            .for_each(|line| out!("{line}")),
+        Detail::Terse => out!("{}", fidelity_summary(&run.header.engine)),
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&run).expect("results serialize");

@@ -5,10 +5,10 @@
 use crate::args::{
     check_output_path, parse_count, write_file, BackgroundPlacement, ClientSettings, ProfileArgs,
 };
+use crate::error::EXIT_INTERRUPTED;
 use crate::error::{input, CliError};
 use crate::lifecycle::Run;
 use crate::target::TargetArgs;
-use crate::EXIT_INTERRUPTED;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::{ClientProfile, Ctx};
 use metabench_mount::go_mdtest::{self, GoMdtestOptions};
@@ -16,8 +16,8 @@ use metabench_mount::juicefs::{find_juicefs, is_mounted, Mount, MountOptions};
 use metabench_mount::native::NativeFs;
 use metabench_mount::posix::PosixFs;
 use metabench_mount::report::{ParityReport, TreeRun, PARITY_SCHEMA_VERSION};
-use metabench_mount::tree::{run_tree, PhaseResult, TreeSpec};
 use metabench_mount::{bench, docs_figures, fio, mdtest, objbench, MountError};
+use metabench_pathfs::tree::{run_tree, PhaseResult, TreeSpec};
 use metabench_report::RunHeader;
 use std::path::{Path, PathBuf};
 

@@ -1,163 +1,36 @@
 //! `metabench sweep`: concurrency sweeps to saturation with per-operation histograms.
 
-use crate::args::{
-    check_output_path, parse_duration, parse_duration_or_zero, write_file, ClientArgs,
-    ClientSettings,
-};
+use crate::args::{write_file, ClientSettings};
 use crate::error::{input, CliError};
-use crate::lifecycle::{after_cleanup, client_threads, exit_code, say_client_threads, Run};
+use crate::lifecycle::{after_cleanup, exit_code, say_client_threads, Run};
 use crate::target::TargetArgs;
 use metabench_load::team::{
     agree, answer, from_leader, gather_all, launched_by_mpi, Solo, Team, TeamError,
 };
 use metabench_load::StopFlag;
 use metabench_report::model::peak_rss_bytes;
+use metabench_report::table::Detail;
 use metabench_report::MpiRun;
 use metabench_schema::Ino;
 
 use metabench_engine::namespace::Namespace;
-use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme, SessionOptions};
+use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme};
 use metabench_load::sweep::IntervalHistograms;
-use metabench_load::{
-    run_sweep, Arrivals, ConcSpec, Exec, Live, Op, OpenLoop, RateSpec, SweepConfig, Workload,
-};
-use metabench_report::{Level, SweepPlan, SweepResults};
-use std::path::PathBuf;
+use metabench_load::{measure_floor, run_sweep, Live};
+use metabench_report::{Level, SweepResults};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod args;
 mod output;
 mod path;
+mod plan;
 
+pub use args::SweepArgs;
 use output::{publish, results, show_level, Progress};
+use plan::{prepare, Prepared};
 
 pub(crate) use path::{Opened, PathUrl};
-
-/// Arguments of `metabench sweep`.
-#[derive(Debug, clap::Args)]
-pub struct SweepArgs {
-    #[command(flatten)]
-    target: TargetArgs,
-
-    /// Concurrency levels: 1..128 (doubling), 1,8,64 (list), 8..64:+8 (step),
-    /// 1..1024:x2 (factor). With --rate: one number, the fixed client pool.
-    #[arg(long, value_name = "SPEC", default_value = "1..128")]
-    conc: ConcSpec,
-
-    /// Open loop: offered rates in calls per second over all clients, one level each
-    /// (20000, 1000..64000:x2, 5000..50000:+5000). Calls arrive on a schedule whatever
-    /// the engine does; latency runs from each call's intended start (no coordinated
-    /// omission) and service time is kept beside it. The sweep stops at the first rate
-    /// achieved below 95% of offered, or whose p99 passes --p99-limit.
-    #[arg(long, value_name = "SPEC", conflicts_with = "until_plateau")]
-    rate: Option<RateSpec>,
-
-    /// Open loop: how arrivals are spaced, constant or poisson.
-    #[arg(
-        long,
-        value_name = "SCHEDULE",
-        default_value = "constant",
-        requires = "rate"
-    )]
-    arrivals: Arrivals,
-
-    /// Operations, each run as its own phase at every level (default: create,getattr).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "OP,...",
-        conflicts_with = "workload"
-    )]
-    ops: Vec<Op>,
-
-    /// A workload instead of --ops: golang (every operation of JuiceFS's Go benchmark),
-    /// nnbench (create+write, open, rename, delete), or a mix from configs/workloads/NAME.toml
-    /// or a TOML file path.
-    #[arg(long, value_name = "NAME")]
-    workload: Option<String>,
-
-    /// Discarded warm-up before each timed window (0 for none).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration_or_zero)]
-    warmup: Duration,
-
-    /// Timed window per level and phase.
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
-    duration: Duration,
-
-    /// Make all clients work in one hot directory instead of one directory each.
-    #[arg(long)]
-    shared_dir: bool,
-
-    /// Group each level's workers (--conc counts them) into JuiceFS clients of this many,
-    /// as the threads of one mount: the workers of a client share its state (id batches,
-    /// buffers, caches), its registered session (under the mount profile) and JuiceFS's
-    /// process-local transaction locks; each has a connection of its own (TKV engines:
-    /// the process's one engine client, as in JuiceFS). `--conc 12 --threads-per-client 4`
-    /// is 12 threads on 3 mounts. Default 1: every worker is a client of its own.
-    #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u32).range(1..))]
-    threads_per_client: u32,
-
-    /// Report the first level whose p99 exceeds this latency, e.g. 10ms (with --rate:
-    /// stop there).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    p99_limit: Option<Duration>,
-
-    /// Stop when throughput has not grown by 5% for two consecutive levels.
-    #[arg(long)]
-    until_plateau: bool,
-
-    #[command(flatten)]
-    client: ClientArgs,
-
-    /// Write the results (versioned JSON with histograms) to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-
-    /// Write one CSV row per level and operation to this file.
-    #[arg(long, value_name = "FILE")]
-    csv: Option<PathBuf>,
-
-    /// Write an HdrHistogram interval log per level (1 s intervals, tagged by operation)
-    /// into this directory.
-    #[arg(long, value_name = "DIR")]
-    hdr_dir: Option<PathBuf>,
-}
-
-impl SweepArgs {
-    /// The open loop `--rate` asks for, if it does.
-    fn open_loop(&self) -> Option<OpenLoop> {
-        self.rate.as_ref().map(|rate| OpenLoop {
-            rates: rate.rates().to_vec(),
-            arrivals: self.arrivals,
-            p99_limit: self.p99_limit,
-        })
-    }
-
-    /// The sweep these arguments ask for: `levels` of `workload`, the windows, the open
-    /// loop, and sessions of `session` whose clients have `threads_per_client` workers.
-    fn config(
-        &self,
-        levels: Vec<u32>,
-        workload: &Workload,
-        session: SessionOptions,
-        background_in_window: bool,
-        threads_per_client: u32,
-    ) -> SweepConfig {
-        SweepConfig {
-            levels,
-            workload: workload.clone(),
-            warmup: self.warmup,
-            duration: self.duration,
-            shared_dir: self.shared_dir,
-            until_plateau: self.until_plateau,
-            session,
-            background_in_window,
-            op_timeout: self.client.op_timeout,
-            threads_per_client,
-            open_loop: self.open_loop(),
-        }
-    }
-}
 
 /// The team this sweep runs on: the ranks of the MPI job that started it, or this
 /// process alone.
@@ -176,90 +49,6 @@ fn join_team() -> Result<Box<dyn Team>, CliError> {
         "mpirun started this metabench as one of several ranks, but it was built without MPI: \
          build it with `cargo build --release --features mpi`",
     ))
-}
-
-/// What a sweep is asked to do, read from its arguments before anything is written.
-struct Prepared {
-    /// The client threads ([`client_threads`]), started before anything is written, and
-    /// why there are that many and where they run.
-    exec: Exec,
-    threads_why: String,
-    workload: Workload,
-    levels: Vec<u32>,
-    settings: ClientSettings,
-    plan: SweepPlan,
-}
-
-/// Reads and checks the arguments; only the `writer` (rank 0) checks the outputs, which it
-/// alone writes.
-fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliError> {
-    if writer {
-        for p in [&args.json, &args.csv].into_iter().flatten() {
-            check_output_path(p)?;
-        }
-        if let Some(dir) = &args.hdr_dir {
-            if !dir.is_dir() {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    input(format!("cannot create --hdr-dir {}: {e}", dir.display()))
-                })?;
-            }
-        }
-    }
-    let workload = match (&args.workload, args.ops.is_empty()) {
-        (Some(name), _) => {
-            Workload::resolve(name, &[PathBuf::from("configs/workloads")]).map_err(input)?
-        }
-        (None, false) => Workload::from_ops(&args.ops),
-        (None, true) => Workload::from_ops(&[Op::Create, Op::Getattr]),
-    };
-    let levels = args.conc.levels().to_vec();
-    if args.rate.is_some() && levels.len() != 1 {
-        return Err(input(format!(
-            "with --rate, --conc is the fixed client pool: give one number (e.g. --conc 64), not {}",
-            args.conc
-        )));
-    }
-    let settings = ClientSettings {
-        threads_per_client: args.threads_per_client,
-        ..args.client.profile.settings(ClientProfile::Mount)
-    };
-    let plan = SweepPlan {
-        conc: args.conc.to_string(),
-        levels: levels.clone(),
-        workload: workload.name.clone(),
-        phases: workload
-            .phases
-            .iter()
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    p.ops
-                        .iter()
-                        .map(|(o, w)| (o.name().to_owned(), *w))
-                        .collect(),
-                )
-            })
-            .collect(),
-        warmup_s: args.warmup.as_secs_f64(),
-        duration_s: args.duration.as_secs_f64(),
-        shared_dir: args.shared_dir,
-        threads_per_client: args.threads_per_client,
-        p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
-        until_plateau: args.until_plateau,
-        client_cache: settings.session.client_cache,
-        op_timeout_s: args.client.op_timeout.as_secs_f64(),
-        rate: args.rate.as_ref().map(ToString::to_string),
-        arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
-    };
-    let (exec, threads_why) = client_threads(&args.client, &args.target)?;
-    Ok(Prepared {
-        exec,
-        threads_why,
-        workload,
-        levels,
-        settings,
-        plan,
-    })
 }
 
 /// Why rank 0 refused a job of several ranks, for all of them: the message and the exit
@@ -556,9 +345,9 @@ async fn end_early(run: Run, namespace: Option<&Namespace>) {
 /// check the arguments (nothing written yet), start (rank 0 first), say hello, sweep,
 /// clean up (the other ranks first), leave. A refusal at a step is rank 0's, for all;
 /// a rank that stops answering ends the job (`MPI_Abort`) once rank 0 has cleaned up.
-pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
+pub async fn run(args: SweepArgs, detail: Detail) -> Result<i32, CliError> {
     if let Some(url) = args.target.meta.as_deref().and_then(path::PathUrl::parse) {
-        return path::run(args, url?).await;
+        return path::run(args, url?, detail).await;
     }
     let team = join_team()?;
     let (ranks, leader) = (team.size(), team.rank() == 0);
@@ -589,9 +378,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         exec,
         threads_why,
         workload,
-        levels,
+        mut levels,
         settings,
-        plan,
+        mut plan,
     } = prepared?;
     let (run, ns, owns_namespace) = match start_rank(&args, &settings, team.as_ref()).await {
         Ok(started) => started,
@@ -637,6 +426,34 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
     } else {
         None
     };
+    let mut pool_line = None;
+    if let (Some(rate), true) = (&args.rate, levels.is_empty()) {
+        // An open loop without --conc (never under MPI: `prepare` refuses it): its pool
+        // from the floor of one session, on a client thread as the sweep's own.
+        let (engine, opts) = (run.target.engine.clone(), run.client.session.clone());
+        let (op_timeout, idle) = (args.client.op_timeout, exec.idle());
+        let floor = exec
+            .spawn(0, async move {
+                let mut meta = engine.session(&opts).await?;
+                measure_floor(meta.as_mut(), op_timeout, idle).await
+            })
+            .await;
+        let floor = match floor {
+            Ok(Ok(floor)) => floor,
+            Ok(Err(e)) => {
+                end_early(run, owns_namespace.then_some(&ns)).await;
+                return Err(e.into());
+            }
+            Err(e) => {
+                end_early(run, owns_namespace.then_some(&ns)).await;
+                return Err(CliError::Io(format!("a client thread failed: {e}")));
+            }
+        };
+        let (pool, why) = plan::open_loop_pool(rate.rates(), floor.as_ref());
+        levels = vec![pool];
+        plan.levels = levels.clone();
+        pool_line = Some(why);
+    }
     let loop_kind = match &args.rate {
         None => format!("levels {levels:?}"),
         Some(rate) => format!(
@@ -660,6 +477,9 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
             &format!(": {loop_kind}, workload {}{over}", workload.name),
         );
         say_client_threads(&exec, &threads_why);
+        if let Some(line) = &pool_line {
+            say!("{line}");
+        }
     }
 
     let live = Arc::new(Live::default());
@@ -759,7 +579,7 @@ pub async fn run(args: SweepArgs) -> Result<i32, CliError> {
         m
     });
     let mut run = results(header, plan, outcome, stop.is_stopped(), mpi);
-    let write_error = publish(&mut run, &args);
+    let write_error = publish(&mut run, &args, detail);
     let result = match (write_error.or(log_error), cleanup_error) {
         (Some(e), _) => Err(e),
         // The results are written; what the run could not remove is the error.

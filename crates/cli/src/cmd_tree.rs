@@ -14,8 +14,8 @@ use crate::cmd_sweep::{Opened, PathUrl};
 use crate::error::{input, CliError};
 use crate::target::{new_run_id, TargetArgs};
 use metabench_load::StopFlag;
-use metabench_mount::path_target::PathSystem;
-use metabench_mount::tree::{run_tree, FsOps, PhaseResult};
+use metabench_pathfs::tree::{run_tree, PhaseResult};
+use metabench_pathfs::{FsOps, PathSystem};
 
 /// Arguments of `metabench tree`.
 #[derive(Debug, clap::Args)]
@@ -119,7 +119,7 @@ async fn trees_on<P: PathSystem>(
     }
     match (failure, cleanup) {
         (Some(e), _) | (None, Err(e)) => Err(e),
-        (None, Ok(())) if stop.is_stopped() => Ok(crate::EXIT_INTERRUPTED),
+        (None, Ok(())) if stop.is_stopped() => Ok(crate::error::EXIT_INTERRUPTED),
         (None, Ok(())) => Ok(0),
     }
 }

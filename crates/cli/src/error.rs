@@ -2,6 +2,13 @@
 
 use metabench_engine::MetaError;
 
+/// Exit code after Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Exit code when the engine failed mid-run (died, or stopped answering): the levels
+/// measured so far, the partial one last, are in every requested output.
+pub const EXIT_ENGINE_FAILED: i32 = 3;
+
 /// A reason to stop with a non-zero exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {

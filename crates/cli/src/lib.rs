@@ -43,14 +43,14 @@ mod lifecycle;
 mod target;
 
 use clap::{Parser, Subcommand};
-pub use error::CliError;
+pub use error::{CliError, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
+use metabench_report::table::Detail;
 
-/// Exit code after Ctrl-C (128 + SIGINT).
-pub const EXIT_INTERRUPTED: i32 = 130;
-
-/// Exit code when the engine failed mid-run (died, or stopped answering): the levels
-/// measured so far, the partial one last, are in every requested output.
-pub const EXIT_ENGINE_FAILED: i32 = 3;
+/// The command line's clap definition (its `Command` tree), for tests that check the
+/// commands and flags the README and the guide name against it.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
 
 /// Benchmark the metadata engines of JuiceFS with JuiceFS's own schema and transactions.
 ///
@@ -66,7 +66,9 @@ pub const EXIT_ENGINE_FAILED: i32 = 3;
     after_help = "Exit codes: 0 done; 1 error; 2 bad input (nothing written); 3 the engine failed mid-run (the levels measured so far are in every requested output); 130 Ctrl-C."
 )]
 struct Cli {
-    /// More logging (-v info, -vv debug); RUST_LOG overrides.
+    /// Print every note (why each level was flagged, the USL fits, the documented
+    /// differences from the modelled client), and more logging (-v info, -vv debug;
+    /// RUST_LOG overrides).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 
@@ -165,10 +167,15 @@ pub fn main() -> i32 {
             return 1;
         }
     };
+    // A plain run prints its tables and a line of flags; -v (--verbose) every note.
+    let detail = match cli.verbose {
+        0 => Detail::Terse,
+        _ => Detail::Full,
+    };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Sweep(args) => cmd_sweep::run(args).await,
-            Command::Ops(args) => cmd_ops::run(args).await,
+            Command::Sweep(args) => cmd_sweep::run(args, detail).await,
+            Command::Ops(args) => cmd_ops::run(args, detail).await,
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,
             Command::Parity(args) => cmd_parity::run(args).await,

@@ -6,8 +6,8 @@
 
 use crate::args::{watch_ctrl_c, ClientArgs, ClientSettings};
 use crate::error::CliError;
+use crate::error::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use crate::target::{new_run_id, Target, TargetArgs};
-use crate::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
 use metabench_engine::namespace::Namespace;
 use metabench_engine::url::Address;
 use metabench_engine::MetaUrl;

@@ -102,6 +102,31 @@ pub fn ops_notes(run: &OpsResults) -> Vec<String> {
         .collect()
 }
 
+/// The notes printed under the `ops` table at `detail`: in full, [`ops_notes`]; tersely,
+/// the floor and the client self-check, then how many operations carry a note of their
+/// own (a skip, or how it was run) in one line, in place of those notes.
+pub fn ops_notes_at(run: &OpsResults, detail: Detail) -> Vec<String> {
+    if detail == Detail::Full {
+        return ops_notes(run);
+    }
+    let per_op = run
+        .results
+        .iter()
+        .filter(|r| r.skipped.is_some() || r.note.is_some())
+        .count();
+    let floor = run.floor.as_ref().map(floor_line);
+    let lag = run.client_lag.as_ref().map(client_lag_line);
+    let noted = (per_op > 0).then(|| {
+        format!(
+            "{per_op} operation{} carr{} a note (skipped, or how it was run): see --verbose or \
+             the JSON",
+            if per_op == 1 { "" } else { "s" },
+            if per_op == 1 { "ies" } else { "y" }
+        )
+    });
+    floor.into_iter().chain(lag).chain(noted).collect()
+}
+
 /// One line on the `ops` client thread's scheduling lag, and why it is flagged if it is.
 fn client_lag_line(lag: &ClientLag) -> String {
     let flag = lag
@@ -182,9 +207,86 @@ fn gaps(run: &crate::SweepResults, op: &str) -> String {
     out
 }
 
-/// Renders a sweep: per operation, one row per level with throughput and latency, and a
-/// mark on levels where the generator (not the engine) was the bottleneck.
+/// How much of a run's text the terminal shows. The results files keep every field
+/// either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// The tables, each operation's peak and knee, and one line of flags: what a plain
+    /// run prints.
+    Terse,
+    /// Everything: the USL fits, each flagged level's reason, the windows with failed
+    /// or missing calls, host steal and the background work (`--verbose`).
+    Full,
+}
+
+/// Renders a sweep in full ([`Detail::Full`]): per operation, one row per level with
+/// throughput and latency, and a mark on levels where the generator (not the engine) was
+/// the bottleneck; then why each flagged level was flagged.
 pub fn sweep_table(run: &crate::SweepResults) -> String {
+    sweep_text(run, Detail::Full)
+}
+
+/// One line naming the levels a run flagged: client-bound (metabench was the
+/// bottleneck), engine-bound (the engine's own counters say it was), disrupted (calls
+/// failed or none completed for a second or more) and host steal; `--verbose` says why.
+pub fn flags_line(run: &crate::SweepResults) -> String {
+    let levels = |pick: &dyn Fn(&crate::Level) -> bool| -> Vec<String> {
+        run.levels
+            .iter()
+            .filter(|l| pick(l))
+            .map(|l| l.clients.to_string())
+            .collect()
+    };
+    let kinds = [
+        ("client-bound", levels(&|l| l.client.client_bound)),
+        (
+            "engine-bound",
+            levels(&|l| l.engine.as_ref().is_some_and(|e| e.engine_bound)),
+        ),
+        ("disrupted", levels(&|l| !l.find_disruptions().is_empty())),
+        (
+            "host steal",
+            levels(&|l| l.client.notable_steal().is_some()),
+        ),
+    ];
+    let said: Vec<String> = kinds
+        .iter()
+        .filter(|(_, at)| !at.is_empty())
+        .map(|(kind, at)| format!("{kind} at {} clients", at.join(", ")))
+        .collect();
+    if said.is_empty() {
+        "flags: none (no level client-bound, engine-bound, disrupted or slowed by host steal)"
+            .to_owned()
+    } else {
+        format!("flags: {} (why: --verbose)", said.join("; "))
+    }
+}
+
+/// One line on the client a run modelled and how many documented differences from it the
+/// results carry, in place of the list ([`crate::EngineInfo::fidelity_lines`], which
+/// `--verbose`, the JSON and the report give).
+pub fn fidelity_summary(engine: &crate::EngineInfo) -> String {
+    let client = match engine.profile_name() {
+        Some("mount") => "a juicefs mount",
+        Some("gobench") => "JuiceFS's Go benchmark client",
+        _ => "the modelled client",
+    };
+    let profile = engine.profile_name().unwrap_or("not recorded");
+    match engine.fidelity_notes.len() {
+        0 => format!("client profile: {profile}; no documented difference from {client}"),
+        n => format!(
+            "client profile: {profile}; {n} documented difference{} from {client}: see \
+             --verbose, the JSON or the report",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// Renders a sweep at `detail`: the floor, then per operation its table and its peak and
+/// knee; [`Detail::Terse`] then gives one line of flags ([`flags_line`]), [`Detail::Full`]
+/// the USL fits, the disrupted windows and each flagged level's reason.
+pub fn sweep_text(run: &crate::SweepResults, detail: Detail) -> String {
+    let full = detail == Detail::Full;
     let mut out = String::new();
     if let Some(f) = &run.floor {
         out += &floor_line(f);
@@ -288,7 +390,9 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
             }
         }
         out += &format!("\n{op}\n{t}\n");
-        out += &gaps(run, &op);
+        if full {
+            out += &gaps(run, &op);
+        }
         if open {
             out += &open_loop_summary(run, &op);
         }
@@ -304,7 +408,7 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
                 }
             }
             out += "\n";
-            if let Some(u) = &s.usl {
+            if let Some(u) = s.usl.as_ref().filter(|_| full) {
                 let peak = match (u.peak_clients, u.peak_ops_per_s) {
                     (Some(n), Some(x)) => format!("predicted peak {x:.0} ops/s at {n:.0} clients"),
                     (None, Some(x)) => format!(
@@ -318,6 +422,11 @@ pub fn sweep_table(run: &crate::SweepResults) -> String {
                 );
             }
         }
+    }
+    if !full {
+        out += &flags_line(run);
+        out += "\n";
+        return out;
     }
     let bound: Vec<String> = run
         .levels

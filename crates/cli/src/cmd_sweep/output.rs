@@ -1,7 +1,7 @@
 //! What a sweep shows and writes: the progress line, each level's lines, the interval
 //! logs, and the results files.
 
-use super::SweepArgs;
+use super::args::SweepArgs;
 use crate::args::write_file;
 use crate::error::CliError;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{Live, SweepOutcome, Workload};
 use metabench_report::model::peak_rss_bytes;
-use metabench_report::table::{fmt_us, sweep_csv, sweep_table};
+use metabench_report::table::{fidelity_summary, fmt_us, sweep_csv, sweep_text, Detail};
 use metabench_report::MpiRun;
 use metabench_report::{Level, RunHeader, SweepPlan, SweepResults};
 use std::io::IsTerminal;
@@ -218,19 +218,29 @@ pub(crate) fn results(
     }
 }
 
-/// Analyses a finished sweep, prints its table, why it stopped early, its fidelity notes
-/// and metabench's peak memory, and writes its results files (`--json`, `--csv`); the
+/// Analyses a finished sweep, prints its tables at `detail`, why it stopped early, its
+/// fidelity notes (in full, or their count) and (in full) metabench's peak memory, and writes its results files (`--json`, `--csv`); the
 /// first file that could not be written.
-pub(crate) fn publish(run: &mut SweepResults, args: &SweepArgs) -> Option<CliError> {
+pub(crate) fn publish(
+    run: &mut SweepResults,
+    args: &SweepArgs,
+    detail: Detail,
+) -> Option<CliError> {
     run.analyse();
-    out!("{}", sweep_table(run));
+    out!("{}", sweep_text(run, detail));
     if let Some(why) = &run.stopped_early {
         out!("stopped early: {why}");
     }
-    for line in run.header.engine.fidelity_lines() {
-        out!("{line}");
+    match detail {
+        Detail::Full => run
+            .header
+            .engine
+            .fidelity_lines()
+            .iter()
+            .for_each(|line| out!("{line}")),
+        Detail::Terse => out!("{}", fidelity_summary(&run.header.engine)),
     }
-    if let Some(rss) = run.peak_rss_bytes {
+    if let Some(rss) = run.peak_rss_bytes.filter(|_| detail == Detail::Full) {
         say!(
             "metabench peak memory: {:.1} MiB",
             rss as f64 / (1 << 20) as f64

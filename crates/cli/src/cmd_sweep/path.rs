@@ -8,7 +8,9 @@
 //! holds data is refused unless `--existing`. Credentials for S3 come from the usual
 //! environment variables and are never printed.
 
-use super::{prepare, publish, results, show_level, Prepared, Progress, SweepArgs};
+use super::args::SweepArgs;
+use super::output::{publish, results, show_level, Progress};
+use super::plan::{prepare, Prepared};
 use crate::args::watch_ctrl_c;
 use crate::error::{input, CliError};
 use crate::lifecycle::{
@@ -19,7 +21,8 @@ use metabench_engine::SessionOptions;
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
 use metabench_load::team::launched_by_mpi;
 use metabench_load::{run_sweep, Live, Op, Solo, StopFlag};
-use metabench_mount::path_target::{PathSystem, PathTarget};
+use metabench_pathfs::{PathSystem, PathTarget};
+use metabench_report::table::Detail;
 use metabench_report::{EngineInfo, RunHeader};
 use metabench_s3::{S3Target, S3Url};
 use std::sync::Arc;
@@ -72,7 +75,7 @@ impl PathUrl {
 
 /// Runs `metabench sweep` on a path-level system: checks the arguments, opens the
 /// system (nothing is written when it refuses), sweeps, cleans up, writes the results.
-pub(crate) async fn run(args: SweepArgs, url: PathUrl) -> Result<i32, CliError> {
+pub(crate) async fn run(args: SweepArgs, url: PathUrl, detail: Detail) -> Result<i32, CliError> {
     if launched_by_mpi() {
         return Err(input(
             "HDFS and S3 are swept from one process: run metabench without mpirun",
@@ -84,6 +87,12 @@ pub(crate) async fn run(args: SweepArgs, url: PathUrl) -> Result<i32, CliError> 
         ));
     }
     let prepared = prepare(&args, true)?;
+    if prepared.levels.is_empty() {
+        return Err(input(
+            "with --rate on HDFS or S3, give --conc (the fixed client pool, e.g. --conc 64): \
+             they have no null round trip to size one by",
+        ));
+    }
     let foreign: Vec<&str> = prepared
         .workload
         .phases
@@ -108,8 +117,12 @@ pub(crate) async fn run(args: SweepArgs, url: PathUrl) -> Result<i32, CliError> 
     let run_id = new_run_id();
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let swept = match url.open(&run_id, args.target.existing).await {
-        Ok(Opened::Hdfs(system)) => sweep_on(system, &args, prepared, &stop, started_at).await,
-        Ok(Opened::S3(system)) => sweep_on(system, &args, prepared, &stop, started_at).await,
+        Ok(Opened::Hdfs(system)) => {
+            sweep_on(system, &args, prepared, &stop, started_at, detail).await
+        }
+        Ok(Opened::S3(system)) => {
+            sweep_on(system, &args, prepared, &stop, started_at, detail).await
+        }
         Err(e) => Err(e),
     };
     watcher.abort();
@@ -123,6 +136,7 @@ async fn sweep_on<P: PathSystem>(
     prepared: Prepared,
     stop: &StopFlag,
     started_at: String,
+    detail: Detail,
 ) -> Result<i32, CliError> {
     let Prepared {
         exec,
@@ -185,7 +199,7 @@ async fn sweep_on<P: PathSystem>(
     let mut header = RunHeader::new("sweep", started_at, engine, git_commit());
     record_client_threads(&mut header, &exec);
     let mut run = results(header, plan, outcome, stop.is_stopped(), None);
-    let write_error = publish(&mut run, args);
+    let write_error = publish(&mut run, args, detail);
     match (write_error.or(log_error), cleanup_error) {
         (Some(e), _) | (None, Some(e)) => Err(e),
         (None, None) => Ok(exit_code(run.failure.as_deref(), run.interrupted)),
