@@ -2,8 +2,9 @@
 //! (`doGetAttr`, `doLookup`, `doSetAttr`, `doReaddir`, `doSetXattr`).
 
 use super::rows::*;
-use super::txn::{final_error, simple, txn};
-use super::SqlSession;
+use super::sql_session::SqlSession;
+use super::tx_err::final_error;
+use super::txn::{simple, txn};
 use crate::rules::merge_attr;
 use crate::sql::conn::Arg;
 use crate::{Ctx, Entry, MetaError, Result, SetAttr, Xattr, XattrFlags};

@@ -3,8 +3,9 @@
 //! `doDeleteFileData`.
 
 use super::rows::*;
-use super::txn::{final_error, simple, txn, TxErr};
-use super::SqlSession;
+use super::sql_session::SqlSession;
+use super::tx_err::{final_error, TxErr};
+use super::txn::{simple, txn};
 use crate::sql::conn::{Arg, DbError, ErrKind};
 use crate::{MetaError, Result};
 use metabench_schema::sql::Dialect;

@@ -1,8 +1,9 @@
 //! Chunks on an SQL session: `dbMeta.doWrite`, `doRead`, `doTruncate` and `doFallocate`.
 
 use super::rows::*;
-use super::txn::{simple, txn, TxErr};
-use super::SqlSession;
+use super::sql_session::SqlSession;
+use super::tx_err::TxErr;
+use super::txn::{simple, txn};
 use crate::base::{BaseMeta, ResizeSteps};
 use crate::rules::TruncateHoles;
 use crate::sql::conn::Arg;

@@ -2,8 +2,9 @@
 //! `doRmdir`, `doRename`) and the trash they move entries to.
 
 use super::rows::*;
-use super::txn::{simple, txn, TxErr};
-use super::SqlSession;
+use super::sql_session::SqlSession;
+use super::tx_err::TxErr;
+use super::txn::{simple, txn};
 use crate::rules::{
     access, check_sticky, is_trash, new_child_attr, orphan_attr, parent_gains, FLAG_APPEND,
     FLAG_IMMUTABLE, FLAG_SKIP_TRASH, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_RESTORE,

@@ -2,8 +2,9 @@
 //! and `doCleanStaleSession` of `pkg/meta/sql.go`, statement for statement, except the
 //! `syncTable` checks `doNewSession` makes first (see the family's fidelity notes).
 
-use super::txn::{simple, txn, TxErr};
-use super::SqlSession;
+use super::sql_session::SqlSession;
+use super::tx_err::TxErr;
+use super::txn::{simple, txn};
 use crate::base::{session_expire, session_info, SessionSteps};
 use crate::sql::conn::Arg;
 use crate::{MetaError, Result};

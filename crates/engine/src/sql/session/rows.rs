@@ -1,7 +1,7 @@
 //! Rows of the JuiceFS tables as an SQL session reads and writes them: node and edge
 //! columns, times, trash names and `mergeAttr`.
 
-use super::txn::TxErr;
+use super::tx_err::TxErr;
 use crate::rules::ParentRule;
 use crate::sql::conn::{Arg, DbError, Row};
 use crate::{MetaError, Result};

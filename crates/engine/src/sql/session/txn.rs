@@ -3,7 +3,8 @@
 //! background inode prefetch.
 
 use super::rows::*;
-use super::SqlSession;
+use super::sql_session::SqlSession;
+use super::tx_err::TxErr;
 use crate::base::{TxGuard, TxLock};
 use crate::retry::{backoff_square, MAX_TRIES};
 use crate::rules::check_parent_to_remove;
@@ -23,47 +24,6 @@ pub(super) fn tx_lock_of(dialect: Dialect, inodes: &[Ino]) -> TxLock<'_> {
     }
 }
 
-/// Why a transaction attempt failed.
-pub(crate) enum TxErr {
-    /// An errno from the operation's logic: rolled back, not retried.
-    Meta(MetaError),
-    /// A parent update matched no row on MySQL (`syscall.EBUSY`): retried.
-    Busy,
-    /// A statement failed.
-    Db(DbError),
-    /// COMMIT failed.
-    Commit(DbError),
-}
-
-crate::retry::from_meta_errors!(TxErr);
-
-impl From<DbError> for TxErr {
-    fn from(e: DbError) -> Self {
-        TxErr::Db(e)
-    }
-}
-
-impl TxErr {
-    /// Whether an autocommit statement (`simpleTxn`) that failed so may be retried: any
-    /// database error that is not fatal.
-    pub(super) fn retryable_outside_txn(&self) -> bool {
-        matches!(self, TxErr::Db(d) if d.kind != ErrKind::Fatal)
-    }
-}
-
-/// The error an operation returns after its last attempt.
-pub(crate) fn final_error(e: TxErr, retryable: bool) -> MetaError {
-    match e {
-        TxErr::Meta(m) => m,
-        TxErr::Busy => MetaError::Conflict(MAX_TRIES),
-        TxErr::Db(d) | TxErr::Commit(d) if retryable => {
-            tracing::debug!("giving up after {MAX_TRIES} tries: {}", d.msg);
-            MetaError::Conflict(MAX_TRIES)
-        }
-        TxErr::Db(d) | TxErr::Commit(d) => MetaError::Engine(d.msg),
-    }
-}
-
 /// The retry loop of [`txn!`], [`ro_txn!`] and [`simple!`]: awaits `$attempt` (an
 /// `async` block giving `Result<_, TxErr>`) until it succeeds, or until `$retryable` (of
 /// the failed attempt's error `$e`) says no or the tries run out (`wait_to_retry`).
@@ -71,13 +31,13 @@ macro_rules! retry {
     ($s:ident, $attempt:expr, |$e:ident| $retryable:expr) => {{
         let mut attempt: u32 = 0;
         loop {
-            let res: ::std::result::Result<_, $crate::sql::session::txn::TxErr> = $attempt.await;
+            let res: ::std::result::Result<_, $crate::sql::session::tx_err::TxErr> = $attempt.await;
             match res {
                 Ok(v) => break Ok(v),
                 Err($e) => {
                     let retry = $retryable;
                     if !$s.wait_to_retry(retry, &mut attempt).await {
-                        break Err($crate::sql::session::txn::final_error($e, retry));
+                        break Err($crate::sql::session::tx_err::final_error($e, retry));
                     }
                 }
             }
@@ -96,7 +56,7 @@ macro_rules! attempts {
             async {
                 $s.$begin()
                     .await
-                    .map_err($crate::sql::session::txn::TxErr::Db)?;
+                    .map_err($crate::sql::session::tx_err::TxErr::Db)?;
                 #[allow(clippy::redundant_closure_call)]
                 let v = $body;
                 $end;
@@ -123,7 +83,7 @@ macro_rules! txn {
             $body,
             $s.commit()
                 .await
-                .map_err($crate::sql::session::txn::TxErr::Commit)?
+                .map_err($crate::sql::session::tx_err::TxErr::Commit)?
         )
     }};
 }
@@ -147,6 +107,31 @@ macro_rules! simple {
 pub(super) use {attempts, retry, ro_txn, simple, txn};
 
 impl SqlSession {
+    /// The server's id of this session's connection: `CONNECTION_ID()` on MySQL (the
+    /// general log's thread id), `pg_backend_pid()` on PostgreSQL, 0 on SQLite. Not
+    /// counted in [`crate::SessionStats`].
+    pub async fn connection_id(&mut self) -> crate::Result<u64> {
+        let sql = match self.st.dialect {
+            Dialect::Mysql => "SELECT CONNECTION_ID()",
+            Dialect::Postgres => "SELECT pg_backend_pid()",
+            Dialect::Sqlite => return Ok(0),
+        };
+        let c = self
+            .conn_or_reconnect()
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let rows = c
+            .simple_fetch(sql)
+            .await
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        let id = rows
+            .first()
+            .ok_or_else(|| MetaError::Engine("no connection id".into()))?
+            .int(0)
+            .map_err(|e| MetaError::Engine(e.msg))?;
+        Ok(id as u64)
+    }
+
     /// After a failed attempt that may be retried (`retry`): counts the retry, sleeps the
     /// backoff of `attempt` and returns true, unless the attempts are used up (false).
     pub(super) async fn wait_to_retry(&mut self, retry: bool, attempt: &mut u32) -> bool {
