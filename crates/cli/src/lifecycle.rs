@@ -23,9 +23,9 @@ pub(crate) fn git_commit() -> Option<String> {
 /// The client threads of `ops` and `sweep`, started before anything is written, the same
 /// for both, so both time a call the same way: `--client-threads`, else one per core
 /// (the cores this process may use), less one when the engine's server runs on this
-/// machine. A local Redis on two cores measured with two client threads got 0.89–1.08×
-/// `redis-benchmark`'s rate at 4 clients, and 1.23–1.60× with one: a second client
-/// thread took the engine's core, and each thread woke for fewer replies.
+/// machine: a client thread more would take the engine's core, and each thread would wake
+/// for fewer replies (measurements: docs/src/history.md, "One client thread fewer beside a
+/// local server").
 ///
 /// A local server bound to some of this process's CPUs keeps them: the client threads
 /// are bound to the others, one per CPU (`--client-threads` spreads its count over

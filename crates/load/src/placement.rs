@@ -6,12 +6,9 @@
 //! server would have answered with, and the engine looks slower for it: metabench's own
 //! cost charged to the engine. The kernel puts them together more often than not. A
 //! server that answers a client wakes it from the server's own CPU, and the kernel
-//! places a thread woken so on the waker's CPU when it can. On this project's 2-vCPU VM,
-//! with `redis-server` bound to CPU 0 and nothing bound on our side, the client thread
-//! of a 256-client `sweep --ops getattr` was found on CPU 0 in 94 of 103 looks, and
-//! `redis-benchmark`'s single thread in 157 of 200. Kept on CPU 1, the same sweep made
-//! 52,000–66,000 calls a second, against 44,000–51,000 unbound (4 rounds each,
-//! alternating), and at one client 24,400–26,700 against 19,600–23,400.
+//! places a thread woken so on the waker's CPU when it can. Kept off the server's CPUs,
+//! a sweep makes more calls a second, with one client and with many (measurements:
+//! docs/src/history.md, "Client threads off the server's CPUs").
 //!
 //! Only a server bound to CPUs (`taskset`, `numactl`, a container's cpuset) can be kept
 //! apart from: one the kernel may put anywhere is followed onto the client's CPU by the

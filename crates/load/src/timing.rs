@@ -208,10 +208,11 @@ impl ClockOverhead {
 }
 
 /// What timing a call adds to its time: the part of the two clock reads, and of the
-/// timing path's own steps, that falls between them (30 to 50 ns on this project's KVM
-/// guest, more than JuiceFS's Go client spends on a whole `NewSlice`). Measured once per
-/// process, when the client threads start ([`Exec::new`](crate::exec::Exec::new)), for each path of
-/// [`timed_call`] with the timing's own functions, on [`CALIBRATION_CALLS`] calls that do
+/// timing path's own steps, that falls between them, which can be more than JuiceFS's Go
+/// client spends on a whole `NewSlice` (measurements: docs/src/history.md, "The clock's
+/// own cost taken off"). Measured once per process, when the client threads start
+/// ([`Exec::new`](crate::exec::Exec::new)), for each path of [`timed_call`] with the
+/// timing's own functions, on [`CALIBRATION_CALLS`] calls that do
 /// nothing and return at once; their mean ([`mean_span`]) is taken off every call's
 /// latency, so that metabench's own timing is not charged to the engine (criterion's
 /// regression leaves a harness's fixed cost out of its estimate likewise; hyperfine takes
@@ -255,13 +256,12 @@ pub fn clock_overhead() -> ClockOverhead {
 /// The mean span of [`CALIBRATION_CALLS`] calls timed by `timed`, the slowest 1 % left
 /// out (a call an interrupt or a preemption fell into), to the nearest nanosecond.
 ///
-/// A mean, not a median: the clock reads whole ticks (10 ns apart on the project's AMD
-/// EPYC KVM guest, where back-to-back reads give 20 ns twice in three and 30 ns once), so
-/// a median is always one of the ticks and can move a whole tick from one process to the
-/// next. That tick is as long as a whole `NewSlice`: newchunk then came out at 1 ns or at
-/// 11 ns per call from two runs a minute apart. A span falls on either side of a tick
-/// boundary in proportion to where it truly ends, so the mean of many spans is not
-/// quantized, and taking it off keeps the mean of the calls' times unbiased.
+/// A mean, not a median: the clock reads whole ticks, so a median is always one of the
+/// ticks and can move a whole tick from one process to the next, and a tick can be as
+/// long as a whole `NewSlice` (measurements: docs/src/history.md, "A mean of the clock's
+/// spans, not a median"). A span falls on either side of a tick boundary in proportion
+/// to where it truly ends, so the mean of many spans is not quantized, and taking it off
+/// keeps the mean of the calls' times unbiased.
 fn mean_span(mut timed: impl FnMut() -> Clocked<()>) -> Duration {
     let mut spans: Vec<u128> = (0..CALIBRATION_CALLS)
         .map(|_| {

@@ -10,14 +10,12 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 /// How often the lag probe looks at each client thread. Each look wakes the coordinator,
-/// and on a VM whose idle vCPUs are slow to wake, a wake-up every millisecond kept a vCPU
-/// awake often enough to make Redis calls in `sweep --conc 1` faster than the same calls
-/// in `ops` when `ops` ran no probe (sweep / ops median 0.84–0.89 over 25 operations, 22–25
-/// of them faster in `sweep`; every 10 ms: 0.98, 15 of 25, in the same minutes; on a VM
-/// slower to wake, 0.93 and 21 of 25 at 10 ms). So `ops` runs the probe beside its
-/// operations too, and the two commands time their calls amid the same wake-ups. A lag
-/// shorter than the interval is still measured whole: the interval is how often one is
-/// sampled, not its resolution.
+/// and where idle CPUs are slow to wake, frequent looks keep a CPU awake and make calls
+/// faster than they are without the probe: so every 10 ms, not every millisecond, and
+/// `ops` runs the probe beside its operations too, so that the two commands time their
+/// calls amid the same wake-ups (measurements: docs/src/history.md, "The lag probe every
+/// 10 ms, in `ops` too"). A lag shorter than the interval is still measured whole: the
+/// interval is how often one is sampled, not its resolution.
 pub const LAG_PROBE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// What the probe last read of a client thread.
@@ -67,8 +65,9 @@ impl Look {
     /// (its turns cover it) and this is another. Without that check a thread woken often
     /// (a reply every few µs) that the probe found ready at every look, because the probe
     /// itself held the thread's CPU (one core for the whole process: `taskset`, an MPI
-    /// rank bound to a core), read as one wait since the first look: 7.5–107 ms of lag at
-    /// one client of a loopback Redis, a level flagged client-bound for nothing.
+    /// rank bound to a core), would read as one wait since the first look, and a level would
+    /// be flagged client-bound for nothing (measurements: docs/src/history.md, "A wait ends
+    /// when the thread has run").
     pub(super) fn parked(
         &mut self,
         now: Instant,
@@ -172,19 +171,18 @@ impl ProbedThread {
 ///
 /// A thread that is parked (asleep, every task run) is not handed a task: a task would
 /// only wake it, and a thread woken every interval keeps its CPU from going idle, which
-/// changes what is measured: on a 2-vCPU VM whose idle vCPUs are slow to wake, a 1 ms
-/// probe made one Redis client's getattr about 20 % faster in `sweep` than in `ops`,
-/// which then ran no probe. Its lag comes from the kernel instead. A thread woken by a reply
-/// still reads as parked until it runs; while the kernel says it is ready to run and it
-/// has taken no turn on a CPU since it was first found so, it is waiting for a CPU and
-/// nothing is recorded yet. Once it has run, the probe records the
-/// mean wait for a CPU of its turns on one since the last look, corrected for the
-/// intervals a wait spanned, as a probe's: the wait that delayed a reply's call (behind
-/// an engine on the same cores, say) is its lag. A mean per turn, not their sum, as a
-/// task's lag is one wait: a thread woken a hundred times in an interval, 10 µs late each
-/// time, has a lag of 10 µs, not 1 ms. A thread still waiting when the probe stops
-/// counts the wait so far. Where the kernel keeps no such figures, a parked thread's lag
-/// is 0.
+/// changes what is measured where idle CPUs are slow to wake (measurements:
+/// docs/src/history.md, "A parked thread's lag from the kernel"). Its lag comes from the
+/// kernel instead. A thread woken by a reply still reads as parked until it runs; while
+/// the kernel says it is ready to run and it has taken no turn on a CPU since it was
+/// first found so, it is waiting for a CPU and nothing is recorded yet. Once it has run,
+/// the probe records the mean wait for a CPU of its turns on one since the last look,
+/// corrected for the intervals a wait spanned, as a probe's: the wait that delayed a
+/// reply's call (behind an engine on the same cores, say) is its lag. A mean per turn, not
+/// their sum, as a task's lag is one wait: a thread woken a hundred times in an interval,
+/// 10 µs late each time, has a lag of 10 µs, not 1 ms. A thread still waiting when the
+/// probe stops counts the wait so far. Where the kernel keeps no such figures, a parked
+/// thread's lag is 0.
 ///
 /// A probe's wait leaves out the time in-process engine calls (SQLite's statements) took
 /// on its thread meanwhile ([`Exec::engine_time`](super::Exec::engine_time)): the thread was doing the engine's

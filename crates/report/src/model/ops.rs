@@ -65,7 +65,8 @@ impl OpResult {
 /// probed from another thread as a sweep probes its client threads in a window (a
 /// stamped task every 10 ms, the kernel's wait figures for a thread found asleep). The
 /// probe runs in both commands so that the two time their calls amid the same wake-ups:
-/// run in `sweep` alone, it made one Redis client's round trips 5 to 7 % faster there.
+/// run in `sweep` alone, its wake-ups would make that command's round trips faster
+/// (measurements: docs/src/history.md, "The lag probe every 10 ms, in `ops` too").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientLag {
