@@ -5,6 +5,7 @@
 
 use super::discovery::Dialer;
 use super::reason::reason_of;
+use super::stream::Stream;
 use super::wire::Wire;
 use crate::url::MetaUrl;
 use redis::aio::MultiplexedConnection;
@@ -36,7 +37,16 @@ pub(crate) async fn is_cluster_node(
     }
 }
 
-/// Opens a connection for the engine's shared one ([`Shared`]): dialled as every
+/// Dials the server `dialer` names within [`CONNECT_TIMEOUT`]: a one-line reason (never
+/// the password) on failure.
+async fn dial(url: &MetaUrl, dialer: &Dialer) -> std::result::Result<Stream, String> {
+    dialer
+        .dial(CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| reason_of(&e.into(), url.password()))
+}
+
+/// Opens a connection for the engine's shared one ([`super::shared::Shared`]): dialled as every
 /// connection is, multiplexed by redis-rs (its driver runs as a task), then
 /// [`handshake`]. Returns a one-line reason
 /// (never the password) on failure.
@@ -46,10 +56,7 @@ pub(crate) async fn connect(
     db: i64,
 ) -> std::result::Result<MultiplexedConnection, String> {
     let pw = url.password();
-    let stream = dialer
-        .dial(CONNECT_TIMEOUT)
-        .await
-        .map_err(|e| reason_of(&e.into(), pw))?;
+    let stream = dial(url, dialer).await?;
     let cfg = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
     let settings = RedisConnectionInfo::default().set_skip_set_lib_name();
     let (mut con, driver) = MultiplexedConnection::new_with_config(&settings, stream, cfg)
@@ -67,11 +74,7 @@ pub(crate) async fn connect_wire(
     dialer: &Dialer,
     db: i64,
 ) -> std::result::Result<Wire, String> {
-    let pw = url.password();
-    let stream = dialer
-        .dial(CONNECT_TIMEOUT)
-        .await
-        .map_err(|e| reason_of(&e.into(), pw))?;
+    let stream = dial(url, dialer).await?;
     let mut wire = Wire::over(stream, RESPONSE_TIMEOUT);
     handshake(&mut wire, url, db).await?;
     wire.set_db(db);
