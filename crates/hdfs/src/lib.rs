@@ -14,8 +14,7 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use hdfs_native::{Client, ClientBuilder, HdfsError, WriteOptions};
-use metabench_mount::tree::FsOps;
-use metabench_mount::{MountError, Result};
+use metabench_pathfs::{FsError, FsOps, Result};
 
 /// A parsed `hdfs://host[:port]/path` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +32,7 @@ pub const DEFAULT_PORT: u16 = 8020;
 impl HdfsUrl {
     /// Parses `hdfs://host[:port]/path`: one line naming what is wrong otherwise.
     pub fn parse(text: &str) -> Result<Self> {
-        let bad = |why: &str| MountError::Command(format!("bad HDFS URL '{text}': {why}"));
+        let bad = |why: &str| FsError::Command(format!("bad HDFS URL '{text}': {why}"));
         let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
         if url.scheme() != "hdfs" {
             return Err(bad("the scheme must be hdfs://"));
@@ -59,7 +58,7 @@ impl HdfsUrl {
 }
 
 /// A one-line error from an HDFS call on `path`.
-fn hdfs_error(what: &str, path: &str, e: HdfsError) -> MountError {
+fn hdfs_error(what: &str, path: &str, e: HdfsError) -> FsError {
     let reason = match e {
         HdfsError::IOError(io) => format!("cannot reach the NameNode ({io})"),
         HdfsError::RPCError(class, msg) | HdfsError::FatalRPCError(class, msg) => {
@@ -69,7 +68,7 @@ fn hdfs_error(what: &str, path: &str, e: HdfsError) -> MountError {
         }
         other => other.to_string().lines().next().unwrap_or("").to_owned(),
     };
-    MountError::Io(format!("hdfs {what} {path}: {reason}"))
+    FsError::Io(format!("hdfs {what} {path}: {reason}"))
 }
 
 /// A client of one NameNode, built the way metabench needs it: a refused connection is
@@ -105,7 +104,7 @@ impl HdfsTarget {
         let client = client(&url.namenode)?;
         let made_path = match client.get_file_info(&url.path).await {
             Ok(status) if !status.isdir => {
-                return Err(MountError::Command(format!(
+                return Err(FsError::Command(format!(
                     "hdfs {}: is a file, not a directory to work under",
                     url.path
                 )))
@@ -116,7 +115,7 @@ impl HdfsTarget {
                     .await
                     .map_err(|e| hdfs_error("list", &url.path, e))?;
                 if !held.is_empty() && !existing {
-                    return Err(MountError::Command(format!(
+                    return Err(FsError::Command(format!(
                         "hdfs {} holds {} entries that metabench did not write: name an empty \
                          or absent directory, or pass --existing to work in a directory of \
                          metabench's own below it",
@@ -168,7 +167,7 @@ impl HdfsTarget {
     }
 }
 
-impl metabench_mount::path_target::PathSystem for HdfsTarget {
+impl metabench_pathfs::PathSystem for HdfsTarget {
     type Fs = HdfsFs;
 
     fn name(&self) -> &'static str {
@@ -243,9 +242,7 @@ impl FsOps for HdfsFs {
         let path = join(parent, name);
         match self.client.delete(&path, false).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(MountError::Io(format!(
-                "hdfs rmdir {path}: no such directory"
-            ))),
+            Ok(false) => Err(FsError::Io(format!("hdfs rmdir {path}: no such directory"))),
             Err(e) => Err(hdfs_error("rmdir", &path, e)),
         }
     }
@@ -333,7 +330,7 @@ impl FsOps for HdfsFs {
         let path = join(parent, name);
         match self.client.delete(&path, false).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(MountError::Io(format!("hdfs unlink {path}: no such file"))),
+            Ok(false) => Err(FsError::Io(format!("hdfs unlink {path}: no such file"))),
             Err(e) => Err(hdfs_error("unlink", &path, e)),
         }
     }
@@ -355,7 +352,7 @@ impl FsOps for HdfsFs {
         let path = join(dir, ".metabench-absent");
         match self.client.get_file_info(&path).await {
             Err(HdfsError::FileNotFound(_)) => Ok("getFileInfo (absent)"),
-            Ok(_) => Err(MountError::Io(format!("hdfs {path}: exists"))),
+            Ok(_) => Err(FsError::Io(format!("hdfs {path}: exists"))),
             Err(e) => Err(hdfs_error("stat", &path, e)),
         }
     }

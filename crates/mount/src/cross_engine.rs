@@ -264,7 +264,7 @@ fn notes_grid(runs: &[LabeledParity]) -> Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::TreeSpec;
+    use metabench_pathfs::tree::TreeSpec;
 
     /// A parity run on `kind` (with Redis's durability `fsync`) whose metadata tree
     /// created files at `create` ops/s on every side.

@@ -6,9 +6,9 @@
 //! `Created N dirs in T (R dirs/s)` and `Created N files in T (R files/s)`.
 
 use crate::juicefs::{client_options, run_tool_output, GLOBAL_FLAGS};
-use crate::tree::{Phase, TreeSpec};
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
+use metabench_pathfs::tree::{Phase, TreeSpec};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;

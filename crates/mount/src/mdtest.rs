@@ -1,9 +1,9 @@
 //! mdtest: run the real binary when there is one, and parse its SUMMARY.
 
 use crate::juicefs::run_tool;
-use crate::tree::{Phase, TreeSpec};
 use crate::{MountError, Result};
 use metabench_load::StopFlag;
+use metabench_pathfs::tree::{Phase, TreeSpec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -1,10 +1,10 @@
 //! The tree driver's calls issued directly against the engine: one [`Meta`] session per
 //! task, the JuiceFS operations the mounted client makes for each call.
 
-use crate::tree::FsOps;
 use crate::Result;
 use async_trait::async_trait;
 use metabench_engine::{Ctx, Meta};
+use metabench_pathfs::FsOps;
 use metabench_schema::{Ino, Slice, Timestamp, CHUNK_SIZE};
 
 /// One task's engine session.

@@ -1,9 +1,9 @@
 //! The tree driver's calls as POSIX calls on a mounted file system (each on the blocking
 //! pool, one task per mdtest rank).
 
-use crate::tree::FsOps;
 use crate::{MountError, Result};
 use async_trait::async_trait;
+use metabench_pathfs::FsOps;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 

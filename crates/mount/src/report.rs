@@ -6,7 +6,7 @@ use crate::fio::FioResult;
 use crate::go_mdtest::GoMdtest;
 use crate::mdtest::SummaryRow;
 use crate::objbench::ObjbenchResult;
-use crate::tree::{Phase, PhaseResult, TreeSpec};
+use metabench_pathfs::tree::{Phase, PhaseResult, TreeSpec};
 use metabench_report::RunHeader;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -391,7 +391,7 @@ impl ParityReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Phase;
+    use metabench_pathfs::tree::Phase;
 
     #[test]
     fn pairs_phases_and_ratios() {

@@ -25,8 +25,7 @@
 
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use metabench_mount::tree::FsOps;
-use metabench_mount::{MountError, Result};
+use metabench_pathfs::{FsError, FsOps, Result};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
@@ -51,7 +50,7 @@ impl S3Url {
     /// Parses the URL: one line naming what is wrong otherwise.
     pub fn parse(text: &str) -> Result<Self> {
         let shown = redacted(text);
-        let bad = |why: &str| MountError::Command(format!("bad S3 URL '{shown}': {why}"));
+        let bad = |why: &str| FsError::Command(format!("bad S3 URL '{shown}': {why}"));
         let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
         if url.scheme() != "s3" {
             return Err(bad("the scheme must be s3://"));
@@ -132,7 +131,7 @@ impl std::fmt::Debug for S3Keys {
 
 /// A one-line error from an S3 request: the S3 error code and message when the server
 /// sent one (`NoSuchBucket`, `SignatureDoesNotMatch`, …), else what failed.
-fn s3_error(what: &str, key: &str, e: object_store::Error) -> MountError {
+fn s3_error(what: &str, key: &str, e: object_store::Error) -> FsError {
     let full = e.to_string();
     let tag = |name: &str| {
         let open = format!("<{name}>");
@@ -153,7 +152,7 @@ fn s3_error(what: &str, key: &str, e: object_store::Error) -> MountError {
         }
         (None, _) => full.lines().next().unwrap_or("").to_owned(),
     };
-    MountError::Io(format!("s3 {what} {key}: {text}"))
+    FsError::Io(format!("s3 {what} {key}: {text}"))
 }
 
 /// How long a request may take before it is an error (a frozen server shows as one).
@@ -191,7 +190,7 @@ fn store(url: &S3Url, keys: Option<&S3Keys>) -> Result<AmazonS3> {
         b = b.with_region(r);
     }
     b.build().map_err(|e| {
-        MountError::Command(format!(
+        FsError::Command(format!(
             "s3 {}: {}",
             url.display(),
             e.to_string().lines().next().unwrap_or("")
@@ -237,7 +236,7 @@ impl S3Target {
             .map_err(|e| s3_error("list", &url.display(), e))?;
         let n = held.objects.len() + held.common_prefixes.len();
         if n > 0 && !existing {
-            return Err(MountError::Command(format!(
+            return Err(FsError::Command(format!(
                 "{} holds data that metabench did not write ({n} keys or prefixes at its top): \
                  name an empty prefix, or pass --existing to work below a prefix of \
                  metabench's own in it",
@@ -292,7 +291,7 @@ async fn delete_below(store: &AmazonS3, prefix: &str) -> Result<u64> {
     Ok(requests)
 }
 
-impl metabench_mount::path_target::PathSystem for S3Target {
+impl metabench_pathfs::PathSystem for S3Target {
     type Fs = S3Fs;
 
     fn name(&self) -> &'static str {
@@ -403,7 +402,7 @@ impl FsOps for S3Fs {
     async fn rmdir(&mut self, parent: &String, name: &str) -> Result<()> {
         let dir = under(parent, name);
         if self.has_children(&dir).await? {
-            return Err(MountError::Io(format!("s3 rmdir {dir}: not empty")));
+            return Err(FsError::Io(format!("s3 rmdir {dir}: not empty")));
         }
         self.requests += 1;
         self.store
@@ -425,7 +424,7 @@ impl FsOps for S3Fs {
                     .await
                     .map_err(|e| s3_error("list", &key, e))?;
                 if listed.objects.is_empty() && listed.common_prefixes.is_empty() {
-                    Err(MountError::Io(format!("s3 stat {key}: not found")))
+                    Err(FsError::Io(format!("s3 stat {key}: not found")))
                 } else {
                     Ok(())
                 }
@@ -502,7 +501,7 @@ impl FsOps for S3Fs {
         self.requests += 1;
         match self.store.head(&Path::from(key.as_str())).await {
             Err(object_store::Error::NotFound { .. }) => Ok("HEAD (absent key)"),
-            Ok(_) => Err(MountError::Io(format!("s3 {key}: exists"))),
+            Ok(_) => Err(FsError::Io(format!("s3 {key}: exists"))),
             Err(e) => Err(s3_error("head", &key, e)),
         }
     }

@@ -3,8 +3,8 @@
 
 use hdfs_native::{ClientBuilder, WriteOptions};
 use metabench_hdfs::{HdfsTarget, HdfsUrl};
-use metabench_mount::path_target::PathSystem;
-use metabench_mount::tree::{run_smoke, Phase};
+use metabench_pathfs::tree::{run_smoke, Phase};
+use metabench_pathfs::PathSystem;
 use std::time::{Duration, Instant};
 
 /// The test cluster's URL, with a directory of this test's own.
@@ -80,7 +80,7 @@ async fn files_written_are_on_the_datanode_and_read_back() {
     let target = HdfsTarget::open(&url, &run_id(), false).await.unwrap();
     let mut fs = target.fs().unwrap();
     let root = target.root().to_owned();
-    use metabench_mount::tree::FsOps;
+    use metabench_pathfs::FsOps;
     fs.create(&root, "f", 3000).await.unwrap();
     let status = observer(&url)
         .get_file_info(&format!("{root}/f"))

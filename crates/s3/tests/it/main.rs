@@ -2,8 +2,8 @@
 //! `scripts/engines.sh` starts (`METABENCH_S3_URL`, with its keys in
 //! `METABENCH_S3_ACCESS_KEY` and `METABENCH_S3_SECRET_KEY`).
 
-use metabench_mount::path_target::PathSystem;
-use metabench_mount::tree::{run_smoke, FsOps};
+use metabench_pathfs::tree::run_smoke;
+use metabench_pathfs::{FsOps, PathSystem};
 use metabench_s3::{S3Keys, S3Target, S3Url};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;

@@ -14,8 +14,8 @@
 //! The names follow the JuiceFS side's ([`metabench_load::catalog::OpState`]): `f{i}`
 //! for the numbered files, `file` for the fixed one, all after the client's tag.
 
-use crate::tree::FsOps;
-use crate::MountError;
+use crate::error::FsError;
+use crate::fs_ops::FsOps;
 use metabench_engine::{MetaError, Result, SessionOptions, SessionStats, Telemetry};
 use metabench_load::{Op, Session, Target};
 use serde::de::DeserializeOwned;
@@ -80,9 +80,9 @@ pub struct PathWork<D> {
     next: [String; 2],
 }
 
-fn meta_error(e: MountError) -> MetaError {
+fn meta_error(e: FsError) -> MetaError {
     match e {
-        MountError::Meta(e) => e,
+        FsError::Meta(e) => e,
         other => MetaError::Engine(other.to_string()),
     }
 }

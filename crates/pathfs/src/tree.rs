@@ -14,53 +14,11 @@
 //! its rate is the items of all tasks divided by the phase's wall time, as in mdtest's
 //! SUMMARY (for tree phases: the tree directories of all tasks).
 
-use crate::{MountError, Result};
-use async_trait::async_trait;
+use crate::error::{FsError, Result};
+use crate::fs_ops::FsOps;
 use metabench_load::StopFlag;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-
-/// The calls the driver makes, one instance per task.
-#[async_trait]
-pub trait FsOps: Send + 'static {
-    /// A handle on a directory (a path, an inode).
-    type Dir: Clone + Send + Sync + 'static;
-
-    /// `mkdir(parent/name)`.
-    async fn mkdir(&mut self, parent: &Self::Dir, name: &str) -> Result<Self::Dir>;
-    /// `rmdir(parent/name)`.
-    async fn rmdir(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
-    /// `stat(parent/name)`.
-    async fn stat(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
-    /// `open(O_CREAT)`, write `bytes`, close.
-    async fn create(&mut self, parent: &Self::Dir, name: &str, bytes: u64) -> Result<()>;
-    /// `open`, read `bytes`, close.
-    async fn read(&mut self, parent: &Self::Dir, name: &str, bytes: u64) -> Result<()>;
-    /// `unlink(parent/name)`.
-    async fn unlink(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
-    /// NNBench's open: `open(parent/name)` and close, reading nothing.
-    async fn open(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
-    /// `rename(parent/from, parent/to)` of a file.
-    async fn rename(&mut self, parent: &Self::Dir, from: &str, to: &str) -> Result<()>;
-    /// Removes `parent/name` and everything below it; an absent one is no error.
-    async fn remove_tree(&mut self, parent: &Self::Dir, name: &str) -> Result<()>;
-    /// The system's cheapest request that reaches its server (the floor), under `dir`;
-    /// the request's name. Not every side has one (a mount's calls may never leave the
-    /// kernel): those answer `NotSupported`.
-    async fn null_round_trip(&mut self, _dir: &Self::Dir) -> Result<&'static str> {
-        Err(MountError::Meta(metabench_engine::MetaError::NotSupported))
-    }
-    /// Untimed work between phases (a JuiceFS client's background work).
-    async fn between_phases(&mut self) -> Result<()> {
-        Ok(())
-    }
-    /// The requests to its servers this task has made so far, where it counts them (the
-    /// round trips of a call are the difference); 0 where it does not (a mount's calls
-    /// are system calls).
-    fn requests(&self) -> u64 {
-        0
-    }
-}
 
 /// mdtest's options that shape the work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -306,7 +264,7 @@ async fn task_phase<F: FsOps>(
     let n = spec.dirs_in_tree();
     let check = || {
         if stop.is_stopped() {
-            Err(MountError::Interrupted)
+            Err(FsError::Interrupted)
         } else {
             Ok(())
         }
@@ -377,11 +335,11 @@ pub async fn run_smoke<F: FsOps>(clients: Vec<F>, base: F::Dir) -> Result<Vec<Ph
     let results = run_tree(clients, base, &spec, &StopFlag::default(), |_| {}).await?;
     let ran: Vec<Phase> = results.iter().map(|r| r.phase).collect();
     if ran != spec.phases() {
-        return Err(MountError::Io(format!("phases run: {ran:?}")));
+        return Err(FsError::Io(format!("phases run: {ran:?}")));
     }
     for r in &results {
         if r.items != spec.expected_items(r.phase) {
-            return Err(MountError::Io(format!(
+            return Err(FsError::Io(format!(
                 "{:?}: {} calls, not {}",
                 r.phase,
                 r.items,
@@ -422,7 +380,7 @@ pub async fn run_tree<F: FsOps>(
         for (task, h) in handles.into_iter().enumerate() {
             let (fs, r) = h
                 .await
-                .map_err(|e| MountError::Io(format!("task {task} panicked: {e}")))?;
+                .map_err(|e| FsError::Io(format!("task {task} panicked: {e}")))?;
             clients.push(fs);
             match r {
                 Ok((n, made)) => {
@@ -433,7 +391,7 @@ pub async fn run_tree<F: FsOps>(
                     }
                 }
                 Err(e) => {
-                    if first_err.is_none() || matches!(first_err, Some(MountError::Interrupted)) {
+                    if first_err.is_none() || matches!(first_err, Some(FsError::Interrupted)) {
                         first_err = Some(e);
                     }
                 }
@@ -465,6 +423,7 @@ pub async fn run_tree<F: FsOps>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use async_trait::async_trait;
     use std::collections::{BTreeMap, BTreeSet};
     use std::sync::{Arc, Mutex};
 
@@ -666,6 +625,6 @@ pub(crate) mod tests {
         let err = run_tree(vec![MemFs(world)], "base".into(), &spec, &stop, |_| {})
             .await
             .unwrap_err();
-        assert!(matches!(err, MountError::Interrupted));
+        assert!(matches!(err, FsError::Interrupted));
     }
 }
