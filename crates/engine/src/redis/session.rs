@@ -105,7 +105,7 @@ impl Storage for RedisSession {
         })
     }
 
-    /// `redisMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s).
+    /// `redisMeta.doMknod` (its checks, quota walk and inode are `BaseMeta::make_node`'s).
     async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
         let (parent, name, typ, target) = (node.parent, node.name, node.typ, node.target);
         let (ki, kd) = (self.keys.inode(parent), self.keys.entries(parent));

@@ -241,7 +241,7 @@ impl Storage for TkvSession {
         })
     }
 
-    /// `kvMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s).
+    /// `kvMeta.doMknod` (its checks, quota walk and inode are `BaseMeta::make_node`'s).
     async fn do_mknod(&mut self, ctx: &Ctx, ino: Ino, node: &NewNode<'_>) -> Result<Made> {
         let (parent, name, typ, target) = (node.parent, node.name, node.typ, node.target);
         let keys = self.keys.clone();

@@ -15,7 +15,7 @@ use metabench_schema::sql::NodeRow;
 use metabench_schema::{align4k, Attr, FileType, Ino, Timestamp, TRASH_INODE};
 
 impl SqlSession {
-    /// `dbMeta.doMknod` (its checks, quota walk and inode are `Storage::make_node`'s). On
+    /// `dbMeta.doMknod` (its checks, quota walk and inode are `BaseMeta::make_node`'s). On
     /// EEXIST of a file or directory the existing entry is returned in `found` (for
     /// `Create`).
     pub(super) async fn mknod_txn(
@@ -393,7 +393,7 @@ impl SqlSession {
         Ok(removed)
     }
 
-    /// `dbMeta.doRename` (its checks and quota walks are `Storage::check_and_walk_rename`'s).
+    /// `dbMeta.doRename` (its checks and quota walks are `BaseMeta::check_and_walk_rename`'s).
     pub(super) async fn rename_txn(&mut self, ctx: &Ctx, r: &Rename<'_>) -> Result<Renamed> {
         let (ps, ns_, pd, nd, flags) =
             (r.parent_src, r.name_src, r.parent_dst, r.name_dst, r.flags);
