@@ -18,6 +18,7 @@ mod mpi;
 mod parity;
 mod report;
 mod sweep;
+mod terse;
 
 use std::sync::{Condvar, Mutex};
 

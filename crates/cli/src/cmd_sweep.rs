@@ -2,8 +2,8 @@
 
 use crate::args::{write_file, ClientSettings};
 use crate::error::{input, CliError};
-use crate::lifecycle::{after_cleanup, exit_code, say_client_threads, Run};
-use crate::target::TargetArgs;
+use crate::lifecycle::{ended, exit_code, run_command, Command, Ended, Run, Workspace};
+use crate::volume::VolumeArgs;
 use metabench_load::team::{
     agree, answer, from_leader, gather_all, launched_by_mpi, Solo, Team, TeamError,
 };
@@ -16,8 +16,8 @@ use metabench_schema::Ino;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::{ClientProfile, EngineKind, MetaUrl, Scheme};
 use metabench_load::sweep::IntervalHistograms;
-use metabench_load::{measure_floor, run_sweep, Live};
-use metabench_report::{Level, SweepResults};
+use metabench_load::{measure_floor, run_sweep, Exec, Live, SweepOutcome};
+use metabench_report::{Level, RunFailure, RunHeader, SweepResults};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ pub use args::SweepArgs;
 use output::{publish, results, show_level, Progress};
 use plan::{prepare, Prepared};
 
-pub(crate) use path::{Opened, PathUrl};
+pub(crate) use path::{FromOpened, PathRun, PathUrl};
 
 /// The team this sweep runs on: the ranks of the MPI job that started it, or this
 /// process alone.
@@ -143,36 +143,28 @@ async fn start_rank(
     args: &SweepArgs,
     settings: &ClientSettings,
     team: &dyn Team,
-) -> Result<(Run, Namespace, bool), StartFailed> {
+    run_id: &str,
+) -> Result<Run, StartFailed> {
     let waiting = StopFlag::default();
-    let on_ctrl_c = "dropping the level in progress and cleaning up";
     let mut joined: Option<Result<Joined, Refusal>> = None;
     let mut mine = None;
     if team.rank() == 0 {
         let started = async {
-            if team.size() > 1 && args.shared_dir && is_memkv(&args.target) {
+            if team.size() > 1 && args.shared_dir && is_memkv(&args.volume) {
                 return Err(input(
                     "--shared-dir under MPI needs one volume all ranks share; with memkv:// each \
                      rank has its own store: use a server engine, or drop --shared-dir",
                 ));
             }
-            let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c).await?;
-            match make_namespace(&run).await {
-                Ok(ns) => Ok((run, ns)),
-                Err(e) => {
-                    if let Err(left) = run.finish(false, None).await {
-                        say!("left behind: {left}");
-                    }
-                    Err(e)
-                }
-            }
+            let run = Run::start(&args.volume, settings.clone(), None, run_id).await?;
+            with_namespace(run).await
         }
         .await;
         joined = Some(match &started {
-            Ok((run, ns)) => Ok(Joined {
-                meta_url: run.target.meta_url.clone(),
-                namespace: ns.dir,
-                per_rank_volume: run.target.engine.kind() == EngineKind::Memkv,
+            Ok(run) => Ok(Joined {
+                meta_url: run.volume.meta_url.clone(),
+                namespace: run.namespace.as_ref().expect("made").dir,
+                per_rank_volume: run.volume.engine.kind() == EngineKind::Memkv,
             }),
             Err(e) => Err((e.one_line(), e.exit_code())),
         });
@@ -183,48 +175,57 @@ async fn start_rank(
         _ => match from_leader(team, joined.as_ref(), &waiting).await {
             Ok(joined) => joined,
             Err(e) => {
-                if let Some(Ok((run, ns))) = mine {
-                    end_early(run, Some(&ns)).await;
+                if let Some(Ok(run)) = mine {
+                    end_early(run).await;
                 }
                 return Err(StartFailed::Lost(CliError::Io(format!("MPI: {e}"))));
             }
         },
     };
     if let Some(started) = mine {
-        let (run, ns) = started.map_err(StartFailed::Told)?;
-        return Ok((run, ns, true));
+        return started.map_err(StartFailed::Told);
     }
     let joined = joined.map_err(|refusal| StartFailed::Told(refusal_error(refusal)))?;
     let alone = StartFailed::Alone;
     if joined.per_rank_volume {
-        let run = Run::start(&args.target, settings.clone(), None, on_ctrl_c)
+        let run = Run::start(&args.volume, settings.clone(), None, run_id)
             .await
             .map_err(alone)?;
-        return match make_namespace(&run).await {
-            Ok(ns) => Ok((run, ns, true)),
-            Err(e) => {
-                let _ = run.finish(false, None).await;
-                Err(StartFailed::Alone(e))
-            }
-        };
+        return with_namespace(run).await.map_err(StartFailed::Alone);
     }
-    let shared = TargetArgs {
+    let shared = VolumeArgs {
         meta: Some(joined.meta_url),
         existing: true,
     };
-    let run = Run::start(&shared, settings.clone(), None, on_ctrl_c)
+    let mut run = Run::start(&shared, settings.clone(), None, run_id)
         .await
         .map_err(alone)?;
-    let ns = Namespace {
+    run.namespace = Some(Namespace {
         top: 0,
         dir: joined.namespace,
         run_id: run.run_id.clone(),
-    };
-    Ok((run, ns, false))
+    });
+    run.owns_namespace = false;
+    Ok(run)
+}
+
+/// Makes the run's namespace, `/.metabench/<run-id>`, in `run`'s volume; a run that could
+/// not make it is cleaned up.
+async fn with_namespace(mut run: Run) -> Result<Run, CliError> {
+    match make_namespace(&run).await {
+        Ok(ns) => {
+            run.namespace = Some(ns);
+            Ok(run)
+        }
+        Err(e) => {
+            end_early(run).await;
+            Err(e)
+        }
+    }
 }
 
 /// Whether the target is the in-process memkv engine.
-fn is_memkv(target: &TargetArgs) -> bool {
+fn is_memkv(target: &VolumeArgs) -> bool {
     let url = target.meta.as_deref().map(MetaUrl::parse);
     url.is_some_and(|url| url.is_ok_and(|url| url.scheme() == Scheme::Memkv))
 }
@@ -232,7 +233,7 @@ fn is_memkv(target: &TargetArgs) -> bool {
 /// Makes the run's namespace, `/.metabench/<run-id>`.
 async fn make_namespace(run: &Run) -> Result<Namespace, CliError> {
     let mut meta = run
-        .target
+        .volume
         .session(&ClientProfile::Gobench.session_options())
         .await?;
     Ok(Namespace::create(meta.as_mut(), &run.run_id).await?)
@@ -333,183 +334,255 @@ fn lost(team: &dyn Team, stop: &StopFlag, error: CliError) -> Result<i32, CliErr
 }
 
 /// Cleans up a run that ends before its sweep, saying what it left behind.
-async fn end_early(run: Run, namespace: Option<&Namespace>) {
-    if let Err(left) = run.finish(false, namespace).await {
+async fn end_early(run: Run) {
+    if let Err(left) = run.clean_up(false).await {
         say!("left behind: {left}");
     }
 }
 
-/// Runs `metabench sweep`, alone or as one rank of an MPI job.
+/// Runs `metabench sweep`, alone or as one rank of an MPI job, through the one run
+/// lifecycle ([`run_command`]); on a path-level system (HDFS, S3), [`path::run`].
 ///
 /// Under MPI every rank takes the same steps, each ending in the same collective calls:
 /// check the arguments (nothing written yet), start (rank 0 first), say hello, sweep,
 /// clean up (the other ranks first), leave. A refusal at a step is rank 0's, for all;
 /// a rank that stops answering ends the job (`MPI_Abort`) once rank 0 has cleaned up.
 pub async fn run(args: SweepArgs, detail: Detail) -> Result<i32, CliError> {
-    if let Some(url) = args.target.meta.as_deref().and_then(path::PathUrl::parse) {
+    if let Some(url) = args.volume.meta.as_deref().and_then(path::PathUrl::parse) {
         return path::run(args, url?, detail).await;
     }
     let team = join_team()?;
-    let (ranks, leader) = (team.size(), team.rank() == 0);
-    let prepared = prepare(&args, leader);
-    if ranks > 1 {
-        let waiting = StopFlag::default();
-        let verdict = agree(
-            team.as_ref(),
-            &Ready::new(team.as_ref(), &prepared),
-            &waiting,
-            check_ready,
-        )
-        .await
-        .map_err(|e| CliError::Io(format!("MPI: {e}")));
-        match verdict {
-            Err(e) => return lost(team.as_ref(), &waiting, e),
-            Ok(Err(refusal)) => {
-                let error = match prepared {
-                    Err(own) if leader => own,
-                    _ => refusal_error(refusal),
-                };
-                return refused(team.as_ref(), &waiting, error).await;
-            }
-            Ok(Ok(())) => {}
-        }
+    run_command(Sweep {
+        args,
+        detail,
+        team,
+        prepared: None,
+        mpi: None,
+        pool_line: None,
+        log_error: None,
+        team_lost: false,
+        peak_rss: None,
+    })
+    .await
+}
+
+/// `metabench sweep` on a JuiceFS volume as the lifecycle drives it, one rank's part.
+struct Sweep {
+    args: SweepArgs,
+    detail: Detail,
+    /// The ranks of the MPI job, or this process alone.
+    team: Box<dyn Team>,
+    /// What the arguments ask for, once checked.
+    prepared: Option<Prepared>,
+    /// The MPI job's facts, under MPI.
+    mpi: Option<MpiRun>,
+    /// How an open loop without `--conc` picked its pool.
+    pool_line: Option<String>,
+    /// The first level's line or checkpoint that could not be written.
+    log_error: Option<CliError>,
+    /// Whether this rank gave up on the others.
+    team_lost: bool,
+    /// Every rank's peak memory, gathered by rank 0 before the cleanup.
+    peak_rss: Option<Vec<Option<u64>>>,
+}
+
+impl Sweep {
+    fn leader(&self) -> bool {
+        self.team.rank() == 0
     }
-    let Prepared {
-        exec,
-        threads_why,
-        workload,
-        mut levels,
-        settings,
-        mut plan,
-    } = prepared?;
-    let (run, ns, owns_namespace) = match start_rank(&args, &settings, team.as_ref()).await {
-        Ok(started) => started,
-        Err(StartFailed::Told(e)) => return refused(team.as_ref(), &StopFlag::default(), e).await,
-        Err(StartFailed::Lost(e)) => return lost(team.as_ref(), &StopFlag::default(), e),
-        Err(StartFailed::Alone(e)) => {
-            // Told to rank 0 in the hello, which refuses the job for all.
+
+    fn prepared(&self) -> &Prepared {
+        self.prepared.as_ref().expect("prepared")
+    }
+}
+
+impl Command for Sweep {
+    type Space = Run;
+    type Outcome = SweepOutcome;
+    const NAME: &'static str = "sweep";
+    const ON_CTRL_C: &'static str = "dropping the level in progress and cleaning up";
+
+    async fn prepare(&mut self, _stop: &StopFlag) -> Result<(), Ended> {
+        let team = self.team.as_ref();
+        let leader = team.rank() == 0;
+        let prepared = prepare(&self.args, leader);
+        if team.size() > 1 {
             let waiting = StopFlag::default();
-            return match hello(team.as_ref(), &waiting, Some(e.one_line()), false).await {
-                Ok(verdict) => {
-                    // Nothing to clean up: straight to the barrier after which rank 0
-                    // cleans up (see the refusal after the hello below).
-                    let _ = answer(team.as_ref(), team.barrier(), &waiting).await;
-                    let error = verdict.err().map_or(e, refusal_error);
-                    refused(team.as_ref(), &waiting, error).await
+            let verdict = agree(team, &Ready::new(team, &prepared), &waiting, check_ready)
+                .await
+                .map_err(|e| CliError::Io(format!("MPI: {e}")));
+            match verdict {
+                Err(e) => return Err(lost(team, &waiting, e)),
+                Ok(Err(refusal)) => {
+                    let error = match prepared {
+                        Err(own) if leader => own,
+                        _ => refusal_error(refusal),
+                    };
+                    return Err(refused(team, &waiting, error).await);
                 }
-                Err(lost_team) => lost(team.as_ref(), &waiting, CliError::Io(lost_team.0)),
-            };
-        }
-    };
-    let stop = run.stop.clone();
-    let mpi = if ranks > 1 {
-        let volume_on_rank0 = args.target.meta.is_none();
-        match hello(team.as_ref(), &stop, None, volume_on_rank0).await {
-            Ok(Ok(mpi)) => Some(mpi),
-            Ok(Err(refusal)) => {
-                // As after a sweep: the other ranks close their sessions before rank 0
-                // removes the namespace they entered.
-                if leader {
-                    let _ = answer(team.as_ref(), team.barrier(), &stop).await;
-                    end_early(run, owns_namespace.then_some(&ns)).await;
-                } else {
-                    end_early(run, owns_namespace.then_some(&ns)).await;
-                    let _ = answer(team.as_ref(), team.barrier(), &stop).await;
-                }
-                return refused(team.as_ref(), &stop, refusal_error(refusal)).await;
-            }
-            Err(e) => {
-                end_early(run, owns_namespace.then_some(&ns)).await;
-                return lost(team.as_ref(), &stop, CliError::Io(format!("MPI: {e}")));
+                Ok(Ok(())) => {}
             }
         }
-    } else {
-        None
-    };
-    let mut pool_line = None;
-    if let (Some(rate), true) = (&args.rate, levels.is_empty()) {
-        // An open loop without --conc (never under MPI: `prepare` refuses it): its pool
-        // from the floor of one session, on a client thread as the sweep's own.
-        let (engine, opts) = (run.target.engine.clone(), run.client.session.clone());
-        let (op_timeout, idle) = (args.client.op_timeout, exec.idle());
-        let floor = exec
-            .spawn(0, async move {
-                let mut meta = engine.session(&opts).await?;
-                measure_floor(meta.as_mut(), op_timeout, idle).await
-            })
-            .await;
-        let floor = match floor {
-            Ok(Ok(floor)) => floor,
-            Ok(Err(e)) => {
-                end_early(run, owns_namespace.then_some(&ns)).await;
-                return Err(e.into());
-            }
-            Err(e) => {
-                end_early(run, owns_namespace.then_some(&ns)).await;
-                return Err(CliError::Io(format!("a client thread failed: {e}")));
-            }
-        };
-        let (pool, why) = plan::open_loop_pool(rate.rates(), floor.as_ref());
-        levels = vec![pool];
-        plan.levels = levels.clone();
-        pool_line = Some(why);
+        self.prepared = Some(prepared.map_err(Err)?);
+        Ok(())
     }
-    let loop_kind = match &args.rate {
-        None => format!("levels {levels:?}"),
-        Some(rate) => format!(
-            "open loop at {:?} calls/s ({} arrivals) on a pool of {} clients",
-            rate.rates(),
-            args.arrivals.name(),
-            levels[0]
-        ),
-    };
-    if leader {
-        let over = mpi.as_ref().map_or(String::new(), |m| {
+
+    fn threads(&self) -> Option<(&Exec, &str)> {
+        let p = self.prepared();
+        Some((&p.exec, p.threads_why.as_str()))
+    }
+
+    async fn open(&mut self, run_id: &str, _stop: &StopFlag) -> Result<Run, Ended> {
+        let team = self.team.as_ref();
+        let settings = &self.prepared().settings;
+        match start_rank(&self.args, settings, team, run_id).await {
+            Ok(run) => Ok(run),
+            Err(StartFailed::Told(e)) => Err(refused(team, &StopFlag::default(), e).await),
+            Err(StartFailed::Lost(e)) => Err(lost(team, &StopFlag::default(), e)),
+            Err(StartFailed::Alone(e)) => {
+                // Told to rank 0 in the hello, which refuses the job for all.
+                let waiting = StopFlag::default();
+                Err(
+                    match hello(team, &waiting, Some(e.one_line()), false).await {
+                        Ok(verdict) => {
+                            // Nothing to clean up: straight to the barrier after which rank 0
+                            // cleans up (see the refusal after the hello in `opened`).
+                            let _ = answer(team, team.barrier(), &waiting).await;
+                            let error = verdict.err().map_or(e, refusal_error);
+                            refused(team, &waiting, error).await
+                        }
+                        Err(lost_team) => lost(team, &waiting, CliError::Io(lost_team.0)),
+                    },
+                )
+            }
+        }
+    }
+
+    async fn opened(&mut self, run: Run, stop: &StopFlag) -> Result<Run, Ended> {
+        let team = self.team.as_ref();
+        if team.size() > 1 {
+            let volume_on_rank0 = self.args.volume.meta.is_none();
+            match hello(team, stop, None, volume_on_rank0).await {
+                Ok(Ok(mpi)) => self.mpi = Some(mpi),
+                Ok(Err(refusal)) => {
+                    // As after a sweep: the other ranks close their sessions before rank 0
+                    // removes the namespace they entered.
+                    if team.rank() == 0 {
+                        let _ = answer(team, team.barrier(), stop).await;
+                        end_early(run).await;
+                    } else {
+                        end_early(run).await;
+                        let _ = answer(team, team.barrier(), stop).await;
+                    }
+                    return Err(refused(team, stop, refusal_error(refusal)).await);
+                }
+                Err(e) => {
+                    end_early(run).await;
+                    return Err(lost(team, stop, CliError::Io(format!("MPI: {e}"))));
+                }
+            }
+        }
+        let prepared = self.prepared.as_mut().expect("prepared");
+        if let (Some(rate), true) = (&self.args.rate, prepared.levels.is_empty()) {
+            // An open loop without --conc (never under MPI: `prepare` refuses it): its pool
+            // from the floor of one session, on a client thread as the sweep's own.
+            let (engine, opts) = (run.volume.engine.clone(), run.client.session.clone());
+            let (op_timeout, idle) = (self.args.client.op_timeout, prepared.exec.idle());
+            let floor = prepared
+                .exec
+                .spawn(0, async move {
+                    let mut meta = engine.session(&opts).await?;
+                    measure_floor(meta.as_mut(), op_timeout, idle).await
+                })
+                .await;
+            let floor = match floor {
+                Ok(Ok(floor)) => floor,
+                Ok(Err(e)) => {
+                    end_early(run).await;
+                    return Err(Err(e.into()));
+                }
+                Err(e) => {
+                    end_early(run).await;
+                    return Err(Err(CliError::Io(format!("a client thread failed: {e}"))));
+                }
+            };
+            let (pool, why) = plan::open_loop_pool(rate.rates(), floor.as_ref());
+            prepared.levels = vec![pool];
+            prepared.plan.levels = prepared.levels.clone();
+            self.pool_line = Some(why);
+        }
+        Ok(run)
+    }
+
+    fn speaks(&self) -> bool {
+        self.leader()
+    }
+
+    fn what(&self, _run: &Run) -> String {
+        let prepared = self.prepared();
+        let levels = &prepared.levels;
+        let loop_kind = match &self.args.rate {
+            None => format!("levels {levels:?}"),
+            Some(rate) => format!(
+                "open loop at {:?} calls/s ({} arrivals) on a pool of {} clients",
+                rate.rates(),
+                self.args.arrivals.name(),
+                levels[0]
+            ),
+        };
+        let over = self.mpi.as_ref().map_or(String::new(), |m| {
             let hosts = distinct(m.hosts.iter().map(String::as_str));
             format!(
-                ", over {ranks} MPI ranks on {} (clock skew ≤ {:.1} ms)",
+                ", over {} MPI ranks on {} (clock skew ≤ {:.1} ms)",
+                self.team.size(),
                 hosts.join(", "),
                 m.clock_skew_ms
             )
         });
-        run.say_start(
-            "sweep",
-            &format!(": {loop_kind}, workload {}{over}", workload.name),
-        );
-        say_client_threads(&exec, &threads_why);
-        if let Some(line) = &pool_line {
-            say!("{line}");
-        }
+        let pool = self
+            .pool_line
+            .as_ref()
+            .map_or(String::new(), |line| format!("\n{line}"));
+        format!(
+            ": {loop_kind}, workload {}{over}{pool}",
+            prepared.workload.name
+        )
     }
 
-    let live = Arc::new(Live::default());
-    let progress = Progress::start(leader, &live, &workload, args.threads_per_client);
-    let bar = progress.bar.clone();
-
-    let config = args.config(
-        levels,
-        &workload,
-        run.client.session.clone(),
-        run.client.background_in_window(),
-        args.threads_per_client,
-    );
-    let header = run.header("sweep", Some(&exec));
-    let mut log_error = None;
-    // Under MPI, rank 0 writes the levels merged so far after each one: a rank that is
-    // killed (and the job with it) leaves them on disk.
-    let mut checkpoint = (ranks > 1).then(|| SweepResults {
-        header: header.clone(),
-        plan: plan.clone(),
-        stopped_early: Some(
-            "the run did not finish: these are the levels merged before it stopped".to_owned(),
-        ),
-        interrupted: true,
-        mpi: mpi.clone().map(Box::new),
-        ..Default::default()
-    });
-    let outcome = {
+    async fn work(
+        &mut self,
+        run: &mut Run,
+        header: &RunHeader,
+        stop: &StopFlag,
+    ) -> Result<SweepOutcome, CliError> {
+        let (args, team) = (&self.args, self.team.as_ref());
+        let leader = team.rank() == 0;
+        let prepared = self.prepared.as_ref().expect("prepared");
+        let live = Arc::new(Live::default());
+        let progress = Progress::start(leader, &live, &prepared.workload, args.threads_per_client);
+        let bar = progress.bar.clone();
+        let config = args.config(
+            prepared.levels.clone(),
+            &prepared.workload,
+            run.client.session.clone(),
+            run.client.background_in_window(),
+            args.threads_per_client,
+        );
+        // Under MPI, rank 0 writes the levels merged so far after each one: a rank that is
+        // killed (and the job with it) leaves them on disk.
+        let mut checkpoint = (team.size() > 1).then(|| SweepResults {
+            header: header.clone(),
+            plan: prepared.plan.clone(),
+            stopped_early: Some(
+                "the run did not finish: these are the levels merged before it stopped".to_owned(),
+            ),
+            interrupted: true,
+            mpi: self.mpi.clone().map(Box::new),
+            ..Default::default()
+        });
+        let log_error = &mut self.log_error;
         let on_level = |level: &Level, hists: &IntervalHistograms| {
-            if let Err(e) = show_level(&args, &bar, level, hists) {
+            if let Err(e) = show_level(args, &bar, level, hists) {
                 log_error.get_or_insert(e);
             }
             if let (Some(path), Some(partial)) = (&args.json, &mut checkpoint) {
@@ -522,81 +595,100 @@ pub async fn run(args: SweepArgs, detail: Detail) -> Result<i32, CliError> {
                 }
             }
         };
-        run_sweep(
-            &exec,
-            run.target.engine.clone(),
-            ns.dir,
+        let ns = run
+            .namespace
+            .as_ref()
+            .expect("started with a namespace")
+            .dir;
+        let outcome = run_sweep(
+            &prepared.exec,
+            run.volume.engine.clone(),
+            ns,
             &config,
-            &stop,
+            stop,
             live.clone(),
-            team.as_ref(),
+            team,
             on_level,
         )
         .await
-        .map_err(CliError::from)
-    };
-    progress.finish();
-    let failed = matches!(&outcome, Ok(o) if o.failure.is_some());
-    let team_lost = matches!(&outcome, Ok(o) if o.team_lost);
-    // The other ranks close their sessions first; rank 0 hears from each (its peak
-    // memory) before it removes the namespace they worked in. A rank that lost the
-    // team calls on it no more.
-    let namespace = owns_namespace.then_some(&ns);
-    let (cleanup, ends) = if leader && !team_lost {
-        let ends = gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await;
-        (run.finish(failed, namespace).await, ends)
-    } else {
-        let cleanup = run.finish(failed, namespace).await;
-        let ends = match team_lost {
-            true => Ok(None),
-            false => gather_all(team.as_ref(), &peak_rss_bytes(), &stop).await,
-        };
-        (cleanup, ends)
-    };
-    let (outcome, cleanup_error) = match after_cleanup(outcome, cleanup, |o| o.failure.as_mut()) {
-        Ok(settled) => settled,
-        // The engine failed before the first level: every rank was told so.
-        Err(e) => return refused(team.as_ref(), &stop, e).await,
-    };
-    if !leader {
-        if team_lost {
-            let why = outcome.stopped_early.unwrap_or_default();
-            return lost(
-                team.as_ref(),
-                &stop,
-                cleanup_error.unwrap_or(CliError::Io(why)),
-            );
-        }
-        leave(team.as_ref(), &stop).await;
-        return match cleanup_error {
-            Some(e) => Err(e),
-            None => Ok(exit_code(None, stop.is_stopped())),
-        };
+        .map_err(CliError::from);
+        progress.finish();
+        self.team_lost = matches!(&outcome, Ok(o) if o.team_lost);
+        outcome
     }
 
-    let mpi = mpi.map(|mut m| {
-        m.peak_rss_bytes = ends.ok().flatten().unwrap_or_default();
-        m
-    });
-    let mut run = results(header, plan, outcome, stop.is_stopped(), mpi);
-    let write_error = publish(&mut run, &args, detail);
-    let result = match (write_error.or(log_error), cleanup_error) {
-        (Some(e), _) => Err(e),
-        // The results are written; what the run could not remove is the error.
-        (None, Some(e)) => Err(e),
-        (None, None) => Ok(exit_code(run.failure.as_deref(), run.interrupted)),
-    };
-    if team_lost {
-        // A rank stopped answering: end the job rather than leave any rank waiting.
-        let why = run.stopped_early.clone().unwrap_or_default();
-        return lost(
-            team.as_ref(),
-            &stop,
-            result.err().unwrap_or(CliError::Io(why)),
-        );
+    fn failure(outcome: &mut SweepOutcome) -> Option<&mut RunFailure> {
+        outcome.failure.as_mut()
     }
-    leave(team.as_ref(), &stop).await;
-    result
+
+    async fn clean_up(
+        &mut self,
+        run: Run,
+        engine_failed: bool,
+        stop: &StopFlag,
+    ) -> Result<(), String> {
+        // The other ranks close their sessions first; rank 0 hears from each (its peak
+        // memory) before it removes the namespace they worked in. A rank that lost the
+        // team calls on it no more.
+        let team = self.team.as_ref();
+        if self.leader() && !self.team_lost {
+            let ends = gather_all(team, &peak_rss_bytes(), stop).await;
+            self.peak_rss = ends.ok().flatten();
+            run.clean_up(engine_failed).await
+        } else {
+            let cleanup = run.clean_up(engine_failed).await;
+            if !self.team_lost {
+                let _ = gather_all(team, &peak_rss_bytes(), stop).await;
+            }
+            cleanup
+        }
+    }
+
+    async fn failed(&mut self, error: CliError, stop: &StopFlag) -> Ended {
+        // The engine failed before the first level: every rank was told so.
+        refused(self.team.as_ref(), stop, error).await
+    }
+
+    async fn publish(
+        &mut self,
+        outcome: SweepOutcome,
+        header: RunHeader,
+        left_behind: Option<CliError>,
+        stop: &StopFlag,
+    ) -> Ended {
+        let team = self.team.as_ref();
+        if !self.leader() {
+            if self.team_lost {
+                let why = outcome.stopped_early.unwrap_or_default();
+                return lost(team, stop, left_behind.unwrap_or(CliError::Io(why)));
+            }
+            leave(team, stop).await;
+            return match left_behind {
+                Some(e) => Err(e),
+                None => Ok(exit_code(None, stop.is_stopped())),
+            };
+        }
+        let mpi = self.mpi.take().map(|mut m| {
+            m.peak_rss_bytes = self.peak_rss.take().unwrap_or_default();
+            m
+        });
+        let plan = self.prepared().plan.clone();
+        let mut results = results(header, plan, outcome, stop.is_stopped(), mpi);
+        let write_error = publish(&mut results, &self.args, self.detail);
+        let result = ended(
+            write_error.or(self.log_error.take()),
+            left_behind,
+            results.failure.as_deref(),
+            results.interrupted,
+        );
+        if self.team_lost {
+            // A rank stopped answering: end the job rather than leave any rank waiting.
+            let why = results.stopped_early.clone().unwrap_or_default();
+            return lost(team, stop, result.err().unwrap_or(CliError::Io(why)));
+        }
+        leave(team, stop).await;
+        result
+    }
 }
 
 /// Leaves the MPI job, every rank once rank 0 has written the results and cleaned up:

@@ -8,20 +8,23 @@
 //! afterwards (also after Ctrl-C or a failure), and refuses a path that holds data
 //! unless `--existing`.
 
-use crate::args::watch_ctrl_c;
 use crate::cmd_parity::{say_phase, specs, Scale};
-use crate::cmd_sweep::{Opened, PathUrl};
-use crate::error::{input, CliError};
-use crate::target::{new_run_id, TargetArgs};
-use metabench_load::StopFlag;
+use crate::cmd_sweep::{FromOpened, PathRun, PathUrl};
+use crate::error::{input, CliError, EXIT_INTERRUPTED};
+use crate::lifecycle::{run_command, Command, Ended};
+use crate::volume::VolumeArgs;
+use metabench_hdfs::HdfsTarget;
+use metabench_load::{Exec, StopFlag};
 use metabench_pathfs::tree::{run_tree, PhaseResult};
-use metabench_pathfs::{FsOps, PathSystem};
+use metabench_pathfs::FsOps;
+use metabench_report::{RunFailure, RunHeader};
+use metabench_s3::S3Target;
 
 /// Arguments of `metabench tree`.
 #[derive(Debug, clap::Args)]
 pub struct TreeArgs {
     #[command(flatten)]
-    target: TargetArgs,
+    volume: VolumeArgs,
 
     /// Tree sizes: docs (the JuiceFS docs' mdtest runs: -b 3 -z 1 -I 100 -u, and
     /// -F -w 102400 -I 1000 -z 0 -u) or small (seconds).
@@ -33,9 +36,9 @@ pub struct TreeArgs {
     tasks: u32,
 }
 
-/// Runs `metabench tree`.
+/// Runs `metabench tree` through the one run lifecycle ([`run_command`]).
 pub async fn run(args: TreeArgs) -> Result<i32, CliError> {
-    let url = match args.target.meta.as_deref().and_then(PathUrl::parse) {
+    let url = match args.volume.meta.as_deref().and_then(PathUrl::parse) {
         Some(url) => url?,
         None => {
             return Err(input(
@@ -44,82 +47,126 @@ pub async fn run(args: TreeArgs) -> Result<i32, CliError> {
             ))
         }
     };
-    let stop = StopFlag::default();
-    let watcher = watch_ctrl_c(
-        stop.clone(),
-        "stopping the phase in progress and cleaning up",
-    );
-    let run_id = new_run_id();
-    let ran = match url.open(&run_id, args.target.existing).await {
-        Ok(Opened::Hdfs(system)) => trees_on(system, &args, &stop).await,
-        Ok(Opened::S3(system)) => trees_on(system, &args, &stop).await,
-        Err(e) => Err(e),
-    };
-    watcher.abort();
-    ran
+    match url {
+        PathUrl::Hdfs(_) => run_command(Trees::<HdfsTarget>::new(args, url)).await,
+        PathUrl::S3(_) => run_command(Trees::<S3Target>::new(args, url)).await,
+    }
 }
 
-/// Each tree in a directory of its own below the run's, then the cleanup and the table.
-async fn trees_on<P: PathSystem>(
-    system: P,
-    args: &TreeArgs,
-    stop: &StopFlag,
-) -> Result<i32, CliError> {
-    say!(
-        "metabench tree on {} ({}): {} task(s), {:?} trees",
-        system.name(),
-        system.url(),
-        args.tasks,
-        args.scale
-    );
-    let mut done: Vec<(&str, Vec<PhaseResult>)> = Vec::new();
-    let mut failure = None;
-    for (name, spec) in specs(args.scale, args.tasks) {
-        if stop.is_stopped() {
-            break;
+/// `metabench tree` as the lifecycle drives it: each tree in a directory of its own below
+/// the run's, then the cleanup and the tables.
+struct Trees<P> {
+    args: TreeArgs,
+    /// The URL, until the system is opened.
+    url: Option<PathUrl>,
+    /// Why the trees stopped before the last one, if a tree failed.
+    failure: Option<CliError>,
+    /// The system's own differences from the client it models.
+    notes: Vec<String>,
+    system: std::marker::PhantomData<P>,
+}
+
+impl<P> Trees<P> {
+    fn new(args: TreeArgs, url: PathUrl) -> Self {
+        Self {
+            args,
+            url: Some(url),
+            failure: None,
+            notes: Vec::new(),
+            system: std::marker::PhantomData,
         }
-        let ran = async {
-            let base = system.fs()?.mkdir(&system.root(), name).await?;
-            let clients = (0..args.tasks)
-                .map(|_| system.fs())
-                .collect::<metabench_mount::Result<Vec<_>>>()?;
-            run_tree(clients, base, &spec, stop, say_phase(system.name(), name)).await
-        };
-        match ran.await {
-            Ok(phases) => done.push((name, phases)),
-            Err(_) if stop.is_stopped() => break,
-            Err(e) => {
-                failure = Some(CliError::Io(format!("{name} tree: {e}")));
+    }
+}
+
+impl<P: FromOpened> Command for Trees<P> {
+    type Space = PathRun<P>;
+    type Outcome = Vec<(&'static str, Vec<PhaseResult>)>;
+    const NAME: &'static str = "tree";
+    const ON_CTRL_C: &'static str = "stopping the phase in progress and cleaning up";
+
+    async fn prepare(&mut self, _stop: &StopFlag) -> Result<(), Ended> {
+        Ok(())
+    }
+
+    fn threads(&self) -> Option<(&Exec, &str)> {
+        None
+    }
+
+    async fn open(&mut self, run_id: &str, _stop: &StopFlag) -> Result<PathRun<P>, Ended> {
+        let url = self.url.take().expect("opened once");
+        PathRun::open(url, run_id, self.args.volume.existing)
+            .await
+            .map_err(Err)
+    }
+
+    fn what(&self, _space: &PathRun<P>) -> String {
+        format!(": {} task(s), {:?} trees", self.args.tasks, self.args.scale)
+    }
+
+    async fn work(
+        &mut self,
+        space: &mut PathRun<P>,
+        _header: &RunHeader,
+        stop: &StopFlag,
+    ) -> Result<Self::Outcome, CliError> {
+        let system = space.system();
+        self.notes = system.fidelity_notes();
+        let mut done = Vec::new();
+        for (name, spec) in specs(self.args.scale, self.args.tasks) {
+            if stop.is_stopped() {
                 break;
             }
+            let ran = async {
+                let base = system.fs()?.mkdir(&system.root(), name).await?;
+                let clients = (0..self.args.tasks)
+                    .map(|_| system.fs())
+                    .collect::<metabench_pathfs::Result<Vec<_>>>()?;
+                run_tree(clients, base, &spec, stop, say_phase(system.name(), name)).await
+            };
+            match ran.await {
+                Ok(phases) => done.push((name, phases)),
+                Err(_) if stop.is_stopped() => break,
+                Err(e) => {
+                    self.failure = Some(CliError::Io(format!("{name} tree: {e}")));
+                    break;
+                }
+            }
         }
+        Ok(done)
     }
-    let cleanup = system.cleanup().await.map_err(|e| {
-        CliError::Io(format!(
-            "{e}: remove {}/metabench-* of this run by hand",
-            system.url()
-        ))
-    });
-    for (name, phases) in &done {
-        out!("{name}");
-        out!("| phase | items | seconds | ops/s |");
-        out!("|---|---|---|---|");
-        for r in phases {
-            out!(
-                "| {} | {} | {:.3} | {:.0} |",
-                r.phase.label(),
-                r.items,
-                r.seconds,
-                r.ops_per_s
-            );
+
+    fn failure(_outcome: &mut Self::Outcome) -> Option<&mut RunFailure> {
+        None
+    }
+
+    async fn publish(
+        &mut self,
+        done: Self::Outcome,
+        _header: RunHeader,
+        left_behind: Option<CliError>,
+        stop: &StopFlag,
+    ) -> Ended {
+        for (name, phases) in &done {
+            out!("{name}");
+            out!("| phase | items | seconds | ops/s |");
+            out!("|---|---|---|---|");
+            for r in phases {
+                out!(
+                    "| {} | {} | {:.3} | {:.0} |",
+                    r.phase.label(),
+                    r.items,
+                    r.seconds,
+                    r.ops_per_s
+                );
+            }
         }
-    }
-    for line in system.fidelity_notes() {
-        out!("  - {line}");
-    }
-    match (failure, cleanup) {
-        (Some(e), _) | (None, Err(e)) => Err(e),
-        (None, Ok(())) if stop.is_stopped() => Ok(crate::error::EXIT_INTERRUPTED),
-        (None, Ok(())) => Ok(0),
+        for line in &self.notes {
+            out!("  - {line}");
+        }
+        match (self.failure.take(), left_behind) {
+            (Some(e), _) | (None, Some(e)) => Err(e),
+            (None, None) if stop.is_stopped() => Ok(EXIT_INTERRUPTED),
+            (None, None) => Ok(0),
+        }
     }
 }

@@ -40,7 +40,8 @@ mod cmd_sweep;
 mod cmd_tree;
 mod error;
 mod lifecycle;
-mod target;
+mod threads;
+mod volume;
 
 use clap::{Parser, Subcommand};
 pub use error::{CliError, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};

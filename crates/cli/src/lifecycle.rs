@@ -1,17 +1,16 @@
-//! What every measuring command (`ops`, `sweep`, `parity`) does around its work, written
-//! once: Ctrl-C watched from the start, a run id and start time, the target opened (a
-//! fresh volume formatted, or an existing one entered) and its engine described, then
-//! the cleanup on every path (the run's namespace, and the volume if this run formatted
-//! it). `ops` and `sweep` also share how a failed cleanup is reported and the exit code.
+//! One run lifecycle for every measuring command (`ops`, `sweep`, `parity`, `tree`),
+//! written once in [`run_command`]: Ctrl-C watched from the start, the client threads
+//! and every check before anything is written, a run id and start time, the workspace
+//! opened (a JuiceFS volume formatted or entered, or a path system's run directory made),
+//! the run line, the results header, the work, the cleanup on every path (success, error,
+//! Ctrl-C, a failed engine), the results and the exit code. A command says only what is
+//! its own ([`Command`]); a fix to the sequence lands here.
 
-use crate::args::{watch_ctrl_c, ClientArgs, ClientSettings};
-use crate::error::CliError;
-use crate::error::{EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
-use crate::target::{new_run_id, Target, TargetArgs};
+use crate::args::ClientSettings;
+use crate::error::{CliError, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED};
+use crate::threads::{record_client_threads, say_client_threads, SLEEP_NOTE};
+use crate::volume::{new_run_id, Volume, VolumeArgs};
 use metabench_engine::namespace::Namespace;
-use metabench_engine::url::Address;
-use metabench_engine::MetaUrl;
-use metabench_load::placement::{self, cpu_list, Endpoint, Placement};
 use metabench_load::{Exec, Idle, StopFlag};
 use metabench_report::{EngineInfo, RunFailure, RunHeader};
 
@@ -20,320 +19,232 @@ pub(crate) fn git_commit() -> Option<String> {
     Some(env!("METABENCH_GIT_COMMIT").to_owned()).filter(|c| !c.is_empty())
 }
 
-/// The client threads of `ops` and `sweep`, started before anything is written, the same
-/// for both, so both time a call the same way: `--client-threads`, else one per core
-/// (the cores this process may use), less one when the engine's server runs on this
-/// machine: a client thread more would take the engine's core, and each thread would wake
-/// for fewer replies (measurements: docs/src/history.md, "One client thread fewer beside a
-/// local server").
-///
-/// A local server bound to some of this process's CPUs keeps them: the client threads
-/// are bound to the others, one per CPU (`--client-threads` spreads its count over
-/// them), so no client thread takes the server's CPU ([`metabench_load::placement`]).
-/// Returns the threads and why they are so many and where.
-pub fn client_threads(args: &ClientArgs, target: &TargetArgs) -> Result<(Exec, String), CliError> {
-    let cores = metabench_load::placement::usable_cores();
-    let local_server = target
-        .meta
-        .as_deref()
-        .and_then(|m| MetaUrl::parse(m).ok())
-        .filter(MetaUrl::server_on_this_host);
-    let placement = local_server.as_ref().map(|url| {
-        let server = placement::find_server(&server_endpoints(url));
-        placement::place(
-            &placement::this_thread_cpus(),
-            &placement::online_cpus(),
-            server,
-        )
-    });
-    let (threads, cpus, why) = match (&placement, args.client_threads) {
-        (
-            Some(Placement::Apart {
-                server,
-                client_cpus,
-            }),
-            n,
-        ) => {
-            let apart = format!(
-                "{} is bound to CPU {}",
-                server.describe(),
-                cpu_list(&server.cpus)
-            );
-            let (threads, why) = match n {
-                Some(n) => (usize::from(n), format!("--client-threads; {apart}")),
-                None => (
-                    client_cpus.len(),
-                    format!("one per CPU the engine's server may not use: {apart}"),
-                ),
-            };
-            (threads, client_cpus.clone(), why)
+/// How a command ends once a step has decided it: its exit code, or its error (said in
+/// one line by `main`).
+pub(crate) type Ended = Result<i32, CliError>;
+
+/// Where a run works: a JuiceFS volume ([`Run`]) or a path-level system (HDFS, S3).
+pub(crate) trait Workspace {
+    /// The engine or system, as results files describe it.
+    fn engine(&self) -> &EngineInfo;
+
+    /// What the run line says it runs on: the engine, its version, the URL (no
+    /// password), and the volume.
+    fn describe(&self) -> String;
+
+    /// Whether results carry the note on sleeping client threads (an engine reached
+    /// through a socket, whose round trips wake the client's CPU).
+    fn notes_sleeping_clients(&self) -> bool;
+
+    /// Removes what the run created, after waiting for an engine that failed during the
+    /// run (`engine_failed`) to answer again; on failure, says in one line what was left
+    /// behind and how to remove it.
+    async fn clean_up(self, engine_failed: bool) -> Result<(), String>;
+}
+
+/// What a measuring command does at each step of [`run_command`]. Steps that end the
+/// command early (bad input, a refusal, a lost MPI job) return the command's end.
+pub(crate) trait Command {
+    /// Where it works.
+    type Space: Workspace;
+    /// What its work gives back.
+    type Outcome;
+    /// Its name on the run line and in results headers.
+    const NAME: &'static str;
+    /// What it says it does on Ctrl-C.
+    const ON_CTRL_C: &'static str;
+
+    /// Checks everything that can be checked before anything is written, and starts the
+    /// client threads, if the command has any ([`Command::threads`]).
+    async fn prepare(&mut self, stop: &StopFlag) -> Result<(), Ended>;
+
+    /// The client threads, and why there are that many and where they run.
+    fn threads(&self) -> Option<(&Exec, &str)>;
+
+    /// Opens the workspace for run `run_id`: nothing is written when it refuses.
+    async fn open(&mut self, run_id: &str, stop: &StopFlag) -> Result<Self::Space, Ended>;
+
+    /// Once the workspace is open, before the run line (the ranks of an MPI job meet
+    /// here). A command that ends here cleans up the workspace itself.
+    async fn opened(&mut self, space: Self::Space, _stop: &StopFlag) -> Result<Self::Space, Ended> {
+        Ok(space)
+    }
+
+    /// Whether this process speaks for the run: says the run line and the results (an
+    /// MPI job's rank 0 alone).
+    fn speaks(&self) -> bool {
+        true
+    }
+
+    /// What the run line says after the engine (levels, workload, tasks).
+    fn what(&self, space: &Self::Space) -> String;
+
+    /// The work; `header` is the results header, for results written as it goes.
+    async fn work(
+        &mut self,
+        space: &mut Self::Space,
+        header: &RunHeader,
+        stop: &StopFlag,
+    ) -> Result<Self::Outcome, CliError>;
+
+    /// The engine's failure mid-run that `outcome` records, if any.
+    fn failure(outcome: &mut Self::Outcome) -> Option<&mut RunFailure>;
+
+    /// Cleans up the workspace (the ranks of an MPI job in turn).
+    async fn clean_up(
+        &mut self,
+        space: Self::Space,
+        engine_failed: bool,
+        _stop: &StopFlag,
+    ) -> Result<(), String> {
+        space.clean_up(engine_failed).await
+    }
+
+    /// The end of a run whose work failed outright, after its cleanup.
+    async fn failed(&mut self, error: CliError, _stop: &StopFlag) -> Ended {
+        Err(error)
+    }
+
+    /// Prints and writes the results and returns the command's end: `left_behind` is
+    /// what the cleanup could not remove, the command's error once the results are out.
+    async fn publish(
+        &mut self,
+        outcome: Self::Outcome,
+        header: RunHeader,
+        left_behind: Option<CliError>,
+        stop: &StopFlag,
+    ) -> Ended;
+}
+
+/// Runs `command` from its first check to its exit code. Ctrl-C is watched from the
+/// start; whatever the work's outcome, the workspace is cleaned up before the results are
+/// printed, and measured results are never lost to a failed cleanup.
+pub(crate) async fn run_command<C: Command>(mut command: C) -> Ended {
+    let stop = StopFlag::default();
+    let watcher = crate::args::watch_ctrl_c(stop.clone(), C::ON_CTRL_C);
+    let ended = steps(&mut command, &stop).await;
+    watcher.abort();
+    ended
+}
+
+/// The steps of [`run_command`], in order.
+async fn steps<C: Command>(command: &mut C, stop: &StopFlag) -> Ended {
+    if let Err(ended) = command.prepare(stop).await {
+        return ended;
+    }
+    let run_id = new_run_id();
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let space = match command.open(&run_id, stop).await {
+        Ok(space) => space,
+        Err(ended) => return ended,
+    };
+    let mut space = match command.opened(space, stop).await {
+        Ok(space) => space,
+        Err(ended) => return ended,
+    };
+    if command.speaks() {
+        say!(
+            "metabench {} on {}{}",
+            C::NAME,
+            space.describe(),
+            command.what(&space)
+        );
+        if let Some((exec, why)) = command.threads() {
+            say_client_threads(exec, why);
         }
-        (_, Some(n)) => (usize::from(n), Vec::new(), "--client-threads".to_owned()),
-        (Some(found), None) => {
-            let whose = match found {
-                Placement::Shared {
-                    server,
-                    bound: false,
-                } => format!(
-                    "; {} is not bound to CPUs of its own: bind it to some (taskset) to keep \
-                     the client threads off them",
-                    server.describe()
-                ),
-                Placement::Shared {
-                    server,
-                    bound: true,
-                } => format!(
-                    "; {} is bound to CPU {}, and metabench may use no other: the client \
-                     threads share its CPUs (let metabench use others to keep them apart)",
-                    server.describe(),
-                    cpu_list(&server.cpus)
-                ),
-                _ => String::new(),
-            };
-            if cores > 1 {
-                (
-                    cores - 1,
-                    Vec::new(),
-                    format!(
-                        "one per core but one: the engine's server runs on this machine and \
-                         keeps a core{whose}"
-                    ),
-                )
-            } else {
-                (cores, Vec::new(), format!("one per core{whose}"))
-            }
+    }
+    let header = header(
+        C::NAME,
+        started_at,
+        &space,
+        command.threads().map(|(e, _)| e),
+    );
+    let mut outcome = command.work(&mut space, &header, stop).await;
+    let engine_failed = outcome.as_mut().is_ok_and(|o| C::failure(o).is_some());
+    let cleanup = command.clean_up(space, engine_failed, stop).await;
+    match after_cleanup(outcome, cleanup, C::failure) {
+        Ok((outcome, left_behind)) => command.publish(outcome, header, left_behind, stop).await,
+        Err(error) => command.failed(error, stop).await,
+    }
+}
+
+/// The header of a run's `kind` results file on `space`, its clients run on `exec` (none:
+/// `parity` and `tree`, whose clients are mounts and path-system calls).
+fn header<S: Workspace>(
+    kind: &str,
+    started_at: String,
+    space: &S,
+    exec: Option<&Exec>,
+) -> RunHeader {
+    let mut header = RunHeader::new(kind, started_at, space.engine().clone(), git_commit());
+    if let Some(exec) = exec {
+        record_client_threads(&mut header, exec);
+        if exec.idle() == Idle::Sleep && space.notes_sleeping_clients() {
+            header.engine.fidelity_notes.push(SLEEP_NOTE.to_owned());
         }
-        _ => (cores, Vec::new(), "one per core".to_owned()),
-    };
-    let idle = if args.busy_poll {
-        Idle::BusyPoll
-    } else {
-        Idle::Sleep
-    };
-    let mut exec = Exec::on_cpus(threads, idle, &cpus)
-        .map_err(|e| CliError::Io(format!("cannot start client threads: {e}")))?;
-    if let Some(placement) = placement {
-        exec.placed(placement);
     }
-    Ok((exec, why))
+    header
 }
 
-/// Where a server on this machine takes the connections `url` names.
-fn server_endpoints(url: &MetaUrl) -> Vec<Endpoint> {
-    match url.address() {
-        Address::Unix(path) => vec![Endpoint::Unix(path.clone())],
-        Address::File(_) => Vec::new(),
-        Address::Tcp { .. } => url
-            .hosts()
-            .into_iter()
-            .map(|(_, port)| Endpoint::Tcp(port))
-            .collect(),
-    }
-}
-
-/// Says how many client threads run the clients, where, and why ([`client_threads`]).
-pub fn say_client_threads(exec: &Exec, why: &str) {
-    let polling = match exec.idle() {
-        Idle::Sleep => "",
-        Idle::BusyPoll => ", busy-polling (--busy-poll: each uses a whole core)",
-    };
-    let on = match exec.cpus() {
-        cpus if cpus.is_empty() => String::new(),
-        cpus => format!(" on CPU {}", cpu_list(&cpus)),
-    };
-    say!("client threads: {}{on} ({why}){polling}", exec.threads());
-}
-
-/// Records in a results header how the client threads ran ([`client_threads`]); under
-/// `--busy-poll`, with the difference from the client it models among the fidelity notes.
-pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
-    header.host.client_threads = exec.threads();
-    header.host.client_cpus = exec.cpus();
-    let note = match exec.placement() {
-        Some(Placement::Apart { server, .. }) => Some(apart_note(&server.describe(), &server.cpus)),
-        Some(Placement::Shared {
-            server,
-            bound: false,
-        }) => Some(shared_cpus_note(&server.describe())),
-        Some(Placement::Shared {
-            server,
-            bound: true,
-        }) => Some(confined_note(&server.describe(), &server.cpus)),
-        _ => None,
-    };
-    header.engine.fidelity_notes.extend(note);
-    // A server bound to CPUs has them recorded, whether metabench kept apart from them or
-    // was confined to them.
-    if let Some(
-        Placement::Apart { server, .. }
-        | Placement::Shared {
-            server,
-            bound: true,
-        },
-    ) = exec.placement()
-    {
-        header.host.engine_cpus = server.cpus.clone();
-    }
-    header.host.busy_poll = exec.idle() == Idle::BusyPoll;
-    if header.host.busy_poll {
-        header.engine.fidelity_notes.push(BUSY_POLL_NOTE.to_owned());
-    }
-}
-
-/// How `--busy-poll` makes metabench differ from the client it models.
-const BUSY_POLL_NOTE: &str = "Client threads busy-poll (--busy-poll): a reply never waits \
-     for the client's CPU to wake. A real client (JuiceFS's too) sleeps while it waits and \
-     pays that wake-up on every round trip: tens of µs where an idle CPU is slow to wake \
-     (a VM that halts idle vCPUs).";
-
-/// How client threads kept off a local engine's server's CPUs differ from a client the
-/// kernel places beside it.
-fn apart_note(server: &str, server_cpus: &[usize]) -> String {
-    format!(
-        "The engine's server, {server}, is bound to CPU {}, and the client threads run \
-         on other CPUs, as a client on another host would: every round trip wakes a CPU the \
-         server does not use. A client left to the kernel (JuiceFS's, say) is often put on \
-         the server's own CPU, where a round trip needs no other CPU woken and the client's \
-         work is taken from the engine's: on a 2-vCPU VM, JuiceFS's Go benchmark's Redis \
-         getattr took 48 µs placed so and 67 µs on the other CPU. Compare such a client \
-         with both on the same CPUs (e.g. `taskset`).",
-        cpu_list(server_cpus)
-    )
-}
-
-/// How client threads confined to a bound server's own CPUs (metabench started on them,
-/// e.g. under the same `taskset`) differ from a client on another host.
-fn confined_note(server: &str, server_cpus: &[usize]) -> String {
-    format!(
-        "The engine's server, {server}, is bound to CPU {}, and metabench may use no other \
-         CPU: the client threads run on the server's CPUs, where a round trip needs no other \
-         CPU woken and the client's work is taken from the engine's. A client on another \
-         host never shares its engine's CPU, and pays that wake-up on every round trip: on a \
-         2-vCPU VM, a Redis getattr took 8.8 µs sharing Redis's CPU and 85 µs on the other \
-         CPU. Start metabench on other CPUs as well and it keeps its client threads off the \
-         server's.",
-        cpu_list(server_cpus)
-    )
-}
-
-/// How a local engine's server that is not bound to CPUs of its own may be charged for
-/// the client's work.
-fn shared_cpus_note(server: &str) -> String {
-    format!(
-        "The engine's server, {server}, runs on this machine and may use every CPU the \
-         client threads may: the kernel puts a client thread where the server's replies \
-         wake it, often on the server's own CPU, and the client's work there is taken \
-         from the engine's (at saturation, a plateau that is partly metabench's). Bind the \
-         server to CPUs of its own (e.g. `taskset -c 0 redis-server …`) and metabench keeps \
-         its client threads off them."
-    )
-}
-
-/// How sleeping client threads (the default) make metabench differ from JuiceFS's Go
-/// client on an engine it reaches through a socket.
-const SLEEP_NOTE: &str = "Client threads sleep while a call waits on the engine, as \
-     JuiceFS's do, and each round trip pays the client CPU's wake-up: tens of µs where an \
-     idle CPU is slow to wake (a VM that halts idle vCPUs); the floor's median with the \
-     client polling instead of sleeping leaves it out. How often a reply finds a CPU awake \
-     depends on where the scheduler puts the client's and the engine's threads, so there \
-     the same client's calls can take several times as long from one run to the next: on a \
-     2-vCPU VM, JuiceFS's Go benchmark's Redis getattr took 24 µs and then 93 µs, a minute \
-     apart. Compare such runs over several rounds, or with both clients pinned to the same \
-     CPUs. --busy-poll shows every call without the wake-up.";
-
-/// One run of a measuring command, from the moment its input is checked to its cleanup.
+/// A run on a JuiceFS volume: the volume (formatted for the run, or entered), the engine
+/// as results describe it, the client modelled, and the run's namespace once made.
 pub struct Run {
-    /// Set by Ctrl-C; the run stops at its next check.
-    pub stop: StopFlag,
-    /// Watches for Ctrl-C until [`Run::finish`].
-    watcher: tokio::task::JoinHandle<()>,
     /// This run's id (its namespace is `/.metabench/<run-id>`).
     pub run_id: String,
-    /// When the run started, RFC 3339 UTC.
-    started_at: String,
     /// The volume the run works in.
-    pub target: Target,
+    pub volume: Volume,
     /// The engine, as results files describe it.
     engine: EngineInfo,
     /// The client the run models.
     pub client: ClientSettings,
+    /// The run's namespace, once made or entered.
+    pub namespace: Option<Namespace>,
+    /// Whether this run removes the namespace (an MPI rank that entered rank 0's does not).
+    pub owns_namespace: bool,
 }
 
 impl Run {
-    /// Starts a run on `args`' target, modelling `client`: Ctrl-C from here on stops the
-    /// run cleanly (saying `on_ctrl_c`), even while the volume is being formatted. A fresh
-    /// volume is formatted with `bucket` (storage, bucket) when given.
+    /// Opens `args`' volume for run `run_id`, modelling `client`; a fresh volume is
+    /// formatted with `bucket` (storage, bucket) when given. Nothing is written when the
+    /// volume is refused.
     pub async fn start(
-        args: &TargetArgs,
+        args: &VolumeArgs,
         client: ClientSettings,
         bucket: Option<(&str, &str)>,
-        on_ctrl_c: &'static str,
+        run_id: &str,
     ) -> Result<Self, CliError> {
-        let stop = StopFlag::default();
-        let watcher = watch_ctrl_c(stop.clone(), on_ctrl_c);
-        let run_id = new_run_id();
-        let started_at =
-            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-        let target = match Target::open(args, &run_id, bucket).await {
-            Ok(t) => t,
-            Err(e) => {
-                watcher.abort();
-                return Err(e);
-            }
-        };
-        let engine = target.engine_info(&client).await;
+        let volume = Volume::open(args, run_id, bucket).await?;
+        let engine = volume.engine_info(&client).await;
         Ok(Self {
-            stop,
-            watcher,
-            run_id,
-            started_at,
-            target,
+            run_id: run_id.to_owned(),
+            volume,
             engine,
             client,
+            namespace: None,
+            owns_namespace: true,
         })
     }
+}
 
-    /// The first line a command says: what runs on which engine and volume, then `what`.
-    pub fn say_start(&self, command: &str, what: &str) {
-        say!(
-            "metabench {command} on {} {} ({}), volume {}{what}",
-            self.engine.kind,
-            self.engine.version,
-            self.engine.url,
-            self.target.format.name
-        );
+impl Workspace for Run {
+    fn engine(&self) -> &EngineInfo {
+        &self.engine
     }
 
-    /// The header of this run's `kind` results file, its clients run on `exec` (none:
-    /// `parity`, whose clients are juicefs mounts and native file calls).
-    pub fn header(&self, kind: &str, exec: Option<&Exec>) -> RunHeader {
-        let mut header = RunHeader::new(
-            kind,
-            self.started_at.clone(),
-            self.engine.clone(),
-            git_commit(),
-        );
-        if let Some(exec) = exec {
-            record_client_threads(&mut header, exec);
-            if exec.idle() == Idle::Sleep && !self.target.engine.url().in_process() {
-                header.engine.fidelity_notes.push(SLEEP_NOTE.to_owned());
-            }
-        }
-        header
+    fn describe(&self) -> String {
+        format!(
+            "{} {} ({}), volume {}",
+            self.engine.kind, self.engine.version, self.engine.url, self.volume.format.name
+        )
     }
 
-    /// Cleans up after the work, whatever its outcome: removes the namespace (if it was
-    /// created) and the volume this run formatted, after waiting for an engine that
-    /// failed during the run (`engine_failed`) to answer again; then stops watching
-    /// Ctrl-C. On failure, says in one line what was left behind and how to remove it.
-    pub async fn finish(
-        self,
-        engine_failed: bool,
-        namespace: Option<&Namespace>,
-    ) -> Result<(), String> {
-        let cleanup = self.target.finish_after(engine_failed, namespace).await;
-        self.watcher.abort();
-        cleanup
+    fn notes_sleeping_clients(&self) -> bool {
+        !self.volume.engine.url().in_process()
+    }
+
+    async fn clean_up(self, engine_failed: bool) -> Result<(), String> {
+        let namespace = self.namespace.as_ref().filter(|_| self.owns_namespace);
+        self.volume.finish_after(engine_failed, namespace).await
     }
 }
 
@@ -342,7 +253,7 @@ impl Run {
 /// what the cleanup left behind. Otherwise a failed cleanup goes with the engine's
 /// failure when the run has one (`failure_of`); when it has none, it is handed back, to
 /// be returned as the command's error once the results are written.
-pub fn after_cleanup<O>(
+fn after_cleanup<O>(
     outcome: Result<O, CliError>,
     cleanup: Result<(), String>,
     failure_of: impl FnOnce(&mut O) -> Option<&mut RunFailure>,
@@ -381,5 +292,21 @@ pub fn exit_code(failure: Option<&RunFailure>, interrupted: bool) -> i32 {
         EXIT_INTERRUPTED
     } else {
         0
+    }
+}
+
+/// The end of a run whose results are printed and written: the error of the first file
+/// that could not be written, else what the cleanup left behind, else the exit code.
+pub(crate) fn ended(
+    write_error: Option<CliError>,
+    left_behind: Option<CliError>,
+    failure: Option<&RunFailure>,
+    interrupted: bool,
+) -> Ended {
+    match (write_error, left_behind) {
+        (Some(e), _) => Err(e),
+        // The results are written; what the run could not remove is the error.
+        (None, Some(e)) => Err(e),
+        (None, None) => Ok(exit_code(failure, interrupted)),
     }
 }

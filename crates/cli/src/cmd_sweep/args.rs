@@ -1,7 +1,7 @@
 //! The arguments of `metabench sweep`, and the sweep they ask for.
 
 use crate::args::{parse_duration, parse_duration_or_zero, ClientArgs};
-use crate::target::TargetArgs;
+use crate::volume::VolumeArgs;
 use metabench_engine::SessionOptions;
 use metabench_load::{Arrivals, ConcSpec, Op, OpenLoop, RateSpec, SweepConfig, Workload};
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
     #[command(flatten)]
-    pub(super) target: TargetArgs,
+    pub(super) volume: VolumeArgs,
 
     /// Concurrency levels: 1..128 (doubling), 1,8,64 (list), 8..64:+8 (step),
     /// 1..1024:x2 (factor); 1..128 when not given. With --rate: one number, the fixed

@@ -5,7 +5,7 @@
 use super::args::SweepArgs;
 use crate::args::{check_output_path, ClientSettings};
 use crate::error::{input, CliError};
-use crate::lifecycle::client_threads;
+use crate::threads::client_threads;
 use metabench_engine::ClientProfile;
 use metabench_load::team::launched_by_mpi;
 use metabench_load::{Exec, Op, Workload};
@@ -94,7 +94,7 @@ pub(super) fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliErr
         rate: args.rate.as_ref().map(ToString::to_string),
         arrivals: args.rate.as_ref().map(|_| args.arrivals.name().to_owned()),
     };
-    let (exec, threads_why) = client_threads(&args.client, &args.target)?;
+    let (exec, threads_why) = client_threads(&args.client, &args.volume)?;
     Ok(Prepared {
         exec,
         threads_why,

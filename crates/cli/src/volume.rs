@@ -1,6 +1,6 @@
 //! The volume a benchmark runs in: the embedded default (a SQLite volume in a temporary
 //! directory), a volume metabench formats on an empty database, or an existing JuiceFS
-//! volume (`--existing`). Whatever metabench created is removed by [`Target::finish`].
+//! volume (`--existing`). Whatever metabench created is removed by [`Volume::finish`].
 
 use crate::args::ClientSettings;
 use crate::error::{input, CliError};
@@ -16,7 +16,7 @@ pub const ENGINE_RECOVERY_WAIT: Duration = Duration::from_secs(10);
 
 /// Where to run, as given on the command line.
 #[derive(Debug, Clone, clap::Args)]
-pub struct TargetArgs {
+pub struct VolumeArgs {
     /// JuiceFS meta URL, e.g. redis://:pass@host:6379/1,
     /// mysql://user:pass@(host:3306)/db, postgres://user:pass@host:5432/db,
     /// sqlite3:///path/to.db. Without it: a SQLite volume in a temporary directory.
@@ -41,7 +41,7 @@ pub struct TargetArgs {
 }
 
 /// An opened volume plus what must be undone at the end.
-pub struct Target {
+pub struct Volume {
     /// The engine.
     pub engine: Arc<dyn Engine>,
     /// The volume's format record.
@@ -63,12 +63,12 @@ pub fn new_run_id() -> String {
     format!("{secs}-{}", &rand[..8])
 }
 
-impl Target {
+impl Volume {
     /// Opens (and, for an empty database, formats) the volume; a fresh volume is formatted
     /// with this storage and bucket (`--storage`, `--bucket`) when given, else with `file`
     /// in the temp directory. Bad input fails before anything is written.
     pub async fn open(
-        args: &TargetArgs,
+        args: &VolumeArgs,
         run_id: &str,
         bucket: Option<(&str, &str)>,
     ) -> Result<Self, CliError> {
@@ -180,7 +180,7 @@ impl Target {
         }
     }
 
-    /// Cleans up as [`Target::finish`] does; when the engine failed during the run
+    /// Cleans up as [`Volume::finish`] does; when the engine failed during the run
     /// (`engine_failed`), first waits up to [`ENGINE_RECOVERY_WAIT`] for it to answer
     /// again. On failure, says what was left behind and how to remove it (one line).
     pub async fn finish_after(
