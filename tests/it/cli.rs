@@ -200,6 +200,8 @@ fn embedded_default_runs_writes_json_and_leaves_nothing_behind() {
     let o = metabench()
         .env("TMPDIR", &private_tmp)
         .args([
+            // -v: the documented differences are listed in the full report.
+            "-v",
             "ops",
             "--ops",
             "mkdir,create,getattr,read_1",

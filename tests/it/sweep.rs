@@ -197,7 +197,9 @@ fn sweep_json_by(
 /// One level of `create,unlink` on a fresh SQLite volume under `profile`: its results and
 /// what it printed on stdout.
 fn unlink_level(profile: &str, dir: &Path) -> (SweepResults, String) {
+    // -v: the background work's table is part of the full report.
     let args = [
+        "-v",
         "--profile",
         profile,
         "--conc",
@@ -1161,7 +1163,8 @@ fn sweep_through_an_event(
         dir.path().join("stdout.txt"),
     );
     let mut child = metabench()
-        .args(["sweep", "--meta", url])
+        // -v: the disrupted seconds are part of the full report.
+        .args(["-v", "sweep", "--meta", url])
         .args(["--conc", "2", "--ops", "create", "--warmup", "500ms"])
         .args(["--duration", duration, "--json"])
         .arg(&json)

@@ -67,9 +67,9 @@ pub fn command() -> clap::Command {
     after_help = "Exit codes: 0 done; 1 error; 2 bad input (nothing written); 3 the engine failed mid-run (the levels measured so far are in every requested output); 130 Ctrl-C."
 )]
 struct Cli {
-    /// Print every note (why each level was flagged, the USL fits, the documented
-    /// differences from the modelled client), and more logging (-v info, -vv debug;
-    /// RUST_LOG overrides).
+    /// Print every note (why each level was flagged, the USL fits, the disrupted seconds,
+    /// the documented differences from the modelled client); -vv also logs at info,
+    /// -vvv at debug (RUST_LOG overrides).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 
@@ -200,9 +200,10 @@ pub fn main() -> i32 {
 fn init_logging(verbose: u8) {
     // tikv-client warns about every PD endpoint it cannot reach; the run's own error
     // already says so in one line.
+    // -v is for the full report (every note); logging takes -vv and -vvv.
     let default = match verbose {
-        0 => "warn,tikv_client=error",
-        1 => "info,tikv_client=warn",
+        0 | 1 => "warn,tikv_client=error",
+        2 => "info,tikv_client=warn",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
