@@ -141,8 +141,10 @@ fn put_key(key: &str) {
 /// every level without an error.
 fn nnbench_sweep(url: &str, dir: &Path) -> (SweepResults, String) {
     let json = dir.join("sweep.json");
+    // -v: the system's documented differences are part of the full report.
     let o = metabench()
         .args([
+            "-v",
             "sweep",
             "--meta",
             url,

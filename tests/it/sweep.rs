@@ -519,6 +519,8 @@ fn busy_polling_client_threads_are_judged_by_how_busy_their_clients_keep_them() 
     let (run, Printed { out, said }) = sweep_json(
         &[
             &[
+                // -v: the documented differences are part of the full report.
+                "-v",
                 "--meta",
                 &url,
                 "--busy-poll",
@@ -1097,7 +1099,8 @@ fn workers_grouped_into_clients_register_one_session_per_client() {
         let json = dir.path().join(format!("k{per_client}.json"));
         let before = sessions_taken();
         let o = metabench()
-            .args(["sweep", "--meta", &url, "--existing", "--conc", "8"])
+            // -v: the client settings are part of the full report.
+            .args(["-v", "sweep", "--meta", &url, "--existing", "--conc", "8"])
             .args(["--threads-per-client", per_client, "--profile", "mount"])
             .args(["--ops", "create", "--warmup", "100ms", "--duration", "1s"])
             .arg("--json")

@@ -2,6 +2,7 @@
 //! lost from the files; `-v` prints every note; `--rate` alone picks and names its pool.
 
 use crate::metabench;
+use metabench_report::SweepResults;
 use std::process::Output;
 
 fn text(o: &Output) -> (String, String) {
@@ -60,11 +61,8 @@ fn the_readme_main_command_fits_on_one_screen() {
         "{out}"
     );
     // Nothing lost from the file: every difference is there.
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let notes = saved["header"]["engine"]["fidelity_notes"]
-        .as_array()
-        .expect("fidelity notes in the JSON");
+    let saved = SweepResults::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = &saved.header.engine.fidelity_notes;
     let counted: usize = differences
         .split(';')
         .nth(1)

@@ -10,9 +10,7 @@ use crate::volume::VolumeArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::ClientProfile;
 use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig, OpsOutcome, StopFlag};
-use metabench_report::table::{
-    fidelity_summary, floor_line, fmt_us, ops_notes_at, ops_table, Detail,
-};
+use metabench_report::table::{fidelity_text, floor_line, fmt_us, ops_notes_at, ops_table, Detail};
 use metabench_report::{ClientLag, Floor, OpsPlan, OpsResults, RunFailure, RunHeader};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -259,14 +257,8 @@ impl Command for Ops {
         for note in ops_notes_at(&run, self.detail) {
             out!("* {note}");
         }
-        match self.detail {
-            Detail::Full => run
-                .header
-                .engine
-                .fidelity_lines()
-                .iter()
-                .for_each(|line| out!("{line}")),
-            Detail::Terse => out!("{}", fidelity_summary(&run.header.engine)),
+        for line in fidelity_text(&run.header.engine, self.detail) {
+            out!("{line}");
         }
         let mut write_error = None;
         if let Some(path) = &args.json {

@@ -555,7 +555,7 @@ impl Command for Sweep {
         header: &RunHeader,
         stop: &StopFlag,
     ) -> Result<SweepOutcome, CliError> {
-        let (args, team) = (&self.args, self.team.as_ref());
+        let (args, team, detail) = (&self.args, self.team.as_ref(), self.detail);
         let leader = team.rank() == 0;
         let prepared = self.prepared.as_ref().expect("prepared");
         let live = Arc::new(Live::default());
@@ -582,7 +582,7 @@ impl Command for Sweep {
         });
         let log_error = &mut self.log_error;
         let on_level = |level: &Level, hists: &IntervalHistograms| {
-            if let Err(e) = show_level(args, &bar, level, hists) {
+            if let Err(e) = show_level(args, detail, &bar, level, hists) {
                 log_error.get_or_insert(e);
             }
             if let (Some(path), Some(partial)) = (&args.json, &mut checkpoint) {

@@ -282,6 +282,16 @@ pub fn fidelity_summary(engine: &crate::EngineInfo) -> String {
     }
 }
 
+/// The lines on the client a run modelled, at `detail`: in full, its profile, settings
+/// and every documented difference ([`crate::EngineInfo::fidelity_lines`]); tersely, one
+/// line ([`fidelity_summary`]).
+pub fn fidelity_text(engine: &crate::EngineInfo, detail: Detail) -> Vec<String> {
+    match detail {
+        Detail::Full => engine.fidelity_lines(),
+        Detail::Terse => vec![fidelity_summary(engine)],
+    }
+}
+
 /// Renders a sweep at `detail`: the floor, then per operation its table and its peak and
 /// knee; [`Detail::Terse`] then gives one line of flags ([`flags_line`]), [`Detail::Full`]
 /// the USL fits, the disrupted windows and each flagged level's reason.

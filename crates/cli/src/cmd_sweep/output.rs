@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use metabench_load::sweep::IntervalHistograms;
 use metabench_load::{Live, SweepOutcome, Workload};
 use metabench_report::model::peak_rss_bytes;
-use metabench_report::table::{fidelity_summary, fmt_us, sweep_csv, sweep_text, Detail};
+use metabench_report::table::{fidelity_text, fmt_us, sweep_csv, sweep_text, Detail};
 use metabench_report::MpiRun;
 use metabench_report::{Level, RunHeader, SweepPlan, SweepResults};
 use std::io::IsTerminal;
@@ -65,8 +65,9 @@ fn level_who(clients: u32, per_client: u32) -> String {
     }
 }
 
-/// One progress line per operation of a finished level (`per_client`: workers per client).
-pub(super) fn level_lines(level: &Level, per_client: u32) -> Vec<String> {
+/// One progress line per operation of a finished level (`per_client`: workers per client);
+/// in full (`-v`), one more on the level's background work.
+pub(super) fn level_lines(level: &Level, per_client: u32, detail: Detail) -> Vec<String> {
     let who = level_who(level.clients, per_client);
     let mut bound = match (level.partial, level.client.client_bound) {
         (true, _) => "  (partial: the engine failed)",
@@ -99,8 +100,13 @@ pub(super) fn level_lines(level: &Level, per_client: u32) -> Vec<String> {
                 fmt_us(o.latency.p99_us)
             )
         })
-        .chain(level.background.as_ref().map(|b| {
-            format!(
+        .chain(
+            level
+                .background
+                .as_ref()
+                .filter(|_| detail == Detail::Full)
+                .map(|b| {
+                    format!(
                 "{who}  background: {} passes, {:.0} round trips/s, {:.1} ms of client time{}",
                 b.runs,
                 b.round_trips_per_s(),
@@ -111,7 +117,8 @@ pub(super) fn level_lines(level: &Level, per_client: u32) -> Vec<String> {
                     String::new()
                 }
             )
-        }))
+                }),
+        )
         .collect()
 }
 
@@ -180,14 +187,15 @@ impl Progress {
     }
 }
 
-/// Says a finished level's lines and writes its interval log (`--hdr-dir`).
+/// Says a finished level's lines at `detail` and writes its interval log (`--hdr-dir`).
 pub(crate) fn show_level(
     args: &SweepArgs,
+    detail: Detail,
     bar: &ProgressBar,
     level: &Level,
     hists: &IntervalHistograms,
 ) -> Result<(), CliError> {
-    for line in level_lines(level, args.threads_per_client) {
+    for line in level_lines(level, args.threads_per_client, detail) {
         say(bar, line);
     }
     match &args.hdr_dir {
@@ -231,14 +239,8 @@ pub(crate) fn publish(
     if let Some(why) = &run.stopped_early {
         out!("stopped early: {why}");
     }
-    match detail {
-        Detail::Full => run
-            .header
-            .engine
-            .fidelity_lines()
-            .iter()
-            .for_each(|line| out!("{line}")),
-        Detail::Terse => out!("{}", fidelity_summary(&run.header.engine)),
+    for line in fidelity_text(&run.header.engine, detail) {
+        out!("{line}");
     }
     if let Some(rss) = run.peak_rss_bytes.filter(|_| detail == Detail::Full) {
         say!(

@@ -231,7 +231,8 @@ impl<P: FromOpened> Command for PathSweep<P> {
         _header: &RunHeader,
         stop: &StopFlag,
     ) -> Result<SweepOutcome, CliError> {
-        let (args, prepared) = (&self.args, self.prepared.as_ref().expect("prepared"));
+        let (args, detail) = (&self.args, self.detail);
+        let prepared = self.prepared.as_ref().expect("prepared");
         let config = args.config(
             prepared.levels.clone(),
             &prepared.workload,
@@ -251,7 +252,7 @@ impl<P: FromOpened> Command for PathSweep<P> {
             live,
             &Solo::default(),
             |level, hists| {
-                if let Err(e) = show_level(args, &progress.bar, level, hists) {
+                if let Err(e) = show_level(args, detail, &progress.bar, level, hists) {
                     log_error.get_or_insert(e);
                 }
             },
