@@ -539,14 +539,11 @@ impl Command for Sweep {
                 m.clock_skew_ms
             )
         });
-        let pool = self
-            .pool_line
-            .as_ref()
-            .map_or(String::new(), |line| format!("\n{line}"));
-        format!(
-            ": {loop_kind}, workload {}{over}{pool}",
-            prepared.workload.name
-        )
+        format!(": {loop_kind}, workload {}{over}", prepared.workload.name)
+    }
+
+    fn start_notes(&self) -> Vec<String> {
+        self.pool_line.iter().cloned().collect()
     }
 
     async fn work(

@@ -79,6 +79,11 @@ pub(crate) trait Command {
     /// What the run line says after the engine (levels, workload, tasks).
     fn what(&self, space: &Self::Space) -> String;
 
+    /// Lines said after the run line and the client threads' (how a setting was picked).
+    fn start_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The work; `header` is the results header, for results written as it goes.
     async fn work(
         &mut self,
@@ -151,6 +156,9 @@ async fn steps<C: Command>(command: &mut C, stop: &StopFlag) -> Ended {
         );
         if let Some((exec, why)) = command.threads() {
             say_client_threads(exec, why);
+        }
+        for line in command.start_notes() {
+            say!("{line}");
         }
     }
     let header = header(
