@@ -93,10 +93,7 @@ impl<P: FromOpened> Command for Trees<P> {
     }
 
     async fn open(&mut self, run_id: &str, _stop: &StopFlag) -> Result<PathRun<P>, Ended> {
-        let url = self.url.take().expect("opened once");
-        PathRun::open(url, run_id, self.args.volume.existing)
-            .await
-            .map_err(Err)
+        PathRun::open_once(&mut self.url, run_id, self.args.volume.existing).await
     }
 
     fn what(&self, _space: &PathRun<P>) -> String {

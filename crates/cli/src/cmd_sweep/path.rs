@@ -128,6 +128,16 @@ impl<P: FromOpened> PathRun<P> {
         })
     }
 
+    /// Opens the system at the URL `url` holds, which a command's `open` step takes once.
+    pub(crate) async fn open_once(
+        url: &mut Option<PathUrl>,
+        run_id: &str,
+        existing: bool,
+    ) -> Result<Self, Ended> {
+        let url = url.take().expect("opened once");
+        Self::open(url, run_id, existing).await.map_err(Err)
+    }
+
     /// The system.
     pub(crate) fn system(&self) -> &P {
         &self.target.0
@@ -214,10 +224,7 @@ impl<P: FromOpened> Command for PathSweep<P> {
     }
 
     async fn open(&mut self, run_id: &str, _stop: &StopFlag) -> Result<PathRun<P>, Ended> {
-        let url = self.url.take().expect("opened once");
-        PathRun::open(url, run_id, self.args.volume.existing)
-            .await
-            .map_err(Err)
+        PathRun::open_once(&mut self.url, run_id, self.args.volume.existing).await
     }
 
     fn what(&self, _space: &PathRun<P>) -> String {
