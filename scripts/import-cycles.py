@@ -81,16 +81,20 @@ def strip_test_modules(text):
             out.append(text[i:])
             break
         out.append(text[i : m.start()])
-        depth = 1
-        j = m.end()
-        while j < len(text) and depth:
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-            j += 1
-        i = j
+        i = after_block(text, m.end())
     return "".join(out)
+
+
+def after_block(text, j):
+    """The index just past the `}` that closes the block whose `{` ends before `j`."""
+    depth = 1
+    while j < len(text) and depth:
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+        j += 1
+    return j
 
 
 def expand_use_tree(tree):
@@ -152,13 +156,7 @@ def split_inline_modules(text, mod):
             outer.append(text[i:])
             break
         outer.append(text[i : m.start()])
-        depth, j = 1, m.end()
-        while j < len(text) and depth:
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-            j += 1
+        j = after_block(text, m.end())
         out.update(split_inline_modules(text[m.end() : j - 1], mod + (m.group(1),)))
         i = j
     out[mod] = "".join(outer)
