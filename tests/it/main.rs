@@ -11,6 +11,7 @@ mod beside;
 mod cli;
 mod compare;
 mod docs;
+mod fill;
 mod matrix;
 mod mounted_resizes;
 #[cfg(feature = "mpi")]

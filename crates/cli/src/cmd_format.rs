@@ -31,14 +31,30 @@ fn valid_name(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
-/// Runs `metabench format`.
-pub async fn run(args: FormatArgs) -> Result<i32, CliError> {
-    if !valid_name(&args.name) {
+/// A new volume's format record: `name` checked, the bucket (`--bucket`, else
+/// `~/.juicefs/local/`, as `juicefs format` defaults) ending in '/', a fresh UUID.
+pub fn new_format(name: &str, bucket: Option<String>, trash_days: i64) -> Result<Format, CliError> {
+    if !valid_name(name) {
         return Err(input(format!(
-            "invalid volume name '{}': use 3 to 63 letters, digits and '-'",
-            args.name
+            "invalid volume name '{name}': use 3 to 63 letters, digits and '-'"
         )));
     }
+    let bucket = bucket.unwrap_or_else(|| {
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/tmp".into());
+        format!("{home}/.juicefs/local/")
+    });
+    let bucket = if bucket.ends_with('/') {
+        bucket
+    } else {
+        format!("{bucket}/")
+    };
+    let uuid = uuid::Uuid::new_v4().to_string();
+    Ok(Format::new(name, &uuid, &bucket, trash_days))
+}
+
+/// Runs `metabench format`.
+pub async fn run(args: FormatArgs) -> Result<i32, CliError> {
+    new_format(&args.name, None, 0)?;
     if args.trash_days < 0 {
         return Err(input("--trash-days cannot be negative"));
     }
@@ -58,17 +74,8 @@ pub async fn run(args: FormatArgs) -> Result<i32, CliError> {
             )))
         }
     }
-    let bucket = args.bucket.unwrap_or_else(|| {
-        let home = std::env::var("HOME").unwrap_or_else(|_| "/tmp".into());
-        format!("{home}/.juicefs/local/")
-    });
-    let bucket = if bucket.ends_with('/') {
-        bucket
-    } else {
-        format!("{bucket}/")
-    };
-    let uuid = uuid::Uuid::new_v4().to_string();
-    let format = Format::new(&args.name, &uuid, &bucket, args.trash_days);
+    let format = new_format(&args.name, args.bucket, args.trash_days)?;
+    let uuid = format.uuid.clone();
     engine.format(&format).await?;
     out!("formatted volume '{}' (UUID {uuid}) at {url}", args.name);
     Ok(0)

@@ -30,6 +30,7 @@ macro_rules! say {
 
 mod args;
 mod cmd_compare;
+mod cmd_fill;
 mod cmd_format;
 mod cmd_info;
 mod cmd_matrix;
@@ -86,6 +87,9 @@ enum Command {
     Ops(cmd_ops::OpsArgs),
     /// Write a new, empty JuiceFS volume that the real `juicefs` client accepts.
     Format(cmd_format::FormatArgs),
+    /// Fill a volume with a tree of N files in bulk (as `juicefs load` writes a dump): a
+    /// new volume on an empty database, or /.metabench/fill-<run> with --existing.
+    Fill(cmd_fill::FillArgs),
     /// Show what a meta URL holds and the engine's version and durability settings.
     Info(cmd_info::InfoArgs),
     /// Compare two results files: per operation (and level), the change in throughput,
@@ -179,6 +183,7 @@ pub fn main() -> i32 {
             Command::Ops(args) => cmd_ops::run(args, detail).await,
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,
+            Command::Fill(args) => cmd_fill::run(args).await,
             Command::Parity(args) => cmd_parity::run(args).await,
             Command::Tree(args) => cmd_tree::run(args).await,
             Command::Compare(args) => cmd_compare::run_compare(args),

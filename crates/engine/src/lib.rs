@@ -8,6 +8,7 @@
 pub mod base;
 pub mod deadline;
 pub mod error;
+pub mod fill;
 pub mod in_process;
 pub mod meta;
 pub mod namespace;

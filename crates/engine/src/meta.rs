@@ -331,6 +331,14 @@ pub trait Engine: Send + Sync {
     /// Server version and durability settings.
     async fn server_info(&self) -> Result<ServerInfo>;
 
+    /// A bulk writer for `metabench fill` ([`crate::fill`]), on a connection of its own.
+    async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::BulkLoad>> {
+        Err(MetaError::Engine(format!(
+            "fill is not supported on {} yet",
+            self.url().redacted()
+        )))
+    }
+
     /// Where this family's sessions knowingly differ from the JuiceFS client they model
     /// (the Go benchmark's `NewClient` defaults): one line each, printed with every result.
     fn fidelity_notes(&self) -> &'static [&'static str] {

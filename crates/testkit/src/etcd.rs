@@ -22,11 +22,10 @@ impl EtcdServer {
         let dir = temp_dir();
         let (port, peer) = (free_port(), free_port());
         let (cert, key) = certs.server();
-        let log = dir.path().join("etcd.log");
         let client_url = format!("https://127.0.0.1:{port}");
         let peer_url = format!("http://127.0.0.1:{peer}");
-        let child = Command::new(ETCD)
-            .args(["--name", "tls", "--data-dir"])
+        let mut cmd = Command::new(ETCD);
+        cmd.args(["--name", "tls", "--data-dir"])
             .arg(dir.path().join("data"))
             .args(["--listen-client-urls", &client_url])
             .args(["--advertise-client-urls", &client_url])
@@ -39,7 +38,15 @@ impl EtcdServer {
             .arg(key)
             .arg("--trusted-ca-file")
             .arg(certs.ca())
-            .arg("--client-cert-auth")
+            .arg("--client-cert-auth");
+        Self::spawn(cmd, dir, port)
+    }
+
+    /// Spawns `cmd` (its stderr logged in `dir`) and waits up to 30 s until it serves
+    /// clients; panics when it does not.
+    fn spawn(mut cmd: Command, dir: tempfile::TempDir, port: u16) -> EtcdServer {
+        let log = dir.path().join("etcd.log");
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -66,6 +73,25 @@ impl EtcdServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Starts a plain (http) etcd whose backend quota is `quota_bytes`
+    /// (`--quota-backend-bytes`), and waits until it serves clients.
+    pub fn start_with_quota(quota_bytes: u64) -> EtcdServer {
+        let dir = temp_dir();
+        let (port, peer) = (free_port(), free_port());
+        let client_url = format!("http://127.0.0.1:{port}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let mut cmd = Command::new(ETCD);
+        cmd.args(["--name", "quota", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(["--listen-client-urls", &client_url])
+            .args(["--advertise-client-urls", &client_url])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("quota={peer_url}")])
+            .args(["--quota-backend-bytes", &quota_bytes.to_string()]);
+        Self::spawn(cmd, dir, port)
     }
 
     /// Its client port.

@@ -12,6 +12,7 @@
 mod background;
 mod connect;
 mod discovery;
+mod fill;
 mod reads;
 mod reason;
 mod registered;
@@ -445,6 +446,11 @@ impl Engine for RedisEngine {
 
     fn sessions(&self) -> &SessionRegistry {
         &self.sessions
+    }
+
+    async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::BulkLoad>> {
+        let s = self.open_session(&SessionOptions::default(), None).await?;
+        Ok(Box::new(fill::RedisBulk { s }))
     }
 
     async fn telemetry(&self) -> Result<crate::Telemetry> {

@@ -369,6 +369,11 @@ impl Engine for SqlEngine {
         Ok(Box::new(self.sql_session(opts).await?))
     }
 
+    async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::BulkLoad>> {
+        let s = self.sql_session(&SessionOptions::default()).await?;
+        Ok(Box::new(session::SqlBulk { s }))
+    }
+
     async fn worker(
         &self,
         opts: &SessionOptions,

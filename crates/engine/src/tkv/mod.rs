@@ -14,6 +14,7 @@
 pub mod etcd;
 #[cfg(feature = "fdb")]
 pub mod fdb;
+mod fill;
 pub mod kv;
 pub mod mem;
 #[cfg(any(feature = "etcd", feature = "tikv"))]
@@ -297,6 +298,14 @@ impl Engine for TkvEngine {
             .delete_prefix(self.keys.prefix())
             .await
             .map_err(kv_err)
+    }
+
+    async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::BulkLoad>> {
+        Ok(Box::new(fill::TkvBulk {
+            s: self.open_session(&SessionOptions::default(), None).await?,
+            kv: self.kv.clone(),
+            keys: self.keys.clone(),
+        }))
     }
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {

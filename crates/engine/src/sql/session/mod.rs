@@ -17,6 +17,7 @@
 mod attrs;
 mod background;
 mod chunks;
+mod fill;
 mod namespace;
 mod registered;
 mod rows;
@@ -25,5 +26,6 @@ mod storage;
 mod tx_err;
 mod txn;
 
+pub(crate) use fill::SqlBulk;
 pub(crate) use rows::node_args;
 pub use sql_session::SqlSession;

@@ -1,0 +1,116 @@
+//! `metabench fill`: a populated volume, written in bulk as `juicefs load` writes a
+//! dump (`pkg/meta` `LoadMeta` / `loadEntry` of `redis.go`, `sql.go`, `tkv.go`), but from
+//! a tree computed on the fly ([`shape`]) rather than read from a dump, so its memory
+//! stays bounded at any size.
+//!
+//! The result is what clients would have written: the base directory is made by an
+//! ordinary `mkdir`; the ids come from the volume's counters (`incrCounter` of
+//! `nextInode` and `nextChunk`, as a client reserves them); every directory's nlink and
+//! dir stat, every hard-linked file's nlink and parents, and `usedSpace`/`totalInodes`
+//! agree with the entries. Each family writes a batch in one transaction and as few
+//! round trips as it can ([`BulkLoad`]): a `MULTI … EXEC` pipeline on Redis, multi-row
+//! inserts on SQL, one commit of puts on a transactional KV.
+//!
+//! Every batch leaves a whole tree behind it ([`Layout::batches`]), so a fill stopped
+//! between batches (Ctrl-C), or by an engine that refuses the next one (out of room),
+//! leaves a consistent volume holding the files written so far.
+
+pub mod shape;
+
+pub use shape::{Batch, DirNode, EntryNode, Layout, Node, Shape, Totals, BATCH_ENTRIES};
+
+use crate::{Ctx, Engine, MetaError, Result};
+use async_trait::async_trait;
+use metabench_schema::{Ino, Timestamp};
+
+/// An engine's bulk writer for `metabench fill` (one connection).
+#[async_trait]
+pub trait BulkLoad: Send {
+    /// Entries per batch of a tree of `shape`: as many as one transaction of this
+    /// engine takes.
+    fn batch_entries(&self, _shape: &Shape) -> usize {
+        BATCH_ENTRIES
+    }
+
+    /// Reserves `n` ids of the counter `name` (`nextInode`, `nextChunk`) in one
+    /// `incrCounter`, as a client reserves its batches, and returns the first.
+    async fn reserve(&mut self, name: &str, n: u64) -> Result<u64>;
+
+    /// Writes one batch in one transaction: directory records (attribute and dir stat),
+    /// entries, the nodes they make (attribute, chunks, symlink target, extended
+    /// attribute, a hard-linked file's parents), and `added` to the volume's `usedSpace`
+    /// and `totalInodes`.
+    async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
+}
+
+/// How a fill ended.
+#[derive(Debug)]
+pub enum FillEnd {
+    /// Every batch was written.
+    Done(Totals),
+    /// Stopped between two batches: by Ctrl-C (`failure` is `None`), or because the
+    /// engine refused a batch. The volume holds the `written` part, consistent.
+    Stopped {
+        /// Why the engine refused the next batch; `None` for a stop asked for.
+        failure: Option<MetaError>,
+        /// What the volume holds.
+        written: Totals,
+    },
+}
+
+/// Fills directory `name` (made here, in `parent`) with the tree `shape` describes. `stop`
+/// is asked before every batch; `started` hears the entries per batch once the ids are
+/// reserved, `progress` the files each batch wrote.
+pub async fn fill(
+    engine: &dyn Engine,
+    parent: Ino,
+    name: &[u8],
+    shape: &Shape,
+    stop: &(dyn Fn() -> bool + Sync),
+    started: &mut (dyn FnMut(usize) + Send),
+    progress: &mut (dyn FnMut(u64) + Send),
+) -> Result<FillEnd> {
+    shape.check().map_err(MetaError::Engine)?;
+    let ctx = Ctx::root();
+    let mut session = engine.session(&crate::SessionOptions::default()).await?;
+    let (base, _) = session.mkdir(&ctx, parent, name, 0o755, 0o022).await?;
+    // the parent's dir stat, buffered by the session, is written now
+    session.close().await?;
+    let mut loader = engine.bulk_loader().await?;
+    let mut layout = Layout {
+        shape: shape.clone(),
+        base,
+        base_parent: parent,
+        first_inode: 0,
+        first_slice: 0,
+        uid: ctx.uid,
+        gid: ctx.gid(),
+        now: Timestamp::now(),
+    };
+    let (inodes, slices) = shape.ids_to_reserve();
+    layout.first_inode = loader.reserve("nextInode", inodes).await?;
+    if slices > 0 {
+        layout.first_slice = loader.reserve("nextChunk", slices).await?;
+    }
+    started(loader.batch_entries(shape));
+    let mut written = Totals::default();
+    for batch in layout.batches(loader.batch_entries(shape)) {
+        if stop() {
+            return Ok(FillEnd::Stopped {
+                failure: None,
+                written,
+            });
+        }
+        let mut added = Totals::default();
+        added.add(&batch);
+        if let Err(e) = loader.write(&batch, &added).await {
+            return Ok(FillEnd::Stopped {
+                failure: Some(e),
+                written,
+            });
+        }
+        written.merge(&added);
+        progress(batch.files);
+    }
+    Ok(FillEnd::Done(written))
+}

@@ -1,0 +1,276 @@
+//! `metabench fill` against the real client's tools: what it writes is what clients would
+//! have written (`juicefs fsck` clean, `juicefs dump` holding the expected tree and
+//! counters, a dump → `juicefs load` → dump round trip unchanged), a stop leaves a
+//! consistent volume, and bad input is refused before a byte is written.
+
+use crate::{metabench, metabench_cmd, phase};
+use metabench_testkit::{
+    dump_tree, fresh_database, fsck_problems, juicefs_dump, juicefs_format, juicefs_fsck,
+    juicefs_load, temp_dir, unique_name, write_slice_blocks, Kind,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Every shape feature on: a tree, one very large directory, symlinks, hard links,
+/// xattrs, and a length (one 1-byte slice per file, so fsck has objects to find).
+const SHAPE: &[&str] = &[
+    "--files-per-dir",
+    "50",
+    "--fanout",
+    "4",
+    "--big-dirs",
+    "1",
+    "--big-dir-files",
+    "10k",
+    "--symlinks",
+    "0.01",
+    "--hardlinks",
+    "0.005",
+    "--xattrs",
+    "0.01",
+    "--file-size",
+    "1",
+];
+
+/// What a dumped tree holds: regular inodes, their names, symlinks, directories,
+/// xattrs, bytes.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counted {
+    files: u64,
+    names: u64,
+    symlinks: u64,
+    dirs: u64,
+    xattrs: u64,
+    bytes: u64,
+}
+
+fn count(dump: &serde_json::Value) -> Counted {
+    let mut c = Counted::default();
+    let mut seen = BTreeSet::new();
+    for node in dump_tree(dump).values() {
+        match node.typ.as_str() {
+            "regular" => {
+                c.names += 1;
+                if seen.insert(node.inode) {
+                    c.files += 1;
+                    c.bytes += node.length;
+                    c.xattrs += node.xattrs.len() as u64;
+                }
+            }
+            "symlink" => c.symlinks += 1,
+            "directory" => c.dirs += 1,
+            other => panic!("unexpected node type {other}"),
+        }
+    }
+    c
+}
+
+/// Writes the block objects of every slice in `dump`, as the clients' uploads would.
+fn write_blocks(dump: &serde_json::Value, bucket: &Path) {
+    let volume = dump["Setting"]["Name"].as_str().unwrap();
+    for node in dump_tree(dump).values() {
+        for chunk in &node.chunks {
+            for s in &chunk.slices {
+                write_slice_blocks(bucket, volume, s.id, s.size, 0);
+            }
+        }
+    }
+}
+
+fn fill(url: &str, bucket: &Path, files: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["fill", "--meta", url, "--files", files];
+    args.extend_from_slice(extra);
+    args.extend(["--bucket", bucket.to_str().unwrap()]);
+    metabench(&args)
+}
+
+fn check_filled(url: &str, bucket: &Path, label: &str) {
+    let start = std::time::Instant::now();
+    let out = fill(url, bucket, "100k", SHAPE);
+    eprintln!("{label}: filled in {:?}", start.elapsed());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{label}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("files/s"), "{label}: {stdout}");
+    let dump = juicefs_dump(url);
+    eprintln!("{label}: dumped at {:?}", start.elapsed());
+    // 100k entries: 1,000 symlinks (every 100th), 500 hard links (every 200th, a second
+    // name in the same directory), 985 xattrs (every 100th file), one byte per file
+    let c = count(&dump);
+    assert_eq!(c.symlinks, 1_000, "{label}");
+    assert_eq!(c.names, 99_000, "{label}");
+    assert_eq!(c.files, 98_500, "{label}");
+    assert_eq!(c.bytes, 98_500, "{label}");
+    assert!((900..=1_000).contains(&c.xattrs), "{label}: {c:?}");
+    // root, base, 90,000 / 50 = 1,800 tree directories (base among them), one big one
+    assert_eq!(c.dirs, 1 + 1_800 + 1, "{label}");
+    let counters = &dump["Counters"];
+    assert_eq!(
+        counters["usedInodes"].as_i64(),
+        Some((c.files + c.symlinks + c.dirs - 1) as i64),
+        "{label}: {counters}"
+    );
+    write_blocks(&dump, bucket);
+    let fsck = juicefs_fsck(url);
+    let problems = fsck_problems(&fsck);
+    assert!(
+        fsck.status.success() && problems.is_empty(),
+        "{label}: fsck: {problems:#?}\n{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    eprintln!("{label}: checked at {:?}", start.elapsed());
+}
+
+#[test]
+fn fill_writes_what_clients_would_on_every_engine() {
+    let _p = phase(module_path!());
+    for kind in Kind::ALL {
+        let db = fresh_database(kind);
+        let bucket = temp_dir();
+        check_filled(db.url(), bucket.path(), kind.name());
+    }
+    for var in ["METABENCH_ETCD_URL", "METABENCH_TIKV_URL"] {
+        let base = std::env::var(var).unwrap_or_else(|_| panic!("{var}: run scripts/test.sh"));
+        let url = format!("{}/{}", base.trim_end_matches('/'), unique_name("fill"));
+        let bucket = temp_dir();
+        check_filled(&url, bucket.path(), var);
+        let uuid = juicefs_dump(&url)["Setting"]["UUID"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let out = metabench_testkit::juicefs(&["destroy", "--yes", &url, &uuid]);
+        assert!(out.status.success(), "{var}: destroy");
+    }
+}
+
+#[test]
+fn a_dump_of_a_filled_volume_loads_back_unchanged() {
+    let _p = phase(module_path!());
+    for kind in [Kind::Redis, Kind::Sqlite] {
+        let (a, b) = (fresh_database(kind), fresh_database(kind));
+        let bucket = temp_dir();
+        let out = fill(a.url(), bucket.path(), "20k", SHAPE);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let first = juicefs_dump(a.url());
+        juicefs_load(b.url(), &first);
+        let second = juicefs_dump(b.url());
+        assert_eq!(first, second, "{}: dump → load → dump changed", kind.name());
+    }
+}
+
+#[test]
+fn a_stopped_fill_leaves_a_volume_fsck_accepts() {
+    let _p = phase(module_path!());
+    let dir = temp_dir();
+    let url = format!("sqlite3://{}", dir.path().join("v.db").display());
+    juicefs_format(&url, "stopped", dir.path());
+    let log = dir.path().join("stderr");
+    let mut child = metabench_cmd()
+        .args(["fill", "--meta", &url, "--existing", "--files", "5M"])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // once it writes, let it write some batches, then Ctrl-C
+    crate::wait_for_log(&log, "in batches of");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("fill stopped after") && text.contains("consistent"),
+        "{text}"
+    );
+    let dump = juicefs_dump(&url);
+    let c = count(&dump);
+    assert!(c.names > 1_000 && c.names < 5_000_000, "{c:?}");
+    let fsck = juicefs_fsck(&url);
+    assert!(
+        fsck.status.success() && fsck_problems(&fsck).is_empty(),
+        "{:#?}",
+        fsck_problems(&fsck)
+    );
+    // it wrote under /.metabench only
+    let tree = dump_tree(&dump);
+    assert!(tree
+        .keys()
+        .all(|p| p == "/" || p.starts_with("/.metabench")));
+}
+
+#[test]
+fn an_engine_out_of_room_is_one_line_and_what_was_filled_stays_consistent() {
+    let _p = phase(module_path!());
+    let etcd = metabench_testkit::EtcdServer::start_with_quota(4_000_000);
+    let url = format!("etcd://127.0.0.1:{}/quota", etcd.port());
+    let bucket = temp_dir();
+    let out = fill(&url, bucket.path(), "200k", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("--quota-backend-bytes") && lines[0].contains("consistent"),
+        "{stderr}"
+    );
+    let fsck = juicefs_fsck(&url);
+    assert!(
+        fsck.status.success() && fsck_problems(&fsck).is_empty(),
+        "{:#?}",
+        fsck_problems(&fsck)
+    );
+    assert!(count(&juicefs_dump(&url)).names > 1_000);
+}
+
+#[test]
+fn fill_refuses_what_it_must_not_write_into() {
+    let _p = phase(module_path!());
+    let dir = temp_dir();
+    // a volume, without --existing
+    let url = format!("sqlite3://{}", dir.path().join("v.db").display());
+    juicefs_format(&url, "theirs", dir.path());
+    let before = juicefs_dump(&url);
+    let out = fill(&url, dir.path(), "1k", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--existing") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let mut after = juicefs_dump(&url);
+    after["Counters"] = before["Counters"].clone();
+    assert_eq!(dump_tree(&before), dump_tree(&after));
+    // an empty database with --existing, and nonsense shapes: nothing written
+    let empty = format!("sqlite3://{}", dir.path().join("e.db").display());
+    for extra in [
+        &["--existing"][..],
+        &["--big-dirs", "2", "--big-dir-files", "1k"][..],
+        &["--symlinks", "0.9"][..],
+        &["--file-size", "lots"][..],
+    ] {
+        let out = fill(&empty, dir.path(), "1k", extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{extra:?}: {stderr}");
+    }
+    let left: BTreeMap<_, _> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| (e.unwrap().file_name(), ()))
+        .collect();
+    assert!(
+        !left.contains_key(std::ffi::OsStr::new("e.db"))
+            || std::fs::metadata(dir.path().join("e.db")).unwrap().len() == 0,
+        "the empty database was written"
+    );
+}
