@@ -67,13 +67,7 @@ impl RedisSession {
 }
 
 impl Storage for RedisSession {
-    fn state(&self) -> &ClientState {
-        &self.base
-    }
-
-    fn state_mut(&mut self) -> &mut ClientState {
-        &mut self.base
-    }
+    crate::base::storage::client_state_in!(base);
 
     /// `redisMeta.incrCounter`: one `INCRBY`. The id counters hold the last id taken, so
     /// the next unused one is the answer plus one.
