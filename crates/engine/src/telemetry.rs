@@ -82,32 +82,26 @@ pub fn engine_bound(
         }
         EngineKind::Mysql => {
             let waited = delta.counter("Innodb_row_lock_time") / 1000.0;
-            let deadlocks = delta.counter("Innodb_deadlocks");
-            if deadlocks > 0.0 {
-                Some(format!("{deadlocks:.0} deadlocks in the window"))
-            } else {
-                (waited / secs >= WAIT_SHARE_LIMIT).then(|| {
+            deadlocks_or(delta.counter("Innodb_deadlocks"), || {
+                filled(waited, secs).then(|| {
                     format!(
                         "transactions waited {waited:.2} s on row locks in a {secs:.1} s window ({:.0} waits)",
                         delta.counter("Innodb_row_lock_waits")
                     )
                 })
-            }
+            })
         }
         EngineKind::Postgres => {
-            let deadlocks = delta.counter("deadlocks");
             let waiting = delta.gauges.get("lock_waiters").copied().unwrap_or(0.0);
-            if deadlocks > 0.0 {
-                Some(format!("{deadlocks:.0} deadlocks in the window"))
-            } else {
+            deadlocks_or(delta.counter("deadlocks"), || {
                 (waiting >= (clients as f64 / 2.0).max(2.0)).then(|| {
                     format!("{waiting:.0} of {clients} sessions were waiting on a lock at the window's end")
                 })
-            }
+            })
         }
         EngineKind::Sqlite => {
             let waited = delta.counter("busy_wait_s");
-            (waited / secs >= WAIT_SHARE_LIMIT).then(|| {
+            filled(waited, secs).then(|| {
                 format!(
                     "statements waited {waited:.2} s on SQLite's database lock in a {secs:.1} s window ({:.0} busy-handler sleeps)",
                     delta.counter("busy_waits")
@@ -116,7 +110,7 @@ pub fn engine_bound(
         }
         EngineKind::Etcd => {
             let fsync = delta.counter("etcd_disk_wal_fsync_duration_seconds_sum");
-            (fsync / secs >= WAIT_SHARE_LIMIT).then(|| {
+            filled(fsync, secs).then(|| {
                 format!(
                     "etcd spent {:.0}% of the window in WAL fsyncs ({:.0} fsyncs)",
                     fsync / secs * 100.0,
@@ -125,6 +119,21 @@ pub fn engine_bound(
             })
         }
         _ => None,
+    }
+}
+
+/// Whether `waited` seconds (summed over all waiters) fill [`WAIT_SHARE_LIMIT`] of a
+/// `secs`-second window.
+fn filled(waited: f64, secs: f64) -> bool {
+    waited / secs >= WAIT_SHARE_LIMIT
+}
+
+/// A SQL engine's deadlocks in the window, if any; else what `waits` finds.
+fn deadlocks_or(deadlocks: f64, waits: impl FnOnce() -> Option<String>) -> Option<String> {
+    if deadlocks > 0.0 {
+        Some(format!("{deadlocks:.0} deadlocks in the window"))
+    } else {
+        waits()
     }
 }
 
@@ -248,15 +257,43 @@ pub fn from_prometheus(text: &str) -> Telemetry {
 mod tests {
     use super::*;
 
+    /// Each source's text parses to exactly the counters and gauges listed: Redis keeps
+    /// its per-command calls, time and failures but not `usec_per_call`; Prometheus text
+    /// keeps no labelled series (no histogram buckets).
     #[test]
-    fn redis_info_parses_cpu_commands_and_gauges() {
-        let info = "# CPU\r\nused_cpu_sys:1.50\r\nused_cpu_user:2.25\r\nconnected_clients:7\r\n# Commandstats\r\ncmdstat_get:calls=10,usec=50,usec_per_call=5.00,rejected_calls=0,failed_calls=1\r\n";
-        let t = from_redis_info(info);
-        assert_eq!(t.counters["used_cpu_user"], 2.25);
-        assert_eq!(t.counters["calls.get"], 10.0);
-        assert_eq!(t.counters["failed_calls.get"], 1.0);
-        assert_eq!(t.gauges["connected_clients"], 7.0);
-        assert!(!t.counters.contains_key("usec_per_call.get"));
+    fn redis_info_and_prometheus_text_keep_the_listed_series() {
+        type Series = &'static [(&'static str, f64)];
+        type Parse = fn(&str) -> Telemetry;
+        let cases: [(Parse, &str, Series, Series); 2] = [
+            (
+                from_redis_info,
+                "# CPU\r\nused_cpu_sys:1.50\r\nused_cpu_user:2.25\r\nconnected_clients:7\r\n# Commandstats\r\ncmdstat_get:calls=10,usec=50,usec_per_call=5.00,rejected_calls=0,failed_calls=1\r\n",
+                &[
+                    ("used_cpu_sys", 1.5),
+                    ("used_cpu_user", 2.25),
+                    ("calls.get", 10.0),
+                    ("usec.get", 50.0),
+                    ("failed_calls.get", 1.0),
+                ],
+                &[("connected_clients", 7.0)],
+            ),
+            (
+                from_prometheus,
+                "# HELP x\netcd_disk_wal_fsync_duration_seconds_sum 1.5\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 3\netcd_server_proposals_pending 2\n",
+                &[("etcd_disk_wal_fsync_duration_seconds_sum", 1.5)],
+                &[("etcd_server_proposals_pending", 2.0)],
+            ),
+        ];
+        let map = |series: Series| -> BTreeMap<String, f64> {
+            series.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
+        };
+        for (parse, text, counters, gauges) in cases {
+            let t = parse(text);
+            assert_eq!(t.counters, map(counters), "{text}");
+            assert_eq!(t.gauges, map(gauges), "{text}");
+            let d = t.since(&Telemetry::default());
+            assert!(d.counters.is_empty(), "a counter needs both ends");
+        }
     }
 
     #[test]
@@ -272,17 +309,6 @@ mod tests {
         assert!(engine_bound(EngineKind::Redis, &d, window, 8).is_some());
         let idle = at(1.5).since(&at(1.0));
         assert!(engine_bound(EngineKind::Redis, &idle, window, 8).is_none());
-    }
-
-    #[test]
-    fn prometheus_text_keeps_unlabelled_series() {
-        let text = "# HELP x\netcd_disk_wal_fsync_duration_seconds_sum 1.5\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 3\netcd_server_proposals_pending 2\n";
-        let t = from_prometheus(text);
-        assert_eq!(t.counters["etcd_disk_wal_fsync_duration_seconds_sum"], 1.5);
-        assert_eq!(t.gauges["etcd_server_proposals_pending"], 2.0);
-        assert_eq!(t.counters.len(), 1);
-        let d = t.since(&Telemetry::default());
-        assert!(d.counters.is_empty(), "a counter needs both ends");
     }
 
     #[test]

@@ -221,6 +221,20 @@ fn join(parent: &str, name: &str) -> String {
     format!("{parent}/{name}")
 }
 
+impl HdfsFs {
+    /// `delete(path, false)` of `name` in `parent` for `what` (`rmdir` or `unlink`): one
+    /// request, an error when there was no such `kind` (HDFS answers `false`).
+    async fn delete_one(&mut self, what: &str, parent: &str, name: &str, kind: &str) -> Result<()> {
+        self.requests += 1;
+        let path = join(parent, name);
+        match self.client.delete(&path, false).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(FsError::Io(format!("hdfs {what} {path}: no such {kind}"))),
+            Err(e) => Err(hdfs_error(what, &path, e)),
+        }
+    }
+}
+
 #[async_trait]
 impl FsOps for HdfsFs {
     type Dir = String;
@@ -238,13 +252,7 @@ impl FsOps for HdfsFs {
 
     /// `delete(path, false)`: HDFS has no rmdir of its own.
     async fn rmdir(&mut self, parent: &String, name: &str) -> Result<()> {
-        self.requests += 1;
-        let path = join(parent, name);
-        match self.client.delete(&path, false).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(FsError::Io(format!("hdfs rmdir {path}: no such directory"))),
-            Err(e) => Err(hdfs_error("rmdir", &path, e)),
-        }
+        self.delete_one("rmdir", parent, name, "directory").await
     }
 
     /// `getFileInfo`.
@@ -326,13 +334,7 @@ impl FsOps for HdfsFs {
 
     /// `delete(path, false)`.
     async fn unlink(&mut self, parent: &String, name: &str) -> Result<()> {
-        self.requests += 1;
-        let path = join(parent, name);
-        match self.client.delete(&path, false).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(FsError::Io(format!("hdfs unlink {path}: no such file"))),
-            Err(e) => Err(hdfs_error("unlink", &path, e)),
-        }
+        self.delete_one("unlink", parent, name, "file").await
     }
 
     /// `delete(path, true)`.

@@ -148,6 +148,12 @@ pub mod names {
     pub const DIR_QUOTA_USED_SPACE: &str = "dirQuotaUsedSpace";
     /// Directory quota usage, inodes.
     pub const DIR_QUOTA_USED_INODES: &str = "dirQuotaUsedInodes";
+    /// The dir-stat hashes, in the order `doRmdir` clears a directory's fields.
+    pub const DIR_STAT_HASHES: [&str; 3] = [DIR_DATA_LENGTH, DIR_USED_SPACE, DIR_USED_INODES];
+    /// The directory-quota hashes, in the order `doRmdir` and `doRename` clear a
+    /// directory's fields.
+    pub const DIR_QUOTA_HASHES: [&str; 3] =
+        [DIR_QUOTA, DIR_QUOTA_USED_SPACE, DIR_QUOTA_USED_INODES];
 }
 
 #[cfg(test)]

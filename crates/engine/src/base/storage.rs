@@ -14,6 +14,22 @@ use std::future::Future;
 /// Work a session hands to a background task (it must own what it uses).
 pub type Background<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
+/// [`Storage::state`] and [`Storage::state_mut`] for a session that keeps its
+/// [`ClientState`] in field `$field`: each family's session holds the client's state as
+/// JuiceFS's `redisMeta`, `dbMeta` and `kvMeta` embed `*baseMeta`, written once here.
+macro_rules! client_state_in {
+    ($field:ident) => {
+        fn state(&self) -> &$crate::base::ClientState {
+            &self.$field
+        }
+
+        fn state_mut(&mut self) -> &mut $crate::base::ClientState {
+            &mut self.$field
+        }
+    };
+}
+pub(crate) use client_state_in;
+
 /// The steps of JuiceFS's `engine` interface that resize a file, implemented by each
 /// family beside its transactions (`resize.rs`).
 pub trait ResizeSteps: Send {

@@ -2,7 +2,7 @@
 //! transaction over both parents, both entries and the inodes involved, as
 //! `pkg/meta/redis.go` sends it.
 
-use super::session::RedisSession;
+use super::session::{hdel_dir_fields, RedisSession};
 use super::txn::txn;
 use super::wire::command;
 use crate::meta::Ctx;
@@ -205,14 +205,7 @@ impl RedisSession {
                         }
                     }
                     if dtyp == FileType::Directory {
-                        let field = dino.to_string();
-                        for h in [
-                            names::DIR_QUOTA,
-                            names::DIR_QUOTA_USED_SPACE,
-                            names::DIR_QUOTA_USED_INODES,
-                        ] {
-                            p.cmd("HDEL").arg(keys.named(h)).arg(&field);
-                        }
+                        hdel_dir_fields(&mut p, &keys, &names::DIR_QUOTA_HASHES, dino);
                     }
                 }
             }

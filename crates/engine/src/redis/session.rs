@@ -23,6 +23,20 @@ use redis::cmd;
 /// Attributes fetched per MGET by readdir (`batchSize`).
 pub(super) const READDIR_BATCH: usize = 4096;
 
+/// `HDEL` of directory `ino`'s field in each of `hashes` (dir stats, quotas), as
+/// `doRmdir` and `doRename` clear a removed directory's records.
+pub(super) fn hdel_dir_fields<'a>(
+    p: &mut redis::Pipeline,
+    keys: &RedisKeys,
+    hashes: impl IntoIterator<Item = &'a &'a str>,
+    ino: Ino,
+) {
+    let field = ino.to_string();
+    for h in hashes {
+        p.cmd("HDEL").arg(keys.named(h)).arg(&field);
+    }
+}
+
 /// One JuiceFS client on a Redis volume: its own connection, inode and slice id ranges,
 /// buffered dir stats, pending deleted files and (optionally) client-side caches.
 pub struct RedisSession {
@@ -67,13 +81,7 @@ impl RedisSession {
 }
 
 impl Storage for RedisSession {
-    fn state(&self) -> &ClientState {
-        &self.base
-    }
-
-    fn state_mut(&mut self) -> &mut ClientState {
-        &mut self.base
-    }
+    crate::base::storage::client_state_in!(base);
 
     /// `redisMeta.incrCounter`: one `INCRBY`. The id counters hold the last id taken, so
     /// the next unused one is the answer plus one.
@@ -454,17 +462,10 @@ impl Storage for RedisSession {
                 .arg(keys.named(names::USED_SPACE))
                 .arg(-align4k(0));
             p.cmd("DECR").arg(keys.named(names::TOTAL_INODES));
-            let field = d.inode.to_string();
-            for h in [
-                names::DIR_DATA_LENGTH,
-                names::DIR_USED_SPACE,
-                names::DIR_USED_INODES,
-                names::DIR_QUOTA,
-                names::DIR_QUOTA_USED_SPACE,
-                names::DIR_QUOTA_USED_INODES,
-            ] {
-                p.cmd("HDEL").arg(keys.named(h)).arg(&field);
-            }
+            let hashes = names::DIR_STAT_HASHES
+                .iter()
+                .chain(&names::DIR_QUOTA_HASHES);
+            hdel_dir_fields(&mut p, &keys, hashes, d.inode);
             c.exec(&p).await?;
             Ok(d.inode)
         })?;

@@ -201,13 +201,7 @@ impl TkvSession {
 }
 
 impl Storage for TkvSession {
-    fn state(&self) -> &ClientState {
-        &self.base
-    }
-
-    fn state_mut(&mut self) -> &mut ClientState {
-        &mut self.base
-    }
+    crate::base::storage::client_state_in!(base);
 
     /// `incrCounter` in its own transaction: `T{incrBy C<name> delta}`.
     async fn incr_counter(&mut self, name: &str, delta: i64) -> Result<i64> {

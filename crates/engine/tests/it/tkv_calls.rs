@@ -245,60 +245,55 @@ async fn fixture(store: Store) -> Option<Fx> {
     })
 }
 
-/// Runs `$call` on `$s`, then checks the calls the store received and the session's count.
-macro_rules! expect {
-    ($fx:expr, $s:expr, $op:literal, $call:expr, [$($c:literal),*]) => {{
-        $fx.rec.take();
-        let before = $s.stats();
-        let r = $call;
-        let got = $fx.rec.take();
-        let want: Vec<String> = $fx.calls(&[$($c),*]);
-        assert_eq!(got, want, "{} KV calls", $op);
-        assert_eq!(
-            $s.stats().since(&before).round_trips,
-            want.len() as u64,
-            "{} round_trips",
-            $op
-        );
-        eprintln!("{:<14} {:>2} calls  {:?}", $op, want.len(), got);
-        r
-    }};
-}
-
 async fn per_operation(store: Store) {
     let Some(fx) = fixture(store).await else {
         return;
     };
     let mut s: Box<dyn Meta> = fx.engine.session(&SessionOptions::default()).await.unwrap();
+    // Runs `$call` on `s`, then checks the calls the store received (`$want`, as
+    // `Fx::calls` spells them) and the session's count of round trips.
+    macro_rules! expect {
+        ($op:literal, $call:expr, [$($c:literal),*]) => {
+            expect!($op, $call, &[$($c),*])
+        };
+        ($op:literal, $call:expr, $want:expr) => {{
+            fx.rec.take();
+            let before = s.stats();
+            let r = $call;
+            let got = fx.rec.take();
+            let want: Vec<String> = fx.calls($want);
+            assert_eq!(got, want, "{} KV calls", $op);
+            assert_eq!(
+                s.stats().since(&before).round_trips,
+                want.len() as u64,
+                "{} round_trips",
+                $op
+            );
+            eprintln!("{:<14} {:>2} calls  {:?}", $op, want.len(), got);
+            r
+        }};
+    }
     let ctx = Ctx::root();
     // prepareParent, and a first create that fetches the inode batch (untimed in Go).
     let (p, _) = s.mkdir(&ctx, ROOT_INODE, b"bench", 0o755, 0).await.unwrap();
     s.create(&ctx, p, b"warm", 0o644, 0).await.unwrap();
 
     expect!(
-        fx,
-        s,
         "mkdir",
         s.mkdir(&ctx, p, b"d0", 0o755, 0).await.unwrap(),
         ["T", "gets:2", "commit"]
     );
     expect!(
-        fx,
-        s,
         "mvdir",
         s.rename(&ctx, p, b"d0", p, b"d1", 0).await.unwrap(),
         ["T", "get", "gets:4", "commit"]
     );
     expect!(
-        fx,
-        s,
         "rmdir",
         s.rmdir(&ctx, p, b"d1").await.unwrap(),
         ["T", "get", "gets:3", "exist", "scan", "commit"]
     );
     expect!(
-        fx,
-        s,
         "mknod",
         s.mknod(&ctx, p, b"n0", FileType::File, 0o644, 0o022, 0)
             .await
@@ -306,31 +301,23 @@ async fn per_operation(store: Store) {
         ["T", "gets:2", "commit"]
     );
     let (f, _) = expect!(
-        fx,
-        s,
         "create",
         s.create(&ctx, p, b"f0", 0o644, 0o022).await.unwrap(),
         ["T", "gets:2", "commit"]
     );
     expect!(
-        fx,
-        s,
         "rename",
         s.rename(&ctx, p, b"f0", p, b"f1", 0).await.unwrap(),
         ["T", "get", "gets:4", "commit"]
     );
     expect!(
-        fx,
-        s,
         "lookup",
         s.lookup(&ctx, p, b"f1").await.unwrap(),
         ["S", "get", "get"]
     );
-    expect!(fx, s, "getattr", s.getattr(f).await.unwrap(), ["S", "get"]);
+    expect!("getattr", s.getattr(f).await.unwrap(), ["S", "get"]);
     // baseMeta.Lookup: `..` of the root is the root itself, one GetAttr.
     expect!(
-        fx,
-        s,
         "lookup .. of the root",
         s.lookup(&ctx, ROOT_INODE, b"..").await.unwrap(),
         ["S", "get"]
@@ -340,27 +327,17 @@ async fn per_operation(store: Store) {
         gids: vec![1],
         pid: 100,
     };
-    expect!(
-        fx,
-        s,
-        "access",
-        s.access(&user, f, 4).await.unwrap(),
-        ["S", "get"]
-    );
+    expect!("access", s.access(&user, f, 4).await.unwrap(), ["S", "get"]);
     let set = SetAttr {
         mode: Some(0o645),
         ..Default::default()
     };
     expect!(
-        fx,
-        s,
         "setattr",
         s.setattr(&ctx, f, &set).await.unwrap(),
         ["T", "get", "commit"]
     );
     expect!(
-        fx,
-        s,
         "setxattr",
         s.setxattr(f, b"key", b"value1", XattrFlags::Any)
             .await
@@ -368,8 +345,6 @@ async fn per_operation(store: Store) {
         ["T", "get", "commit"]
     );
     expect!(
-        fx,
-        s,
         "setxattr same",
         s.setxattr(f, b"key", b"value1", XattrFlags::Any)
             .await
@@ -377,22 +352,16 @@ async fn per_operation(store: Store) {
         ["T", "get"]
     );
     expect!(
-        fx,
-        s,
         "getxattr",
         s.getxattr(f, b"key").await.unwrap(),
         ["S", "get"]
     );
     expect!(
-        fx,
-        s,
         "listxattr",
         s.listxattr(f).await.unwrap(),
         ["T", "scan", "S", "get"]
     );
     expect!(
-        fx,
-        s,
         "removexattr",
         s.removexattr(f, b"key").await.unwrap(),
         ["T", "get", "commit"]
@@ -400,87 +369,61 @@ async fn per_operation(store: Store) {
     // First link: incrBy of the old parent's counter, then of the new one (same key here,
     // served from the buffer); later links: one counter get.
     expect!(
-        fx,
-        s,
         "link first",
         s.link(&ctx, f, p, b"l0").await.unwrap(),
         ["S", "get", "T", "gets:3", "get", "commit"]
     );
     expect!(
-        fx,
-        s,
         "link",
         s.link(&ctx, f, p, b"l1").await.unwrap(),
         ["S", "get", "T", "gets:3", "get", "commit"]
     );
     let (sl, _) = expect!(
-        fx,
-        s,
         "symlink",
         s.symlink(&ctx, p, b"s0", b"/benchSymlink/source")
             .await
             .unwrap(),
         ["T", "gets:2", "commit"]
     );
+    expect!("readlink", s.readlink(sl).await.unwrap(), ["S", "get"]);
     expect!(
-        fx,
-        s,
-        "readlink",
-        s.readlink(sl).await.unwrap(),
-        ["S", "get"]
-    );
-    expect!(
-        fx,
-        s,
         "unlink",
         s.unlink(&ctx, p, b"n0").await.unwrap(),
         ["T", "get", "gets:2", "scan", "commit"]
     );
     let id = expect!(
-        fx,
-        s,
         "newchunk first",
         s.new_slice().await.unwrap(),
         ["T", "get", "commit"]
     );
-    expect!(fx, s, "newchunk", s.new_slice().await.unwrap(), []);
+    expect!("newchunk", s.new_slice().await.unwrap(), []);
     let (w, _) = s.create(&ctx, p, b"w", 0o644, 0).await.unwrap();
     let sl1 = Slice::whole(0, id, 1024);
     expect!(
-        fx,
-        s,
         "write",
         s.write(w, 0, sl1, Timestamp::now()).await.unwrap(),
         ["T", "gets:2", "commit"]
     );
-    expect!(fx, s, "read", s.read(w, 0).await.unwrap(), ["S", "get"]);
+    expect!("read", s.read(w, 0).await.unwrap(), ["S", "get"]);
     // truncate (`doTruncate`): the inode, then each hole appended (`kvTxn.append`: a get
     // and a set), the chunks between found by one scan when the range spans them.
     const C: u64 = 64 << 20;
     expect!(
-        fx,
-        s,
         "truncate",
         s.truncate(&ctx, w, 1 << 20).await.unwrap(),
         ["T", "get", "get", "commit"]
     );
     expect!(
-        fx,
-        s,
         "truncate same length",
         s.truncate(&ctx, w, 1 << 20).await.unwrap(),
         ["T", "get"]
     );
     expect!(
-        fx,
-        s,
         "truncate across chunks",
         s.truncate(&ctx, w, 3 * C + 7).await.unwrap(),
         ["T", "get", "scan", "get", "get", "commit"]
     );
     expect!(
-        fx,
-        s,
         "fallocate",
         s.fallocate(&ctx, w, FallocRange::new(0, 0, 4 * C))
             .await
@@ -488,8 +431,6 @@ async fn per_operation(store: Store) {
         ["T", "get", "commit"]
     );
     expect!(
-        fx,
-        s,
         "fallocate zero_range",
         s.fallocate(
             &ctx,
@@ -509,8 +450,6 @@ async fn per_operation(store: Store) {
             .unwrap();
     }
     expect!(
-        fx,
-        s,
         "readdir_10",
         s.readdir(&ctx, r10, true).await.unwrap(),
         ["S", "get", "T", "scan", "S", "gets:12"]
@@ -529,9 +468,6 @@ async fn per_operation(store: Store) {
             break;
         }
     }
-    let before = s.stats();
-    assert_eq!(s.readdir(&ctx, rk, true).await.unwrap().len(), 1002);
-    let got = fx.rec.take();
     let mut want: Vec<&str> = vec!["S", "get", "T", "scan", "S"];
     #[cfg(feature = "etcd")]
     if fx.store == Store::Etcd {
@@ -541,17 +477,17 @@ async fn per_operation(store: Store) {
     if want.len() == 5 {
         want.push("gets:1002");
     }
-    let want = fx.calls(&want);
-    assert_eq!(got, want, "readdir_1k");
-    assert_eq!(s.stats().since(&before).round_trips, want.len() as u64);
-    eprintln!("readdir_1k     {:>2} calls", want.len());
+    let entries = expect!(
+        "readdir_1k",
+        s.readdir(&ctx, rk, true).await.unwrap(),
+        &want
+    );
+    assert_eq!(entries.len(), 1002);
 
     // A conflicting commit is retried: the whole transaction runs again, one retry counted.
     fx.rec.log.fail_next_commit.store(true, Ordering::SeqCst);
     let before = s.stats();
     expect!(
-        fx,
-        s,
         "mkdir conflict",
         s.mkdir(&ctx, p, b"dc", 0o755, 0).await.unwrap(),
         ["T", "gets:2", "commit", "T", "gets:2", "commit"]

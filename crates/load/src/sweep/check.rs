@@ -15,11 +15,11 @@ use std::time::Duration;
 /// in-process engine's calls either way), then its scheduling lag (which leaves those
 /// calls out too, [`crate::exec::LagProbe`]).
 pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
-    let (cpu, lag, calls, cores) = (part.cpu, &part.lag, part.calls, part.place.cores);
+    let (cpu, lag, calls, cores) = (part.time.cpu, &part.lag, part.calls, part.place.cores);
     let share = |t: Duration| t.as_secs_f64() / (measured.as_secs_f64() * cores as f64).max(1e-9);
-    let engine = share(part.engine_calls);
+    let engine = share(part.time.engine_calls);
     let own = share(part.own());
-    let engine_left_out = if part.engine_calls > Duration::ZERO {
+    let engine_left_out = if part.time.engine_calls > Duration::ZERO {
         format!(
             "; the in-process engine's calls, another {:.0}%, are left out",
             engine * 100.0
@@ -28,7 +28,7 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         String::new()
     };
     let lag_p99 = Duration::from_nanos(lag.value_at_quantile(0.99));
-    let host_steal = part.host_ticks.and_then(HostTicks::steal_share);
+    let host_steal = part.time.host_ticks.and_then(HostTicks::steal_share);
     let stolen = match host_steal {
         Some(s) if s >= ClientCheck::STEAL_NOTICE => format!(
             "; the hypervisor held back {:.0}% of this host's CPU time in the windows (steal), so part of that wait was the virtual machine's, not metabench's or the engine's",
@@ -156,26 +156,18 @@ pub(super) fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::histogram;
     use crate::sweep::ranks::RankPlace;
 
     fn part(host: &str, cores: usize, host_cores: usize, cpu_s: f64) -> RankPart {
-        RankPart {
-            place: RankPlace {
-                host: host.to_owned(),
-                clients: 1,
-                cores,
-                host_cores,
-                busy_poll: false,
-            },
-            cpu: Duration::from_secs_f64(cpu_s),
-            busy: Duration::ZERO,
-            engine_calls: Duration::ZERO,
-            lag: histogram(),
-            host_ticks: None,
-            calls: 0,
-            ops: Vec::new(),
-        }
+        let mut part = RankPart::new(RankPlace {
+            host: host.to_owned(),
+            clients: 1,
+            cores,
+            host_cores,
+            busy_poll: false,
+        });
+        part.time.cpu = Duration::from_secs_f64(cpu_s);
+        part
     }
 
     #[test]
@@ -204,7 +196,7 @@ mod tests {
                 .map(|_| {
                     let mut p = part("a", 2, 2, 1.0);
                     p.place.busy_poll = true;
-                    p.busy = Duration::from_secs_f64(busy_s);
+                    p.time.busy = Duration::from_secs_f64(busy_s);
                     p
                 })
                 .collect()
@@ -218,13 +210,13 @@ mod tests {
         let second = Duration::from_secs(1);
         // One core full, 80 % of it in SQLite's calls: the engine's, not metabench's.
         let mut sqlite = part("a", 1, 2, 1.0);
-        sqlite.engine_calls = Duration::from_millis(800);
+        sqlite.time.engine_calls = Duration::from_millis(800);
         let check = client_check(&sqlite, second);
         assert!(!check.client_bound, "{:?}", check.reason);
         assert!((check.cpu_utilisation - 1.0).abs() < 1e-9, "still reported");
         assert!((check.engine_utilisation - 0.8).abs() < 1e-9);
         // Metabench's own 95 % is flagged, with the engine's share said apart.
-        sqlite.engine_calls = Duration::from_millis(50);
+        sqlite.time.engine_calls = Duration::from_millis(50);
         let reason = client_check(&sqlite, second).reason.expect("bound");
         assert!(
             reason.starts_with("metabench used 95% of the cores"),
@@ -235,7 +227,7 @@ mod tests {
         let mut crowded: Vec<_> = (0..4).map(|_| part("a", 2, 2, 0.5)).collect();
         assert!(crowded_host(&crowded, second).is_some());
         for p in &mut crowded {
-            p.engine_calls = Duration::from_millis(300);
+            p.time.engine_calls = Duration::from_millis(300);
         }
         assert_eq!(crowded_host(&crowded, second), None);
     }
@@ -244,7 +236,7 @@ mod tests {
     fn busy_polling_is_judged_by_its_busy_time_and_lag_not_its_cpu() {
         let second = Duration::from_secs(1);
         let mut full = part("a", 1, 2, 1.0);
-        full.busy = Duration::from_millis(400);
+        full.time.busy = Duration::from_millis(400);
         assert!(client_check(&full, second).client_bound);
         full.place.busy_poll = true;
         let check = client_check(&full, second);
@@ -256,7 +248,7 @@ mod tests {
         // Clients that keep the polling thread busy are what bounds it.
         let mut busy = part("a", 1, 2, 1.0);
         busy.place.busy_poll = true;
-        busy.busy = Duration::from_millis(950);
+        busy.time.busy = Duration::from_millis(950);
         let reason = client_check(&busy, second)
             .reason
             .expect("bound by its clients");
@@ -302,7 +294,7 @@ mod tests {
         let second = Duration::from_secs(1);
         let mut lagging = part("a", 1, 2, 0.1);
         lagging.lag.record(5_000_000).unwrap();
-        lagging.host_ticks = Some(window);
+        lagging.time.host_ticks = Some(window);
         let check = client_check(&lagging, second);
         assert_eq!(check.host_steal, Some(0.15));
         let reason = check.reason.expect("lag over the limit");
@@ -311,7 +303,7 @@ mod tests {
             "{reason}"
         );
         // Steal below the notice is recorded, not said.
-        lagging.host_ticks = Some(HostTicks {
+        lagging.time.host_ticks = Some(HostTicks {
             total: 1000,
             steal: 10,
         });

@@ -44,7 +44,7 @@ use host::{online_cores, process_cpu_time, HostTicks};
 use level::{finish_level, level_op, measure_floor_on, read_telemetry, LevelFigures};
 use ranks::{
     merge_reports, DirReady, LevelStart, PhaseEnd, PhaseGo, PhaseReport, RankPart, RankPlace,
-    SessionsOpened,
+    RankTime, SessionsOpened,
 };
 
 /// Sleeps until `end`, or until `stop` is set.
@@ -400,11 +400,13 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         .map(|(op, acc)| (op.name().to_owned(), acc.to_wire(window.measure_from)))
                         .collect(),
                     background,
-                    cpu,
-                    busy,
-                    engine_calls,
+                    time: RankTime {
+                        cpu,
+                        busy,
+                        engine_calls,
+                        host_ticks,
+                    },
                     lag: metabench_report::histogram::encode(&lag),
-                    host_ticks,
                     failure: first_failure
                         .map(|f| failure_at(clients, &phase.name, &f.step, &f.error)),
                     stopped: stop.is_stopped(),

@@ -63,22 +63,42 @@ pub(super) struct RankPlace {
     pub(super) busy_poll: bool,
 }
 
+/// A rank's clients' time over a window, or summed over a level's windows: what the
+/// self-check holds against the rank's cores.
+#[derive(Clone, Copy, Default, Serialize, Deserialize)]
+pub(super) struct RankTime {
+    /// The process's CPU time, less that of client threads with no client of the level.
+    pub(super) cpu: Duration,
+    /// The client threads' busy time ([`crate::Exec::busy_time`]).
+    pub(super) busy: Duration,
+    /// The time in-process engine calls took on the client threads
+    /// ([`crate::Exec::engine_time`]).
+    pub(super) engine_calls: Duration,
+    /// What the rank's host's CPU time and steal grew by, where its kernel counts steal.
+    pub(super) host_ticks: Option<HostTicks>,
+}
+
+impl RankTime {
+    /// Adds another window's time.
+    fn add(&mut self, other: RankTime) {
+        self.cpu += other.cpu;
+        self.busy += other.busy;
+        self.engine_calls += other.engine_calls;
+        if let Some(ticks) = other.host_ticks {
+            self.host_ticks = Some(self.host_ticks.unwrap_or_default().plus(ticks));
+        }
+    }
+}
+
 /// One rank's phase, as it sends it to rank 0 to be merged.
 #[derive(Serialize, Deserialize)]
 pub(super) struct PhaseReport {
     pub(super) place: RankPlace,
     pub(super) ops: Vec<(String, WireAcc)>,
     pub(super) background: BackgroundAcc,
-    pub(super) cpu: Duration,
-    /// The client threads' busy time in the window ([`crate::Exec::busy_time`]).
-    pub(super) busy: Duration,
-    /// The time in-process engine calls took on the client threads in the window
-    /// ([`crate::Exec::engine_time`]).
-    pub(super) engine_calls: Duration,
+    /// Its clients' time in the window.
+    pub(super) time: RankTime,
     pub(super) lag: String,
-    /// What the rank's host's CPU time and steal grew by in the window, where its kernel
-    /// counts steal.
-    pub(super) host_ticks: Option<HostTicks>,
     pub(super) failure: Option<RunFailure>,
     pub(super) stopped: bool,
 }
@@ -93,13 +113,9 @@ pub(super) struct PhaseEnd {
 /// What rank 0 keeps of one rank over a level's phases.
 pub(super) struct RankPart {
     pub(super) place: RankPlace,
-    pub(super) cpu: Duration,
-    pub(super) busy: Duration,
-    /// The time in-process engine calls took on the client threads.
-    pub(super) engine_calls: Duration,
+    /// Its clients' time, summed over the level's windows.
+    pub(super) time: RankTime,
     pub(super) lag: Histogram<u64>,
-    /// Its host's CPU time and steal over the level's windows.
-    pub(super) host_ticks: Option<HostTicks>,
     pub(super) calls: u64,
     pub(super) ops: Vec<LevelOp>,
 }
@@ -109,27 +125,24 @@ impl RankPart {
     /// client threads busy-poll (and so use their cores whole) their busy time.
     pub(super) fn used(&self) -> Duration {
         if self.place.busy_poll {
-            self.busy
+            self.time.busy
         } else {
-            self.cpu
+            self.time.cpu
         }
     }
 
     /// What of [`RankPart::used`] was metabench's own: less the time an in-process
     /// engine's calls took on the client threads (SQLite's work, done on them).
     pub(super) fn own(&self) -> Duration {
-        self.used().saturating_sub(self.engine_calls)
+        self.used().saturating_sub(self.time.engine_calls)
     }
 
-    /// An empty part for the rank that sent `report`, its first of the level.
-    pub(super) fn new(report: &PhaseReport) -> Self {
+    /// An empty part for a rank at `place` (as its first report of the level says).
+    pub(super) fn new(place: RankPlace) -> Self {
         Self {
-            place: report.place.clone(),
-            cpu: Duration::ZERO,
-            busy: Duration::ZERO,
-            engine_calls: Duration::ZERO,
+            place,
+            time: RankTime::default(),
             lag: histogram(),
-            host_ticks: None,
             calls: 0,
             ops: Vec::new(),
         }
@@ -177,16 +190,11 @@ pub(super) fn merge_reports(
     };
     for (r, (report, ops, lag)) in decoded.into_iter().enumerate() {
         if parts.len() <= r {
-            parts.push(RankPart::new(&report));
+            parts.push(RankPart::new(report.place.clone()));
         }
         let part = &mut parts[r];
-        part.cpu += report.cpu;
-        part.busy += report.busy;
-        part.engine_calls += report.engine_calls;
+        part.time.add(report.time);
         part.lag.add(lag).expect("auto-resizing histograms merge");
-        if let Some(ticks) = report.host_ticks {
-            part.host_ticks = Some(part.host_ticks.unwrap_or_default().plus(ticks));
-        }
         merged.background.merge(report.background);
         for (op, acc) in ops {
             part.calls += acc.hist.as_ref().map_or(0, |h| h.len());

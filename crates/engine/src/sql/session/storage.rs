@@ -5,7 +5,7 @@
 use super::rows::*;
 use super::sql_session::SqlSession;
 use super::txn::{incr_counter_bg, ro_txn, simple, tx_lock_of, txn};
-use crate::base::{Background, ClientState, Storage, INODE_BATCH};
+use crate::base::{Background, Storage, INODE_BATCH};
 use crate::sql::conn::{Arg, ErrKind};
 use crate::{
     ChunkWrite, Ctx, Entry, Made, MetaError, NewNode, Rename, Renamed, Result, SessionStats,
@@ -14,13 +14,7 @@ use crate::{
 use metabench_schema::{Attr, DirStat, Ino, Slice};
 
 impl Storage for SqlSession {
-    fn state(&self) -> &ClientState {
-        &self.base
-    }
-
-    fn state_mut(&mut self) -> &mut ClientState {
-        &mut self.base
-    }
+    crate::base::storage::client_state_in!(base);
 
     /// `incrCounter`: one transaction of `SELECT … FOR UPDATE` and UPDATE (or INSERT).
     async fn incr_counter(&mut self, name: &str, by: i64) -> Result<i64> {
