@@ -86,7 +86,7 @@ enum Command {
     Ops(cmd_ops::OpsArgs),
     /// Write a new, empty JuiceFS volume that the real `juicefs` client accepts.
     Format(cmd_format::FormatArgs),
-    /// Show what a meta URL holds and the engine's version and durability settings.
+    /// Show what a meta URL holds, the engine's version and settings, and where it runs.
     Info(cmd_info::InfoArgs),
     /// Compare two results files: per operation (and level), the change in throughput,
     /// mean and p99, each marked significant or within noise.
