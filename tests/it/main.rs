@@ -17,6 +17,7 @@ mod mounted_resizes;
 mod mpi;
 mod parity;
 mod report;
+mod setup;
 mod sweep;
 mod terse;
 
