@@ -349,6 +349,21 @@ fn compare_says_each_setup_difference_and_none_between_equal_setups() {
             "Setup: the engine's synchronous differs: baseline NORMAL, current FULL",
         ]
     );
+    // The gate says them as notes.
+    let changed_file = dir.path().join("changed.json");
+    let o = metabench(&[
+        "gate",
+        "--baseline",
+        base.to_str().unwrap(),
+        "--current",
+        changed_file.to_str().unwrap(),
+        "--round-trips-only",
+    ]);
+    let t = output_text(&o);
+    assert!(
+        t.contains("note: the engine's synchronous differs: baseline NORMAL, current FULL"),
+        "{t}"
+    );
     // A setting only one of them records is said once, as not compared.
     let mut fewer = original.clone();
     let settings: &mut serde_json::Map<String, serde_json::Value> =
