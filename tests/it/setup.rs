@@ -149,6 +149,48 @@ fn redis_settings_are_the_servers_and_its_cpus_are_compared_with_the_clients() {
     }
 }
 
+/// A user that may not run CONFIG (as on managed Redis services): what INFO says is
+/// recorded, the rest as `unknown (<why>)`, none left out, none made up.
+#[test]
+fn redis_settings_config_refuses_are_unknown_with_the_reason() {
+    let _phase = crate::phase(module_path!());
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    assert!(matches!(
+        redis.command(&[
+            "ACL",
+            "SETUSER",
+            "noconfig",
+            "on",
+            ">noconfig-pw",
+            "~*",
+            "&*",
+            "+@all",
+            "-config",
+        ]),
+        Resp::Simple(_)
+    ));
+    let url = format!("redis://noconfig:noconfig-pw@127.0.0.1:{}/2", redis.port());
+    let (_, run, _) = ops_run(&url, dir.path(), "redis-noconfig", false);
+    let settings = &run.header.engine.settings;
+    assert_eq!(settings.len(), 6, "{settings:?}");
+    // INFO says these.
+    assert_eq!(settings["appendonly"], "no");
+    assert_eq!(settings["maxmemory"], config_get(&redis, "maxmemory"));
+    assert_eq!(
+        settings["maxmemory-policy"],
+        config_get(&redis, "maxmemory-policy")
+    );
+    for name in ["appendfsync", "save", "io-threads"] {
+        assert!(
+            settings[name].starts_with("unknown (CONFIG GET refused: ")
+                && settings[name].contains("no permissions to run the 'config|get' command"),
+            "{name}: {}",
+            settings[name]
+        );
+    }
+}
+
 /// The settings a SQL run records, each as another connection reads it.
 fn sql_settings_match(kind: Kind, names: &[&str], ask: impl Fn(&str) -> String) -> OpsResults {
     let dir = tempfile::tempdir().unwrap();
