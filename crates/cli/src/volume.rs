@@ -152,6 +152,7 @@ impl Volume {
     }
 
     /// The engine's context for results files, with the client the run models.
+    ///
     /// The server's settings are read here, once, before any timed window: a server that
     /// would not say them has its version recorded as `unknown (<why>)`.
     pub async fn engine_info(&self, client: &ClientSettings) -> EngineInfo {

@@ -231,8 +231,6 @@ fn engine_err(e: DbError) -> MetaError {
     MetaError::Engine(e.msg)
 }
 
-/// What a server setting query (`SELECT VERSION()`, `SHOW fsync`, `PRAGMA …`) answers:
-/// the first column of its first row as text (an integer printed), empty for no row.
 /// The settings a MySQL or MariaDB run records ([`ServerInfo::settings`]): durability
 /// (`innodb_flush_log_at_trx_commit`, `sync_binlog`), the InnoDB buffer pool's size in
 /// bytes and `max_connections`.
@@ -269,6 +267,8 @@ async fn setting(c: &mut Conn, sql: &str) -> String {
     }
 }
 
+/// What a server setting query (`SELECT VERSION()`, `SHOW fsync`, `PRAGMA …`) answers:
+/// the first column of its first row as text (an integer printed), empty for no row.
 async fn first_value(c: &mut Conn, sql: &str) -> Result<String> {
     let rows = c.simple_fetch(sql).await.map_err(engine_err)?;
     match rows.first() {
