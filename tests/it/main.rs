@@ -18,6 +18,7 @@ mod mounted_resizes;
 mod mpi;
 mod parity;
 mod report;
+mod setup;
 mod sweep;
 mod terse;
 

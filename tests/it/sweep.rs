@@ -381,9 +381,9 @@ fn short_sweep_on_redis_leaves_the_database_empty() {
     let floor = run.floor.as_ref().expect("a floor");
     assert!(floor.polling_p50_us.is_some_and(|p| p > 0.0), "{floor:?}");
     assert!(
-        run.header.engine.durability.contains_key("appendfsync"),
+        run.header.engine.settings.contains_key("appendfsync"),
         "{:?}",
-        run.header.engine.durability
+        run.header.engine.settings
     );
     // Create is WATCH, GET, HGET, MULTI/EXEC, UNWATCH on Redis.
     let create = run.levels[0].ops.iter().find(|o| o.op == "create").unwrap();
@@ -1277,7 +1277,7 @@ fn a_cluster_primary_restart_mid_sweep_is_measured_and_followed() {
     let url = cluster.url(1);
     let (run, stdout, _) = sweep_through_an_event(&url, "8s", || cluster.nodes[owner].restart());
     assert!(
-        run.header.engine.durability.contains_key("cluster"),
+        run.header.engine.settings.contains_key("cluster"),
         "{:?}",
         run.header.engine
     );

@@ -126,6 +126,9 @@ pub fn run_gate(args: GateArgs) -> Result<i32, CliError> {
     for w in &c.warnings {
         out!("note: {w}");
     }
+    for d in &c.setup_differences {
+        out!("note: {d}");
+    }
     if failures.is_empty() {
         out!(
             "gate passed: {} rows of {} checked against {} ({what})",

@@ -18,7 +18,8 @@ pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
     let info = engine.server_info().await?;
     out!("url:      {url}");
     out!("engine:   {} ({})", engine.kind().name(), info.version);
-    for (k, v) in &info.durability {
+    out!("where:    {}", url.location());
+    for (k, v) in &info.settings {
         out!("  {k} = {v}");
     }
     match engine.probe().await? {

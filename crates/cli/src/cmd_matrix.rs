@@ -207,7 +207,7 @@ fn durability_mismatches(c: &EngineConfig, json: &Path) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let actual = &run.engine().durability;
+    let actual = &run.engine().settings;
     c.expect
         .iter()
         .filter(|(k, v)| actual.get(*k) != Some(*v))

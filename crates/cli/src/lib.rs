@@ -90,7 +90,7 @@ enum Command {
     /// Fill a volume with a tree of N files in bulk (as `juicefs load` writes a dump): a
     /// new volume on an empty database, or /.metabench/fill-<run> with --existing.
     Fill(cmd_fill::FillArgs),
-    /// Show what a meta URL holds and the engine's version and durability settings.
+    /// Show what a meta URL holds, the engine's version and settings, and where it runs.
     Info(cmd_info::InfoArgs),
     /// Compare two results files: per operation (and level), the change in throughput,
     /// mean and p99, each marked significant or within noise.

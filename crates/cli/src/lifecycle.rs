@@ -185,10 +185,16 @@ fn header<S: Workspace>(
     exec: Option<&Exec>,
 ) -> RunHeader {
     let mut header = RunHeader::new(kind, started_at, space.engine().clone(), git_commit());
-    if let Some(exec) = exec {
-        record_client_threads(&mut header, exec);
-        if exec.idle() == Idle::Sleep && space.notes_sleeping_clients() {
-            header.engine.fidelity_notes.push(SLEEP_NOTE.to_owned());
+    match exec {
+        Some(exec) => {
+            record_client_threads(&mut header, exec);
+            if exec.idle() == Idle::Sleep && space.notes_sleeping_clients() {
+                header.engine.fidelity_notes.push(SLEEP_NOTE.to_owned());
+            }
+        }
+        None => {
+            header.engine.cpu_sharing =
+                "unknown (the clients are not metabench's client threads)".to_owned()
         }
     }
     header

@@ -165,9 +165,75 @@ pub fn record_client_threads(header: &mut RunHeader, exec: &Exec) {
     {
         header.host.engine_cpus = server.cpus.clone();
     }
+    header.engine.cpu_sharing = cpu_sharing(
+        &header.engine.location,
+        exec.placement(),
+        &exec.cpus(),
+        &placement::this_thread_cpus(),
+    );
     header.host.busy_poll = exec.idle() == Idle::BusyPoll;
     if header.host.busy_poll {
         header.engine.fidelity_notes.push(BUSY_POLL_NOTE.to_owned());
+    }
+}
+
+/// Whether the engine's server shared the client threads' CPUs, as results record it
+/// ([`metabench_report::EngineInfo::cpu_sharing`]): from where it ran (`location`), the
+/// local server found through `/proc` and the CPUs its threads may use (`placement`),
+/// and the client threads' CPUs (`client_cpus`, bound; else this process's, `ours`).
+/// Where the server could not be looked at, `unknown (<why>)`: never a guess.
+fn cpu_sharing(
+    location: &str,
+    placement: Option<&Placement>,
+    client_cpus: &[usize],
+    ours: &[usize],
+) -> String {
+    let clients = if client_cpus.is_empty() {
+        ours
+    } else {
+        client_cpus
+    };
+    let server = match placement {
+        Some(Placement::Apart { server, .. } | Placement::Shared { server, .. }) => server,
+        Some(Placement::NotFound) => {
+            return "unknown (no process listening at the engine's address was found through \
+                    /proc: another user's process cannot be looked into)"
+                .to_owned()
+        }
+        None if location == "in-process" => {
+            return "yes (in-process: the engine runs on the client threads)".to_owned()
+        }
+        None if location == "remote" => return "no (the engine runs on another host)".to_owned(),
+        None => {
+            return format!(
+                "unknown (the engine's server is looked for only at a loopback address or \
+                 a socket; it is at {})",
+                if location.is_empty() {
+                    "an unknown place"
+                } else {
+                    location
+                }
+            )
+        }
+    };
+    let both: Vec<usize> = clients
+        .iter()
+        .copied()
+        .filter(|cpu| server.cpus.contains(cpu))
+        .collect();
+    // Its name, not its pid: a restarted server is the same setup.
+    let said = format!(
+        "{} on CPU {}, the client threads on CPU {}",
+        server.name,
+        cpu_list(&server.cpus),
+        cpu_list(clients)
+    );
+    if both.is_empty() {
+        format!("no ({said})")
+    } else if both.len() == clients.len() {
+        format!("yes ({said})")
+    } else {
+        format!("partly (CPU {} both; {said})", cpu_list(&both))
     }
 }
 
@@ -231,3 +297,50 @@ pub(crate) const SLEEP_NOTE: &str = "Client threads sleep while a call waits on 
      2-vCPU VM, JuiceFS's Go benchmark's Redis getattr took 24 µs and then 93 µs, a minute \
      apart. Compare such runs over several rounds, or with both clients pinned to the same \
      CPUs. --busy-poll shows every call without the wake-up.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metabench_load::placement::EngineServer;
+
+    fn server(cpus: &[usize]) -> EngineServer {
+        EngineServer {
+            pids: vec![42],
+            name: "redis-server".into(),
+            cpus: cpus.to_vec(),
+        }
+    }
+
+    #[test]
+    fn cpu_sharing_compares_the_servers_cpus_with_the_clients() {
+        let apart = Placement::Apart {
+            server: server(&[0]),
+            client_cpus: vec![1],
+        };
+        assert_eq!(
+            cpu_sharing("loopback", Some(&apart), &[1], &[0, 1]),
+            "no (redis-server on CPU 0, the client threads on CPU 1)"
+        );
+        let shared = Placement::Shared {
+            server: server(&[0, 1]),
+            bound: false,
+        };
+        assert_eq!(
+            cpu_sharing("loopback", Some(&shared), &[], &[0, 1]),
+            "yes (redis-server on CPU 0-1, the client threads on CPU 0-1)"
+        );
+        assert_eq!(
+            cpu_sharing("local socket", Some(&shared), &[], &[1, 2]),
+            "partly (CPU 1 both; redis-server on CPU 0-1, the client threads on CPU 1-2)"
+        );
+        assert!(
+            cpu_sharing("loopback", Some(&Placement::NotFound), &[], &[0])
+                .starts_with("unknown (no process listening")
+        );
+        assert!(cpu_sharing("in-process", None, &[], &[0]).starts_with("yes (in-process"));
+        assert!(cpu_sharing("remote", None, &[], &[0])
+            .starts_with("no (the engine runs on another host"));
+        assert!(cpu_sharing("this host (10.0.0.5)", None, &[], &[0])
+            .ends_with("it is at this host (10.0.0.5))"));
+    }
+}

@@ -152,21 +152,32 @@ impl Volume {
     }
 
     /// The engine's context for results files, with the client the run models.
+    ///
+    /// The server's settings are read here, once, before any timed window: a server that
+    /// would not say them has its version recorded as `unknown (<why>)`.
     pub async fn engine_info(&self, client: &ClientSettings) -> EngineInfo {
-        let mut info = self.engine.server_info().await.unwrap_or_default();
+        let mut info = match self.engine.server_info().await {
+            Ok(info) => info,
+            Err(e) => metabench_engine::ServerInfo {
+                version: format!("unknown (the server would not say: {e})"),
+                ..Default::default()
+            },
+        };
         let mut kind = self.engine.kind().name().to_owned();
         // A stand-in, or a server not told apart from one, is labelled in every output:
         // its kind names it, and the results carry what it proves or why it is unknown.
         if let Some(stand_in) = info.standin.take() {
             kind += stand_in.kind_suffix();
             let (name, what) = stand_in.entry();
-            info.durability.insert(name.to_owned(), what.to_owned());
+            info.settings.insert(name.to_owned(), what.to_owned());
         }
         EngineInfo {
             kind,
             url: self.engine.url().redacted(),
             version: info.version,
-            durability: info.durability,
+            settings: info.settings,
+            location: self.engine.url().location(),
+            cpu_sharing: String::new(),
             formatted_by_metabench: self.formatted_here(),
             client_profile: client.profile.describe().to_owned(),
             client_settings: client.describe(),

@@ -328,7 +328,7 @@ pub trait Engine: Send + Sync {
         }
     }
 
-    /// Server version and durability settings.
+    /// Server version and the settings results record ([`crate::ServerInfo::settings`]).
     async fn server_info(&self) -> Result<ServerInfo>;
 
     /// A bulk writer for `metabench fill` ([`crate::fill`]), on a connection of its own.

@@ -362,8 +362,11 @@ pub enum VolumeState {
 pub struct ServerInfo {
     /// Server software and version, e.g. `redis 7.0.15`.
     pub version: String,
-    /// Durability settings read from the server (`appendfsync`, `fsync`, …).
-    pub durability: BTreeMap<String, String>,
+    /// The settings a reader needs before comparing two runs, read from the server
+    /// (durability such as `appendfsync` or `synchronous_commit`, memory such as
+    /// `maxmemory` or `shared_buffers`, `max_connections`, members). A setting the server
+    /// would not tell is `unknown (<why>)`, never left out nor guessed.
+    pub settings: BTreeMap<String, String>,
     /// Set when the server only stands in for the engine (unistore for TiKV), or could
     /// not be told from a stand-in. Every output labels such runs.
     pub standin: Option<StandIn>,
@@ -388,7 +391,7 @@ impl StandIn {
         }
     }
 
-    /// The results' entry for it (a durability setting's name, and what it says).
+    /// The results' entry for it (a setting's name, and what it says).
     pub fn entry(&self) -> (&'static str, &str) {
         match self {
             Self::Known(what) => ("stand-in", what),

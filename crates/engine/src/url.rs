@@ -254,6 +254,35 @@ impl MetaUrl {
         }
     }
 
+    /// Where the engine's server runs, seen from this process, as results record it:
+    /// `in-process` (SQLite, memkv), `local socket` (a Unix socket), `loopback` (every
+    /// host a loopback address), `this host (<address>)` (an address of one of this
+    /// machine's interfaces), `remote`, several of them joined by ` and ` (an etcd
+    /// cluster whose members are here and elsewhere), or `unknown (<why>)`. A host name is
+    /// resolved (once: call it outside any timed window); an address is this machine's
+    /// when a socket can be bound to it.
+    pub fn location(&self) -> String {
+        if self.in_process() {
+            return "in-process".to_owned();
+        }
+        match &self.address {
+            Address::Unix(_) => return "local socket".to_owned(),
+            Address::File(_) => return "in-process".to_owned(),
+            Address::Tcp { .. } => {}
+        }
+        if self.sentinel_master.is_some() {
+            return "unknown (a Sentinel URL names its Sentinels, not the master)".to_owned();
+        }
+        let mut places: Vec<String> = Vec::new();
+        for (host, port) in self.hosts() {
+            let place = host_location(&host, port);
+            if !places.contains(&place) {
+                places.push(place);
+            }
+        }
+        places.join(" and ")
+    }
+
     /// The URL with the password shown as `****`, as JuiceFS logs it.
     pub fn redacted(&self) -> String {
         let mut s = format!("{}://", self.scheme.as_str());
@@ -678,12 +707,78 @@ fn parse_fdb(rest: &str) -> Result<MetaUrl> {
     Ok(MetaUrl::local(Scheme::Fdb, path, query))
 }
 
+/// Where `host` (port `port`) is, seen from this machine ([`MetaUrl::location`]).
+fn host_location(host: &str, port: u16) -> String {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::IpAddr> = match (host, port).to_socket_addrs() {
+        Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+        Err(e) => return format!("unknown (cannot resolve {host}: {e})"),
+    };
+    if addrs.is_empty() {
+        return format!("unknown ({host} resolves to no address)");
+    }
+    if addrs.iter().all(std::net::IpAddr::is_loopback) {
+        return "loopback".to_owned();
+    }
+    // An address a socket can be bound to belongs to one of this machine's interfaces.
+    match addrs
+        .iter()
+        .find(|ip| std::net::UdpSocket::bind((**ip, 0)).is_ok())
+    {
+        Some(ip) => format!("this host ({ip})"),
+        None => "remote".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn locations_say_in_process_socket_loopback_this_host_or_remote() {
+        let at = |s: &str| MetaUrl::parse_with_env(s, no_env).unwrap().location();
+        assert_eq!(at("sqlite3:///tmp/x.db"), "in-process");
+        assert_eq!(at("memkv://jfs"), "in-process");
+        assert_eq!(at("unix:///tmp/redis.sock?db=1"), "local socket");
+        assert_eq!(
+            at("mysql://u:p@unix(/run/mysqld/mysqld.sock)/db"),
+            "local socket"
+        );
+        assert_eq!(at("redis://127.0.0.1:6379/1"), "loopback");
+        assert_eq!(at("postgres://u:p@[::1]:5432/db"), "loopback");
+        assert_eq!(at("etcd://127.0.0.1:2379,127.0.0.2:2379/jfs"), "loopback");
+        // TEST-NET-1 (RFC 5737) is never an address of this machine.
+        assert_eq!(at("redis://192.0.2.1:6379/1"), "remote");
+        assert_eq!(
+            at("etcd://127.0.0.1:2379,192.0.2.1:2379/jfs"),
+            "loopback and remote"
+        );
+        assert!(
+            at("redis://master,127.0.0.1:26379/1").starts_with("unknown (a Sentinel URL"),
+            "{}",
+            at("redis://master,127.0.0.1:26379/1")
+        );
+        assert!(
+            at("redis://no-such-host.invalid:6379/1").starts_with("unknown (cannot resolve"),
+            "{}",
+            at("redis://no-such-host.invalid:6379/1")
+        );
+        // An address of one of this machine's interfaces, where it has one besides
+        // loopback: the one it would reach TEST-NET-1 from.
+        let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        if probe.connect("192.0.2.1:9").is_ok() {
+            let ip = probe.local_addr().unwrap().ip();
+            if !ip.is_unspecified() && !ip.is_loopback() {
+                assert_eq!(
+                    at(&format!("redis://{ip}:6379/1")),
+                    format!("this host ({ip})")
+                );
+            }
+        }
     }
 
     #[test]

@@ -139,7 +139,7 @@ fn context_grid(runs: &[LabeledParity]) -> Grid {
                 r.label.clone(),
                 e.kind.clone(),
                 e.version.clone(),
-                e.durability_line(),
+                e.settings_line(),
                 r.run.docs_engine.clone().unwrap_or_else(|| "–".into()),
                 format!("{}, {} tasks", r.run.scale, r.run.tasks),
                 r.run.juicefs_version.clone(),
@@ -155,7 +155,7 @@ fn context_grid(runs: &[LabeledParity]) -> Grid {
             "run",
             "engine",
             "version",
-            "durability",
+            "settings",
             "docs column",
             "scale",
             "juicefs",
@@ -274,8 +274,8 @@ mod tests {
             ..Default::default()
         };
         if let Some(f) = fsync {
-            engine.durability.insert("appendonly".into(), "yes".into());
-            engine.durability.insert("appendfsync".into(), f.into());
+            engine.settings.insert("appendonly".into(), "yes".into());
+            engine.settings.insert("appendfsync".into(), f.into());
         }
         let col = docs_figures::column_of(&engine);
         let row = PhaseRow {

@@ -127,7 +127,7 @@ const FIGURES: [(&str, &str, [f64; 7]); 15] = [
 /// The docs' column for the engine a run recorded: its kind, and for Redis its durability
 /// settings ([`column`]).
 pub fn column_of(engine: &metabench_report::EngineInfo) -> Option<usize> {
-    let setting = |name: &str| engine.durability.get(name).map(String::as_str);
+    let setting = |name: &str| engine.settings.get(name).map(String::as_str);
     column(&engine.kind, setting("appendonly"), setting("appendfsync"))
 }
 

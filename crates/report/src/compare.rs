@@ -187,6 +187,9 @@ pub struct Comparison {
     pub only_in_current: Vec<String>,
     /// What makes the two runs not like for like (they model different clients).
     pub warnings: Vec<String>,
+    /// Where the engines' setups differ (version, settings, where they ran, CPU
+    /// sharing), one line each ([`crate::EngineInfo::setup_differences`]).
+    pub setup_differences: Vec<String>,
     /// Whether round trips per call depend on timing in either run: with SkipDirMtime
     /// above 0, a parent is rewritten only when its mtime is old enough, so a slower run
     /// sends more. Such round trips are shown, not gated.
@@ -209,6 +212,7 @@ impl Comparison {
             only_in_base,
             only_in_current,
             warnings: Vec::new(),
+            setup_differences: Vec::new(),
             round_trips_timed: false,
         }
     }
@@ -267,6 +271,7 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
             ));
         }
     }
+    c.setup_differences = b.setup_differences(n);
     c.round_trips_timed = base.engine().skips_dir_mtime() || current.engine().skips_dir_mtime();
     Ok(c)
 }
@@ -521,6 +526,9 @@ pub fn render(c: &Comparison) -> String {
     }
     for w in &c.warnings {
         out += &format!("Warning: {w}\n");
+    }
+    for d in &c.setup_differences {
+        out += &format!("Setup: {d}\n");
     }
     out
 }

@@ -341,8 +341,8 @@ fn self_check(run: &AnyResults) -> String {
     }
 }
 
-/// The run context of each file: engine, version, durability, host, when and by which
-/// metabench.
+/// The run context of each file: engine, version, settings, where the engine ran, host,
+/// when and by which metabench.
 pub fn context_grid(runs: &[LabeledRun]) -> Grid {
     let rows = runs
         .iter()
@@ -355,7 +355,8 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                 r.run.kind().to_owned(),
                 e.kind.clone(),
                 e.version.clone(),
-                e.durability_line(),
+                e.settings_line(),
+                e.placement_line(),
                 h.summary(),
                 match r.run.floor() {
                     Some(f) => format!("{}: {}", f.request, crate::table::floor_figures(f)),
@@ -378,7 +379,8 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
             "kind",
             "engine",
             "version",
-            "durability",
+            "settings",
+            "where the engine ran",
             "host",
             "floor (null round trip)",
             "client self-check",
@@ -553,7 +555,7 @@ mod tests {
                     engine: crate::EngineInfo {
                         kind: label.into(),
                         version: version.into(),
-                        durability: [("appendfsync".to_owned(), "always".to_owned())].into(),
+                        settings: [("appendfsync".to_owned(), "always".to_owned())].into(),
                         ..Default::default()
                     },
                     ..Default::default()

@@ -282,13 +282,18 @@ pub fn fidelity_summary(engine: &crate::EngineInfo) -> String {
     }
 }
 
-/// The lines on the client a run modelled, at `detail`: in full, its profile, settings
-/// and every documented difference ([`crate::EngineInfo::fidelity_lines`]); tersely, one
-/// line ([`fidelity_summary`]).
+/// The lines on the engine a run measured and the client it modelled, at `detail`: in
+/// full, the engine's setup ([`crate::EngineInfo::setup_lines`]), the client's profile,
+/// settings and every documented difference ([`crate::EngineInfo::fidelity_lines`]);
+/// tersely, a line on each ([`crate::EngineInfo::setup_summary`], [`fidelity_summary`]).
 pub fn fidelity_text(engine: &crate::EngineInfo, detail: Detail) -> Vec<String> {
     match detail {
-        Detail::Full => engine.fidelity_lines(),
-        Detail::Terse => vec![fidelity_summary(engine)],
+        Detail::Full => engine
+            .setup_lines()
+            .into_iter()
+            .chain(engine.fidelity_lines())
+            .collect(),
+        Detail::Terse => vec![engine.setup_summary(), fidelity_summary(engine)],
     }
 }
 

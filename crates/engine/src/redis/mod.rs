@@ -480,19 +480,23 @@ impl Engine for RedisEngine {
         if let Some(v) = field("valkey_version") {
             version = format!("valkey {v}");
         }
-        let mut durability = BTreeMap::new();
-        for name in ["appendonly", "appendfsync", "save", "maxmemory-policy"] {
+        let mut settings = BTreeMap::new();
+        for &name in REDIS_SETTINGS {
             let got: std::result::Result<Vec<String>, _> = self
                 .admin
                 .query(redis::cmd("CONFIG").arg("GET").arg(name))
                 .await;
-            if let Ok(kv) = got {
-                if let Some(v) = kv.get(1) {
-                    durability.insert(name.to_owned(), v.clone());
-                    continue;
-                }
-            }
-            // CONFIG may be disabled (managed services): fall back to INFO.
+            let refused = match got {
+                Ok(kv) => match kv.get(1) {
+                    Some(v) => {
+                        settings.insert(name.to_owned(), v.clone());
+                        continue;
+                    }
+                    None => "this server has no such setting".to_owned(),
+                },
+                Err(e) => format!("CONFIG GET refused: {}", one_line(&e.to_string())),
+            };
+            // CONFIG may be disabled (managed services): INFO says some of them.
             let fallback = match name {
                 "appendonly" => field("aof_enabled").map(|v| {
                     if v == "1" {
@@ -502,11 +506,11 @@ impl Engine for RedisEngine {
                     }
                 }),
                 "maxmemory-policy" => field("maxmemory_policy"),
+                "maxmemory" => field("maxmemory"),
                 _ => None,
             };
-            if let Some(v) = fallback {
-                durability.insert(name.to_owned(), v);
-            }
+            let value = fallback.unwrap_or_else(|| format!("unknown ({refused})"));
+            settings.insert(name.to_owned(), value);
         }
         if self.dialer.is_cluster() {
             let cluster: String = self.admin_query(redis::cmd("CLUSTER").arg("INFO")).await?;
@@ -514,7 +518,7 @@ impl Engine for RedisEngine {
                 .lines()
                 .find_map(|l| l.strip_prefix("cluster_size:"))
                 .map_or("?", str::trim);
-            durability.insert(
+            settings.insert(
                 "cluster".to_owned(),
                 format!(
                     "{size} primaries; the volume's slot {} on one of them",
@@ -524,10 +528,27 @@ impl Engine for RedisEngine {
         }
         Ok(ServerInfo {
             version,
-            durability,
+            settings,
             standin: None,
         })
     }
+}
+
+/// The settings a Redis run records ([`ServerInfo::settings`]): durability (`appendonly`,
+/// `appendfsync`, `save`), memory (`maxmemory`, and `maxmemory-policy`, which JuiceFS
+/// wants `noeviction`: `redisMeta.checkServerConfig` in pkg/meta/redis.go) and `io-threads`.
+const REDIS_SETTINGS: &[&str] = &[
+    "appendonly",
+    "appendfsync",
+    "save",
+    "maxmemory",
+    "maxmemory-policy",
+    "io-threads",
+];
+
+/// An error message on one line, for a setting's `unknown (<why>)`.
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

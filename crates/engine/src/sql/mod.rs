@@ -231,6 +231,42 @@ fn engine_err(e: DbError) -> MetaError {
     MetaError::Engine(e.msg)
 }
 
+/// The settings a MySQL or MariaDB run records ([`ServerInfo::settings`]): durability
+/// (`innodb_flush_log_at_trx_commit`, `sync_binlog`), the InnoDB buffer pool's size in
+/// bytes and `max_connections`.
+const MYSQL_SETTINGS: &[&str] = &[
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "innodb_buffer_pool_size",
+    "max_connections",
+];
+
+/// The settings a PostgreSQL run records ([`ServerInfo::settings`]): durability (`fsync`,
+/// `synchronous_commit`, as this database's sessions see it), `shared_buffers` and
+/// `max_connections`.
+const POSTGRES_SETTINGS: &[&str] = &[
+    "fsync",
+    "synchronous_commit",
+    "shared_buffers",
+    "max_connections",
+];
+
+/// One setting's value by `sql`, or `unknown (<why>)` when the server would not say
+/// (a role without the privilege, a setting this server does not have).
+async fn setting(c: &mut Conn, sql: &str) -> String {
+    match first_value(c, sql).await {
+        Ok(v) if !v.is_empty() => v,
+        Ok(_) => "unknown (the server answered nothing)".to_owned(),
+        Err(e) => {
+            let why = e.to_string();
+            format!(
+                "unknown ({})",
+                why.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        }
+    }
+}
+
 /// What a server setting query (`SELECT VERSION()`, `SHOW fsync`, `PRAGMA …`) answers:
 /// the first column of its first row as text (an integer printed), empty for no row.
 async fn first_value(c: &mut Conn, sql: &str) -> Result<String> {
@@ -504,9 +540,8 @@ impl Engine for SqlEngine {
                     version: format!("sqlite {}", rusqlite::version()),
                     ..Default::default()
                 };
-                info.durability.insert("journal_mode".into(), "wal".into());
-                info.durability
-                    .insert("synchronous".into(), "NORMAL".into());
+                info.settings.insert("journal_mode".into(), "wal".into());
+                info.settings.insert("synchronous".into(), "NORMAL".into());
                 return Ok(info);
             }
         }
@@ -519,23 +554,23 @@ impl Engine for SqlEngine {
                     Dialect::Mysql => {
                         let version = first_value(c, "SELECT VERSION()").await?;
                         info.version = format!("mysql {version}");
-                        for v in ["innodb_flush_log_at_trx_commit", "sync_binlog"] {
-                            let val = first_value(c, &format!("SELECT @@{v}")).await?;
-                            info.durability.insert(v.into(), val);
+                        for v in MYSQL_SETTINGS {
+                            let val = setting(c, &format!("SELECT @@{v}")).await;
+                            info.settings.insert((*v).into(), val);
                         }
                     }
                     Dialect::Postgres => {
                         info.version = first_value(c, "SELECT VERSION()").await?;
-                        for v in ["fsync", "synchronous_commit"] {
-                            let val = first_value(c, &format!("SHOW {v}")).await?;
-                            info.durability.insert(v.into(), val);
+                        for v in POSTGRES_SETTINGS {
+                            let val = setting(c, &format!("SHOW {v}")).await;
+                            info.settings.insert((*v).into(), val);
                         }
                     }
                     Dialect::Sqlite => {
                         let version = first_value(c, "SELECT sqlite_version()").await?;
                         info.version = format!("sqlite {version}");
                         let jm = first_value(c, "PRAGMA journal_mode").await?;
-                        info.durability.insert("journal_mode".into(), jm);
+                        info.settings.insert("journal_mode".into(), jm);
                         let sync = first_value(c, "PRAGMA synchronous").await?;
                         let sync = match sync.as_str() {
                             "0" => "OFF".to_owned(),
@@ -544,7 +579,7 @@ impl Engine for SqlEngine {
                             "3" => "EXTRA".to_owned(),
                             o => o.to_owned(),
                         };
-                        info.durability.insert("synchronous".into(), sync);
+                        info.settings.insert("synchronous".into(), sync);
                     }
                 }
                 Ok(info)

@@ -322,6 +322,9 @@ impl KvBackend for EtcdKv {
         Ok(crate::telemetry::from_prometheus(&text))
     }
 
+    /// The server's version, its backend quota (`--quota-backend-bytes`, which etcd
+    /// exposes as the `etcd_server_quota_backend_bytes` gauge of `/metrics`) and the
+    /// cluster's members (MemberList).
     async fn server_info(&self) -> KvResult<ServerInfo> {
         let st = self
             .client
@@ -329,15 +332,60 @@ impl KvBackend for EtcdKv {
             .status()
             .await
             .map_err(other)?;
-        let mut durability = BTreeMap::new();
-        durability.insert("raft_term".to_owned(), st.raft_term().to_string());
-        durability.insert("db_size".to_owned(), st.db_size().to_string());
+        let mut settings = BTreeMap::new();
+        let quota = if self.metrics_at.is_empty() {
+            "unknown (etcd /metrics is read over plain HTTP only, and this etcd speaks TLS)"
+                .to_owned()
+        } else {
+            match http_get(&self.metrics_at, "/metrics").await {
+                Ok(text) => quota_backend_bytes(&text).map_or_else(
+                    || "unknown (/metrics has no etcd_server_quota_backend_bytes)".to_owned(),
+                    |q| q.to_string(),
+                ),
+                Err(e) => format!("unknown (/metrics at {}: {e})", self.metrics_at),
+            }
+        };
+        settings.insert("quota-backend-bytes".to_owned(), quota);
+        let members = match self.client.cluster_client().member_list().await {
+            Ok(list) => describe_members(list.members()),
+            Err(e) => format!("unknown (MemberList refused: {e})"),
+        };
+        settings.insert("members".to_owned(), members);
         Ok(ServerInfo {
             version: format!("etcd {}", st.version()),
-            durability,
+            settings,
             standin: None,
         })
     }
+}
+
+/// The `etcd_server_quota_backend_bytes` gauge of a `/metrics` text, in bytes.
+fn quota_backend_bytes(metrics: &str) -> Option<u64> {
+    metrics.lines().find_map(|line| {
+        let value = line
+            .strip_prefix("etcd_server_quota_backend_bytes")?
+            .strip_prefix(' ')?;
+        let bytes: f64 = value.trim().parse().ok()?;
+        (bytes >= 0.0).then_some(bytes as u64)
+    })
+}
+
+/// A cluster's members as results record them: `N: name (client URL), …`; learners are
+/// said.
+fn describe_members(members: &[etcd_client::Member]) -> String {
+    let each: Vec<String> = members
+        .iter()
+        .map(|m| {
+            let name = if m.name().is_empty() {
+                format!("{:x} (not started)", m.id())
+            } else {
+                m.name().to_owned()
+            };
+            let learner = if m.is_learner() { ", learner" } else { "" };
+            format!("{name} ({}{learner})", m.client_urls().join(" "))
+        })
+        .collect();
+    format!("{}: {}", members.len(), each.join(", "))
 }
 
 /// How long reading etcd's `/metrics` may take.
@@ -376,6 +424,18 @@ async fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backend_quota_is_read_from_its_gauge() {
+        let metrics =
+            "# HELP etcd_server_quota_backend_bytes Current backend storage quota size in bytes.
+# TYPE etcd_server_quota_backend_bytes gauge
+etcd_server_quota_backend_bytes_total 1
+etcd_server_quota_backend_bytes 2.147483648e+09
+";
+        assert_eq!(quota_backend_bytes(metrics), Some(2_147_483_648));
+        assert_eq!(quota_backend_bytes("etcd_server_has_leader 1\n"), None);
+    }
 
     /// A server that wants a client certificate it did not get closes the connection
     /// after a TLS 1.3 handshake; the client sees that in one of several ways, each

@@ -203,7 +203,7 @@ impl KvBackend for FdbKv {
     async fn server_info(&self) -> KvResult<ServerInfo> {
         Ok(ServerInfo {
             version: "foundationdb (client API 710)".into(),
-            durability: BTreeMap::new(),
+            settings: BTreeMap::new(),
             standin: None,
         })
     }

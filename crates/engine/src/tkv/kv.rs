@@ -191,7 +191,7 @@ pub trait KvBackend: Send + Sync {
     /// Deletes every key starting with `prefix` (administration, not an operation).
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()>;
 
-    /// Server software and version, and durability settings.
+    /// Server software and version, and the settings results record ([`crate::ServerInfo`]).
     async fn server_info(&self) -> KvResult<crate::ServerInfo>;
 
     /// The server's own counters and gauges now (etcd's `/metrics`); empty by default.

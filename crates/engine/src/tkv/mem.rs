@@ -175,14 +175,14 @@ impl KvBackend for MemKv {
     }
 
     async fn server_info(&self) -> KvResult<crate::ServerInfo> {
-        let mut durability = std::collections::BTreeMap::new();
-        durability.insert("persistence".to_owned(), "none (process memory)".to_owned());
+        let mut settings = std::collections::BTreeMap::new();
+        settings.insert("persistence".to_owned(), "none (process memory)".to_owned());
         Ok(crate::ServerInfo {
             version: format!(
                 "memkv (in-process, metabench {})",
                 env!("CARGO_PKG_VERSION")
             ),
-            durability,
+            settings,
             standin: None,
         })
     }

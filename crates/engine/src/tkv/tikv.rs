@@ -468,18 +468,18 @@ impl KvBackend for TikvKv {
 
     /// PD's view of the stores: their versions, and whether any is a stand-in.
     async fn server_info(&self) -> KvResult<ServerInfo> {
-        let mut durability = BTreeMap::new();
+        let mut settings = BTreeMap::new();
         let (version, stores, standin) = describe_stores(pd_stores(&self.clients.endpoints).await);
-        durability.insert("stores".to_owned(), stores);
+        settings.insert("stores".to_owned(), stores);
         let commit = if self.one_pc {
             "1PC within a region, else 2PC (as JuiceFS)"
         } else {
             "2PC: the stand-in's 1PC is not snapshot-isolated"
         };
-        durability.insert("commit".to_owned(), commit.to_owned());
+        settings.insert("commit".to_owned(), commit.to_owned());
         Ok(ServerInfo {
             version,
-            durability,
+            settings,
             standin,
         })
     }

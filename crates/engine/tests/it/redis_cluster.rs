@@ -73,7 +73,7 @@ async fn a_cluster_volume_works_both_ways_with_juicefs_through_the_seed_list() {
     let tree = dump_tree(&dump);
     assert!(tree.contains_key("/m/l"), "{:?}", tree.keys());
     let info = engine.server_info().await.unwrap();
-    let line = &info.durability["cluster"];
+    let line = &info.settings["cluster"];
     assert!(
         line.starts_with("3 primaries; the volume's slot 5649"),
         "{line}"
@@ -115,7 +115,7 @@ async fn one_node_of_a_cluster_is_taken_for_the_cluster_as_juicefs_takes_it() {
     // Database 0 sends no SELECT at all: CLUSTER INFO answers.
     let zero = open(&cluster.nodes[other].url(0)).await.unwrap();
     assert_eq!(zero.probe().await.unwrap(), VolumeState::Empty);
-    assert!(zero.server_info().await.unwrap().durability["cluster"].contains("slot 13907"));
+    assert!(zero.server_info().await.unwrap().settings["cluster"].contains("slot 13907"));
 }
 
 /// Only keys with the volume's tag count: a stranger's `{5}` key makes database 5

@@ -244,7 +244,7 @@ async fn connection_errors_never_show_the_password() {
 }
 
 #[tokio::test]
-async fn server_info_reports_version_and_durability_and_changes_nothing() {
+async fn server_info_reports_version_and_settings_and_changes_nothing() {
     let server = RedisServer::start();
     // JuiceFS would switch this to noeviction; metabench only reports it.
     write(
@@ -252,14 +252,24 @@ async fn server_info_reports_version_and_durability_and_changes_nothing() {
         0,
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
     );
+    write(&server, 0, &["CONFIG", "SET", "maxmemory", "123456789"]);
     let engine = open(&server, 1).await;
     let info = engine.server_info().await.unwrap();
     assert!(info.version.starts_with("redis "), "{}", info.version);
     assert_ne!(info.version, "redis unknown");
-    assert_eq!(info.durability["appendonly"], "no");
-    assert_eq!(info.durability["save"], "");
-    assert_eq!(info.durability["maxmemory-policy"], "allkeys-lru");
-    assert!(info.durability.contains_key("appendfsync"));
+    assert_eq!(info.settings["appendonly"], "no");
+    assert_eq!(info.settings["save"], "");
+    assert_eq!(info.settings["maxmemory-policy"], "allkeys-lru");
+    assert_eq!(info.settings["maxmemory"], "123456789");
+    // The rest as the server answers another connection's CONFIG GET.
+    for name in ["appendfsync", "maxmemory", "io-threads"] {
+        let got: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query(&mut con(&server, 0))
+            .unwrap();
+        assert_eq!(info.settings[name], got[1], "{name}");
+    }
     let policy: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")

@@ -171,29 +171,63 @@ async fn foreign_database_is_left_alone(kind: Kind) {
 
 async fn server_info(kind: Kind) {
     let db = fresh_database(kind);
+    if kind == Kind::Postgres {
+        // Not the server's default (`off` on the test engine, `on` elsewhere): what this
+        // database's sessions run with is what a run records.
+        db.query(&format!(
+            "ALTER DATABASE \"{}\" SET synchronous_commit = 'local'",
+            db.name()
+        ));
+    }
     let e = engine(&db).await;
     let info = e.server_info().await.unwrap();
-    let keys: Vec<&str> = info.durability.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = info.settings.keys().map(String::as_str).collect();
     match kind {
         Kind::Mysql => {
             assert!(info.version.to_lowercase().contains("mariadb"), "{info:?}");
-            assert_eq!(keys, ["innodb_flush_log_at_trx_commit", "sync_binlog"]);
+            assert_eq!(
+                keys,
+                [
+                    "innodb_buffer_pool_size",
+                    "innodb_flush_log_at_trx_commit",
+                    "max_connections",
+                    "sync_binlog"
+                ]
+            );
+            // What the server says to another connection.
+            for (name, value) in &info.settings {
+                let asked = db.query(&format!("SELECT @@{name}"));
+                assert_eq!(&asked[0][0], value, "{name}");
+            }
         }
         Kind::Postgres => {
             assert!(info.version.starts_with("PostgreSQL"), "{info:?}");
-            assert_eq!(keys, ["fsync", "synchronous_commit"]);
+            assert_eq!(
+                keys,
+                [
+                    "fsync",
+                    "max_connections",
+                    "shared_buffers",
+                    "synchronous_commit"
+                ]
+            );
+            assert_eq!(info.settings["synchronous_commit"], "local");
+            for (name, value) in &info.settings {
+                let asked = db.query(&format!("SHOW {name}"));
+                assert_eq!(&asked[0][0], value, "{name}");
+            }
         }
         _ => {
             assert!(info.version.starts_with("sqlite 3."), "{info:?}");
-            assert_eq!(info.durability["journal_mode"], "wal");
+            assert_eq!(info.settings["journal_mode"], "wal");
             assert!(
                 !db.sqlite_path().unwrap().exists(),
                 "server_info created the file"
             );
             e.format(&test_format("/tmp/x/")).await.unwrap();
             let info = e.server_info().await.unwrap();
-            assert_eq!(info.durability["journal_mode"], "wal");
-            assert_eq!(info.durability["synchronous"], "NORMAL");
+            assert_eq!(info.settings["journal_mode"], "wal");
+            assert_eq!(info.settings["synchronous"], "NORMAL");
         }
     }
 }

@@ -50,7 +50,7 @@ pub(crate) async fn both_ways(url: &str, name: &str) {
         .server_info()
         .await
         .unwrap()
-        .durability
+        .settings
         .contains_key("cluster");
     assert_eq!(cluster_notes, usize::from(is_cluster), "{url}");
 }

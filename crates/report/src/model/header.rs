@@ -17,8 +17,22 @@ pub struct EngineInfo {
     pub url: String,
     /// Server software and version.
     pub version: String,
-    /// Durability settings read from the server.
-    pub durability: BTreeMap<String, String>,
+    /// The engine's settings a reader needs before comparing two runs, read from the
+    /// server once, before the run (durability, memory, connections, members; a setting
+    /// the server would not tell is `unknown (<why>)`). Files written before it held more
+    /// than durability call it `durability`.
+    #[serde(alias = "durability")]
+    pub settings: BTreeMap<String, String>,
+    /// Where the engine's server ran, seen from the clients: `in-process`, `local
+    /// socket`, `loopback`, `this host (<address>)`, `remote` or `unknown (<why>)`; empty
+    /// in results from before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub location: String,
+    /// Whether the engine's server shared the client threads' CPUs: `yes (…)`, `partly
+    /// (…)`, `no (…)` with the CPUs of each, or `unknown (<why>)`; empty where it was not
+    /// recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu_sharing: String,
     /// Whether the run used a volume metabench formatted (`false`: `--existing`).
     pub formatted_by_metabench: bool,
     /// Which JuiceFS client the numbers model.
@@ -66,13 +80,113 @@ impl EngineInfo {
             .is_some_and(|v| !v.starts_with("0s"))
     }
 
-    /// The durability settings as `name=value` pairs, space-separated.
-    pub fn durability_line(&self) -> String {
-        self.durability
+    /// The engine's settings as `name=value` pairs, space-separated.
+    pub fn settings_line(&self) -> String {
+        self.settings
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// Where the engine ran and whether it shared the clients' CPUs, in one phrase
+    /// (`loopback; CPUs shared: yes (…)`); `not recorded` for either a file does not say.
+    pub fn placement_line(&self) -> String {
+        let or_not = |s: &str| {
+            if s.is_empty() {
+                "not recorded".to_owned()
+            } else {
+                s.to_owned()
+            }
+        };
+        format!(
+            "{}; CPUs shared with the clients: {}",
+            or_not(&self.location),
+            or_not(&self.cpu_sharing)
+        )
+    }
+
+    /// The engine's setup as `-v` prints it: its version (with its kind when the
+    /// version does not start with it), where it ran, and its settings.
+    pub fn setup_lines(&self) -> Vec<String> {
+        let family = self.kind.split('-').next().unwrap_or_default();
+        let named = self
+            .version
+            .to_lowercase()
+            .starts_with(&family.to_lowercase());
+        let engine = if named || self.kind.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{} {}", self.kind, self.version)
+        };
+        vec![
+            format!("engine: {engine}, {}", self.placement_line()),
+            format!("engine settings: {}", self.settings_line()),
+        ]
+    }
+
+    /// The engine's setup in one short line, for a plain run: where it ran and how many
+    /// settings the results hold.
+    pub fn setup_summary(&self) -> String {
+        let location = if self.location.is_empty() {
+            "location not recorded"
+        } else {
+            &self.location
+        };
+        let shared = match self.cpu_sharing.split(' ').next() {
+            Some(word) if !word.is_empty() => word,
+            _ => "not recorded",
+        };
+        let n = self.settings.len();
+        format!(
+            "engine: {location}, CPUs shared with the clients: {shared}; {n} setting{} \
+             recorded: see --verbose, the JSON or the report",
+            if n == 1 { "" } else { "s" }
+        )
+    }
+
+    /// Where `current`'s engine setup differs from this one's (the baseline's): its
+    /// engine and version, each setting both record, where it ran and whether it shared
+    /// the clients' CPUs; one line each. A setting only one of them records (a file from
+    /// before it was recorded) is said once, after them, as not comparable.
+    pub fn setup_differences(&self, current: &EngineInfo) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut differ = |what: &str, was: &str, is: &str| {
+            if was != is && !was.is_empty() && !is.is_empty() {
+                out.push(format!(
+                    "the engine's {what} differs: baseline {was}, current {is}"
+                ));
+            }
+        };
+        differ("kind", &self.kind, &current.kind);
+        differ("version", &self.version, &current.version);
+        differ("location", &self.location, &current.location);
+        differ("CPU sharing", &self.cpu_sharing, &current.cpu_sharing);
+        let mut one_sided = Vec::new();
+        for (name, was) in &self.settings {
+            match current.settings.get(name) {
+                Some(is) => differ(name, was, is),
+                None => one_sided.push(format!("{name} (baseline only)")),
+            }
+        }
+        for name in current.settings.keys() {
+            if !self.settings.contains_key(name) {
+                one_sided.push(format!("{name} (current only)"));
+            }
+        }
+        if self.location.is_empty() != current.location.is_empty() {
+            one_sided.push("location".to_owned());
+        }
+        if self.cpu_sharing.is_empty() != current.cpu_sharing.is_empty() {
+            one_sided.push("CPU sharing".to_owned());
+        }
+        if !one_sided.is_empty() {
+            out.push(format!(
+                "recorded by one run only, not compared: {}",
+                one_sided.join(", ")
+            ));
+        }
+        out
     }
 
     /// The client a run modelled, for tables: its profile and settings, or what files

@@ -64,6 +64,41 @@ mod tests {
     }
 
     #[test]
+    fn the_engines_settings_read_back_also_under_their_old_name_and_differences_are_said() {
+        let mut v = ops_json();
+        v["engine"]["settings"] = serde_json::json!({"appendfsync": "always"});
+        v["engine"]["location"] = "loopback".into();
+        let now = OpsResults::from_json(&v.to_string()).unwrap();
+        assert_eq!(now.header.engine.settings["appendfsync"], "always");
+        let engine = v["engine"].as_object_mut().unwrap();
+        let settings = engine.remove("settings").unwrap();
+        engine.insert("durability".into(), settings);
+        engine.remove("location");
+        let before = OpsResults::from_json(&v.to_string()).unwrap();
+        assert_eq!(before.header.engine.settings, now.header.engine.settings);
+        // A value of the wrong shape under the old name is still refused.
+        v["engine"]["durability"]["appendfsync"] = serde_json::json!({"surprise": 1});
+        assert!(OpsResults::from_json(&v.to_string()).is_err());
+
+        let (a, mut b) = (now.header.engine.clone(), now.header.engine.clone());
+        assert!(a.setup_differences(&b).is_empty());
+        b.settings.insert("appendfsync".into(), "everysec".into());
+        b.settings.insert("io-threads".into(), "4".into());
+        b.cpu_sharing = "no (redis-server on CPU 0, the client threads on CPU 1)".into();
+        assert_eq!(
+            a.setup_differences(&b),
+            [
+                "the engine's appendfsync differs: baseline always, current everysec",
+                "recorded by one run only, not compared: io-threads (current only), CPU sharing",
+            ]
+        );
+        assert_eq!(
+            before.header.engine.setup_differences(&a),
+            ["recorded by one run only, not compared: location"]
+        );
+    }
+
+    #[test]
     fn the_header_sits_at_the_top_level_and_reads_back() {
         let v = ops_json();
         assert_eq!(

@@ -68,6 +68,13 @@ pub fn read_results_of<T: Serialize + serde::de::DeserializeOwned>(
     Ok(parsed)
 }
 
+/// Fields renamed since files were first written with them, as (old name, new name): a
+/// file with the old name is read (a serde `alias`) and checked against the new one.
+const RENAMED: &[(&str, &str)] = &[
+    // The engine's settings, once only its durability (`EngineInfo::settings`).
+    ("durability", "settings"),
+];
+
 /// Whether a JSON value carries nothing: null, `""`, `[]` or `{}`.
 fn is_empty(v: &serde_json::Value) -> bool {
     use serde_json::Value;
@@ -87,7 +94,15 @@ fn first_unknown(input: &serde_json::Value, known: &serde_json::Value) -> Option
     use serde_json::Value;
     match (input, known) {
         (Value::Object(input), Value::Object(known)) => {
-            input.iter().find_map(|(key, v)| match known.get(key) {
+            let known_as = |key: &str| {
+                known.get(key).or_else(|| {
+                    RENAMED
+                        .iter()
+                        .find(|(old, _)| *old == key)
+                        .and_then(|(_, new)| known.get(*new))
+                })
+            };
+            input.iter().find_map(|(key, v)| match known_as(key) {
                 // A field written empty, or null, may be one this metabench leaves out
                 // when empty (`skip_serializing_if`).
                 None if is_empty(v) => None,
