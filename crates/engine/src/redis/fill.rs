@@ -23,11 +23,8 @@ impl RedisBulk {
     /// `HSET`s a directory's dir stat into the three dir-stat hashes.
     fn dir_stat(&self, p: &mut Pipeline, d: &DirNode) {
         let field = d.ino.to_string();
-        for (hash, v) in [
-            (names::DIR_DATA_LENGTH, d.stat.length),
-            (names::DIR_USED_SPACE, d.stat.space),
-            (names::DIR_USED_INODES, d.stat.inodes),
-        ] {
+        let values = [d.stat.length, d.stat.space, d.stat.inodes];
+        for (hash, v) in names::DIR_STAT_HASHES.into_iter().zip(values) {
             p.cmd("HSET")
                 .arg(self.s.keys.named(hash))
                 .arg(&field)
