@@ -8,8 +8,7 @@ use crate::args::MetaArg;
 use crate::error::{input, CliError, EXIT_INTERRUPTED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metabench_engine::fill::{fill, FillEnd, Shape, Totals};
-use metabench_engine::namespace::NAMESPACE_DIR;
-use metabench_engine::{open, Ctx, MetaError, MetaUrl, SessionOptions, VolumeState};
+use metabench_engine::{open, MetaError, MetaUrl, SessionOptions, VolumeState};
 use metabench_schema::ROOT_INODE;
 use std::io::IsTerminal as _;
 use std::time::Instant;
@@ -198,12 +197,7 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
         ROOT_INODE
     } else {
         let mut s = engine.session(&SessionOptions::default()).await?;
-        let ctx = Ctx::root();
-        let top = match s.mkdir(&ctx, ROOT_INODE, NAMESPACE_DIR, 0o755, 0).await {
-            Ok((ino, _)) => ino,
-            Err(MetaError::Exists) => s.lookup(&ctx, ROOT_INODE, NAMESPACE_DIR).await?.0,
-            Err(e) => return Err(e.into()),
-        };
+        let top = metabench_engine::namespace::top_dir(s.as_mut()).await?;
         s.close().await?;
         top
     };

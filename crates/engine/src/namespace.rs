@@ -9,6 +9,16 @@ use metabench_schema::{FileType, Ino, ROOT_INODE};
 /// The directory under the root that holds every run's subtree.
 pub const NAMESPACE_DIR: &[u8] = b".metabench";
 
+/// `/.metabench`, made when missing: its inode.
+pub async fn top_dir(meta: &mut dyn Meta) -> Result<Ino> {
+    let ctx = Ctx::root();
+    match meta.mkdir(&ctx, ROOT_INODE, NAMESPACE_DIR, 0o755, 0).await {
+        Ok((ino, _)) => Ok(ino),
+        Err(MetaError::Exists) => Ok(meta.lookup(&ctx, ROOT_INODE, NAMESPACE_DIR).await?.0),
+        Err(e) => Err(e),
+    }
+}
+
 /// A run's private directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {
@@ -23,13 +33,10 @@ pub struct Namespace {
 impl Namespace {
     /// Creates `/.metabench` (if needed) and `/.metabench/<run_id>`.
     pub async fn create(meta: &mut dyn Meta, run_id: &str) -> Result<Self> {
-        let ctx = Ctx::root();
-        let top = match meta.mkdir(&ctx, ROOT_INODE, NAMESPACE_DIR, 0o755, 0).await {
-            Ok((ino, _)) => ino,
-            Err(MetaError::Exists) => meta.lookup(&ctx, ROOT_INODE, NAMESPACE_DIR).await?.0,
-            Err(e) => return Err(e),
-        };
-        let (dir, _) = meta.mkdir(&ctx, top, run_id.as_bytes(), 0o755, 0).await?;
+        let top = top_dir(meta).await?;
+        let (dir, _) = meta
+            .mkdir(&Ctx::root(), top, run_id.as_bytes(), 0o755, 0)
+            .await?;
         Ok(Self {
             top,
             dir,

@@ -111,40 +111,44 @@ impl Shape {
         self.tree_dirs() - 1 + self.big_dirs
     }
 
-    /// Every entry's kind, in order, with whether it opens its directory.
-    fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+    /// Whether entry `g` opens its directory.
+    fn first_of_dir(&self, g: u64) -> bool {
         let tree = self.tree_entries();
-        let k = self.files_per_dir;
-        let big = self.big_dir_files.max(1);
-        (0..self.files).map(move |g| {
-            let first = if g < tree {
-                g.is_multiple_of(k)
-            } else {
-                (g - tree).is_multiple_of(big)
-            };
-            self.kind_of(g, first)
-        })
+        if g < tree {
+            g.is_multiple_of(self.files_per_dir)
+        } else {
+            (g - tree).is_multiple_of(self.big_dir_files.max(1))
+        }
+    }
+
+    /// What entry `g` is.
+    fn kind_at(&self, g: u64) -> Kind {
+        self.kind_of(g, self.first_of_dir(g))
     }
 
     /// Files, symlinks and hard links, counted over every entry (one pass, no memory).
     pub fn counts(&self) -> (u64, u64, u64) {
-        self.kinds().fold((0, 0, 0), |(f, s, h), k| match k {
+        (0..self.files).fold((0, 0, 0), |(f, s, h), g| match self.kind_at(g) {
             Kind::File => (f + 1, s, h),
             Kind::Symlink => (f, s + 1, h),
             Kind::HardLink => (f, s, h + 1),
         })
     }
 
-    /// The ids to reserve, counted in one pass: inode numbers (one per directory below
-    /// the base, file and symlink) and slice ids (one per chunk of every file). The
-    /// batches use them without gaps, so `juicefs load` of the volume's dump finds the
-    /// same `nextInode` and `nextChunk`.
+    /// The ids to reserve: inode numbers and slice ids. Entry `g` has slot `g` (a hard
+    /// link's stays unused, as ids a client reserved and never used do), and the runs end
+    /// at the last id used, so `juicefs load` of the volume's dump finds the same
+    /// `nextInode` and `nextChunk`.
     pub fn ids_to_reserve(&self) -> (u64, u64) {
-        let (files, symlinks, _) = self.counts();
-        (
-            self.new_dirs() + files + symlinks,
-            files * self.chunks_per_file(),
-        )
+        let last = |wanted: fn(Kind) -> bool| {
+            (0..self.files)
+                .rev()
+                .find(|&g| wanted(self.kind_at(g)))
+                .map_or(0, |g| g + 1)
+        };
+        let nodes = last(|k| k != Kind::HardLink);
+        let files = last(|k| k == Kind::File);
+        (self.new_dirs() + nodes, files * self.chunks_per_file())
     }
 
     /// What entry `g` (counted over all directories) is.
@@ -182,9 +186,9 @@ pub struct Layout {
     pub base: Ino,
     /// The base's parent.
     pub base_parent: Ino,
-    /// The first of [`Shape::inodes_to_reserve`] inode numbers.
+    /// The first of the inode numbers reserved ([`Shape::ids_to_reserve`]).
     pub first_inode: Ino,
-    /// The first of [`Shape::slices_to_reserve`] slice ids.
+    /// The first of the slice ids reserved.
     pub first_slice: u64,
     /// Owner of every node.
     pub uid: u32,
@@ -348,6 +352,11 @@ impl Layout {
         self.first_inode + self.shape.tree_dirs() - 1 + b
     }
 
+    /// The inode of entry slot `g`.
+    fn slot_ino(&self, g: u64) -> Ino {
+        self.first_inode + self.shape.new_dirs() + g
+    }
+
     /// The entries of regular directory `d`: global indexes.
     fn tree_dir_entries(&self, d: u64) -> std::ops::Range<u64> {
         let k = self.shape.files_per_dir;
@@ -385,15 +394,12 @@ impl Layout {
     }
 
     /// Entry `g` in directory `parent`.
-    fn entry(&self, g: u64, parent: Ino, first_of_dir: bool, ids: &mut Ids) -> EntryNode {
+    fn entry(&self, g: u64, parent: Ino, first_of_dir: bool) -> EntryNode {
         let shape = &self.shape;
         let kind = shape.kind_of(g, first_of_dir);
         let ino = match kind {
-            Kind::HardLink => ids.last_file,
-            _ => {
-                ids.inode += 1;
-                ids.inode - 1
-            }
+            Kind::HardLink => self.slot_ino(g - 1),
+            _ => self.slot_ino(g),
         };
         match kind {
             Kind::Symlink => {
@@ -426,11 +432,12 @@ impl Layout {
                 let chunks = (0..per)
                     .map(|c| {
                         let size = (shape.file_size - c * CHUNK_SIZE).min(CHUNK_SIZE) as u32;
-                        ids.slice += 1;
-                        (c as u32, Slice::whole(0, ids.slice - 1, size))
+                        (
+                            c as u32,
+                            Slice::whole(0, self.first_slice + g * per + c, size),
+                        )
                     })
                     .collect();
-                ids.last_file = ino;
                 let x = period(shape.xattr_share);
                 let xattr = (x > 0 && g % x == x / 3)
                     .then(|| (b"user.metabench".to_vec(), format!("v{g}").into_bytes()));
@@ -467,11 +474,6 @@ impl Layout {
     pub fn batches(&self, max_entries: usize) -> Batches<'_> {
         Batches {
             layout: self,
-            ids: Ids {
-                inode: self.first_inode + self.shape.new_dirs(),
-                slice: self.first_slice,
-                last_file: 0,
-            },
             max_entries: max_entries.max(1),
             dir: 0,
             next_entry: None,
@@ -481,19 +483,9 @@ impl Layout {
     }
 }
 
-/// The next unused ids of a fill's reserved runs, as the batches hand them out.
-#[derive(Debug, Clone, Copy)]
-struct Ids {
-    inode: Ino,
-    slice: u64,
-    /// The last file made (a hard link's target).
-    last_file: Ino,
-}
-
 /// The batches of a [`Layout`], made as they are asked for.
 pub struct Batches<'a> {
     layout: &'a Layout,
-    ids: Ids,
     max_entries: usize,
     /// The directory being written: a regular one, or a very large one when `big`.
     dir: u64,
@@ -585,7 +577,7 @@ impl Iterator for Batches<'_> {
             }
             for g in from..to {
                 let first = g == entries.start;
-                batch.entries.push(l.entry(g, ino, first, &mut self.ids));
+                batch.entries.push(l.entry(g, ino, first));
                 self.stat.add(l.stat_of(g, first));
                 batch.files += 1;
             }
@@ -604,7 +596,7 @@ impl Iterator for Batches<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::{HashMap, HashSet};
+    use std::collections::{BTreeSet, HashMap, HashSet};
 
     fn layout(shape: Shape) -> Layout {
         Layout {
@@ -782,36 +774,39 @@ mod tests {
     }
 
     #[test]
-    fn ids_fill_the_reserved_runs_without_gaps() {
-        let shape = Shape {
-            files: 5_000,
-            files_per_dir: 10,
-            file_size: (64 << 20) + 1,
-            big_dirs: 1,
-            big_dir_files: 1000,
-            symlink_share: 0.05,
-            hardlink_share: 0.05,
-            ..Shape::default()
-        };
-        let l = layout(shape.clone());
-        let mut inodes = HashSet::new();
-        let mut slices = HashSet::new();
-        for b in l.batches(BATCH_ENTRIES) {
-            inodes.extend(b.dirs.iter().map(|d| d.ino).filter(|&i| i != l.base));
-            for e in b.entries {
-                inodes.insert(e.ino);
-                if let Node::File { chunks, .. } = e.node {
-                    slices.extend(chunks.iter().map(|(_, s)| s.id));
+    fn ids_stay_in_the_reserved_runs_which_end_at_the_last_id_used() {
+        for files in [5_000, 5_001, 4_999, 5_002] {
+            let shape = Shape {
+                files,
+                files_per_dir: 10,
+                file_size: (64 << 20) + 1,
+                big_dirs: 1,
+                big_dir_files: 1000,
+                symlink_share: 0.05,
+                hardlink_share: 0.05,
+                ..Shape::default()
+            };
+            let l = layout(shape.clone());
+            let mut inodes = BTreeSet::new();
+            let mut slices = BTreeSet::new();
+            for b in l.batches(BATCH_ENTRIES) {
+                inodes.extend(b.dirs.iter().map(|d| d.ino).filter(|&i| i != l.base));
+                for e in b.entries {
+                    inodes.insert(e.ino);
+                    if let Node::File { chunks, .. } = e.node {
+                        slices.extend(chunks.iter().map(|(_, s)| s.id));
+                    }
                 }
             }
+            let (n_inodes, n_slices) = shape.ids_to_reserve();
+            assert_eq!(inodes.first(), Some(&l.first_inode));
+            assert_eq!(inodes.last(), Some(&(l.first_inode + n_inodes - 1)));
+            assert_eq!(slices.first(), Some(&l.first_slice));
+            assert_eq!(slices.last(), Some(&(l.first_slice + n_slices - 1)));
+            let (f, s, h) = shape.counts();
+            assert_eq!(f + s + h, shape.files);
+            assert!(s > 0 && h > 0);
         }
-        let reserved = |first: u64, n: u64| (first..first + n).collect::<HashSet<_>>();
-        let (n_inodes, n_slices) = shape.ids_to_reserve();
-        assert_eq!(inodes, reserved(l.first_inode, n_inodes));
-        assert_eq!(slices, reserved(l.first_slice, n_slices));
-        let (files, symlinks, hardlinks) = shape.counts();
-        assert_eq!(files + symlinks + hardlinks, shape.files);
-        assert!(symlinks > 0 && hardlinks > 0);
     }
 
     #[test]
