@@ -128,6 +128,71 @@ pub fn engine_bound(
     }
 }
 
+/// The engine part of a call's time, from the engine's own accounting, or why it is
+/// unknown.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineTime {
+    /// µs per call, and where it comes from (its granularity said).
+    Known(f64, String),
+    /// Why it is unknown ("engine time unknown: …").
+    Unknown(String),
+}
+
+/// The engine's own time per call of an operation that sent `commands_per_call` (Redis:
+/// top-level commands per call, by `INFO` name) or whose in-process engine calls took
+/// `in_process_us` per call (SQLite), from a level's telemetry deltas `delta`.
+///
+/// Redis: each command's mean time over the level (`usec.<cmd>` / `calls.<cmd>` of
+/// `INFO commandstats`, which counts Redis's execution of the command, not its socket
+/// work), times how many the operation sent per call: per level, not per call. A
+/// `MULTI … EXEC` counts as its `exec`, whose time covers the commands queued in it.
+pub fn engine_time(
+    kind: EngineKind,
+    delta: &Telemetry,
+    commands_per_call: &BTreeMap<String, f64>,
+    in_process_us: Option<f64>,
+) -> EngineTime {
+    let unknown = |why: &str| EngineTime::Unknown(format!("engine time unknown: {why}"));
+    match kind {
+        EngineKind::Sqlite => match in_process_us {
+            Some(us) => EngineTime::Known(
+                us,
+                "SQLite, called in-process: its statements timed per call".into(),
+            ),
+            None => unknown("no SQLite statement was timed"),
+        },
+        EngineKind::Redis => {
+            if delta.counters.is_empty() {
+                return unknown("Redis's INFO was not read");
+            }
+            if commands_per_call.is_empty() {
+                return unknown("no Redis command was counted");
+            }
+            let mut us = 0.0;
+            for (name, n) in commands_per_call {
+                let (Some(calls), Some(usec)) = (
+                    delta.counters.get(&format!("calls.{name}")),
+                    delta.counters.get(&format!("usec.{name}")),
+                ) else {
+                    return unknown(&format!("INFO commandstats has no figures for `{name}`"));
+                };
+                if *calls <= 0.0 {
+                    return unknown(&format!("INFO commandstats counted no `{name}`"));
+                }
+                us += n * usec / calls;
+            }
+            EngineTime::Known(
+                us,
+                "Redis INFO commandstats: each command's mean time over the level × the commands sent per call (per level)".into(),
+            )
+        }
+        EngineKind::Postgres => unknown("PostgreSQL's pg_stat_statements is not read"),
+        EngineKind::Mysql => unknown("MariaDB/MySQL's performance_schema digests are not read"),
+        EngineKind::Etcd => unknown("etcd's per-request histograms are not read"),
+        _ => unknown("this engine keeps no per-command time"),
+    }
+}
+
 /// Redis `INFO all`: CPU, commands, AOF fsyncs and each command's calls and time
 /// (`cmdstat_get` → `calls.get`, `usec.get`) as counters; clients and memory as gauges.
 pub fn from_redis_info(info: &str) -> Telemetry {

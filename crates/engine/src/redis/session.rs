@@ -32,6 +32,8 @@ pub struct RedisSession {
     pub(super) keys: RedisKeys,
     pub(super) format: Format,
     pub(super) retries: u64,
+    /// ns of attempts that conflicted and were retried ([`SessionStats::retry_waste_ns`]).
+    pub(super) retry_waste_ns: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
     /// `shaLookup` and `shaResolve`: the Lua scripts a registered session loaded.
@@ -55,6 +57,7 @@ impl RedisSession {
             keys,
             format,
             retries: 0,
+            retry_waste_ns: 0,
             sha_lookup: None,
             sha_resolve: None,
         }
@@ -568,6 +571,10 @@ impl Storage for RedisSession {
         SessionStats {
             round_trips: self.conn.round_trips(),
             retries: self.retries,
+            lock_wait_ns: self.base.lock_wait_ns(),
+            retry_waste_ns: self.retry_waste_ns,
+            engine_ns: 0,
+            commands: self.conn.commands(),
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct TkvSession {
     pub(super) keys: TkvKeys,
     format: Format,
     pub(super) retries: u64,
+    /// ns of attempts that conflicted and were retried ([`SessionStats::retry_waste_ns`]).
+    pub(super) retry_waste_ns: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
 }
@@ -64,6 +66,7 @@ impl TkvSession {
             keys,
             format,
             retries: 0,
+            retry_waste_ns: 0,
         }
     }
 
@@ -634,6 +637,9 @@ impl Storage for TkvSession {
         SessionStats {
             round_trips: self.calls.get(),
             retries: self.retries,
+            lock_wait_ns: self.base.lock_wait_ns(),
+            retry_waste_ns: self.retry_waste_ns,
+            ..SessionStats::default()
         }
     }
 }

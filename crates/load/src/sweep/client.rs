@@ -224,11 +224,14 @@ pub(super) async fn client_body<T: Target + ?Sized>(
                     acc.in_flight_at_end += 1;
                 }
                 match &outcome {
-                    Ok(()) => acc.record(
-                        elapsed + queued.unwrap_or_default(),
-                        queued.map(|_| elapsed),
-                        interval,
-                    ),
+                    Ok(()) => {
+                        acc.parts.add_call(&cost);
+                        acc.record(
+                            elapsed + queued.unwrap_or_default(),
+                            queued.map(|_| elapsed),
+                            interval,
+                        )
+                    }
                     Err(e) => acc.record_failure(e.kind(), elapsed, interval),
                 }
             });

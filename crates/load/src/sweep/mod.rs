@@ -41,7 +41,9 @@ use client::{
 };
 use config::{DirOf, Window};
 use host::{online_cores, process_cpu_time, HostTicks};
-use level::{finish_level, level_op, measure_floor_on, read_telemetry, LevelFigures};
+use level::{
+    finish_level, level_op, measure_floor_on, phase_client_cpu, read_telemetry, LevelFigures,
+};
 use ranks::{
     merge_reports, DirReady, LevelStart, PhaseEnd, PhaseGo, PhaseReport, RankPart, RankPlace,
     SessionsOpened,
@@ -182,6 +184,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
             let mut parts: Vec<RankPart> = Vec::new();
             let mut failure = None;
             let mut stopped = false;
+            let mut shared_threads = false;
             for (phase_index, phase) in config.workload.phases.iter().enumerate() {
                 live.phase.store(phase_index as u32, Ordering::Relaxed);
                 live.measuring.store(false, Ordering::Relaxed);
@@ -424,6 +427,10 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
                         }
                     }
+                    // The phase's client CPU, and whether clients shared a client thread.
+                    let phase_cpu: Duration = reports.iter().map(|r| r.cpu).sum();
+                    let phase_threads: u32 = reports.iter().map(|r| r.place.cores as u32).sum();
+                    shared_threads |= clients > phase_threads.max(1);
                     let merged = if end.stop && end.failure.is_none() {
                         None
                     } else {
@@ -463,10 +470,12 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             b.errors += merged.background.errors;
                             b.window_s += real_window.as_secs_f64();
                         }
+                        let first_op = level.ops.len();
                         for (op, acc) in merged.ops {
                             level.ops.push(level_op(op, &phase.name, &acc, real_window));
                             raw_intervals.insert(op.name().to_owned(), acc.intervals);
                         }
+                        phase_client_cpu(&mut level.ops[first_op..], phase_cpu, phase_calls);
                     }
                 }
                 let end = from_leader(team, leader.then_some(&end), stop).await?;
@@ -515,6 +524,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         telemetry,
                         telemetry_error,
                         measured,
+                        shared_threads,
                     },
                     engine.as_ref(),
                     config,
