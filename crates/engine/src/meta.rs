@@ -370,7 +370,14 @@ pub trait Engine: Send + Sync {
         delta: &crate::Telemetry,
         commands_per_call: &std::collections::BTreeMap<String, f64>,
         in_process_us: Option<f64>,
+        round_trips_per_call: f64,
     ) -> crate::telemetry::EngineTime {
-        crate::telemetry::engine_time(self.kind(), delta, commands_per_call, in_process_us)
+        crate::telemetry::engine_time(
+            self.kind(),
+            delta,
+            commands_per_call,
+            in_process_us,
+            round_trips_per_call,
+        )
     }
 }

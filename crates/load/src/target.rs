@@ -65,6 +65,7 @@ pub trait Target: Send + Sync + 'static {
         _delta: &Telemetry,
         _commands_per_call: &std::collections::BTreeMap<String, f64>,
         _in_process_us: Option<f64>,
+        _round_trips_per_call: f64,
     ) -> EngineTime {
         EngineTime::Unknown("engine time unknown: this system keeps no per-call time".into())
     }
@@ -178,8 +179,15 @@ impl Target for dyn Engine {
         delta: &Telemetry,
         commands_per_call: &std::collections::BTreeMap<String, f64>,
         in_process_us: Option<f64>,
+        round_trips_per_call: f64,
     ) -> EngineTime {
-        Engine::engine_time(self, delta, commands_per_call, in_process_us)
+        Engine::engine_time(
+            self,
+            delta,
+            commands_per_call,
+            in_process_us,
+            round_trips_per_call,
+        )
     }
 }
 

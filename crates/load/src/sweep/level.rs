@@ -131,7 +131,12 @@ pub(super) fn complete_breakdowns<T: Target + ?Sized>(
         } else {
             &Telemetry::default()
         };
-        match engine.engine_time(delta, &b.commands_per_op, b.engine_us) {
+        match engine.engine_time(
+            delta,
+            &b.commands_per_op,
+            b.engine_us,
+            op.round_trips_per_op,
+        ) {
             EngineTime::Known(us, source) => {
                 b.engine_us = Some(us);
                 b.engine_source = source;
