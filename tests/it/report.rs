@@ -115,7 +115,10 @@ fn report_of_real_sqlite_runs() {
     // Where the time goes: a stacked bar per operation and level, every part named.
     let svg = std::fs::read_to_string(plots.join("breakdown-sqlite.svg")).unwrap();
     for part in metabench_report::BREAKDOWN_PARTS {
-        assert!(svg.contains(&format!(">\n{part}\n</text>")), "{part}: {svg}");
+        assert!(
+            svg.contains(&format!(">\n{part}\n</text>")),
+            "{part}: {svg}"
+        );
     }
     assert!(
         page.contains("where the time goes"),

@@ -92,6 +92,14 @@ pub struct SessionStats {
     /// database lock included). 0 elsewhere.
     #[serde(skip)]
     pub engine_ns: u64,
+    /// Round trips of attempts that conflicted and were retried: their time is in
+    /// `retry_waste_ns`, so the breakdown's wire and engine parts leave them out.
+    #[serde(skip)]
+    pub retried_round_trips: u64,
+    /// The part of `engine_ns` spent in attempts that were retried (in `retry_waste_ns`
+    /// too).
+    #[serde(skip)]
+    pub retried_engine_ns: u64,
     /// Redis only: the top-level commands sent, by name.
     #[serde(skip)]
     pub commands: CommandCounts,
@@ -106,6 +114,12 @@ impl SessionStats {
             lock_wait_ns: self.lock_wait_ns.wrapping_sub(earlier.lock_wait_ns),
             retry_waste_ns: self.retry_waste_ns.wrapping_sub(earlier.retry_waste_ns),
             engine_ns: self.engine_ns.wrapping_sub(earlier.engine_ns),
+            retried_round_trips: self
+                .retried_round_trips
+                .wrapping_sub(earlier.retried_round_trips),
+            retried_engine_ns: self
+                .retried_engine_ns
+                .wrapping_sub(earlier.retried_engine_ns),
             commands: self.commands.since(&earlier.commands),
         }
     }

@@ -57,6 +57,10 @@ pub(crate) struct CallParts {
     pub(crate) retry_waste_ns: u64,
     /// ns an in-process engine (SQLite) spent on their statements.
     pub(crate) engine_ns: u64,
+    /// Round trips of their attempts that were retried (in `retry_waste_ns`).
+    pub(crate) retried_round_trips: u64,
+    /// The part of `engine_ns` in attempts that were retried.
+    pub(crate) retried_engine_ns: u64,
     /// Redis: the top-level commands they sent, by name.
     pub(crate) commands: CommandCounts,
 }
@@ -70,6 +74,8 @@ impl CallParts {
         self.lock_wait_ns += cost.lock_wait_ns;
         self.retry_waste_ns += cost.retry_waste_ns;
         self.engine_ns += cost.engine_ns;
+        self.retried_round_trips += cost.retried_round_trips;
+        self.retried_engine_ns += cost.retried_engine_ns;
         if !cost.commands.is_empty() {
             self.commands.add(&cost.commands);
         }
@@ -81,6 +87,8 @@ impl CallParts {
         self.lock_wait_ns += other.lock_wait_ns;
         self.retry_waste_ns += other.retry_waste_ns;
         self.engine_ns += other.engine_ns;
+        self.retried_round_trips += other.retried_round_trips;
+        self.retried_engine_ns += other.retried_engine_ns;
         self.commands.add(&other.commands);
     }
 
@@ -91,6 +99,8 @@ impl CallParts {
             lock_wait_ns: self.lock_wait_ns,
             retry_waste_ns: self.retry_waste_ns,
             engine_ns: self.engine_ns,
+            retried_round_trips: self.retried_round_trips,
+            retried_engine_ns: self.retried_engine_ns,
             commands: self.commands.0.to_vec(),
         }
     }
@@ -106,6 +116,8 @@ impl CallParts {
             lock_wait_ns: w.lock_wait_ns,
             retry_waste_ns: w.retry_waste_ns,
             engine_ns: w.engine_ns,
+            retried_round_trips: w.retried_round_trips,
+            retried_engine_ns: w.retried_engine_ns,
             commands,
         }
     }
@@ -119,6 +131,10 @@ pub(crate) struct WireParts {
     lock_wait_ns: u64,
     retry_waste_ns: u64,
     engine_ns: u64,
+    #[serde(default)]
+    retried_round_trips: u64,
+    #[serde(default)]
+    retried_engine_ns: u64,
     commands: Vec<u64>,
 }
 

@@ -34,6 +34,8 @@ pub struct RedisSession {
     pub(super) retries: u64,
     /// ns of attempts that conflicted and were retried ([`SessionStats::retry_waste_ns`]).
     pub(super) retry_waste_ns: u64,
+    /// Their round trips ([`SessionStats::retried_round_trips`]).
+    pub(super) retried_round_trips: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
     /// `shaLookup` and `shaResolve`: the Lua scripts a registered session loaded.
@@ -58,6 +60,7 @@ impl RedisSession {
             format,
             retries: 0,
             retry_waste_ns: 0,
+            retried_round_trips: 0,
             sha_lookup: None,
             sha_resolve: None,
         }
@@ -573,8 +576,9 @@ impl Storage for RedisSession {
             retries: self.retries,
             lock_wait_ns: self.base.lock_wait_ns(),
             retry_waste_ns: self.retry_waste_ns,
-            engine_ns: 0,
+            retried_round_trips: self.retried_round_trips,
             commands: self.conn.commands(),
+            ..SessionStats::default()
         }
     }
 }

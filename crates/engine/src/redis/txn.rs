@@ -362,6 +362,7 @@ macro_rules! txn {
         let mut tried = ::std::time::Instant::now();
         loop {
             let mut $c = $sess.conn.clone();
+            let sent = $c.round_trips();
             let r: ::std::result::Result<_, $crate::redis::txn::TxErr> = async {
                 $c.watch(&keys).await?;
                 $body
@@ -386,6 +387,7 @@ macro_rules! txn {
                     }
                     $sess.retries += 1;
                     $sess.retry_waste_ns += $crate::retry::wasted_since(&mut tried);
+                    $sess.retried_round_trips += $sess.conn.round_trips() - sent;
                 }
             }
         }

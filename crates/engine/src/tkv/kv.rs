@@ -452,6 +452,7 @@ macro_rules! txn {
         // When the attempt in progress started: an attempt that conflicts is retry waste.
         let mut tried = ::std::time::Instant::now();
         loop {
+            let sent = calls.get();
             let mut $tx = $crate::tkv::kv::Txn::new(kv.clone(), calls.clone()).on_try(attempt);
             let r: ::std::result::Result<_, $crate::tkv::kv::TxErr> = async { $body }.await;
             let r = match r {
@@ -471,6 +472,7 @@ macro_rules! txn {
                     }
                     $sess.retries += 1;
                     $sess.retry_waste_ns += $crate::retry::wasted_since(&mut tried);
+                    $sess.retried_round_trips += calls.get() - sent;
                 }
             }
         }

@@ -36,6 +36,8 @@ pub struct TkvSession {
     pub(super) retries: u64,
     /// ns of attempts that conflicted and were retried ([`SessionStats::retry_waste_ns`]).
     pub(super) retry_waste_ns: u64,
+    /// Their round trips ([`SessionStats::retried_round_trips`]).
+    pub(super) retried_round_trips: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
 }
@@ -67,6 +69,7 @@ impl TkvSession {
             format,
             retries: 0,
             retry_waste_ns: 0,
+            retried_round_trips: 0,
         }
     }
 
@@ -639,6 +642,7 @@ impl Storage for TkvSession {
             retries: self.retries,
             lock_wait_ns: self.base.lock_wait_ns(),
             retry_waste_ns: self.retry_waste_ns,
+            retried_round_trips: self.retried_round_trips,
             ..SessionStats::default()
         }
     }

@@ -73,6 +73,16 @@ fn call_parts(acc: &OpAcc, op: &LevelOp) -> Option<Breakdown> {
         return None;
     }
     let per_call = |ns: u64| us(ns) / parts.calls as f64;
+    // A retried attempt's commands and statements are in the retry waste, not in the
+    // engine part: the commands are scaled by the round trips kept (a failed attempt
+    // sends about what a successful one does), SQLite's time is taken off exactly.
+    let kept = parts.round_trips.saturating_sub(parts.retried_round_trips);
+    let kept_share = if parts.round_trips > 0 {
+        kept as f64 / parts.round_trips as f64
+    } else {
+        1.0
+    };
+    let engine_ns = parts.engine_ns.saturating_sub(parts.retried_engine_ns);
     Some(Breakdown {
         // An open loop's latency runs from the intended start: the call is its service.
         mean_us: op
@@ -81,11 +91,12 @@ fn call_parts(acc: &OpAcc, op: &LevelOp) -> Option<Breakdown> {
             .map_or(op.latency.mean_us, |s| s.mean_us),
         lock_wait_us: Some(per_call(parts.lock_wait_ns)),
         retry_waste_us: Some(per_call(parts.retry_waste_ns)),
-        engine_us: (parts.engine_ns > 0).then(|| per_call(parts.engine_ns)),
+        engine_us: (parts.engine_ns > 0).then(|| per_call(engine_ns)),
+        round_trips_per_op: kept as f64 / parts.calls as f64,
         commands_per_op: parts
             .commands
             .named()
-            .map(|(name, n)| (name.to_owned(), n as f64 / parts.calls as f64))
+            .map(|(name, n)| (name.to_owned(), n as f64 * kept_share / parts.calls as f64))
             .collect(),
         ..Default::default()
     })
@@ -131,12 +142,7 @@ pub(super) fn complete_breakdowns<T: Target + ?Sized>(
         } else {
             &Telemetry::default()
         };
-        match engine.engine_time(
-            delta,
-            &b.commands_per_op,
-            b.engine_us,
-            op.round_trips_per_op,
-        ) {
+        match engine.engine_time(delta, &b.commands_per_op, b.engine_us, b.round_trips_per_op) {
             EngineTime::Known(us, source) => {
                 b.engine_us = Some(us);
                 b.engine_source = source;
@@ -146,7 +152,7 @@ pub(super) fn complete_breakdowns<T: Target + ?Sized>(
                 b.engine_source = why;
             }
         }
-        let round_trips = op.round_trips_per_op;
+        let round_trips = b.round_trips_per_op;
         // An in-process engine (SQLite) has no wire: its statements' whole time, each
         // statement's own overhead included, is the engine part.
         // The floor less the client's own CPU for it, which is in the client part.
@@ -360,4 +366,42 @@ pub(super) fn finish_level<T: Target + ?Sized>(
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod breakdown_tests {
+    use super::*;
+    use metabench_engine::CommandCounts;
+
+    /// A retried attempt's time is retry waste alone: its round trips, commands and
+    /// SQLite statement time are left out of what the wire and engine parts count.
+    #[test]
+    fn retried_attempts_are_left_out_of_the_wire_and_engine_parts() {
+        let mut acc = OpAcc::default();
+        acc.parts.calls = 2;
+        acc.parts.round_trips = 10;
+        acc.parts.retried_round_trips = 4;
+        acc.parts.retry_waste_ns = 6_000;
+        acc.parts.engine_ns = 9_000;
+        acc.parts.retried_engine_ns = 3_000;
+        acc.parts.lock_wait_ns = 500;
+        let mut commands = CommandCounts::default();
+        commands.0[CommandCounts::slot(b"get")] = 10;
+        acc.parts.commands = commands;
+        let op = LevelOp {
+            latency: Latency {
+                mean_us: 20.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let b = call_parts(&acc, &op).unwrap();
+        assert_eq!(b.mean_us, 20.0);
+        assert_eq!(b.round_trips_per_op, 3.0);
+        assert_eq!(b.commands_per_op["get"], 3.0);
+        assert_eq!(b.engine_us, Some(3.0));
+        assert_eq!(b.retry_waste_us, Some(3.0));
+        assert_eq!(b.lock_wait_us, Some(0.25));
+        assert!(call_parts(&OpAcc::default(), &op).is_none());
+    }
 }

@@ -45,6 +45,10 @@ pub struct Breakdown {
     pub unexplained_us: f64,
     /// Where the engine part comes from, or why it is unknown ("engine time unknown: …").
     pub engine_source: String,
+    /// Round trips per call that the wire and engine parts count: those of the attempts
+    /// that were not retried (a retried attempt's time is all retry waste).
+    #[serde(default)]
+    pub round_trips_per_op: f64,
     /// Redis: the top-level commands sent per call, by name (what the engine part is
     /// computed from).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -33,6 +33,7 @@ macro_rules! retry {
         // When the attempt in progress started: an attempt retried is retry waste.
         let mut tried = ::std::time::Instant::now();
         loop {
+            let (sent, engine) = ($s.stats.round_trips, $s.stats.engine_ns);
             let res: ::std::result::Result<_, $crate::sql::session::tx_err::TxErr> = $attempt.await;
             match res {
                 Ok(v) => break Ok(v),
@@ -42,6 +43,8 @@ macro_rules! retry {
                         break Err($crate::sql::session::tx_err::final_error($e, retry));
                     }
                     $s.stats.retry_waste_ns += $crate::retry::wasted_since(&mut tried);
+                    $s.stats.retried_round_trips += $s.stats.round_trips - sent;
+                    $s.stats.retried_engine_ns += $s.stats.engine_ns - engine;
                 }
             }
         }
