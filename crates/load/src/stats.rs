@@ -61,15 +61,18 @@ pub(crate) struct CallParts {
     pub(crate) retried_round_trips: u64,
     /// The part of `engine_ns` in attempts that were retried.
     pub(crate) retried_engine_ns: u64,
+    /// ns the calls, once woken, waited for their client thread.
+    pub(crate) ready_wait_ns: u64,
     /// Redis: the top-level commands they sent, by name.
     pub(crate) commands: CommandCounts,
 }
 
 impl CallParts {
-    /// Adds one successful call's cost.
+    /// Adds one successful call's cost, and how long it waited for its thread once woken.
     #[inline]
-    pub(crate) fn add_call(&mut self, cost: &SessionStats) {
+    pub(crate) fn add_call(&mut self, cost: &SessionStats, ready_wait: Duration) {
         self.calls += 1;
+        self.ready_wait_ns += ready_wait.as_nanos() as u64;
         self.round_trips += cost.round_trips;
         self.lock_wait_ns += cost.lock_wait_ns;
         self.retry_waste_ns += cost.retry_waste_ns;
@@ -89,6 +92,7 @@ impl CallParts {
         self.engine_ns += other.engine_ns;
         self.retried_round_trips += other.retried_round_trips;
         self.retried_engine_ns += other.retried_engine_ns;
+        self.ready_wait_ns += other.ready_wait_ns;
         self.commands.add(&other.commands);
     }
 
@@ -101,6 +105,7 @@ impl CallParts {
             engine_ns: self.engine_ns,
             retried_round_trips: self.retried_round_trips,
             retried_engine_ns: self.retried_engine_ns,
+            ready_wait_ns: self.ready_wait_ns,
             commands: self.commands.0.to_vec(),
         }
     }
@@ -118,6 +123,7 @@ impl CallParts {
             engine_ns: w.engine_ns,
             retried_round_trips: w.retried_round_trips,
             retried_engine_ns: w.retried_engine_ns,
+            ready_wait_ns: w.ready_wait_ns,
             commands,
         }
     }
@@ -135,6 +141,8 @@ pub(crate) struct WireParts {
     retried_round_trips: u64,
     #[serde(default)]
     retried_engine_ns: u64,
+    #[serde(default)]
+    ready_wait_ns: u64,
     commands: Vec<u64>,
 }
 

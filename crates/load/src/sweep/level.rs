@@ -91,6 +91,7 @@ fn call_parts(acc: &OpAcc, op: &LevelOp) -> Option<Breakdown> {
             .map_or(op.latency.mean_us, |s| s.mean_us),
         lock_wait_us: Some(per_call(parts.lock_wait_ns)),
         retry_waste_us: Some(per_call(parts.retry_waste_ns)),
+        client_wait_us: Some(per_call(parts.ready_wait_ns)),
         engine_us: (parts.engine_ns > 0).then(|| per_call(engine_ns)),
         round_trips_per_op: kept as f64 / parts.calls as f64,
         commands_per_op: parts
@@ -103,7 +104,8 @@ fn call_parts(acc: &OpAcc, op: &LevelOp) -> Option<Breakdown> {
 }
 
 /// Sets the client part of the breakdown of a phase's operations `ops`: the process's
-/// CPU over the phase's window per call (`cpu` over `calls`, per phase). Unknown with an
+/// CPU over the phase's window that its calls account for (`cpu`: the background work's
+/// share taken off by the caller) per call (`calls`, per phase). Unknown with an
 /// in-process engine (SQLite), whose CPU is the process's too and is not told apart (its
 /// statements' wall time includes its waits on the disk).
 pub(super) fn phase_client_cpu(ops: &mut [LevelOp], cpu: Duration, calls: u64) {
@@ -119,19 +121,15 @@ pub(super) fn phase_client_cpu(ops: &mut [LevelOp], cpu: Duration, calls: u64) {
 }
 
 /// Completes each operation's breakdown with the level's parts: the engine's own time
-/// from `telemetry` (or the in-process time the sessions timed), the wire (round trips ×
-/// the floor's mean), the client CPU per call less an in-process engine's time, and the
-/// client wait (the client threads' mean scheduling lag × round trips); then the
-/// unexplained rest.
+/// from `telemetry` (or the in-process time the sessions timed) and the wire (round trips
+/// × the floor's mean less its client CPU); then the unexplained rest.
 pub(super) fn complete_breakdowns<T: Target + ?Sized>(
     level: &mut Level,
     engine: &T,
     telemetry: &Telemetry,
     telemetry_read: bool,
     floor: Option<&Floor>,
-    shared_threads: bool,
 ) {
-    let client = &level.client;
     for op in &mut level.ops {
         let Some(b) = op.breakdown.as_mut() else {
             continue;
@@ -160,17 +158,6 @@ pub(super) fn complete_breakdowns<T: Target + ?Sized>(
             Some(0.0)
         } else {
             floor.map(|f| (f.mean_us - f.client_cpu_us.unwrap_or(0.0)) * round_trips)
-        };
-        // With a client thread of its own, a client waits for no other client: the lag a
-        // probe sees there is that client running (its CPU, in the client part).
-        // An in-process engine's statements run without yielding: how often such a call
-        // waits for its thread is not known.
-        b.client_wait_us = if !shared_threads {
-            Some(0.0)
-        } else if in_process {
-            None
-        } else {
-            (client.cpu_s > 0.0).then_some(client.lag_mean_us * round_trips)
         };
         b.explain();
     }
@@ -245,9 +232,6 @@ pub(super) struct LevelFigures {
     pub(super) telemetry: Telemetry,
     pub(super) telemetry_error: Option<String>,
     pub(super) measured: Duration,
-    /// Whether, in some phase, more clients than client threads ran (a ready client could
-    /// wait for its thread while another ran).
-    pub(super) shared_threads: bool,
 }
 
 /// Rank 0 completes a level (engine check, open-loop figures), hands it to `on_level`
@@ -273,7 +257,6 @@ pub(super) fn finish_level<T: Target + ?Sized>(
         &telemetry,
         figures.telemetry_error.is_none(),
         outcome.floor.as_ref(),
-        figures.shared_threads,
     );
     // An in-process engine's calls ran on the client threads: their share of the threads'
     // cores is the engine's, and says whether it used them up.

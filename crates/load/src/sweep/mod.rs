@@ -184,7 +184,6 @@ pub async fn run_sweep<T: Target + ?Sized>(
             let mut parts: Vec<RankPart> = Vec::new();
             let mut failure = None;
             let mut stopped = false;
-            let mut shared_threads = false;
             for (phase_index, phase) in config.workload.phases.iter().enumerate() {
                 live.phase.store(phase_index as u32, Ordering::Relaxed);
                 live.measuring.store(false, Ordering::Relaxed);
@@ -427,10 +426,8 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
                         }
                     }
-                    // The phase's client CPU, and whether clients shared a client thread.
+                    // The phase's client CPU (the breakdown's client part).
                     let phase_cpu: Duration = reports.iter().map(|r| r.cpu).sum();
-                    let phase_threads: u32 = reports.iter().map(|r| r.place.cores as u32).sum();
-                    shared_threads |= clients > phase_threads.max(1);
                     let merged = if end.stop && end.failure.is_none() {
                         None
                     } else {
@@ -458,6 +455,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         let busy: Duration =
                             merged.ops.values().map(|acc| acc.busy).sum::<Duration>()
                                 + merged.background.busy;
+                        let (merged_busy, merged_background_busy) = (busy, merged.background.busy);
                         pool_busy = pool_busy.max(
                             busy.as_secs_f64() / (config.duration.as_secs_f64() * clients as f64),
                         );
@@ -475,7 +473,20 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             level.ops.push(level_op(op, &phase.name, &acc, real_window));
                             raw_intervals.insert(op.name().to_owned(), acc.intervals);
                         }
-                        phase_client_cpu(&mut level.ops[first_op..], phase_cpu, phase_calls);
+                        // The calls' share of the phase's CPU: the background work's part
+                        // (by the time each kept the clients busy) is not the calls'.
+                        let calls_busy: f64 =
+                            merged_busy.as_secs_f64() - merged_background_busy.as_secs_f64();
+                        let share = if merged_busy.is_zero() {
+                            1.0
+                        } else {
+                            calls_busy / merged_busy.as_secs_f64()
+                        };
+                        phase_client_cpu(
+                            &mut level.ops[first_op..],
+                            phase_cpu.mul_f64(share.clamp(0.0, 1.0)),
+                            phase_calls,
+                        );
                     }
                 }
                 let end = from_leader(team, leader.then_some(&end), stop).await?;
@@ -524,7 +535,6 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         telemetry,
                         telemetry_error,
                         measured,
-                        shared_threads,
                     },
                     engine.as_ref(),
                     config,
