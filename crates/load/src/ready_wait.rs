@@ -5,10 +5,11 @@
 //! driver has not yet seen (the thread busy with other clients) is not yet a wake-up:
 //! that wait is not counted here, and the breakdown leaves it unexplained.
 
+use atomic_waker::AtomicWaker;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -27,8 +28,8 @@ struct WakeClock {
     woke: AtomicU64,
     /// ns the calls waited since [`ReadyWait::take`].
     waited: AtomicU64,
-    /// The task's own waker, woken after the stamp.
-    task: Mutex<Option<Waker>>,
+    /// The task's own waker, woken after the stamp (lock-free).
+    task: AtomicWaker,
 }
 
 impl Wake for WakeClock {
@@ -39,9 +40,7 @@ impl Wake for WakeClock {
     fn wake_by_ref(self: &Arc<Self>) {
         let at = self.base.elapsed().as_nanos() as u64;
         self.woke.store(at.max(1), Ordering::Relaxed);
-        if let Some(w) = self.task.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            w.wake_by_ref();
-        }
+        self.task.wake();
     }
 }
 
@@ -52,7 +51,7 @@ impl ReadyWait {
             base: Instant::now(),
             woke: AtomicU64::new(0),
             waited: AtomicU64::new(0),
-            task: Mutex::new(None),
+            task: AtomicWaker::new(),
         });
         let waker = Waker::from(clock.clone());
         Self { clock, waker }
@@ -75,12 +74,7 @@ impl ReadyWait {
                     .waited
                     .fetch_add(now.saturating_sub(woke), Ordering::Relaxed);
             }
-            {
-                let mut task = clock.task.lock().unwrap_or_else(|e| e.into_inner());
-                if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *task = Some(cx.waker().clone());
-                }
-            }
+            clock.task.register(cx.waker());
             let mut ours = Context::from_waker(waker);
             match call.as_mut().poll(&mut ours) {
                 Poll::Ready(v) => Poll::Ready(v),
