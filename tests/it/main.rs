@@ -8,6 +8,7 @@
 
 mod baselines;
 mod beside;
+mod breakdown;
 mod cli;
 mod compare;
 mod docs;

@@ -90,7 +90,7 @@ fn report_of_real_sqlite_runs() {
     ]));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("journal_mode=wal"), "run context missing");
-    assert_eq!(page.matches("<svg").count(), 7, "inline plots");
+    assert_eq!(page.matches("<svg").count(), 8, "inline plots");
     let mut files: Vec<String> = std::fs::read_dir(&plots)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -99,6 +99,7 @@ fn report_of_real_sqlite_runs() {
     assert_eq!(
         files,
         [
+            "breakdown-sqlite.svg",
             "latency-at-20.svg",
             "latency-getattr.svg",
             "latency-mkdir.svg",
@@ -111,6 +112,18 @@ fn report_of_real_sqlite_runs() {
     let svg = std::fs::read_to_string(plots.join("throughput.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(svg.contains("mkdir — sqlite") && svg.contains("getattr — sqlite"));
+    // Where the time goes: a stacked bar per operation and level, every part named.
+    let svg = std::fs::read_to_string(plots.join("breakdown-sqlite.svg")).unwrap();
+    for part in metabench_report::BREAKDOWN_PARTS {
+        assert!(
+            svg.contains(&format!(">\n{part}\n</text>")),
+            "{part}: {svg}"
+        );
+    }
+    assert!(
+        page.contains("where the time goes"),
+        "the chart's title in the page"
+    );
 
     // Bad input: one line, exit 2.
     let o = metabench(&["report", p(&d.join("none.json"))]);

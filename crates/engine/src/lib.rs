@@ -28,8 +28,8 @@ pub use meta::{
     ChunkWrite, ClientProfile, Ctx, Engine, EngineKind, Entry, Made, Meta, NewNode, Rename,
     Renamed, ServerInfo, SessionOptions, SetAttr, StandIn, VolumeState, Xattr, XattrFlags,
 };
-pub use stats::SessionStats;
-pub use telemetry::Telemetry;
+pub use stats::{CommandCounts, SessionStats, OTHER_COMMAND, REDIS_COMMANDS};
+pub use telemetry::{EngineTime, Telemetry};
 pub use types::{falloc, FallocRange, Resized};
 pub use url::{Address, MetaUrl, Scheme};
 

@@ -371,4 +371,21 @@ pub trait Engine: Send + Sync {
     ) -> Option<String> {
         crate::telemetry::engine_bound(self.kind(), delta, window, clients)
     }
+
+    /// The engine part of an operation's time per call ([`crate::telemetry::engine_time`]).
+    fn engine_time(
+        &self,
+        delta: &crate::Telemetry,
+        commands_per_call: &std::collections::BTreeMap<String, f64>,
+        in_process_us: Option<f64>,
+        round_trips_per_call: f64,
+    ) -> crate::telemetry::EngineTime {
+        crate::telemetry::engine_time(
+            self.kind(),
+            delta,
+            commands_per_call,
+            in_process_us,
+            round_trips_per_call,
+        )
+    }
 }

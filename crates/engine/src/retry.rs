@@ -77,6 +77,16 @@ pub(crate) async fn after_conflict(
     Ok(())
 }
 
+/// The retry waste of an attempt that conflicted and was retried: ns from `*tried` (when
+/// the attempt started) to now, the backoff sleep after it included; `*tried` becomes now,
+/// the next attempt's start.
+pub(crate) fn wasted_since(tried: &mut std::time::Instant) -> u64 {
+    let now = std::time::Instant::now();
+    let wasted = now.duration_since(*tried).as_nanos() as u64;
+    *tried = now;
+    wasted
+}
+
 /// Decodes an attribute read inside a Redis or TKV transaction.
 pub(crate) fn decode_attr(buf: &[u8]) -> Result<metabench_schema::Attr, TxErr> {
     Ok(metabench_schema::Attr::decode(buf)?)

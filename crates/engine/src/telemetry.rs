@@ -137,6 +137,102 @@ fn deadlocks_or(deadlocks: f64, waits: impl FnOnce() -> Option<String>) -> Optio
     }
 }
 
+/// The engine part of a call's time, from the engine's own accounting, or why it is
+/// unknown.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineTime {
+    /// µs per call, and where it comes from (its granularity said).
+    Known(f64, String),
+    /// Why it is unknown ("engine time unknown: …").
+    Unknown(String),
+}
+
+/// The engine's own time per call of an operation that sent `commands_per_call` (Redis:
+/// top-level commands per call, by `INFO` name) or whose in-process engine calls took
+/// `in_process_us` per call (SQLite), from a level's telemetry deltas `delta`.
+///
+/// Redis: each command's mean time over the level (`usec.<cmd>` / `calls.<cmd>` of
+/// `INFO commandstats`, which counts Redis's execution of the command, not its socket
+/// work), times how many the operation sent per call: per level, not per call. A
+/// `MULTI … EXEC` counts as its `exec`, whose time covers the commands queued in it.
+///
+/// PostgreSQL (`pg_stat_statements`) and MariaDB/MySQL (`performance_schema` statement
+/// digests): the mean statement time over the level in this database × the statements
+/// (round trips) per call: per level. etcd, started with `--metrics=extensive`: the mean
+/// gRPC handling time over the level × the requests per call: per level.
+pub fn engine_time(
+    kind: EngineKind,
+    delta: &Telemetry,
+    commands_per_call: &BTreeMap<String, f64>,
+    in_process_us: Option<f64>,
+    round_trips_per_call: f64,
+) -> EngineTime {
+    let unknown = |why: &str| EngineTime::Unknown(format!("engine time unknown: {why}"));
+    match kind {
+        EngineKind::Sqlite => match in_process_us {
+            Some(us) => EngineTime::Known(
+                us,
+                "SQLite, called in-process: its statements timed per call".into(),
+            ),
+            None => unknown("no SQLite statement was timed"),
+        },
+        EngineKind::Redis => {
+            if delta.counters.is_empty() {
+                return unknown("Redis's INFO was not read");
+            }
+            if commands_per_call.is_empty() {
+                return unknown("no Redis command was counted");
+            }
+            let mut us = 0.0;
+            for (name, n) in commands_per_call {
+                let (Some(calls), Some(usec)) = (
+                    delta.counters.get(&format!("calls.{name}")),
+                    delta.counters.get(&format!("usec.{name}")),
+                ) else {
+                    return unknown(&format!("INFO commandstats has no figures for `{name}`"));
+                };
+                if *calls <= 0.0 {
+                    return unknown(&format!("INFO commandstats counted no `{name}`"));
+                }
+                us += n * usec / calls;
+            }
+            EngineTime::Known(
+                us,
+                "Redis INFO commandstats: each command's mean time over the level × the commands sent per call (per level)".into(),
+            )
+        }
+        EngineKind::Postgres | EngineKind::Mysql | EngineKind::Etcd => {
+            let (calls, total, missing, source) = match kind {
+                EngineKind::Postgres => (
+                    "statement_calls",
+                    "statement_us",
+                    "PostgreSQL has no pg_stat_statements (shared_preload_libraries and CREATE EXTENSION pg_stat_statements)",
+                    "PostgreSQL pg_stat_statements: the mean statement time over the level × statements per call (per level)",
+                ),
+                EngineKind::Mysql => (
+                    "statement_calls",
+                    "statement_us",
+                    "performance_schema is off (performance_schema=ON in the server's configuration)",
+                    "performance_schema statement digests: the mean statement time over the level × statements per call (per level)",
+                ),
+                _ => (
+                    "grpc_server_handled",
+                    "grpc_server_handling_us",
+                    "etcd keeps no per-request time without --metrics=extensive (grpc_server_handling_seconds)",
+                    "etcd grpc_server_handling_seconds: the mean request handling time over the level × requests per call (per level)",
+                ),
+            };
+            match (delta.counters.get(calls), delta.counters.get(total)) {
+                (Some(n), Some(us)) if *n > 0.0 => {
+                    EngineTime::Known(us / n * round_trips_per_call, source.into())
+                }
+                _ => unknown(missing),
+            }
+        }
+        _ => unknown("this engine keeps no per-command time"),
+    }
+}
+
 /// Redis `INFO all`: CPU, commands, AOF fsyncs and each command's calls and time
 /// (`cmdstat_get` → `calls.get`, `usec.get`) as counters; clients and memory as gauges.
 pub fn from_redis_info(info: &str) -> Telemetry {
@@ -237,13 +333,22 @@ pub fn from_prometheus(text: &str) -> Telemetry {
         let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
             continue;
         };
-        // Labelled series (e.g. per gRPC method) are not kept.
-        if name.contains('{') {
-            continue;
-        }
         let Ok(v) = value.parse::<f64>() else {
             continue;
         };
+        // `--metrics=extensive`: the gRPC handling histogram, summed over its methods.
+        if let Some((series, _)) = name.split_once('{') {
+            let kept = match series {
+                "grpc_server_handling_seconds_sum" => Some(("grpc_server_handling_us", v * 1e6)),
+                "grpc_server_handling_seconds_count" => Some(("grpc_server_handled", v)),
+                _ => None,
+            };
+            if let Some((key, v)) = kept {
+                *t.counters.entry(key.to_owned()).or_default() += v;
+            }
+            // Other labelled series (e.g. per gRPC method) are not kept.
+            continue;
+        }
         if COUNTERS.contains(&name) {
             t.counters.insert(name.to_owned(), v);
         } else if GAUGES.contains(&name) {
@@ -333,5 +438,56 @@ mod tests {
         );
         s.counters.insert("busy_wait_s".into(), 0.2);
         assert!(engine_bound(EngineKind::Sqlite, &s, Duration::from_secs(2), 8).is_none());
+    }
+
+    /// The engine part: Redis from each command's mean time over the level × the commands
+    /// sent per call; unknown, and why, when a figure is missing; PostgreSQL and etcd from
+    /// their statement or request time when it was read, else unknown.
+    #[test]
+    fn engine_time_from_the_engines_own_accounting() {
+        let info = "cmdstat_get:calls=100,usec=200,usec_per_call=2.00\r\ncmdstat_exec:calls=10,usec=500,usec_per_call=50.00\r\n";
+        let zero = from_redis_info("cmdstat_get:calls=0,usec=0\r\ncmdstat_exec:calls=0,usec=0\r\n");
+        let delta = from_redis_info(info).since(&zero);
+        let per_call: BTreeMap<String, f64> = [("get".into(), 2.0), ("exec".into(), 1.0)].into();
+        match engine_time(EngineKind::Redis, &delta, &per_call, None, 3.0) {
+            EngineTime::Known(us, source) => {
+                assert!((us - (2.0 * 2.0 + 50.0)).abs() < 1e-9, "{us}");
+                assert!(source.contains("per level"), "{source}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let hset: BTreeMap<String, f64> = [("hset".into(), 1.0)].into();
+        assert!(matches!(
+            engine_time(EngineKind::Redis, &delta, &hset, None, 1.0),
+            EngineTime::Unknown(why) if why.contains("`hset`")
+        ));
+        assert!(matches!(
+            engine_time(EngineKind::Postgres, &Telemetry::default(), &BTreeMap::new(), None, 4.0),
+            EngineTime::Unknown(why) if why.starts_with("engine time unknown: PostgreSQL has no pg_stat_statements")
+        ));
+        let mut pg = Telemetry::default();
+        pg.counters.insert("statement_calls".into(), 40.0);
+        pg.counters.insert("statement_us".into(), 400.0);
+        assert_eq!(
+            engine_time(EngineKind::Postgres, &pg, &BTreeMap::new(), None, 4.0),
+            EngineTime::Known(40.0, "PostgreSQL pg_stat_statements: the mean statement time over the level × statements per call (per level)".into())
+        );
+        assert!(matches!(
+            engine_time(EngineKind::Sqlite, &Telemetry::default(), &BTreeMap::new(), Some(7.0), 4.0),
+            EngineTime::Known(us, _) if us == 7.0
+        ));
+        let etcd = from_prometheus("grpc_server_handling_seconds_sum{grpc_method=\"Range\"} 0.5\ngrpc_server_handling_seconds_count{grpc_method=\"Range\"} 1000\ngrpc_server_handling_seconds_sum{grpc_method=\"Txn\"} 1.5\ngrpc_server_handling_seconds_count{grpc_method=\"Txn\"} 1000\n");
+        let d = etcd.since(&Telemetry {
+            counters: [
+                ("grpc_server_handling_us".into(), 0.0),
+                ("grpc_server_handled".into(), 0.0),
+            ]
+            .into(),
+            ..Default::default()
+        });
+        assert!(matches!(
+            engine_time(EngineKind::Etcd, &d, &BTreeMap::new(), None, 2.0),
+            EngineTime::Known(us, _) if (us - 2000.0).abs() < 1e-6
+        ));
     }
 }

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod floor;
 pub mod ops;
 pub mod placement;
+mod ready_wait;
 pub mod spec;
 pub mod stats;
 pub mod stop;

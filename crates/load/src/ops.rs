@@ -233,7 +233,7 @@ async fn run_one(
         if done || stop.is_stopped() {
             break;
         }
-        let Timed { call, cost } = timed_call(&mut state, meta, &mut op_timeout, None).await?;
+        let Timed { call, cost, .. } = timed_call(&mut state, meta, &mut op_timeout, None).await?;
         let elapsed = call.elapsed();
         calls += 1;
         // The budget counts what the calls took, the clock's part too (as `-benchtime`

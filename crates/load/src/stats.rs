@@ -4,6 +4,7 @@
 
 use crate::catalog::Op;
 use hdrhistogram::Histogram;
+use metabench_engine::{CommandCounts, SessionStats};
 use metabench_report::histogram::{decode, encode, new_latency_histogram};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,6 +39,111 @@ pub(crate) struct OpAcc {
     pub(crate) last_end: Option<Instant>,
     /// The slowest failed call (a timeout's elapsed time, for one).
     pub(crate) failed_max: Duration,
+    /// What the sessions measured of the successful calls' parts (the breakdown).
+    pub(crate) parts: CallParts,
+}
+
+/// The parts of the successful calls' time that their sessions measured themselves,
+/// summed (the latency breakdown's per-call parts; [`SessionStats`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct CallParts {
+    /// Successful calls summed.
+    pub(crate) calls: u64,
+    /// Their round trips.
+    pub(crate) round_trips: u64,
+    /// ns queued on the client's transaction locks.
+    pub(crate) lock_wait_ns: u64,
+    /// ns of attempts that conflicted and were retried.
+    pub(crate) retry_waste_ns: u64,
+    /// ns an in-process engine (SQLite) spent on their statements.
+    pub(crate) engine_ns: u64,
+    /// Round trips of their attempts that were retried (in `retry_waste_ns`).
+    pub(crate) retried_round_trips: u64,
+    /// The part of `engine_ns` in attempts that were retried.
+    pub(crate) retried_engine_ns: u64,
+    /// ns the calls, once woken, waited for their client thread.
+    pub(crate) ready_wait_ns: u64,
+    /// Redis: the top-level commands they sent, by name.
+    pub(crate) commands: CommandCounts,
+}
+
+impl CallParts {
+    /// Adds one successful call's cost, and how long it waited for its thread once woken.
+    #[inline]
+    pub(crate) fn add_call(&mut self, cost: &SessionStats, ready_wait: Duration) {
+        self.calls += 1;
+        self.ready_wait_ns += ready_wait.as_nanos() as u64;
+        self.round_trips += cost.round_trips;
+        self.lock_wait_ns += cost.lock_wait_ns;
+        self.retry_waste_ns += cost.retry_waste_ns;
+        self.engine_ns += cost.engine_ns;
+        self.retried_round_trips += cost.retried_round_trips;
+        self.retried_engine_ns += cost.retried_engine_ns;
+        if !cost.commands.is_empty() {
+            self.commands.add(&cost.commands);
+        }
+    }
+
+    fn merge(&mut self, other: &CallParts) {
+        self.calls += other.calls;
+        self.round_trips += other.round_trips;
+        self.lock_wait_ns += other.lock_wait_ns;
+        self.retry_waste_ns += other.retry_waste_ns;
+        self.engine_ns += other.engine_ns;
+        self.retried_round_trips += other.retried_round_trips;
+        self.retried_engine_ns += other.retried_engine_ns;
+        self.ready_wait_ns += other.ready_wait_ns;
+        self.commands.add(&other.commands);
+    }
+
+    fn to_wire(self) -> WireParts {
+        WireParts {
+            calls: self.calls,
+            round_trips: self.round_trips,
+            lock_wait_ns: self.lock_wait_ns,
+            retry_waste_ns: self.retry_waste_ns,
+            engine_ns: self.engine_ns,
+            retried_round_trips: self.retried_round_trips,
+            retried_engine_ns: self.retried_engine_ns,
+            ready_wait_ns: self.ready_wait_ns,
+            commands: self.commands.0.to_vec(),
+        }
+    }
+
+    fn from_wire(w: &WireParts) -> Self {
+        let mut commands = CommandCounts::default();
+        for (c, n) in commands.0.iter_mut().zip(&w.commands) {
+            *c = *n;
+        }
+        Self {
+            calls: w.calls,
+            round_trips: w.round_trips,
+            lock_wait_ns: w.lock_wait_ns,
+            retry_waste_ns: w.retry_waste_ns,
+            engine_ns: w.engine_ns,
+            retried_round_trips: w.retried_round_trips,
+            retried_engine_ns: w.retried_engine_ns,
+            ready_wait_ns: w.ready_wait_ns,
+            commands,
+        }
+    }
+}
+
+/// [`CallParts`] as one rank sends it.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct WireParts {
+    calls: u64,
+    round_trips: u64,
+    lock_wait_ns: u64,
+    retry_waste_ns: u64,
+    engine_ns: u64,
+    #[serde(default)]
+    retried_round_trips: u64,
+    #[serde(default)]
+    retried_engine_ns: u64,
+    #[serde(default)]
+    ready_wait_ns: u64,
+    commands: Vec<u64>,
 }
 
 /// The one latency histogram constructor of the runners (nanoseconds, 3 significant
@@ -98,6 +204,7 @@ impl OpAcc {
         self.in_flight_at_end += other.in_flight_at_end;
         self.last_end = self.last_end.max(other.last_end);
         self.failed_max = self.failed_max.max(other.failed_max);
+        self.parts.merge(&other.parts);
     }
 }
 
@@ -119,6 +226,8 @@ pub(crate) struct WireAcc {
     in_flight_at_end: u64,
     last_end: Option<Duration>,
     failed_max: Duration,
+    #[serde(default)]
+    parts: WireParts,
 }
 
 impl OpAcc {
@@ -141,6 +250,7 @@ impl OpAcc {
                 .last_end
                 .map(|t| t.saturating_duration_since(measure_from)),
             failed_max: self.failed_max,
+            parts: self.parts.to_wire(),
         }
     }
 
@@ -162,6 +272,7 @@ impl OpAcc {
             in_flight_at_end: w.in_flight_at_end,
             last_end: w.last_end.map(|d| measure_from + d),
             failed_max: w.failed_max,
+            parts: CallParts::from_wire(&w.parts),
         })
     }
 }

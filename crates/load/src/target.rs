@@ -10,6 +10,7 @@
 
 use crate::catalog::{Op, OpState};
 use metabench_engine::namespace::remove_tree;
+use metabench_engine::EngineTime;
 use metabench_engine::{
     ClientState, Ctx, Engine, Meta, Result, SessionOptions, SessionStats, Telemetry,
 };
@@ -55,6 +56,19 @@ pub trait Target: Send + Sync + 'static {
 
     /// Why a window's telemetry deltas show the system as the bottleneck, if they do.
     fn engine_bound(&self, delta: &Telemetry, window: Duration, clients: u32) -> Option<String>;
+
+    /// The engine part of an operation's time per call, from the level's telemetry
+    /// deltas, the commands it sent per call (Redis) or its in-process engine time per
+    /// call (SQLite); unknown unless the system says otherwise.
+    fn engine_time(
+        &self,
+        _delta: &Telemetry,
+        _commands_per_call: &std::collections::BTreeMap<String, f64>,
+        _in_process_us: Option<f64>,
+        _round_trips_per_call: f64,
+    ) -> EngineTime {
+        EngineTime::Unknown("engine time unknown: this system keeps no per-call time".into())
+    }
 }
 
 /// One client's session of a [`Target`]: the calls the sweep makes on it.
@@ -158,6 +172,22 @@ impl Target for dyn Engine {
 
     fn engine_bound(&self, delta: &Telemetry, window: Duration, clients: u32) -> Option<String> {
         Engine::engine_bound(self, delta, window, clients)
+    }
+
+    fn engine_time(
+        &self,
+        delta: &Telemetry,
+        commands_per_call: &std::collections::BTreeMap<String, f64>,
+        in_process_us: Option<f64>,
+        round_trips_per_call: f64,
+    ) -> EngineTime {
+        Engine::engine_time(
+            self,
+            delta,
+            commands_per_call,
+            in_process_us,
+            round_trips_per_call,
+        )
     }
 }
 

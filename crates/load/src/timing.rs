@@ -4,6 +4,7 @@
 //! engine. The floor times its null round trips with the same clock reads and timeout
 //! ([`OpTimeout::time`]).
 
+use crate::ready_wait::ReadyWait;
 use crate::target::Session;
 use metabench_engine::deadline::CallDeadlines;
 use metabench_engine::{MetaError, Result, SessionStats};
@@ -37,6 +38,8 @@ pub(crate) struct Timed {
     pub call: Clocked<()>,
     /// What the call sent (round trips, retries).
     pub cost: SessionStats,
+    /// How long the call, once woken, waited for its client thread ([`ReadyWait`]).
+    pub ready_wait: Duration,
 }
 
 /// How long a client thread runs calls without going back to its scheduler at most
@@ -87,6 +90,8 @@ pub(crate) struct OpTimeout {
     deadlines: CallDeadlines,
     /// When the last call timed here ended.
     last_end: Option<Instant>,
+    /// The client's wake-up clock: how long its calls waited for the thread.
+    ready: ReadyWait,
 }
 
 impl OpTimeout {
@@ -96,6 +101,7 @@ impl OpTimeout {
             limit,
             deadlines: CallDeadlines::new(),
             last_end: None,
+            ready: ReadyWait::new(),
         }
     }
 
@@ -232,7 +238,10 @@ pub fn clock_overhead() -> ClockOverhead {
                     timing.ended(start, Ok(()), TimedPath::InClient)
                 } else {
                     let call = std::pin::pin!(std::future::ready(Ok::<(), MetaError>(())));
-                    let outcome = timing.bound(start, std::hint::black_box(call)).await;
+                    // Polled with the wake-up clock, as `timed_call` polls a call.
+                    let ready = timing.ready.clone();
+                    let call = ready.around(std::hint::black_box(call));
+                    let outcome = timing.bound(start, call).await;
                     timing.ended(start, outcome, TimedPath::Call)
                 }
             });
@@ -302,12 +311,16 @@ pub(crate) async fn timed_call<S: Session>(
         // Pinned where it is made: the call's future is large (it holds every operation's
         // state) and handing it on by value would copy it on every call.
         let call = std::pin::pin!(session.call(work));
-        let outcome = timeout.bound(start, call).await;
+        // Polled with the client's wake-up clock: how long it waited, once woken, for
+        // the thread (two clock reads per wake-up).
+        let ready = timeout.ready.clone();
+        let outcome = timeout.bound(start, ready.around(call)).await;
         timeout.ended(start, outcome, TimedPath::Call)
     };
     Ok(Timed {
         call: clocked,
         cost: session.stats().since(&before),
+        ready_wait: timeout.ready.take(),
     })
 }
 

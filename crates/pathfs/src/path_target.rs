@@ -193,7 +193,7 @@ impl<F: FsOps<Dir: Serialize + DeserializeOwned>> Session for PathSession<F> {
     fn stats(&self) -> SessionStats {
         SessionStats {
             round_trips: self.fs.requests(),
-            retries: 0,
+            ..SessionStats::default()
         }
     }
 

@@ -19,7 +19,9 @@
 //! [`IntervalSample`]: crate::model::IntervalSample
 
 use crate::histogram;
-use crate::model::{AnyResults, LevelOp, OpResult, OpsResults, SweepResults};
+use crate::model::{
+    AnyResults, Breakdown, LevelOp, OpResult, OpsResults, SweepResults, BREAKDOWN_PARTS,
+};
 use crate::stats::{welch, welch_series, Summary, Welch};
 use crate::table::fmt_us;
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
@@ -139,6 +141,9 @@ pub struct Row {
     pub round_trips: (f64, f64),
     /// Transaction retries after conflicts: baseline, current.
     pub retries: (u64, u64),
+    /// Sweeps: where the mean latency went, baseline and current (none in `ops` runs and
+    /// in files written before breakdowns).
+    pub breakdown: (Option<Breakdown>, Option<Breakdown>),
 }
 
 impl Row {
@@ -336,6 +341,7 @@ pub fn compare_ops(a: &OpsResults, b: &OpsResults, alpha: f64) -> Comparison {
             ],
             round_trips: (ra.round_trips_per_op, rb.round_trips_per_op),
             retries: (ra.retries, rb.retries),
+            breakdown: (None, None),
         });
     }
     let only_in_current = b
@@ -441,6 +447,7 @@ pub fn compare_sweeps(a: &SweepResults, b: &SweepResults, alpha: f64) -> Compari
             changes,
             round_trips: (oa.round_trips_per_op, ob.round_trips_per_op),
             retries: (oa.retries, ob.retries),
+            breakdown: (oa.breakdown.clone(), ob.breakdown.clone()),
         });
     }
     let only_in_current = rb
@@ -515,6 +522,7 @@ pub fn render(c: &Comparison) -> String {
         c.alpha,
         c.test_description()
     );
+    out += &render_breakdowns(c);
     if !c.only_in_base.is_empty() {
         out += &format!("Only in the baseline: {}\n", c.only_in_base.join(", "));
     }
@@ -531,6 +539,42 @@ pub fn render(c: &Comparison) -> String {
         out += &format!("Setup: {d}\n");
     }
     out
+}
+
+/// The rows' breakdowns side by side (baseline → current, µs per call, "unknown" where
+/// a part is not measured), when any row has both; empty otherwise.
+fn render_breakdowns(c: &Comparison) -> String {
+    let mut t = Table::new();
+    t.load_style(ASCII_MARKDOWN);
+    let mut header = vec!["op", "clients", "mean µs"];
+    header.extend(BREAKDOWN_PARTS);
+    t.set_header(header);
+    for r in &c.rows {
+        let (Some(a), Some(b)) = &r.breakdown else {
+            continue;
+        };
+        let mut row = vec![r.op.clone(), r.level()];
+        row.push(format!("{:.1} → {:.1}", a.mean_us, b.mean_us));
+        row.extend(
+            a.parts()
+                .iter()
+                .zip(b.parts())
+                .map(|(x, y)| format!("{} → {}", Breakdown::cell(*x), Breakdown::cell(y))),
+        );
+        t.add_row(row);
+    }
+    if t.row_count() == 0 {
+        return String::new();
+    }
+    for i in 1..t.column_count() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!(
+        "\nWhere the time goes, baseline → current (µs per call; unexplained = mean less \
+         the known parts):\n{t}\n"
+    )
 }
 
 /// What the gate checks.
@@ -958,5 +1002,43 @@ mod tests {
         );
         let same = compare(&base, &base, 0.05).unwrap();
         assert!(!same.warnings.iter().any(|w| w.contains("per client")));
+    }
+
+    /// `compare` shows both runs' breakdown parts side by side, "unknown" as it is.
+    #[test]
+    fn breakdowns_are_shown_side_by_side() {
+        let with = |engine: Option<f64>, mean: f64| {
+            let mut run = match sweep(mean, 0.0, 3, 2.0, 1) {
+                AnyResults::Sweep(s) => s,
+                _ => unreachable!(),
+            };
+            for l in &mut run.levels {
+                for o in &mut l.ops {
+                    let mut b = Breakdown {
+                        mean_us: mean,
+                        wire_us: Some(30.0),
+                        engine_us: engine,
+                        ..Default::default()
+                    };
+                    b.explain();
+                    o.breakdown = Some(b);
+                }
+            }
+            AnyResults::Sweep(run)
+        };
+        let c = compare(&with(None, 100.0), &with(Some(20.0), 120.0), 0.05).unwrap();
+        let text = render(&c);
+        assert!(
+            text.contains("Where the time goes, baseline → current"),
+            "{text}"
+        );
+        assert!(text.contains("unknown → 20.0"), "{text}");
+        assert!(text.contains("70.0 → 70.0"), "unexplained: {text}");
+        let plain = compare(
+            &sweep(100.0, 0.0, 3, 2.0, 1),
+            &sweep(100.0, 0.0, 3, 2.0, 2),
+            0.05,
+        );
+        assert!(!render(&plain.unwrap()).contains("Where the time goes"));
     }
 }

@@ -17,7 +17,8 @@ pub mod table;
 
 pub use model::{cpu_list, kind_of, read_results_of};
 pub use model::{
-    AnyResults, BackgroundWork, ClientCheck, ClientLag, Disruption, EngineCheck, EngineInfo, Floor,
-    HostInfo, IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult, OpsPlan, OpsResults,
-    RankLevel, RunFailure, RunHeader, ServiceTime, SweepPlan, SweepResults, SCHEMA_VERSION,
+    AnyResults, BackgroundWork, Breakdown, ClientCheck, ClientLag, Disruption, EngineCheck,
+    EngineInfo, Floor, HostInfo, IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult,
+    OpsPlan, OpsResults, RankLevel, RunFailure, RunHeader, ServiceTime, SweepPlan, SweepResults,
+    BREAKDOWN_PARTS, SCHEMA_VERSION,
 };

@@ -5,7 +5,7 @@
 //! ringed, levels the engine's own counters mark as engine-bound are crossed.
 
 use crate::labeled_run::{op_names_of, LabeledRun};
-use crate::model::SweepResults;
+use crate::model::{SweepResults, BREAKDOWN_PARTS};
 use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::element::{CoordMapper, Drawable, PointCollection};
@@ -433,13 +433,135 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     Ok(plots)
 }
 
-/// Every plot of `runs`: [`ops_plot`] when there are `ops` runs, then [`sweep_plots`]
-/// and [`latency_at_plot`].
+/// Every plot of `runs`: [`ops_plot`] when there are `ops` runs, then [`sweep_plots`],
+/// [`latency_at_plot`] and [`breakdown_plots`].
 pub fn plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     let mut out: Vec<Plot> = ops_plot(runs)?.into_iter().collect();
     out.extend(sweep_plots(runs)?);
     out.extend(latency_at_plot(runs)?);
+    out.extend(breakdown_plots(runs)?);
     Ok(out)
+}
+
+/// The colour of each part of a breakdown, in [`BREAKDOWN_PARTS`] order.
+fn part_color(i: usize) -> RGBColor {
+    const C: [(u8, u8, u8); 7] = [
+        (31, 119, 180),  // client
+        (214, 39, 40),   // lock wait
+        (127, 127, 127), // wire
+        (44, 160, 44),   // engine
+        (255, 127, 14),  // client wait
+        (148, 103, 189), // retry waste
+        (188, 189, 34),  // unexplained
+    ];
+    let (r, g, b) = C[i % C.len()];
+    RGBColor(r, g, b)
+}
+
+/// One chart per sweep among `runs` that has breakdowns (`breakdown-LABEL.svg`): for each
+/// operation, a stacked bar per level (its clients below it) of where the mean latency
+/// went, µs per call. A part that is unknown is not drawn (the unexplained part holds it);
+/// a negative unexplained part is drawn below zero.
+pub fn breakdown_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
+    let mut plots = Vec::new();
+    for (label, s) in LabeledRun::sweeps_of(runs) {
+        // (slot, clients, op, breakdown), each operation's levels side by side, a gap
+        // between operations.
+        let mut bars = Vec::new();
+        let mut groups: Vec<(f64, String)> = Vec::new();
+        let mut slot = 0.0;
+        for op in s.op_names() {
+            let first = slot;
+            for l in &s.levels {
+                if let Some(b) = l
+                    .ops
+                    .iter()
+                    .find(|o| o.op == op)
+                    .and_then(|o| o.breakdown.as_ref())
+                {
+                    bars.push((slot, l.clients, b));
+                    slot += 1.0;
+                }
+            }
+            if slot > first {
+                groups.push(((first + slot - 1.0) / 2.0, op));
+                slot += 1.0;
+            }
+        }
+        if bars.is_empty() {
+            continue;
+        }
+        let (mut lo, mut hi) = (0.0f64, 0.0f64);
+        for (_, _, b) in &bars {
+            let (neg, pos) = b.parts().iter().flatten().fold((0.0, 0.0), |(n, p), v| {
+                if *v < 0.0 {
+                    (n + v, p)
+                } else {
+                    (n, p + v)
+                }
+            });
+            lo = lo.min(neg);
+            hi = hi.max(pos);
+        }
+        let (lo, hi) = (lo * 1.1, hi * 1.15);
+        let title = format!("{label}: where the time goes, µs per call");
+        let n = slot;
+        let svg = svg_chart(SIZE, &title, 70, |b| {
+            let mut chart = b
+                .build_cartesian_2d(-1.0f64..n, lo..hi.max(1.0))
+                .map_err(|e| e.to_string())?;
+            let slots: Vec<(f64, u32)> = bars.iter().map(|(x, c, _)| (*x, *c)).collect();
+            draw_mesh(
+                chart
+                    .configure_mesh()
+                    .x_desc("operation; concurrent clients under each bar")
+                    .y_desc("µs per call")
+                    .x_labels((n as usize + 2).min(200))
+                    .x_label_formatter(&|x| {
+                        slots
+                            .iter()
+                            .find(|(s, _)| (s - x).abs() < 0.01)
+                            .map_or(String::new(), |(_, c)| c.to_string())
+                    })
+                    .y_label_formatter(&|y| crate::table::fmt_us(*y)),
+            )?;
+            for (i, name) in BREAKDOWN_PARTS.iter().enumerate() {
+                let c = part_color(i);
+                let mut rects = Vec::new();
+                for (x, _, b) in &bars {
+                    let parts = b.parts();
+                    let Some(v) = parts[i] else { continue };
+                    // Stacked in part order: positives upward from 0, negatives downward.
+                    let below: f64 = parts[..i]
+                        .iter()
+                        .flatten()
+                        .filter(|p| (**p < 0.0) == (v < 0.0))
+                        .sum();
+                    rects.push(Rectangle::new(
+                        [(x - 0.4, below), (x + 0.4, below + v)],
+                        c.filled(),
+                    ));
+                }
+                legend_entry(&mut chart, rects, *name, swatch(c))?;
+            }
+            chart
+                .draw_series(groups.iter().map(|(x, op)| {
+                    Text::new(
+                        op.clone(),
+                        (*x - 0.4, hi.max(1.0) * 0.97),
+                        ("sans-serif", 14).into_font(),
+                    )
+                }))
+                .map_err(|e| e.to_string())?;
+            draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+        })?;
+        plots.push(Plot {
+            file: format!("breakdown-{}.svg", file_safe(label)),
+            title,
+            svg,
+        });
+    }
+    Ok(plots)
 }
 
 /// The `ops` runs as grouped horizontal bars (`ops.svg`): µs/op of every operation on a
@@ -691,6 +813,78 @@ mod tests {
             !texts.iter().any(|t| t == "1"),
             "the axis starts at the first rate"
         );
+    }
+
+    /// One stacked chart per sweep with breakdowns: a bar per operation and level, a
+    /// rectangle per known part (none for an unknown one), a negative unexplained part
+    /// drawn below zero, every part in the legend, the operations named over their bars.
+    #[test]
+    fn breakdown_bars_stack_the_known_parts_of_each_level() {
+        let mut run = match sweep(1.0, &["create", "getattr"]) {
+            AnyResults::Sweep(s) => s,
+            _ => unreachable!(),
+        };
+        for l in &mut run.levels {
+            for o in &mut l.ops {
+                let mut b = crate::Breakdown {
+                    mean_us: 100.0 * l.clients as f64,
+                    client_us: Some(10.0),
+                    lock_wait_us: Some(0.0),
+                    wire_us: Some(40.0),
+                    engine_us: (o.op == "create").then_some(20.0),
+                    client_wait_us: Some(5.0),
+                    retry_waste_us: Some(0.0),
+                    ..Default::default()
+                };
+                b.explain();
+                o.breakdown = Some(b);
+            }
+        }
+        // The first level's unexplained part: 100 - 75 (create) or 100 - 55 (getattr);
+        // make one negative.
+        run.levels[0].ops[0].breakdown.as_mut().unwrap().mean_us = 50.0;
+        run.levels[0].ops[0].breakdown.as_mut().unwrap().explain();
+        let levels = run.levels.len();
+        let runs = vec![
+            LabeledRun {
+                label: "redis".into(),
+                run: AnyResults::Sweep(run.clone()),
+            },
+            LabeledRun {
+                label: "old".into(),
+                run: AnyResults::Sweep(SweepResults {
+                    levels: run
+                        .levels
+                        .iter()
+                        .cloned()
+                        .map(|mut l| {
+                            l.ops.iter_mut().for_each(|o| o.breakdown = None);
+                            l
+                        })
+                        .collect(),
+                    ..run
+                }),
+            },
+        ];
+        let plots = breakdown_plots(&runs).unwrap();
+        assert_eq!(plots.len(), 1, "a run without breakdowns has no chart");
+        assert_eq!(plots[0].file, "breakdown-redis.svg");
+        let doc = roxmltree::Document::parse(&plots[0].svg).unwrap();
+        let filled = |rgb: &str| {
+            doc.descendants()
+                .filter(|n| n.tag_name().name() == "rect" && n.attribute("fill") == Some(rgb))
+                .count()
+        };
+        // Engine (green): one per create level, none for getattr's unknown; plus its
+        // legend swatch.
+        assert_eq!(filled("#2CA02C"), levels + 1);
+        // Wire (grey): every bar, and the swatch.
+        assert_eq!(filled("#7F7F7F"), 2 * levels + 1);
+        let texts = svg_texts(&plots[0].svg);
+        for part in BREAKDOWN_PARTS {
+            assert!(texts.iter().any(|t| t == part), "{part}: {texts:?}");
+        }
+        assert!(texts.iter().any(|t| t == "create") && texts.iter().any(|t| t == "getattr"));
     }
 
     #[test]

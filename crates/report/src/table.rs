@@ -1,7 +1,7 @@
 //! Terminal tables in the layout of the JuiceFS docs' metadata-engine comparison, as
 //! Markdown so they paste straight into a document.
 
-use crate::model::{ClientLag, Floor, OpResult, OpsResults};
+use crate::model::{Breakdown, ClientLag, Floor, OpResult, OpsResults, BREAKDOWN_PARTS};
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
 
 /// Formats a latency in µs with precision that suits its size.
@@ -460,6 +460,7 @@ pub fn sweep_text(run: &crate::SweepResults, detail: Detail) -> String {
         }
     }
     out += &host_steal(run);
+    out += &breakdown_text(run);
     if run.levels.iter().any(|l| l.background.is_some()) {
         let mut t = Table::new();
         t.load_style(ASCII_MARKDOWN);
@@ -523,14 +524,14 @@ fn host_steal(run: &crate::SweepResults) -> String {
 /// (empty where not counted).
 pub fn sweep_csv(run: &crate::SweepResults) -> String {
     let mut s = String::from(
-        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us,engine_call_share,host_steal\n",
+        "engine,workload,clients,op,phase,count,ops_per_s,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,round_trips_per_op,retries,errors,client_cpu_utilisation,client_bound,engine_bound,partial,timeouts,in_flight_at_end,offered_ops_per_s,achieved_ops_per_s,service_p50_us,service_p99_us,breakdown_client_us,breakdown_lock_wait_us,breakdown_wire_us,breakdown_engine_us,breakdown_client_wait_us,breakdown_retry_waste_us,breakdown_unexplained_us,engine_call_share,host_steal\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for level in &run.levels {
         for r in &level.ops {
             let errors: u64 = r.errors.values().sum();
             s += &format!(
-                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{},{:.3},{}\n",
+                "{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.3},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{:.3},{}\n",
                 run.header.engine.kind,
                 run.plan.workload.replace(',', ";"),
                 level.clients,
@@ -557,6 +558,7 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
                 opt(level.achieved_ops_per_s),
                 opt(r.service.as_ref().map(|v| v.p50_us)),
                 opt(r.service.as_ref().map(|v| v.p99_us)),
+                breakdown_cells(r.breakdown.as_ref()),
                 level.client.engine_utilisation,
                 level
                     .client
@@ -566,6 +568,65 @@ pub fn sweep_csv(run: &crate::SweepResults) -> String {
         }
     }
     s
+}
+
+/// A breakdown's parts as CSV cells, µs (empty: unknown, or no breakdown).
+fn breakdown_cells(b: Option<&Breakdown>) -> String {
+    match b {
+        Some(b) => b
+            .parts()
+            .iter()
+            .map(|p| p.map_or(String::new(), |v| format!("{v:.2}")))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => ",".repeat(BREAKDOWN_PARTS.len() - 1),
+    }
+}
+
+/// Where each operation's mean latency went at each level ([`Breakdown`]): one row per
+/// operation and level, µs per call, "unknown" where a part cannot be measured on the
+/// engine; then where the engine part came from. Empty when no level has a breakdown.
+pub fn breakdown_text(run: &crate::SweepResults) -> String {
+    let mut t = Table::new();
+    t.load_style(ASCII_MARKDOWN);
+    let mut header = vec!["op", "clients", "mean µs"];
+    header.extend(BREAKDOWN_PARTS);
+    t.set_header(header);
+    let mut sources: Vec<&str> = Vec::new();
+    for op in run.op_names() {
+        for level in &run.levels {
+            let Some(b) = level
+                .ops
+                .iter()
+                .find(|o| o.op == op)
+                .and_then(|o| o.breakdown.as_ref())
+            else {
+                continue;
+            };
+            let mut row = vec![op.clone(), level.clients.to_string(), fmt_us(b.mean_us)];
+            row.extend(b.parts().iter().map(|p| Breakdown::cell(*p)));
+            t.add_row(row);
+            if !sources.contains(&b.engine_source.as_str()) {
+                sources.push(&b.engine_source);
+            }
+        }
+    }
+    if t.row_count() == 0 {
+        return String::new();
+    }
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = format!(
+        "\nwhere the time goes (µs per call; unexplained = mean less the known parts, may be \
+         negative; at high concurrency mostly queueing in the engine)\n{t}\n"
+    );
+    for s in sources {
+        out += &format!("  engine part: {s}\n");
+    }
+    out
 }
 
 /// Where an open loop's engine stopped keeping up with the offered rate, for one operation.
@@ -688,5 +749,59 @@ mod tests {
         assert!(rows[3].ends_with(','), "not counted: {}", rows[3]);
         sweep.levels.truncate(1);
         assert!(!sweep_table(&sweep).contains("steal"));
+    }
+
+    /// The breakdown table says each part, "unknown" for one not measured (never 0), a
+    /// negative unexplained part as it is, and where the engine part came from; the CSV
+    /// has the parts as columns, empty where unknown.
+    #[test]
+    fn breakdowns_show_unknown_parts_and_negative_remainders() {
+        let mut b = Breakdown {
+            mean_us: 50.0,
+            client_us: Some(10.0),
+            lock_wait_us: Some(0.0),
+            wire_us: Some(45.0),
+            engine_us: None,
+            client_wait_us: Some(0.0),
+            retry_waste_us: Some(0.0),
+            engine_source: "engine time unknown: test".into(),
+            ..Default::default()
+        };
+        b.explain();
+        let run = crate::SweepResults {
+            levels: vec![crate::Level {
+                clients: 4,
+                ops: vec![crate::LevelOp {
+                    op: "getattr".into(),
+                    breakdown: Some(b),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let text = breakdown_text(&run);
+        let row = text.lines().find(|l| l.contains("getattr")).unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(
+            cells[1..11],
+            ["getattr", "4", "50.0", "10.0", "0.0", "45.0", "unknown", "0.0", "0.0", "-5.0"],
+            "{text}"
+        );
+        assert!(
+            text.contains("engine part: engine time unknown: test"),
+            "{text}"
+        );
+        assert!(sweep_text(&run, Detail::Full).contains("where the time goes"));
+        assert!(!sweep_text(&run, Detail::Terse).contains("where the time goes"));
+        let csv = sweep_csv(&run);
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(header.len(), row.len());
+        let at = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(at("breakdown_engine_us"), "");
+        assert_eq!(at("breakdown_wire_us"), "45.00");
+        assert_eq!(at("breakdown_unexplained_us"), "-5.00");
+        assert!(breakdown_text(&crate::SweepResults::default()).is_empty());
     }
 }

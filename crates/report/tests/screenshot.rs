@@ -113,3 +113,80 @@ fn html_report_screenshot_shows_the_plots() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+/// The stacked breakdown chart in a real browser: a sweep whose every part is known
+/// shows each part's colour as bars, the engine's green and the retry waste's purple
+/// among them; its negative unexplained part is drawn too (below zero).
+#[test]
+fn html_report_screenshot_shows_the_breakdown_bars() {
+    assert!(
+        Command::new("chromium").arg("--version").output().is_ok(),
+        "chromium is not installed: run the tests with scripts/test.sh (scripts/engines.sh install adds it)"
+    );
+    let mut run = match sweep(1.0) {
+        AnyResults::Sweep(s) => s,
+        _ => unreachable!(),
+    };
+    for l in &mut run.levels {
+        let c = l.clients as f64;
+        for o in &mut l.ops {
+            let mut b = metabench_report::Breakdown {
+                mean_us: 100.0 * c,
+                client_us: Some(10.0),
+                lock_wait_us: Some(5.0 * c),
+                wire_us: Some(30.0),
+                engine_us: Some(20.0 * c),
+                client_wait_us: Some(4.0 * c),
+                retry_waste_us: Some(15.0 * c),
+                ..Default::default()
+            };
+            b.explain();
+            o.breakdown = Some(b);
+        }
+    }
+    let runs = vec![LabeledRun {
+        label: "redis".into(),
+        run: AnyResults::Sweep(run),
+    }];
+    let plots = metabench_report::plot::breakdown_plots(&runs).unwrap();
+    assert_eq!(plots.len(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    std::fs::write(&html, render_html(&runs, &[], &[], &plots)).unwrap();
+    let shot = dir.path().join("shot.png");
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1000,1400")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&shot).unwrap();
+    let engine = count_colour(&bytes, (44, 160, 44));
+    let retry = count_colour(&bytes, (148, 103, 189));
+    assert!(
+        engine > 500 && retry > 500,
+        "engine {engine}, retry waste {retry}"
+    );
+    if let Some(keep) = std::env::var_os("METABENCH_KEEP_BREAKDOWN_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}

@@ -12,6 +12,7 @@ use crate::rules::ParentRule;
 use metabench_schema::{Ino, Slice};
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,8 @@ pub struct ClientState {
     client: Arc<Client>,
     /// This worker's run of slice ids, taken from `freeSlices` ([`SliceIds::take_run`]).
     slice_run: Range<u64>,
+    /// ns this handle's transactions waited for the client's locks ([`ClientState::tx_lock`]).
+    lock_wait_ns: AtomicU64,
 }
 
 /// Another handle on the same client, with no slice ids of its own yet: a run belongs to
@@ -39,6 +42,7 @@ impl Clone for ClientState {
         Self {
             client: self.client.clone(),
             slice_run: 0..0,
+            lock_wait_ns: AtomicU64::new(0),
         }
     }
 }
@@ -112,6 +116,7 @@ impl ClientState {
         Self {
             client,
             slice_run: 0..0,
+            lock_wait_ns: AtomicU64::new(0),
         }
     }
 
@@ -178,9 +183,21 @@ impl ClientState {
     }
 
     /// `txLock` / `txBatchLock`: waits for and holds what `lock` names until the guard is
-    /// dropped (nothing while the client has one worker, SQLite's apart).
+    /// dropped (nothing while the client has one worker, SQLite's apart). The time it
+    /// waited for another worker's lock is added to [`ClientState::lock_wait_ns`].
     pub async fn tx_lock(&self, lock: TxLock<'_>) -> TxGuard {
-        self.client.tx_locks.lock(lock).await
+        let (guard, waited) = self.client.tx_locks.lock(lock).await;
+        if !waited.is_zero() {
+            self.lock_wait_ns
+                .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        }
+        guard
+    }
+
+    /// ns this handle's transactions have waited for the client's locks so far (the
+    /// `lock_wait_ns` of [`crate::SessionStats`]).
+    pub fn lock_wait_ns(&self) -> u64 {
+        self.lock_wait_ns.load(Ordering::Relaxed)
     }
 
     /// Whether the volume keeps dir stats (and the quota walk runs).

@@ -7,6 +7,7 @@ use metabench_schema::Ino;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 /// `nlocks` in `pkg/meta/base.go`.
@@ -50,16 +51,18 @@ impl TxLocks {
     }
 
     /// Waits for and takes what `lock` names, as `txBatchLock` does: sorted, each slot once
-    /// (Go's mutexes are not recursive). Nothing until enabled.
-    pub(crate) async fn lock(&self, lock: TxLock<'_>) -> TxGuard {
+    /// (Go's mutexes are not recursive). Nothing until enabled. Also returns how long it
+    /// waited for a slot another holder had: a slot free at once is taken with no clock
+    /// read, so an uncontended lock costs the timing nothing.
+    pub(crate) async fn lock(&self, lock: TxLock<'_>) -> (TxGuard, Duration) {
         if !self.enabled.load(Ordering::Relaxed) {
-            return TxGuard::default();
+            return (TxGuard::default(), Duration::ZERO);
         }
         let (a, b) = match lock {
-            TxLock::None => return TxGuard::default(),
+            TxLock::None => return (TxGuard::default(), Duration::ZERO),
             TxLock::Key(key) => (fnv1_32(key.as_bytes()) as usize % TX_LOCKS, None),
             TxLock::Inodes(inodes) => match *inodes {
-                [] => return TxGuard::default(),
+                [] => return (TxGuard::default(), Duration::ZERO),
                 [i] => (slot_of(i), None),
                 [i, j] => {
                     let (x, y) = (slot_of(i), slot_of(j));
@@ -68,19 +71,37 @@ impl TxLocks {
                 _ => panic!("a transaction names at most two inodes to lock: {inodes:?}"),
             },
         };
-        let first = self.slot(a).lock_owned().await;
+        let mut waited = Duration::ZERO;
+        let first = take(self.slot(a), &mut waited).await;
         let second = match b {
-            Some(b) => Some(self.slot(b).lock_owned().await),
+            Some(b) => Some(take(self.slot(b), &mut waited).await),
             None => None,
         };
-        TxGuard {
-            _held: [Some(first), second],
-        }
+        (
+            TxGuard {
+                _held: [Some(first), second],
+            },
+            waited,
+        )
     }
 
     fn slot(&self, slot: usize) -> Arc<AsyncMutex<()>> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.entry(slot).or_default().clone()
+    }
+}
+
+/// Takes `slot`, adding to `waited` how long it waited for another holder (no clock read
+/// when the slot is free).
+async fn take(slot: Arc<AsyncMutex<()>>, waited: &mut Duration) -> OwnedMutexGuard<()> {
+    match slot.clone().try_lock_owned() {
+        Ok(guard) => guard,
+        Err(_) => {
+            let start = Instant::now();
+            let guard = slot.lock_owned().await;
+            *waited += start.elapsed();
+            guard
+        }
     }
 }
 
@@ -99,7 +120,6 @@ fn fnv1_32(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn fnv1_matches_go() {
@@ -112,12 +132,12 @@ mod tests {
     #[tokio::test]
     async fn one_worker_takes_no_lock() {
         let locks = TxLocks::default();
-        let a = locks.lock(TxLock::Inodes(&[5])).await;
+        let a = locks.lock(TxLock::Inodes(&[5])).await.0;
         // Not enabled: a second holder of the same slot does not wait.
         let b = tokio::time::timeout(Duration::from_secs(1), locks.lock(TxLock::Inodes(&[5])))
             .await
             .expect("no lock before a second worker");
-        assert!(a._held.iter().chain(&b._held).all(Option::is_none));
+        assert!(a._held.iter().chain(&b.0._held).all(Option::is_none));
     }
 
     #[tokio::test]
@@ -125,10 +145,15 @@ mod tests {
         let locks = TxLocks::default();
         locks.enable();
         // 7 and 7 + 1024 share a slot: taken once, not twice (which would deadlock).
-        let once = locks.lock(TxLock::Inodes(&[7 + TX_LOCKS as u64, 7])).await;
+        let (once, waited) = locks.lock(TxLock::Inodes(&[7 + TX_LOCKS as u64, 7])).await;
+        assert_eq!(
+            waited,
+            Duration::ZERO,
+            "a free slot is taken without waiting"
+        );
         assert!(once._held[0].is_some() && once._held[1].is_none());
         drop(once);
-        let held = locks.lock(TxLock::Inodes(&[9, 7])).await;
+        let (held, _) = locks.lock(TxLock::Inodes(&[9, 7])).await;
         assert!(held._held.iter().all(Option::is_some));
         let waiting =
             tokio::time::timeout(Duration::from_millis(50), locks.lock(TxLock::Inodes(&[9]))).await;
@@ -140,11 +165,27 @@ mod tests {
         let after =
             tokio::time::timeout(Duration::from_secs(1), locks.lock(TxLock::Inodes(&[9]))).await;
         assert!(after.is_ok(), "released with the guard");
-        let key = locks.lock(TxLock::Key("a")).await;
+        let (key, _) = locks.lock(TxLock::Key("a")).await;
         let slot = 0x050c_5d7e_usize % TX_LOCKS;
         assert!(slots_held(&locks, slot));
         drop(key);
         assert!(!slots_held(&locks, slot));
+    }
+
+    /// A slot held by another holder is waited for, and the wait is what is returned.
+    #[tokio::test]
+    async fn a_held_slot_is_waited_for_and_the_wait_is_timed() {
+        let locks = Arc::new(TxLocks::default());
+        locks.enable();
+        let (held, _) = locks.lock(TxLock::Inodes(&[3])).await;
+        let waiter = {
+            let locks = locks.clone();
+            tokio::spawn(async move { locks.lock(TxLock::Inodes(&[3])).await.1 })
+        };
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        drop(held);
+        let waited = waiter.await.unwrap();
+        assert!(waited >= Duration::from_millis(25), "{waited:?}");
     }
 
     fn slots_held(locks: &TxLocks, slot: usize) -> bool {

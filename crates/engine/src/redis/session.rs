@@ -46,6 +46,10 @@ pub struct RedisSession {
     pub(super) keys: RedisKeys,
     pub(super) format: Format,
     pub(super) retries: u64,
+    /// ns of attempts that conflicted and were retried ([`SessionStats::retry_waste_ns`]).
+    pub(super) retry_waste_ns: u64,
+    /// Their round trips ([`SessionStats::retried_round_trips`]).
+    pub(super) retried_round_trips: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
     /// `shaLookup` and `shaResolve`: the Lua scripts a registered session loaded.
@@ -69,6 +73,8 @@ impl RedisSession {
             keys,
             format,
             retries: 0,
+            retry_waste_ns: 0,
+            retried_round_trips: 0,
             sha_lookup: None,
             sha_resolve: None,
         }
@@ -569,6 +575,11 @@ impl Storage for RedisSession {
         SessionStats {
             round_trips: self.conn.round_trips(),
             retries: self.retries,
+            lock_wait_ns: self.base.lock_wait_ns(),
+            retry_waste_ns: self.retry_waste_ns,
+            retried_round_trips: self.retried_round_trips,
+            commands: self.conn.commands(),
+            ..SessionStats::default()
         }
     }
 }

@@ -10,6 +10,7 @@
 use super::connect::connect_node;
 use super::discovery::Dialer;
 use super::wire::{Request, Wire};
+use crate::stats::{CommandCounts, REDIS_COMMANDS};
 use crate::{MetaError, MetaUrl};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,6 +45,8 @@ pub(crate) fn classify(e: RedisError) -> TxErr {
 pub(crate) struct Conn {
     wire: Arc<Mutex<Wire>>,
     round_trips: Arc<AtomicU64>,
+    /// Top-level commands sent, by [`crate::stats::REDIS_COMMANDS`] slot.
+    commands: Arc<[AtomicU64; REDIS_COMMANDS.len() + 1]>,
     /// On a Cluster: how to reach the node a MOVED answer names.
     moves: Option<Arc<(MetaUrl, Dialer)>>,
     /// Between a WATCH and the transaction's end: a MOVED then restarts the transaction
@@ -94,6 +97,7 @@ impl Conn {
         Self {
             wire: Arc::new(Mutex::new(wire)),
             round_trips: Arc::new(AtomicU64::new(0)),
+            commands: Arc::new(std::array::from_fn(|_| AtomicU64::new(0))),
             moves: None,
             watching: Arc::new(AtomicBool::new(false)),
             redirected: Arc::new(AtomicBool::new(false)),
@@ -199,18 +203,34 @@ impl Conn {
         self.round_trips.load(Ordering::Relaxed)
     }
 
+    /// Top-level commands sent so far, by name.
+    pub(crate) fn commands(&self) -> CommandCounts {
+        let mut counts = CommandCounts::default();
+        for (n, c) in counts.0.iter_mut().zip(self.commands.iter()) {
+            *n = c.load(Ordering::Relaxed);
+        }
+        counts
+    }
+
+    /// Counts one top-level command named `name`.
+    fn count(&self, name: &[u8]) {
+        self.commands[CommandCounts::slot(name)].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Sends one command and waits for its answer (1 RTT).
     pub(crate) async fn query<T: FromRedisValue>(
         &mut self,
         cmd: &(impl Request + ?Sized),
     ) -> Result<T, TxErr> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.count(cmd.name());
         let mut wire = self.lock().await;
         match wire.query(cmd).await {
             Ok(v) => Ok(v),
             Err(e) => match self.follow(&mut wire, &e, 1, false).await {
                 Moved::Followed { resend: true } => {
                     self.round_trips.fetch_add(1, Ordering::Relaxed);
+                    self.count(cmd.name());
                     wire.query(cmd).await.map_err(classify)
                 }
                 moved => Err(self.after_move(e, moved)),
@@ -225,6 +245,7 @@ impl Conn {
         cmd: &Cmd,
     ) -> redis::RedisResult<T> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.count(super::wire::cmd_name(cmd));
         let mut wire = self.lock().await;
         wire.query(cmd).await
     }
@@ -244,6 +265,9 @@ impl Conn {
         requests: u64,
     ) -> Result<T, TxErr> {
         self.round_trips.fetch_add(requests, Ordering::Relaxed);
+        for c in p.cmd_iter() {
+            self.count(super::wire::cmd_name(c));
+        }
         let mut wire = self.lock().await;
         match p.query_async(&mut *wire).await {
             Ok(v) => Ok(v),
@@ -274,6 +298,10 @@ impl Conn {
     pub(crate) async fn exec(&mut self, p: &Pipeline) -> Result<Vec<Value>, TxErr> {
         debug_assert!(p.is_transaction());
         self.round_trips.fetch_add(1, Ordering::Relaxed);
+        // Redis times the queued commands inside EXEC's own time: MULTI and EXEC alone
+        // are the top-level commands.
+        self.count(b"multi");
+        self.count(b"exec");
         let reply = {
             let mut wire = self.lock().await;
             match p.query_async::<Value>(&mut *wire).await {
@@ -330,8 +358,11 @@ macro_rules! txn {
             .await;
         let mut attempt: u32 = 0;
         let mut redirected = false;
+        // When the attempt in progress started: an attempt that conflicts is retry waste.
+        let mut tried = ::std::time::Instant::now();
         loop {
             let mut $c = $sess.conn.clone();
+            let sent = $c.round_trips();
             let r: ::std::result::Result<_, $crate::redis::txn::TxErr> = async {
                 $c.watch(&keys).await?;
                 $body
@@ -355,6 +386,8 @@ macro_rules! txn {
                         break Err(e);
                     }
                     $sess.retries += 1;
+                    $sess.retry_waste_ns += $crate::retry::wasted_since(&mut tried);
+                    $sess.retried_round_trips += $sess.conn.round_trips() - sent;
                 }
             }
         }

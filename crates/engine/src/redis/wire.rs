@@ -24,11 +24,26 @@ pub(crate) trait Request: Sync {
     /// Appends the command, RESP-encoded, to `buf`; `scratch` is the connection's own
     /// [`Cmd`], for a request that is not one already.
     fn write_to(&self, scratch: &mut Cmd, buf: &mut Vec<u8>);
+
+    /// The command's name, as sent (its first argument).
+    fn name(&self) -> &[u8];
+}
+
+/// The name of `cmd` (its first argument; empty if it has none).
+pub(crate) fn cmd_name(cmd: &Cmd) -> &[u8] {
+    match cmd.args_iter().next() {
+        Some(redis::Arg::Simple(name)) => name,
+        _ => b"",
+    }
 }
 
 impl Request for Cmd {
     fn write_to(&self, _scratch: &mut Cmd, buf: &mut Vec<u8>) {
         self.write_packed_command(buf);
+    }
+
+    fn name(&self) -> &[u8] {
+        cmd_name(self)
     }
 }
 
@@ -44,6 +59,10 @@ impl<const N: usize> Request for Args<'_, N> {
             scratch.arg(arg);
         }
         scratch.write_packed_command(buf);
+    }
+
+    fn name(&self) -> &[u8] {
+        self.0.first().copied().unwrap_or_default()
     }
 }
 

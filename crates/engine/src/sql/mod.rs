@@ -495,6 +495,25 @@ impl Engine for SqlEngine {
                             t.counters.insert(name, v);
                         }
                     }
+                    // The statements' own time, when performance_schema is on: their
+                    // digests in this database (SUM_TIMER_WAIT in picoseconds), this
+                    // reading's own statements left out.
+                    let on = c.simple_fetch("SELECT @@performance_schema").await;
+                    if on.is_ok_and(|r| r.first().and_then(|r| number(r.0.first())) == Some(1.0)) {
+                        let rows = c
+                            .simple_fetch(
+                                "SELECT SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) / 1000000 \
+                                 FROM performance_schema.events_statements_summary_by_digest \
+                                 WHERE SCHEMA_NAME = DATABASE() \
+                                 AND DIGEST_TEXT NOT LIKE '%performance_schema%' \
+                                 AND DIGEST_TEXT NOT LIKE 'SHOW %' \
+                                 AND DIGEST_TEXT NOT LIKE 'SELECT @@%'",
+                            )
+                            .await;
+                        if let Ok(Some(row)) = rows.as_ref().map(|r| r.first()) {
+                            statement_time(&mut t, number(row.0.first()), number(row.0.get(1)));
+                        }
+                    }
                 }
                 Dialect::Postgres => {
                     let rows = c
@@ -517,6 +536,30 @@ impl Engine for SqlEngine {
                         .map_err(engine_err)?;
                     if let Some(v) = rows.first().and_then(|r| number(r.0.first())) {
                         t.gauges.insert("lock_waiters".to_owned(), v);
+                    }
+                    // The statements' own time, when pg_stat_statements is loaded (an
+                    // error here, from a server without it, leaves it unknown), this
+                    // reading's own statements left out.
+                    let present = c
+                        .simple_fetch(
+                            "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'",
+                        )
+                        .await
+                        .is_ok_and(|r| r.first().and_then(|r| number(r.0.first())) == Some(1.0));
+                    let rows = if !present {
+                        Ok(Vec::new())
+                    } else {
+                        c.simple_fetch(
+                            "SELECT sum(calls)::float8, sum(total_exec_time)::float8 * 1000 \
+                             FROM pg_stat_statements WHERE dbid = \
+                             (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                             AND query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_locks%' \
+                             AND query NOT LIKE '%pg_extension%'",
+                        )
+                        .await
+                    };
+                    if let Ok(Some(row)) = rows.as_ref().map(|r| r.first()) {
+                        statement_time(&mut t, number(row.0.first()), number(row.0.get(1)));
                     }
                 }
                 Dialect::Sqlite => {}
@@ -587,5 +630,14 @@ impl Engine for SqlEngine {
         }
         .await;
         admin_done(&mut g, r)
+    }
+}
+
+/// Keeps a statement-statistics reading (calls, µs) as the counters `statement_calls` and
+/// `statement_us` ([`crate::telemetry::engine_time`] reads them).
+fn statement_time(t: &mut crate::Telemetry, calls: Option<f64>, us: Option<f64>) {
+    if let (Some(calls), Some(us)) = (calls, us) {
+        t.counters.insert("statement_calls".into(), calls);
+        t.counters.insert("statement_us".into(), us);
     }
 }

@@ -449,7 +449,10 @@ macro_rules! txn {
         let kv = $sess.kv.clone();
         let calls = $sess.calls.clone();
         let mut attempt: u32 = 0;
+        // When the attempt in progress started: an attempt that conflicts is retry waste.
+        let mut tried = ::std::time::Instant::now();
         loop {
+            let sent = calls.get();
             let mut $tx = $crate::tkv::kv::Txn::new(kv.clone(), calls.clone()).on_try(attempt);
             let r: ::std::result::Result<_, $crate::tkv::kv::TxErr> = async { $body }.await;
             let r = match r {
@@ -468,6 +471,8 @@ macro_rules! txn {
                         break Err(e);
                     }
                     $sess.retries += 1;
+                    $sess.retry_waste_ns += $crate::retry::wasted_since(&mut tried);
+                    $sess.retried_round_trips += calls.get() - sent;
                 }
             }
         }

@@ -34,6 +34,10 @@ pub struct TkvSession {
     pub(super) keys: TkvKeys,
     format: Format,
     pub(super) retries: u64,
+    /// ns of attempts that conflicted and were retried ([`SessionStats::retry_waste_ns`]).
+    pub(super) retry_waste_ns: u64,
+    /// Their round trips ([`SessionStats::retried_round_trips`]).
+    pub(super) retried_round_trips: u64,
     /// What the client keeps between calls (`baseMeta`'s fields).
     pub(super) base: ClientState,
 }
@@ -64,6 +68,8 @@ impl TkvSession {
             keys,
             format,
             retries: 0,
+            retry_waste_ns: 0,
+            retried_round_trips: 0,
         }
     }
 
@@ -628,6 +634,10 @@ impl Storage for TkvSession {
         SessionStats {
             round_trips: self.calls.get(),
             retries: self.retries,
+            lock_wait_ns: self.base.lock_wait_ns(),
+            retry_waste_ns: self.retry_waste_ns,
+            retried_round_trips: self.retried_round_trips,
+            ..SessionStats::default()
         }
     }
 }

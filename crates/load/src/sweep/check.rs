@@ -67,6 +67,11 @@ pub(super) fn client_check(part: &RankPart, measured: Duration) -> ClientCheck {
         engine_utilisation: engine,
         lag_p99_us: us(lag.value_at_quantile(0.99)),
         lag_max_us: us(lag.max()),
+        lag_mean_us: if lag.is_empty() {
+            0.0
+        } else {
+            lag.mean() / 1000.0
+        },
         host_steal,
         client_bound: reason.is_some(),
         reason,
@@ -137,6 +142,7 @@ pub(super) fn level_client_check(ranks: &[RankLevel], calls: u64) -> ClientCheck
         engine_utilisation: worst(|c| c.engine_utilisation),
         lag_p99_us: worst(|c| c.lag_p99_us),
         lag_max_us: worst(|c| c.lag_max_us),
+        lag_mean_us: worst(|c| c.lag_mean_us),
         host_steal: ranks
             .iter()
             .filter_map(|r| r.client.host_steal)

@@ -181,15 +181,27 @@ pub(super) async fn client_body<T: Target + ?Sized>(
             k
         };
         let op = job.phase.ops[k].0;
-        let (outcome, t0, t1, elapsed, cost) =
+        let (outcome, t0, t1, elapsed, cost, ready_wait) =
             match timed_call(&mut states[k], meta, &mut op_timeout, intended).await {
-                Ok(Timed { call, cost }) => {
+                Ok(Timed {
+                    call,
+                    cost,
+                    ready_wait,
+                }) => {
                     let elapsed = call.elapsed();
-                    (call.outcome, call.start, call.end, elapsed, cost)
+                    (
+                        call.outcome,
+                        call.start,
+                        call.end,
+                        elapsed,
+                        cost,
+                        ready_wait,
+                    )
                 }
                 Err(e) => {
                     let now = Instant::now();
-                    (Err(e), now, now, Duration::ZERO, SessionStats::default())
+                    let none = SessionStats::default();
+                    (Err(e), now, now, Duration::ZERO, none, Duration::ZERO)
                 }
             };
         // Which window a call belongs to: by its start, or in an open loop by its
@@ -224,11 +236,14 @@ pub(super) async fn client_body<T: Target + ?Sized>(
                     acc.in_flight_at_end += 1;
                 }
                 match &outcome {
-                    Ok(()) => acc.record(
-                        elapsed + queued.unwrap_or_default(),
-                        queued.map(|_| elapsed),
-                        interval,
-                    ),
+                    Ok(()) => {
+                        acc.parts.add_call(&cost, ready_wait);
+                        acc.record(
+                            elapsed + queued.unwrap_or_default(),
+                            queued.map(|_| elapsed),
+                            interval,
+                        )
+                    }
                     Err(e) => acc.record_failure(e.kind(), elapsed, interval),
                 }
             });

@@ -9,10 +9,12 @@ use crate::catalog::Op;
 use crate::exec::Exec;
 use crate::stats::{histogram, us, OpAcc};
 use crate::target::{Session, Target};
-use metabench_engine::{MetaError, Result, Telemetry};
+use metabench_engine::{EngineTime, MetaError, Result, Telemetry};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::Latency;
-use metabench_report::{EngineCheck, IntervalSample, Level, LevelOp, RunFailure, ServiceTime};
+use metabench_report::{
+    Breakdown, EngineCheck, Floor, IntervalSample, Level, LevelOp, RunFailure, ServiceTime,
+};
 use std::time::Duration;
 
 pub(super) fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
@@ -43,6 +45,7 @@ pub(super) fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> Le
             histogram: s.histogram.unwrap_or_default(),
         }
     });
+    r.breakdown = call_parts(acc, &r);
     let seconds = acc.intervals.len().max(acc.error_intervals.len());
     let empty = histogram();
     r.intervals = (0..seconds)
@@ -59,6 +62,105 @@ pub(super) fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> Le
         })
         .collect();
     r
+}
+
+/// The parts of the breakdown the sessions timed per call (lock wait, retry waste, an
+/// in-process engine's time) and the Redis commands sent per call; the level's parts
+/// are added by [`complete_breakdowns`]. None without a successful call.
+fn call_parts(acc: &OpAcc, op: &LevelOp) -> Option<Breakdown> {
+    let parts = &acc.parts;
+    if parts.calls == 0 {
+        return None;
+    }
+    let per_call = |ns: u64| us(ns) / parts.calls as f64;
+    // A retried attempt's commands and statements are in the retry waste, not in the
+    // engine part: the commands are scaled by the round trips kept (a failed attempt
+    // sends about what a successful one does), SQLite's time is taken off exactly.
+    let kept = parts.round_trips.saturating_sub(parts.retried_round_trips);
+    let kept_share = if parts.round_trips > 0 {
+        kept as f64 / parts.round_trips as f64
+    } else {
+        1.0
+    };
+    let engine_ns = parts.engine_ns.saturating_sub(parts.retried_engine_ns);
+    Some(Breakdown {
+        // An open loop's latency runs from the intended start: the call is its service.
+        mean_us: op
+            .service
+            .as_ref()
+            .map_or(op.latency.mean_us, |s| s.mean_us),
+        lock_wait_us: Some(per_call(parts.lock_wait_ns)),
+        retry_waste_us: Some(per_call(parts.retry_waste_ns)),
+        client_wait_us: Some(per_call(parts.ready_wait_ns)),
+        engine_us: (parts.engine_ns > 0).then(|| per_call(engine_ns)),
+        round_trips_per_op: kept as f64 / parts.calls as f64,
+        commands_per_op: parts
+            .commands
+            .named()
+            .map(|(name, n)| (name.to_owned(), n as f64 * kept_share / parts.calls as f64))
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// Sets the client part of the breakdown of a phase's operations `ops`: the process's
+/// CPU over the phase's window that its calls account for (`cpu`: the background work's
+/// share taken off by the caller) per call (`calls`, per phase). Unknown with an
+/// in-process engine (SQLite), whose CPU is the process's too and is not told apart (its
+/// statements' wall time includes its waits on the disk).
+pub(super) fn phase_client_cpu(ops: &mut [LevelOp], cpu: Duration, calls: u64) {
+    if calls == 0 || cpu.is_zero() {
+        return;
+    }
+    let per_call = cpu.as_secs_f64() * 1e6 / calls as f64;
+    for op in ops {
+        if let Some(b) = op.breakdown.as_mut() {
+            b.client_us = b.engine_us.is_none().then_some(per_call);
+        }
+    }
+}
+
+/// Completes each operation's breakdown with the level's parts: the engine's own time
+/// from `telemetry` (or the in-process time the sessions timed) and the wire (round trips
+/// × the floor's mean less its client CPU); then the unexplained rest.
+pub(super) fn complete_breakdowns<T: Target + ?Sized>(
+    level: &mut Level,
+    engine: &T,
+    telemetry: &Telemetry,
+    telemetry_read: bool,
+    floor: Option<&Floor>,
+) {
+    for op in &mut level.ops {
+        let Some(b) = op.breakdown.as_mut() else {
+            continue;
+        };
+        let in_process = b.engine_us.is_some();
+        let delta = if telemetry_read {
+            telemetry
+        } else {
+            &Telemetry::default()
+        };
+        match engine.engine_time(delta, &b.commands_per_op, b.engine_us, b.round_trips_per_op) {
+            EngineTime::Known(us, source) => {
+                b.engine_us = Some(us);
+                b.engine_source = source;
+            }
+            EngineTime::Unknown(why) => {
+                b.engine_us = None;
+                b.engine_source = why;
+            }
+        }
+        let round_trips = b.round_trips_per_op;
+        // An in-process engine (SQLite) has no wire: its statements' whole time, each
+        // statement's own overhead included, is the engine part.
+        // The floor less the client's own CPU for it, which is in the client part.
+        b.wire_us = if in_process {
+            Some(0.0)
+        } else {
+            floor.map(|f| (f.mean_us - f.client_cpu_us.unwrap_or(0.0)) * round_trips)
+        };
+        b.explain();
+    }
 }
 
 /// Why an open loop stops after `level`: the engine no longer keeps up with the offered
@@ -149,6 +251,13 @@ pub(super) fn finish_level<T: Target + ?Sized>(
     let clients = level.clients;
     let (rate, achieved, pool_busy) = (figures.rate, figures.achieved, figures.pool_busy);
     let mut telemetry = figures.telemetry;
+    complete_breakdowns(
+        level,
+        engine,
+        &telemetry,
+        figures.telemetry_error.is_none(),
+        outcome.floor.as_ref(),
+    );
     // An in-process engine's calls ran on the client threads: their share of the threads'
     // cores is the engine's, and says whether it used them up.
     let in_process = level.client.engine_utilisation;
@@ -240,4 +349,42 @@ pub(super) fn finish_level<T: Target + ?Sized>(
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod breakdown_tests {
+    use super::*;
+    use metabench_engine::CommandCounts;
+
+    /// A retried attempt's time is retry waste alone: its round trips, commands and
+    /// SQLite statement time are left out of what the wire and engine parts count.
+    #[test]
+    fn retried_attempts_are_left_out_of_the_wire_and_engine_parts() {
+        let mut acc = OpAcc::default();
+        acc.parts.calls = 2;
+        acc.parts.round_trips = 10;
+        acc.parts.retried_round_trips = 4;
+        acc.parts.retry_waste_ns = 6_000;
+        acc.parts.engine_ns = 9_000;
+        acc.parts.retried_engine_ns = 3_000;
+        acc.parts.lock_wait_ns = 500;
+        let mut commands = CommandCounts::default();
+        commands.0[CommandCounts::slot(b"get")] = 10;
+        acc.parts.commands = commands;
+        let op = LevelOp {
+            latency: Latency {
+                mean_us: 20.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let b = call_parts(&acc, &op).unwrap();
+        assert_eq!(b.mean_us, 20.0);
+        assert_eq!(b.round_trips_per_op, 3.0);
+        assert_eq!(b.commands_per_op["get"], 3.0);
+        assert_eq!(b.engine_us, Some(3.0));
+        assert_eq!(b.retry_waste_us, Some(3.0));
+        assert_eq!(b.lock_wait_us, Some(0.25));
+        assert!(call_parts(&OpAcc::default(), &op).is_none());
+    }
 }

@@ -41,7 +41,9 @@ use client::{
 };
 use config::{DirOf, Window};
 use host::{online_cores, process_cpu_time, HostTicks};
-use level::{finish_level, level_op, measure_floor_on, read_telemetry, LevelFigures};
+use level::{
+    finish_level, level_op, measure_floor_on, phase_client_cpu, read_telemetry, LevelFigures,
+};
 use ranks::{
     merge_reports, DirReady, LevelStart, PhaseEnd, PhaseGo, PhaseReport, RankPart, RankPlace,
     RankTime, SessionsOpened,
@@ -426,6 +428,8 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             end.failure = Some(failure_at(clients, &phase.name, "cleanup", &e));
                         }
                     }
+                    // The phase's client CPU (the breakdown's client part).
+                    let phase_cpu: Duration = reports.iter().map(|r| r.time.cpu).sum();
                     let merged = if end.stop && end.failure.is_none() {
                         None
                     } else {
@@ -453,6 +457,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         let busy: Duration =
                             merged.ops.values().map(|acc| acc.busy).sum::<Duration>()
                                 + merged.background.busy;
+                        let (merged_busy, merged_background_busy) = (busy, merged.background.busy);
                         pool_busy = pool_busy.max(
                             busy.as_secs_f64() / (config.duration.as_secs_f64() * clients as f64),
                         );
@@ -465,10 +470,25 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             b.errors += merged.background.errors;
                             b.window_s += real_window.as_secs_f64();
                         }
+                        let first_op = level.ops.len();
                         for (op, acc) in merged.ops {
                             level.ops.push(level_op(op, &phase.name, &acc, real_window));
                             raw_intervals.insert(op.name().to_owned(), acc.intervals);
                         }
+                        // The calls' share of the phase's CPU: the background work's part
+                        // (by the time each kept the clients busy) is not the calls'.
+                        let calls_busy: f64 =
+                            merged_busy.as_secs_f64() - merged_background_busy.as_secs_f64();
+                        let share = if merged_busy.is_zero() {
+                            1.0
+                        } else {
+                            calls_busy / merged_busy.as_secs_f64()
+                        };
+                        phase_client_cpu(
+                            &mut level.ops[first_op..],
+                            phase_cpu.mul_f64(share.clamp(0.0, 1.0)),
+                            phase_calls,
+                        );
                     }
                 }
                 let end = from_leader(team, leader.then_some(&end), stop).await?;

@@ -1,6 +1,7 @@
 //! The results file: versioned JSON, written by every run and read by reports.
 
 mod any_results;
+mod breakdown;
 mod header;
 mod latency;
 mod ops;
@@ -8,6 +9,7 @@ mod read;
 mod sweep;
 
 pub use any_results::AnyResults;
+pub use breakdown::{Breakdown, BREAKDOWN_PARTS};
 pub use header::{cpu_list, EngineInfo, HostInfo, RunHeader, SCHEMA_VERSION};
 pub use latency::Latency;
 pub use ops::{ClientLag, OpResult, OpsPlan, OpsResults};

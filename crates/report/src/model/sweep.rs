@@ -130,6 +130,10 @@ pub struct LevelOp {
     /// above run from the intended start.
     #[serde(default)]
     pub service: Option<ServiceTime>,
+    /// Where the mean latency went: client, lock wait, wire, engine, client wait, retry
+    /// waste and unexplained (none in files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<super::Breakdown>,
 }
 
 /// The engine's null round trip (the floor under every operation), measured through the
@@ -152,6 +156,11 @@ pub struct Floor {
     /// `--busy-poll`). What `p50_us` has above it is the client CPU's wake-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polling_p50_us: Option<f64>,
+    /// The client thread's own CPU per null round trip, µs (the breakdown counts it in
+    /// the client part, not the wire); none where the kernel does not say, and in files
+    /// written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_us: Option<f64>,
 }
 
 /// The load generator's own state during a level: is the client the bottleneck?
@@ -181,6 +190,9 @@ pub struct ClientCheck {
     pub lag_p99_us: f64,
     /// Largest scheduling lag, µs.
     pub lag_max_us: f64,
+    /// Mean scheduling lag, µs (0 in files written before it existed).
+    #[serde(default)]
+    pub lag_mean_us: f64,
     /// The share of the host's CPU time that its hypervisor gave to other guests during
     /// the windows (the `steal` column of `/proc/stat`, over all the host's CPUs; with
     /// several ranks, the most any rank's host lost). Stolen time delays every thread

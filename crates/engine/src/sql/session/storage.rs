@@ -201,6 +201,9 @@ impl Storage for SqlSession {
     }
 
     fn session_stats(&self) -> SessionStats {
-        self.stats
+        SessionStats {
+            lock_wait_ns: self.base.lock_wait_ns(),
+            ..self.stats
+        }
     }
 }

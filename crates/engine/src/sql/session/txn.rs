@@ -30,7 +30,10 @@ pub(super) fn tx_lock_of(dialect: Dialect, inodes: &[Ino]) -> TxLock<'_> {
 macro_rules! retry {
     ($s:ident, $attempt:expr, |$e:ident| $retryable:expr) => {{
         let mut attempt: u32 = 0;
+        // When the attempt in progress started: an attempt retried is retry waste.
+        let mut tried = ::std::time::Instant::now();
         loop {
+            let (sent, engine) = ($s.stats.round_trips, $s.stats.engine_ns);
             let res: ::std::result::Result<_, $crate::sql::session::tx_err::TxErr> = $attempt.await;
             match res {
                 Ok(v) => break Ok(v),
@@ -39,6 +42,9 @@ macro_rules! retry {
                     if !$s.wait_to_retry(retry, &mut attempt).await {
                         break Err($crate::sql::session::tx_err::final_error($e, retry));
                     }
+                    $s.stats.retry_waste_ns += $crate::retry::wasted_since(&mut tried);
+                    $s.stats.retried_round_trips += $s.stats.round_trips - sent;
+                    $s.stats.retried_engine_ns += $s.stats.engine_ns - engine;
                 }
             }
         }
@@ -166,13 +172,24 @@ impl SqlSession {
         }
     }
 
+    /// SQLite, called in-process: a statement's time from `start` (taken only on SQLite)
+    /// is the engine's, its busy-handler sleeps on the database lock included.
+    fn engine_time_since(&mut self, start: Option<std::time::Instant>) {
+        if let Some(start) = start {
+            self.stats.engine_ns += start.elapsed().as_nanos() as u64;
+        }
+    }
+
     pub(super) async fn exec(
         &mut self,
         sql: &Sql,
         args: &[Arg<'_>],
     ) -> std::result::Result<Done, DbError> {
         self.stats.round_trips += 1;
+        let sqlite = self.st.dialect == Dialect::Sqlite;
+        let start = sqlite.then(std::time::Instant::now);
         let r = self.conn_or_reconnect().await?.exec(sql, args).await;
+        self.engine_time_since(start);
         if let Err(e) = &r {
             self.note(e);
         }
@@ -185,7 +202,10 @@ impl SqlSession {
         args: &[Arg<'_>],
     ) -> std::result::Result<Vec<Row>, DbError> {
         self.stats.round_trips += 1;
+        let sqlite = self.st.dialect == Dialect::Sqlite;
+        let start = sqlite.then(std::time::Instant::now);
         let r = self.conn_or_reconnect().await?.fetch(sql, args).await;
+        self.engine_time_since(start);
         if let Err(e) = &r {
             self.note(e);
         }
@@ -194,7 +214,10 @@ impl SqlSession {
 
     pub(super) async fn simple_stmt(&mut self, sql: &str) -> std::result::Result<(), DbError> {
         self.stats.round_trips += 1;
+        let sqlite = self.st.dialect == Dialect::Sqlite;
+        let start = sqlite.then(std::time::Instant::now);
         let r = self.conn_or_reconnect().await?.simple(sql).await;
+        self.engine_time_since(start);
         if let Err(e) = &r {
             self.note(e);
         }
