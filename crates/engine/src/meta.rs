@@ -332,7 +332,7 @@ pub trait Engine: Send + Sync {
     async fn server_info(&self) -> Result<ServerInfo>;
 
     /// A bulk writer for `metabench fill` ([`crate::fill`]), on a connection of its own.
-    async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::BulkLoad>> {
+    async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::bulk::BulkLoad>> {
         Err(MetaError::Engine(format!(
             "fill is not supported on {} yet",
             self.url().redacted()

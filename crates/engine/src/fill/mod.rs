@@ -15,33 +15,15 @@
 //! between batches (Ctrl-C), or by an engine that refuses the next one (out of room),
 //! leaves a consistent volume holding the files written so far.
 
+pub mod bulk;
 pub mod shape;
+
+pub use bulk::BulkLoad;
 
 pub use shape::{Batch, DirNode, EntryNode, Layout, Node, Shape, Totals, BATCH_ENTRIES};
 
 use crate::{Ctx, Engine, MetaError, Result};
-use async_trait::async_trait;
 use metabench_schema::{Ino, Timestamp};
-
-/// An engine's bulk writer for `metabench fill` (one connection).
-#[async_trait]
-pub trait BulkLoad: Send {
-    /// Entries per batch of a tree of `shape`: as many as one transaction of this
-    /// engine takes.
-    fn batch_entries(&self, _shape: &Shape) -> usize {
-        BATCH_ENTRIES
-    }
-
-    /// Reserves `n` ids of the counter `name` (`nextInode`, `nextChunk`) in one
-    /// `incrCounter`, as a client reserves its batches, and returns the first.
-    async fn reserve(&mut self, name: &str, n: u64) -> Result<u64>;
-
-    /// Writes one batch in one transaction: directory records (attribute and dir stat),
-    /// entries, the nodes they make (attribute, chunks, symlink target, extended
-    /// attribute, a hard-linked file's parents), and `added` to the volume's `usedSpace`
-    /// and `totalInodes`.
-    async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
-}
 
 /// How a fill ended.
 #[derive(Debug)]

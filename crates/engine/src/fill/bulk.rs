@@ -1,0 +1,28 @@
+//! [`BulkLoad`]: what an engine family implements for `metabench fill` (its
+//! `redis/fill.rs`, `sql/session/fill.rs`, `tkv/fill.rs`). A leaf beside the tree's
+//! [`super::shape`]: [`crate::Engine::bulk_loader`] opens one, [`super::fill`] drives it.
+
+use super::shape::{Batch, Shape, Totals, BATCH_ENTRIES};
+use crate::Result;
+use async_trait::async_trait;
+
+/// An engine's bulk writer for `metabench fill` (one connection).
+#[async_trait]
+pub trait BulkLoad: Send {
+    /// Entries per batch of a tree of `shape`: as many as one transaction of this
+    /// engine takes.
+    fn batch_entries(&self, _shape: &Shape) -> usize {
+        BATCH_ENTRIES
+    }
+
+    /// Reserves `n` ids of the counter `name` (`nextInode`, `nextChunk`) in one
+    /// `incrCounter`, as a client reserves its batches, and returns the first.
+    async fn reserve(&mut self, name: &str, n: u64) -> Result<u64>;
+
+    /// Writes one batch in one transaction: directory records (attribute and dir stat),
+    /// entries, the nodes they make (attribute, chunks, symlink target, extended
+    /// attribute, a hard-linked file's parents), and `added` to the volume's `usedSpace`
+    /// and `totalInodes`.
+    async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
+}
+
