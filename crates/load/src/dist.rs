@@ -314,45 +314,47 @@ pub fn fnv1a64(value: u64) -> u64 {
 /// YCSB's `ScrambledZipfianGenerator` takes `fnvhash64(rank) % n` over 10^10 ranks. With
 /// ranks drawn over `n` keys, `% n` would not be one-to-one: about 1/e of the keys would
 /// never be read and hot ranks could collide. Here FNV-1a 64 is the round function of a
-/// 4-round Feistel network on the smallest even number of bits `b` with `2^b ≥ n`, and
-/// values `≥ n` walk the cycle on (at most 4 steps on average, since `2^b < 4n`): a
-/// bijection, so the key probabilities are exactly the zipfian ones, only placed elsewhere.
+/// 4-round Feistel network on the `b` bits of `n - 1` (the high and the low half, the odd
+/// bit in the high one, each round XORing one half with the hash of the other), and values
+/// `≥ n` walk the cycle on (under 2 steps on average, since `2^b < 2n`): a bijection, so
+/// the key probabilities are exactly the zipfian ones, only placed elsewhere.
 pub fn scramble(rank: u64, n: u64) -> u64 {
     debug_assert!(rank < n);
     if n <= 1 {
         return 0;
     }
     let bits = 64 - (n - 1).leading_zeros();
-    let half = bits.div_ceil(2);
-    let mask = if half >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << half) - 1
-    };
     let mut x = rank;
     loop {
-        x = feistel(x, half, mask);
+        x = feistel(x, bits);
         if x < n {
             return x;
         }
     }
 }
 
-/// One pass of the 4-round Feistel permutation over `2·half` bits.
-fn feistel(x: u64, half: u32, mask: u64) -> u64 {
+/// One pass of the 4-round Feistel permutation over the low `bits` bits of `x`.
+fn feistel(x: u64, bits: u32) -> u64 {
     const ROUND_KEYS: [u64; 4] = [
         0x9e37_79b9_7f4a_7c15,
         0xbf58_476d_1ce4_e5b9,
         0x94d0_49bb_1331_11eb,
         0x2545_f491_4f6c_dd1d,
     ];
-    let (mut left, mut right) = ((x >> half) & mask, x & mask);
-    for key in ROUND_KEYS {
-        // FNV-1a's high bits mix every input byte; its low bits do not.
-        let f = fnv1a64(right ^ key) >> (64 - half);
-        (left, right) = (right, left ^ (f & mask));
+    // The hash of `from` cut to `width` bits (≤ 32); FNV-1a's high bits mix every input
+    // byte, its low bits do not.
+    let round = |from: u64, key: u64, width: u32| match width {
+        0 => 0,
+        _ => fnv1a64(from ^ key) >> (64 - width),
+    };
+    let low_bits = bits / 2;
+    let high_bits = bits - low_bits;
+    let (mut high, mut low) = (x >> low_bits, x & ((1u64 << low_bits) - 1));
+    for pair in ROUND_KEYS.chunks(2) {
+        high ^= round(low, pair[0], high_bits);
+        low ^= round(high, pair[1], low_bits);
     }
-    (left << half) | right
+    (high << low_bits) | low
 }
 
 #[cfg(test)]
