@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod client;
+pub mod dist;
 pub mod exec;
 pub mod floor;
 pub mod ops;
@@ -22,6 +23,7 @@ pub mod timing;
 pub mod workload;
 
 pub use catalog::Op;
+pub use dist::{KeyDist, KeySampler};
 pub use exec::{Exec, Idle};
 pub use floor::measure_floor;
 pub use ops::{run_ops, Budget, OpsConfig, OpsOutcome};
