@@ -25,4 +25,3 @@ pub trait BulkLoad: Send {
     /// and `totalInodes`.
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
 }
-
