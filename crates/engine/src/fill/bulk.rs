@@ -15,6 +15,18 @@ pub trait BulkLoad: Send {
         BATCH_ENTRIES
     }
 
+    /// Writes one transaction may hold, where the engine caps them (etcd's
+    /// `--max-txn-ops`): consecutive batches are then written together while their
+    /// [`BulkLoad::cost`] fits.
+    fn write_budget(&self) -> Option<usize> {
+        None
+    }
+
+    /// Writes a batch takes (with [`BulkLoad::write_budget`]).
+    fn cost(&self, _batch: &Batch) -> usize {
+        0
+    }
+
     /// Reserves `n` ids of the counter `name` (`nextInode`, `nextChunk`) in one
     /// `incrCounter`, as a client reserves its batches, and returns the first.
     async fn reserve(&mut self, name: &str, n: u64) -> Result<u64>;

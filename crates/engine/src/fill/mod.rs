@@ -76,7 +76,20 @@ pub async fn fill(
     }
     started(loader.batch_entries(shape));
     let mut written = Totals::default();
-    for batch in layout.batches(loader.batch_entries(shape)) {
+    let mut batches = layout.batches(loader.batch_entries(shape)).peekable();
+    while let Some(mut batch) = batches.next() {
+        // where the engine caps a transaction's writes, as many small batches as fit
+        if let Some(budget) = loader.write_budget() {
+            let mut cost = loader.cost(&batch);
+            while let Some(next) = batches.peek() {
+                let more = loader.cost(next);
+                if cost + more > budget {
+                    break;
+                }
+                cost += more;
+                batch.absorb(batches.next().expect("peeked"));
+            }
+        }
         if stop() {
             return Ok(FillEnd::Stopped {
                 failure: None,

@@ -262,6 +262,17 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Appends the batch that follows this one: the two written at once leave the same
+    /// whole tree as written one after the other (a directory's later record replaces its
+    /// earlier one).
+    pub fn absorb(&mut self, next: Batch) {
+        for d in next.dirs {
+            self.put_dir(d);
+        }
+        self.entries.extend(next.entries);
+        self.files += next.files;
+    }
+
     /// Adds a directory's record, replacing an earlier one of the same directory.
     fn put_dir(&mut self, d: DirNode) {
         match self.dirs.iter_mut().find(|x| x.ino == d.ino) {
@@ -731,6 +742,42 @@ mod tests {
             );
             assert_eq!(t.bytes, t.files * ((64 << 20) + 5));
         }
+    }
+
+    #[test]
+    fn batches_written_together_leave_a_whole_tree() {
+        let shape = Shape {
+            files: 3_000,
+            files_per_dir: 20,
+            fanout: 3,
+            big_dirs: 1,
+            big_dir_files: 500,
+            symlink_share: 0.05,
+            hardlink_share: 0.05,
+            xattr_share: 0.1,
+            file_size: 1,
+        };
+        let l = layout(shape.clone());
+        let mut w = Written::default();
+        let mut small = l.batches(3).peekable();
+        while let Some(mut b) = small.next() {
+            for _ in 0..4 {
+                if let Some(next) = small.next() {
+                    b.absorb(next);
+                }
+            }
+            let mut inos: Vec<Ino> = b.dirs.iter().map(|d| d.ino).collect();
+            inos.sort_unstable();
+            inos.dedup();
+            assert_eq!(
+                inos.len(),
+                b.dirs.len(),
+                "a directory's record twice in a batch"
+            );
+            w.apply(&b);
+            w.check_whole(shape.file_size);
+        }
+        assert_eq!(w.dirs.len() as u64, shape.new_dirs() + 1);
     }
 
     #[test]

@@ -24,6 +24,24 @@ fn kv(e: KvError) -> MetaError {
     MetaError::Engine(e.to_string())
 }
 
+/// How many puts [`puts`] makes of `batch`, without making them.
+fn put_count(batch: &Batch) -> usize {
+    let nodes: usize = batch
+        .entries
+        .iter()
+        .map(|e| match &e.node {
+            Node::Dir | Node::HardLink => 0,
+            Node::Symlink { .. } => 2,
+            Node::File {
+                attr,
+                chunks,
+                xattr,
+            } => 1 + chunks.len() + xattr.is_some() as usize + (attr.nlink > 1) as usize,
+        })
+        .sum();
+    batch.dirs.len() * 2 + batch.entries.len() + nodes
+}
+
 /// The puts of one batch.
 fn puts(keys: &TkvKeys, batch: &Batch) -> Vec<Write> {
     let mut w: Vec<Write> = Vec::with_capacity(batch.entries.len() * 2 + batch.dirs.len() * 2);
@@ -65,23 +83,60 @@ fn puts(keys: &TkvKeys, batch: &Batch) -> Vec<Write> {
     w
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fill::{Layout, Shape};
+    use metabench_schema::Timestamp;
+
+    #[test]
+    fn the_put_count_is_the_puts_made() {
+        let shape = Shape {
+            files: 3_000,
+            files_per_dir: 20,
+            fanout: 3,
+            big_dirs: 1,
+            big_dir_files: 500,
+            symlink_share: 0.05,
+            hardlink_share: 0.05,
+            xattr_share: 0.1,
+            file_size: (64 << 20) + 1,
+        };
+        let l = Layout {
+            shape,
+            base: 2,
+            base_parent: 1,
+            first_inode: 10,
+            first_slice: 1,
+            uid: 0,
+            gid: 0,
+            now: Timestamp::default(),
+        };
+        let keys = TkvKeys::for_volume(b"v");
+        for b in l.batches(7) {
+            assert_eq!(put_count(&b), puts(&keys, &b).len());
+        }
+    }
+}
+
 #[async_trait]
 impl BulkLoad for TkvBulk {
     /// Where the backend caps a transaction's writes (etcd's `--max-txn-ops`, 128 by
-    /// default), few enough entries that a batch's puts fit one commit: an entry makes at
-    /// most 6 puts and one per chunk (entry, inode, symlink or xattr, parents, and for a
-    /// directory its record and dir stat), and a batch may hold a directory's
-    /// sub-directories beyond its entries. A wider tree than that splits a batch over
-    /// several commits.
-    fn batch_entries(&self, shape: &Shape) -> usize {
+    /// default): small batches (a few entries each), which the driver writes together
+    /// while they fit one commit with the two counters ([`BulkLoad::write_budget`]).
+    fn batch_entries(&self, _shape: &Shape) -> usize {
         match self.kv.commit_every() {
             None => BATCH_ENTRIES,
-            Some(limit) => {
-                let per_entry = 6 + shape.chunks_per_file() as usize;
-                let extra = (shape.fanout + shape.big_dirs + 1) as usize;
-                (limit / per_entry).saturating_sub(extra).max(1)
-            }
+            Some(_) => 4,
         }
+    }
+
+    fn write_budget(&self) -> Option<usize> {
+        self.kv.commit_every().map(|limit| limit.saturating_sub(2))
+    }
+
+    fn cost(&self, batch: &Batch) -> usize {
+        put_count(batch)
     }
 
     async fn reserve(&mut self, name: &str, n: u64) -> Result<u64> {
