@@ -87,7 +87,7 @@ drop() { # drops the SQL databases this script made
     esac
 }
 
-printf '%-9s %10s %14s %12s %14s %8s %12s %14s\n' engine files "fill files/s" "fill s" "load files/s" "load s" "fill/load" "bytes/file"
+printf '%-9s %10s %14s %12s %14s %8s %12s %14s\n' engine files "fill files/s" "fill s" "load files/s" "load s" "load÷fill" "bytes/file"
 for spec in $ENGINES; do
     e=${spec%%:*}; files=$FILES; [[ $spec == *:* ]] && files=${spec#*:}
     a=$(fresh "$e"); b=$(fresh "$e")
