@@ -30,7 +30,7 @@ pub use meta::{
 };
 pub use stats::SessionStats;
 pub use telemetry::Telemetry;
-pub use types::{falloc, FallocRange, Resized};
+pub use types::{falloc, ConnectionLimit, FallocRange, Resized};
 pub use url::{Address, MetaUrl, Scheme};
 
 use std::sync::Arc;

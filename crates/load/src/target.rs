@@ -11,7 +11,7 @@
 use crate::catalog::{Op, OpState};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{
-    ClientState, Ctx, Engine, Meta, Result, SessionOptions, SessionStats, Telemetry,
+    ClientState, ConnectionLimit, Ctx, Engine, Meta, Result, SessionOptions, SessionStats, Telemetry,
 };
 use metabench_schema::Ino;
 use serde::de::DeserializeOwned;
@@ -55,6 +55,12 @@ pub trait Target: Send + Sync + 'static {
 
     /// Why a window's telemetry deltas show the system as the bottleneck, if they do.
     fn engine_bound(&self, delta: &Telemetry, window: Duration, clients: u32) -> Option<String>;
+
+    /// The system's own limit on client connections now ([`Engine::connection_limit`]);
+    /// none for a system without one.
+    fn connection_limit(&self) -> impl Future<Output = Result<Option<ConnectionLimit>>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// One client's session of a [`Target`]: the calls the sweep makes on it.
@@ -150,6 +156,10 @@ impl Target for dyn Engine {
 
     fn settle(&self) -> impl Future<Output = Result<()>> + Send {
         Engine::settle(self)
+    }
+
+    fn connection_limit(&self) -> impl Future<Output = Result<Option<ConnectionLimit>>> + Send {
+        Engine::connection_limit(self)
     }
 
     fn telemetry(&self) -> impl Future<Output = Result<Telemetry>> + Send {
