@@ -9,6 +9,9 @@ pub struct SessionStats {
     pub round_trips: u64,
     /// Transactions that conflicted and were run again.
     pub retries: u64,
+    /// Heartbeats of the session's registered record sent (`doRefreshSession`, every 12 s
+    /// of a mounted client's background work), by any worker of its client.
+    pub heartbeats: u64,
 }
 
 impl SessionStats {
@@ -17,6 +20,7 @@ impl SessionStats {
         SessionStats {
             round_trips: self.round_trips - earlier.round_trips,
             retries: self.retries - earlier.retries,
+            heartbeats: self.heartbeats.saturating_sub(earlier.heartbeats),
         }
     }
 }

@@ -11,7 +11,8 @@
 use crate::catalog::{Op, OpState};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::{
-    ClientState, ConnectionLimit, Ctx, Engine, Meta, Result, SessionOptions, SessionStats, Telemetry,
+    ClientState, ConnectionLimit, Ctx, Engine, Meta, Result, SessionOptions, SessionStats,
+    Telemetry,
 };
 use metabench_schema::Ino;
 use serde::de::DeserializeOwned;

@@ -194,6 +194,7 @@ impl<F: FsOps<Dir: Serialize + DeserializeOwned>> Session for PathSession<F> {
         SessionStats {
             round_trips: self.fs.requests(),
             retries: 0,
+            heartbeats: 0,
         }
     }
 

@@ -395,7 +395,10 @@ impl<S: Storage> Meta for S {
     }
 
     fn stats(&self) -> SessionStats {
-        self.session_stats()
+        SessionStats {
+            heartbeats: self.state().data().heartbeats,
+            ..self.session_stats()
+        }
     }
 }
 
@@ -702,6 +705,7 @@ pub trait BaseMeta: Storage {
                     }
                     Some((_, at)) if *at <= std::time::Instant::now() => {
                         *at = session::next_heartbeat();
+                        d.heartbeats += 1;
                         true
                     }
                     _ => false,

@@ -569,6 +569,7 @@ impl Storage for RedisSession {
         SessionStats {
             round_trips: self.conn.round_trips(),
             retries: self.retries,
+            heartbeats: 0,
         }
     }
 }

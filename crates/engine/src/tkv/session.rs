@@ -628,6 +628,7 @@ impl Storage for TkvSession {
         SessionStats {
             round_trips: self.calls.get(),
             retries: self.retries,
+            heartbeats: 0,
         }
     }
 }

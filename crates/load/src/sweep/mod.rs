@@ -488,6 +488,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             b.retries += merged.background.retries;
                             b.busy_s += merged.background.busy.as_secs_f64();
                             b.errors += merged.background.errors;
+                            b.heartbeats += merged.background.heartbeats;
                             b.window_s += real_window.as_secs_f64();
                         }
                         for (op, acc) in merged.ops {
