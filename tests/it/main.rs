@@ -9,6 +9,7 @@
 mod baselines;
 mod beside;
 mod cli;
+mod clients;
 mod compare;
 mod docs;
 mod fill;
