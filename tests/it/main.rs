@@ -10,6 +10,7 @@ mod baselines;
 mod beside;
 mod breakdown;
 mod cli;
+mod clients;
 mod compare;
 mod docs;
 mod fill;

@@ -41,6 +41,7 @@ mod cmd_sweep;
 mod cmd_tree;
 mod error;
 mod lifecycle;
+mod open_files;
 mod threads;
 mod volume;
 
@@ -162,6 +163,9 @@ pub fn main() -> i32 {
         return 2;
     }
     init_logging(cli.verbose);
+    // Thousands of clients hold a connection each: the soft open-file limit goes up to
+    // the hard one before anything opens (a sweep checks what it needs in its plan).
+    open_files::raise_open_files();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -331,6 +331,13 @@ pub trait Engine: Send + Sync {
     /// Server version and the settings results record ([`crate::ServerInfo::settings`]).
     async fn server_info(&self) -> Result<ServerInfo>;
 
+    /// The engine's own limit on client connections and what of it is taken now, on its
+    /// administration connection; none for engines without one (SQLite, etcd and TiKV,
+    /// whose sessions share the process's one client) or a server that would not say.
+    async fn connection_limit(&self) -> Result<Option<crate::ConnectionLimit>> {
+        Ok(None)
+    }
+
     /// A bulk writer for `metabench fill` ([`crate::fill`]), on a connection of its own.
     async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::bulk::BulkLoad>> {
         Err(MetaError::Engine(format!(

@@ -103,6 +103,9 @@ pub struct SessionStats {
     /// Redis only: the top-level commands sent, by name.
     #[serde(skip)]
     pub commands: CommandCounts,
+    /// Heartbeats of the session's registered record sent (`doRefreshSession`, every 12 s
+    /// of a mounted client's background work), by any worker of its client.
+    pub heartbeats: u64,
 }
 
 impl SessionStats {
@@ -121,6 +124,7 @@ impl SessionStats {
                 .retried_engine_ns
                 .wrapping_sub(earlier.retried_engine_ns),
             commands: self.commands.since(&earlier.commands),
+            heartbeats: self.heartbeats.saturating_sub(earlier.heartbeats),
         }
     }
 }

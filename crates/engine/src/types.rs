@@ -357,6 +357,60 @@ pub enum VolumeState {
     Foreign(String),
 }
 
+/// An engine's own limit on client connections (Redis `maxclients`, PostgreSQL's and
+/// MariaDB's `max_connections`) and what of it is taken, read before a level opens its
+/// sessions: each of metabench's clients holds one connection of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimit {
+    /// The engine, as said in the line (`redis`, `postgres`, `mysql`).
+    pub engine: &'static str,
+    /// The setting's name (`maxclients`, `max_connections`).
+    pub setting: &'static str,
+    /// Its value.
+    pub limit: u64,
+    /// Slots of it that this user cannot take (PostgreSQL's reserved connections for a
+    /// role that is not a superuser).
+    pub reserved: u64,
+    /// Connections open now (metabench's own administration connection among them).
+    pub in_use: u64,
+    /// How to raise it, with `{n}` for the value needed (`CONFIG SET maxclients {n}`).
+    pub raise: &'static str,
+}
+
+impl ConnectionLimit {
+    /// How many more connections the engine takes now.
+    pub fn available(&self) -> u64 {
+        self.limit.saturating_sub(self.reserved + self.in_use)
+    }
+
+    /// Whether `wanted` more connections fit.
+    pub fn fits(&self, wanted: u64) -> bool {
+        wanted <= self.available()
+    }
+
+    /// The one line that refuses `clients` clients (one connection each): the setting, its
+    /// value and what is taken, the value needed and how to set it, or the clients that fit.
+    pub fn refusal(&self, clients: u64) -> String {
+        let needed = self.reserved + self.in_use + clients;
+        let reserved = if self.reserved > 0 {
+            format!(", {} reserved for superusers", self.reserved)
+        } else {
+            String::new()
+        };
+        format!(
+            "{clients} clients need {clients} connections, but {engine} {setting} is {limit} \
+             with {in_use} in use{reserved}: raise {setting} to at least {needed} ({how}) \
+             or run at most {available} clients",
+            engine = self.engine,
+            setting = self.setting,
+            limit = self.limit,
+            in_use = self.in_use,
+            how = self.raise.replace("{n}", &needed.to_string()),
+            available = self.available(),
+        )
+    }
+}
+
 /// Facts about the server, for the results' context.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ServerInfo {
@@ -466,5 +520,41 @@ impl Resized {
             length: 0,
             space: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod connection_limit_tests {
+    use super::ConnectionLimit;
+
+    #[test]
+    fn the_refusal_names_the_setting_and_the_value_needed() {
+        let l = ConnectionLimit {
+            engine: "redis",
+            setting: "maxclients",
+            limit: 50,
+            reserved: 0,
+            in_use: 2,
+            raise: "CONFIG SET maxclients {n}",
+        };
+        assert_eq!(l.available(), 48);
+        assert!(l.fits(48) && !l.fits(49));
+        assert_eq!(
+            l.refusal(100),
+            "100 clients need 100 connections, but redis maxclients is 50 with 2 in use: \
+             raise maxclients to at least 102 (CONFIG SET maxclients 102) or run at most 48 clients"
+        );
+        let pg = ConnectionLimit {
+            engine: "postgres",
+            setting: "max_connections",
+            limit: 100,
+            reserved: 3,
+            in_use: 99,
+            raise: "max_connections = {n} in postgresql.conf, then a restart",
+        };
+        assert_eq!(pg.available(), 0);
+        assert!(pg
+            .refusal(10)
+            .contains(", 3 reserved for superusers: raise max_connections to at least 112"));
     }
 }

@@ -78,6 +78,7 @@ impl ClientBackground {
                 retries: cost.retries,
                 busy: start.elapsed(),
                 errors: u64::from(outcome.is_err()),
+                heartbeats: cost.heartbeats,
             },
             outcome,
         })

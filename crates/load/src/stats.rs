@@ -277,8 +277,8 @@ impl OpAcc {
     }
 }
 
-/// A client's background work in a window (dir-stat and counter flushes, freeing
-/// deleted files' data), kept apart from its calls.
+/// A client's background work in a window (its registered session's heartbeat, dir-stat
+/// and counter flushes, freeing deleted files' data), kept apart from its calls.
 #[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct BackgroundAcc {
     pub(crate) runs: u64,
@@ -286,6 +286,8 @@ pub(crate) struct BackgroundAcc {
     pub(crate) retries: u64,
     pub(crate) busy: Duration,
     pub(crate) errors: u64,
+    /// Heartbeats of registered sessions among the passes' work.
+    pub(crate) heartbeats: u64,
 }
 
 impl BackgroundAcc {
@@ -295,6 +297,7 @@ impl BackgroundAcc {
         self.retries += other.retries;
         self.busy += other.busy;
         self.errors += other.errors;
+        self.heartbeats += other.heartbeats;
     }
 }
 

@@ -12,7 +12,8 @@ use crate::catalog::{Op, OpState};
 use metabench_engine::namespace::remove_tree;
 use metabench_engine::EngineTime;
 use metabench_engine::{
-    ClientState, Ctx, Engine, Meta, Result, SessionOptions, SessionStats, Telemetry,
+    ClientState, ConnectionLimit, Ctx, Engine, Meta, Result, SessionOptions, SessionStats,
+    Telemetry,
 };
 use metabench_schema::Ino;
 use serde::de::DeserializeOwned;
@@ -68,6 +69,12 @@ pub trait Target: Send + Sync + 'static {
         _round_trips_per_call: f64,
     ) -> EngineTime {
         EngineTime::Unknown("engine time unknown: this system keeps no per-call time".into())
+    }
+
+    /// The system's own limit on client connections now ([`Engine::connection_limit`]);
+    /// none for a system without one.
+    fn connection_limit(&self) -> impl Future<Output = Result<Option<ConnectionLimit>>> + Send {
+        async { Ok(None) }
     }
 }
 
@@ -164,6 +171,10 @@ impl Target for dyn Engine {
 
     fn settle(&self) -> impl Future<Output = Result<()>> + Send {
         Engine::settle(self)
+    }
+
+    fn connection_limit(&self) -> impl Future<Output = Result<Option<ConnectionLimit>>> + Send {
+        Engine::connection_limit(self)
     }
 
     fn telemetry(&self) -> impl Future<Output = Result<Telemetry>> + Send {

@@ -434,6 +434,7 @@ pub fn background_grid(runs: &[LabeledRun]) -> Option<Grid> {
             "run",
             "clients",
             "passes",
+            "heartbeats",
             "round trips/s",
             "client ms",
             "failed",
@@ -622,6 +623,7 @@ mod tests {
                 round_trips: 40,
                 busy_s: 0.002,
                 window_s: 2.0,
+                heartbeats: 3,
                 ..Default::default()
             }),
             ..Default::default()
@@ -657,7 +659,7 @@ mod tests {
         let bg = background_grid(&runs).unwrap();
         assert_eq!(
             bg.rows,
-            vec![["pg-sweep", "4", "10", "20", "2.0", "0"]
+            vec![["pg-sweep", "4", "10", "3", "20", "2.0", "0"]
                 .map(String::from)
                 .to_vec()]
         );

@@ -464,7 +464,14 @@ pub fn sweep_text(run: &crate::SweepResults, detail: Detail) -> String {
     if run.levels.iter().any(|l| l.background.is_some()) {
         let mut t = Table::new();
         t.load_style(ASCII_MARKDOWN);
-        t.set_header(["clients", "passes", "round trips/s", "client ms", "failed"]);
+        t.set_header([
+            "clients",
+            "passes",
+            "heartbeats",
+            "round trips/s",
+            "client ms",
+            "failed",
+        ]);
         for l in &run.levels {
             if let Some(b) = &l.background {
                 let mut row = vec![l.clients.to_string()];
@@ -473,8 +480,8 @@ pub fn sweep_text(run: &crate::SweepResults, detail: Detail) -> String {
             }
         }
         out += &format!(
-            "\nbackground work in the windows (dir-stat and counter flushes, freeing deleted \
-             files; not in the calls' latency)\n{t}\n"
+            "\nbackground work in the windows (session heartbeats, dir-stat and counter flushes, \
+             freeing deleted files; not in the calls' latency)\n{t}\n"
         );
     }
     let engine_bound: Vec<String> = run

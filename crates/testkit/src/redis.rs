@@ -32,6 +32,12 @@ impl RedisServer {
         Self::spawn(None, &[])
     }
 
+    /// As [`RedisServer::start`], with `extra` server options after the defaults, e.g.
+    /// `["--maxclients", "50"]`.
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::spawn(None, extra)
+    }
+
     /// As [`RedisServer::start`], plus a TLS port with the server certificate of `certs`,
     /// which takes clients with or without a certificate its authority signed
     /// (`--tls-auth-clients optional`).

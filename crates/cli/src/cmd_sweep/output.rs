@@ -107,8 +107,9 @@ pub(super) fn level_lines(level: &Level, per_client: u32, detail: Detail) -> Vec
                 .filter(|_| detail == Detail::Full)
                 .map(|b| {
                     format!(
-                "{who}  background: {} passes, {:.0} round trips/s, {:.1} ms of client time{}",
+                "{who}  background: {} passes, {} heartbeats, {:.0} round trips/s, {:.1} ms of client time{}",
                 b.runs,
+                b.heartbeats,
                 b.round_trips_per_s(),
                 b.busy_s * 1000.0,
                 if b.errors > 0 {

@@ -5,6 +5,7 @@
 use super::args::SweepArgs;
 use crate::args::{check_output_path, ClientSettings};
 use crate::error::{input, CliError};
+use crate::open_files::{check_open_files, files_per_client, raise_open_files};
 use crate::threads::client_threads;
 use metabench_engine::ClientProfile;
 use metabench_load::team::launched_by_mpi;
@@ -61,6 +62,17 @@ pub(super) fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliErr
         return Err(input(
             "under MPI, --rate needs --conc (the fixed client pool of all ranks, e.g. --conc 64)",
         ));
+    }
+    // Every worker holds its connection from its level on (sessions stay open for the
+    // next level): the highest level, or the largest pool an open loop may pick. Under
+    // MPI each rank holds only its share, which the ranks learn later.
+    if !launched_by_mpi() {
+        let clients = levels.iter().copied().max().unwrap_or(MAX_POOL);
+        check_open_files(
+            raise_open_files(),
+            u64::from(clients),
+            files_per_client(args.volume.meta.as_deref()),
+        )?;
     }
     let settings = ClientSettings {
         threads_per_client: args.threads_per_client,

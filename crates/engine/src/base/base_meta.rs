@@ -395,7 +395,10 @@ impl<S: Storage> Meta for S {
     }
 
     fn stats(&self) -> SessionStats {
-        self.session_stats()
+        SessionStats {
+            heartbeats: self.state().data().heartbeats,
+            ..self.session_stats()
+        }
     }
 }
 
@@ -661,7 +664,11 @@ pub trait BaseMeta: Storage {
                 let sid = self.incr_counter("nextSession", 1).await? as u64;
                 registry.opened(sid);
                 self.state().data().sid = sid;
-                match self.do_new_session(&session_info()).await {
+                let written = {
+                    let _turn = registry.turn().await;
+                    self.do_new_session(&session_info()).await
+                };
+                match written {
                     Ok(()) => {
                         self.state().data().registered =
                             Some((registry.clone(), session::next_heartbeat()));
@@ -686,7 +693,8 @@ pub trait BaseMeta: Storage {
 
     /// `refresh`'s heartbeat: `doRefreshSession` once the registered session's
     /// [`HEARTBEAT`] (with jitter) has passed. Of a client's workers, the first to find it
-    /// due sends it.
+    /// due sends it, when one of the process's turns
+    /// ([`session::SESSION_WRITES_AT_ONCE`]) is free; otherwise it stays due.
     fn heartbeat_if_due(&mut self) -> impl Future<Output = Result<()>> + Send {
         async move {
             let due = {
@@ -698,17 +706,30 @@ pub trait BaseMeta: Storage {
                         // refresh, and refreshing would write it back.
                         d.registered = None;
                         d.sid = 0;
-                        false
+                        None
                     }
-                    Some((_, at)) if *at <= std::time::Instant::now() => {
-                        *at = session::next_heartbeat();
-                        true
+                    Some((registry, at)) if *at <= std::time::Instant::now() => {
+                        Some(registry.clone())
                     }
-                    _ => false,
+                    _ => None,
                 }
             };
-            if !due {
+            let Some(registry) = due else {
                 return Ok(());
+            };
+            let Some(_turn) = registry.try_turn() else {
+                return Ok(());
+            };
+            {
+                let mut d = self.state().data();
+                if let Some((_, at)) = &mut d.registered {
+                    if *at > std::time::Instant::now() {
+                        // Another worker of this client sent it meanwhile.
+                        return Ok(());
+                    }
+                    *at = session::next_heartbeat();
+                }
+                d.heartbeats += 1;
             }
             self.do_refresh_session().await
         }

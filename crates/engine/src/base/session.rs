@@ -48,15 +48,48 @@ pub(crate) fn next_heartbeat() -> Instant {
     Instant::now() + HEARTBEAT.mul_f64(jitter)
 }
 
+/// How many of one process's sessions write their records at once (registration and
+/// heartbeat: on Redis one transaction watching `allSessions` and `sessionInfos`, on SQL
+/// and TKV the one row or key of each). Thousands of JuiceFS mounts, each in its own
+/// process, send their heartbeats at their own moments, and each transaction is over in
+/// a few round trips, so they seldom overlap. Thousands of metabench clients share a few
+/// threads: a transaction then waits long for its thread between `WATCH` and `EXEC`,
+/// nearly all of them overlap, conflict, and give up after 50 tries, a cost that is
+/// metabench's own. At most this many run at once; a heartbeat that finds no turn is
+/// sent at the client's next background pass (its record expires only after five
+/// periods), and the heartbeats a level sent are counted in its background work.
+pub(crate) const SESSION_WRITES_AT_ONCE: usize = 8;
+
 /// The sessions one engine registered and has not closed: a session dropped after a
 /// failure or by a stopped run is still listed, so the run's clean-up removes its record
-/// ([`crate::Engine::close_sessions`]).
-#[derive(Debug, Default, Clone)]
-pub struct SessionRegistry(Arc<Mutex<BTreeSet<u64>>>);
+/// ([`crate::Engine::close_sessions`]). It also gives the turns of
+/// [`SESSION_WRITES_AT_ONCE`].
+#[derive(Debug, Clone)]
+pub struct SessionRegistry(Arc<Mutex<BTreeSet<u64>>>, Arc<tokio::sync::Semaphore>);
+
+impl Default for SessionRegistry {
+    fn default() -> Self {
+        Self(
+            Arc::default(),
+            Arc::new(tokio::sync::Semaphore::new(SESSION_WRITES_AT_ONCE)),
+        )
+    }
+}
 
 impl SessionRegistry {
     fn ids(&self) -> std::sync::MutexGuard<'_, BTreeSet<u64>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A turn to write a session record, waited for (a registration must be written).
+    pub(crate) async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.1.acquire().await.ok()
+    }
+
+    /// A turn to write a session record if one is free now (a heartbeat can wait for the
+    /// next pass).
+    pub(crate) fn try_turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.1.try_acquire().ok()
     }
 
     /// A session registered as `sid`.

@@ -88,6 +88,8 @@ pub(crate) struct ClientData {
     pub(crate) sid: u64,
     /// Where a registered session is listed until closed, and when its next heartbeat is.
     pub(crate) registered: Option<(SessionRegistry, Instant)>,
+    /// Heartbeats sent so far ([`crate::SessionStats::heartbeats`]).
+    pub(crate) heartbeats: u64,
 }
 
 impl ClientState {
@@ -110,6 +112,7 @@ impl ClientState {
                 cache: ClientCache::new(opts.client_cache),
                 sid: 0,
                 registered: None,
+                heartbeats: 0,
             }),
             tx_locks: TxLocks::default(),
         });

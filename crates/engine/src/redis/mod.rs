@@ -214,6 +214,26 @@ impl RedisEngine {
             })
     }
 
+    /// A session that could not open because the server holds `maxclients` connections
+    /// (`ERR max number of clients reached`) is said in one line naming the limit, as read
+    /// now; any other error is left as it is.
+    async fn at_connection_limit(&self, e: MetaError) -> MetaError {
+        if !e.to_string().contains("max number of clients reached") {
+            return e;
+        }
+        match self.connection_limit().await {
+            Ok(Some(l)) => MetaError::Engine(format!(
+                "redis refused a connection: its maxclients ({}) is reached, {} in use; raise it ({}) or run fewer clients",
+                l.limit,
+                l.in_use,
+                l.raise.replace("{n}", "N"),
+            )),
+            _ => MetaError::Engine(
+                "redis refused a connection: its maxclients is reached; raise it (CONFIG SET maxclients N) or run fewer clients".into(),
+            ),
+        }
+    }
+
     async fn admin_query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         self.admin
             .query(cmd)
@@ -437,11 +457,50 @@ impl Engine for RedisEngine {
     }
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
-        Ok(Box::new(self.open_session(opts, None).await?))
+        match self.open_session(opts, None).await {
+            Ok(s) => Ok(Box::new(s)),
+            Err(e) => Err(self.at_connection_limit(e).await),
+        }
     }
 
     async fn worker(&self, opts: &SessionOptions, client: &ClientState) -> Result<Box<dyn Meta>> {
-        Ok(Box::new(self.open_session(opts, Some(client)).await?))
+        match self.open_session(opts, Some(client)).await {
+            Ok(s) => Ok(Box::new(s)),
+            Err(e) => Err(self.at_connection_limit(e).await),
+        }
+    }
+
+    /// `maxclients` and `connected_clients` from `INFO clients` (Redis 7 lists the limit
+    /// there; before, `CONFIG GET maxclients`). None on a Cluster, whose nodes each have
+    /// their own.
+    async fn connection_limit(&self) -> Result<Option<crate::ConnectionLimit>> {
+        if self.dialer.is_cluster() {
+            return Ok(None);
+        }
+        let info: String = self.admin_query(redis::cmd("INFO").arg("clients")).await?;
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let mut limit = field("maxclients");
+        if limit.is_none() {
+            let kv: std::result::Result<Vec<String>, _> = self
+                .admin
+                .query(redis::cmd("CONFIG").arg("GET").arg("maxclients"))
+                .await;
+            limit = kv
+                .ok()
+                .and_then(|kv| kv.get(1).and_then(|v| v.parse().ok()));
+        }
+        Ok(limit.map(|limit| crate::ConnectionLimit {
+            engine: "redis",
+            setting: "maxclients",
+            limit,
+            reserved: 0,
+            in_use: field("connected_clients").unwrap_or(0),
+            raise: "CONFIG SET maxclients {n}, within the server's own open-file limit",
+        }))
     }
 
     fn sessions(&self) -> &SessionRegistry {

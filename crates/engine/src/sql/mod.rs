@@ -197,6 +197,39 @@ impl SqlEngine {
         )))
     }
 
+    /// A session that could not open because the server holds all the connections it
+    /// takes (PostgreSQL's `sorry, too many clients already` or `remaining connection
+    /// slots are reserved`, MySQL's `Too many connections`) is said in one line naming
+    /// `max_connections`, as read now; any other error is left as it is.
+    async fn at_connection_limit(&self, e: MetaError) -> MetaError {
+        let text = e.to_string();
+        let full = [
+            "too many clients",
+            "Too many connections",
+            "connection slots are reserved",
+        ];
+        if !full.iter().any(|f| text.contains(f)) {
+            return e;
+        }
+        let engine = if self.st.dialect == Dialect::Postgres {
+            "postgres"
+        } else {
+            "mysql"
+        };
+        match self.connection_limit().await {
+            Ok(Some(l)) => MetaError::Engine(format!(
+                "{engine} refused a connection: its max_connections ({}) is reached, {} in use{}; raise it ({}) or run fewer clients",
+                l.limit,
+                l.in_use,
+                if l.reserved > 0 { format!(", {} reserved for superusers", l.reserved) } else { String::new() },
+                l.raise.replace("{n}", "N"),
+            )),
+            _ => MetaError::Engine(format!(
+                "{engine} refused a connection: its max_connections is reached; raise it or run fewer clients"
+            )),
+        }
+    }
+
     /// The admin connection, opened first if needed (for SQLite only when the file
     /// exists, unless `create`).
     async fn admin_conn(&self, create: bool) -> Result<tokio::sync::MutexGuard<'_, Option<Conn>>> {
@@ -402,7 +435,82 @@ impl Engine for SqlEngine {
     }
 
     async fn session(&self, opts: &SessionOptions) -> Result<Box<dyn Meta>> {
-        Ok(Box::new(self.sql_session(opts).await?))
+        match self.sql_session(opts).await {
+            Ok(s) => Ok(Box::new(s)),
+            Err(e) => Err(self.at_connection_limit(e).await),
+        }
+    }
+
+    /// PostgreSQL: `max_connections`, the slots reserved for superusers (when this role is
+    /// not one) and the backends open now; MySQL and MariaDB: `max_connections` and
+    /// `Threads_connected`. None for SQLite, or when the server would not say.
+    async fn connection_limit(&self) -> Result<Option<crate::ConnectionLimit>> {
+        if self.st.dialect == Dialect::Sqlite {
+            return Ok(None);
+        }
+        let mut g = self.admin_conn(false).await?;
+        let c = g.as_mut().expect("connected");
+        let number = |v: Result<String>| v.ok().and_then(|v| v.trim().parse::<u64>().ok());
+        let r: Result<_> = async {
+            Ok(match c.dialect() {
+                Dialect::Postgres => {
+                    let Some(limit) = number(first_value(c, "SHOW max_connections").await) else {
+                        return Ok(None);
+                    };
+                    let superuser = first_value(c, "SELECT rolsuper::text FROM pg_roles WHERE rolname = current_user")
+                        .await
+                        .is_ok_and(|v| v == "true");
+                    let mut reserved = 0;
+                    if !superuser {
+                        reserved += number(first_value(c, "SHOW superuser_reserved_connections").await)
+                            .unwrap_or(0);
+                        // PostgreSQL 16's slots for pg_use_reserved_connections.
+                        reserved += number(first_value(c, "SHOW reserved_connections").await)
+                            .unwrap_or(0);
+                    }
+                    let in_use = number(
+                        first_value(
+                            c,
+                            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'",
+                        )
+                        .await,
+                    )
+                    .unwrap_or(0);
+                    Some(crate::ConnectionLimit {
+                        engine: "postgres",
+                        setting: "max_connections",
+                        limit,
+                        reserved,
+                        in_use,
+                        raise: "max_connections = {n} in postgresql.conf, then a restart",
+                    })
+                }
+                Dialect::Mysql => {
+                    let Some(limit) = number(first_value(c, "SELECT @@max_connections").await) else {
+                        return Ok(None);
+                    };
+                    let in_use = number(
+                        first_value(
+                            c,
+                            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'THREADS_CONNECTED'",
+                        )
+                        .await,
+                    )
+                    .unwrap_or(0);
+                    Some(crate::ConnectionLimit {
+                        engine: "mysql",
+                        setting: "max_connections",
+                        limit,
+                        reserved: 0,
+                        in_use,
+                        raise: "SET GLOBAL max_connections = {n}",
+                    })
+                }
+                Dialect::Sqlite => None,
+            })
+        }
+        .await;
+        admin_done(&mut g, r)
     }
 
     async fn bulk_loader(&self) -> Result<Box<dyn crate::fill::BulkLoad>> {
@@ -422,7 +530,11 @@ impl Engine for SqlEngine {
             opts.clone(),
             Some(client),
         )
-        .await?;
+        .await;
+        let s = match s {
+            Ok(s) => s,
+            Err(e) => return Err(self.at_connection_limit(e).await),
+        };
         Ok(Box::new(s))
     }
 

@@ -83,42 +83,6 @@ fn puts(keys: &TkvKeys, batch: &Batch) -> Vec<Write> {
     w
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fill::{Layout, Shape};
-    use metabench_schema::Timestamp;
-
-    #[test]
-    fn the_put_count_is_the_puts_made() {
-        let shape = Shape {
-            files: 3_000,
-            files_per_dir: 20,
-            fanout: 3,
-            big_dirs: 1,
-            big_dir_files: 500,
-            symlink_share: 0.05,
-            hardlink_share: 0.05,
-            xattr_share: 0.1,
-            file_size: (64 << 20) + 1,
-        };
-        let l = Layout {
-            shape,
-            base: 2,
-            base_parent: 1,
-            first_inode: 10,
-            first_slice: 1,
-            uid: 0,
-            gid: 0,
-            now: Timestamp::default(),
-        };
-        let keys = TkvKeys::for_volume(b"v");
-        for b in l.batches(7) {
-            assert_eq!(put_count(&b), puts(&keys, &b).len());
-        }
-    }
-}
-
 #[async_trait]
 impl BulkLoad for TkvBulk {
     /// Where the backend caps a transaction's writes (etcd's `--max-txn-ops`, 128 by
@@ -188,5 +152,41 @@ impl BulkLoad for TkvBulk {
             }
         }
         unreachable!("the loop returns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fill::{Layout, Shape};
+    use metabench_schema::Timestamp;
+
+    #[test]
+    fn the_put_count_is_the_puts_made() {
+        let shape = Shape {
+            files: 3_000,
+            files_per_dir: 20,
+            fanout: 3,
+            big_dirs: 1,
+            big_dir_files: 500,
+            symlink_share: 0.05,
+            hardlink_share: 0.05,
+            xattr_share: 0.1,
+            file_size: (64 << 20) + 1,
+        };
+        let l = Layout {
+            shape,
+            base: 2,
+            base_parent: 1,
+            first_inode: 10,
+            first_slice: 1,
+            uid: 0,
+            gid: 0,
+            now: Timestamp::default(),
+        };
+        let keys = TkvKeys::for_volume(b"v");
+        for b in l.batches(7) {
+            assert_eq!(put_count(&b), puts(&keys, &b).len());
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Barrier};
+use tokio::sync::{watch, Barrier, Semaphore};
 
 /// What one client (one worker) of a level does: its phase, where it works, and how it
 /// recovers a session a call left unusable.
@@ -35,6 +35,9 @@ pub(super) struct ClientJob<T: Target + ?Sized> {
     pub(super) shares_client: bool,
     /// Open loop only: this client's share of the schedule.
     pub(super) arrivals: Option<ClientArrivals>,
+    /// Permits for the untimed setup and clean-up, shared by the level's clients
+    /// ([`super::config::UNTIMED_AT_ONCE`] at once).
+    pub(super) untimed: Arc<Semaphore>,
 }
 
 /// One client's share of an open loop's schedule: `rate / clients` calls per second,
@@ -116,6 +119,7 @@ pub(super) async fn client_body<T: Target + ?Sized>(
 ) -> std::result::Result<(), ClientFailure> {
     // Untimed setup: the client's directory and each operation's working set.
     let setup = async {
+        let _turn = job.untimed.acquire().await.ok();
         let dir = match &job.own_dir {
             Some(name) => meta.mkdir(&job.dir, name).await?,
             None => job.dir.clone(),
@@ -290,6 +294,7 @@ pub(super) async fn client_body<T: Target + ?Sized>(
     // Untimed: what background work is left, then the client's own directory (after a
     // stop, the run's namespace goes whole, sooner).
     let cleanup = async {
+        let _turn = job.untimed.acquire().await.ok();
         within(job.op_timeout, meta.flush()).await?;
         if let Some(name) = &job.own_dir {
             meta.remove_tree(&job.dir, name).await?;
@@ -308,14 +313,10 @@ pub(super) async fn unless_stopped<T>(
     work: impl std::future::Future<Output = T>,
     stop: &StopFlag,
 ) -> Option<T> {
-    let stopped = async {
-        while !stop.is_stopped() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    // Woken by the stop, not polling it: thousands of clients wait here in turn.
     let done = tokio::select! {
         biased;
-        () = stopped => None,
+        () = stop.stopped() => None,
         done = work => Some(done),
     };
     // A stop also ends the sessions' work half-way: what failed then is no failure.

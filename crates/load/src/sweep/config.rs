@@ -24,6 +24,14 @@ pub(super) const MAX_CONSECUTIVE_ERRORS: u32 = 1000;
 /// How long reading the engine's telemetry may take (a frozen engine must not hold a
 /// window's bookkeeping).
 pub(super) const TELEMETRY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How many clients of one process run their untimed setup or clean-up at once. Every
+/// client makes and removes its own directory in the level's, so at 1,000 clients and
+/// more, all of them at once would be a storm of transactions on one parent: on clients
+/// that share a few threads, each transaction waits long for its thread between `WATCH`
+/// and `EXEC`, conflicts with most of the others and gives up after 50 tries, a cost
+/// that is metabench's own, not the engine's. Bounded, the steps run in turn (session
+/// opening is bounded alike, 64 at a time).
+pub(super) const UNTIMED_AT_ONCE: usize = 16;
 /// Length of one interval sample.
 pub(super) const INTERVAL: Duration = Duration::from_secs(1);
 

@@ -39,7 +39,7 @@ use client::{
     engine_answers, grow_sessions, run_client, thread_slot, unless_stopped, ClientArrivals,
     ClientFailure, ClientJob,
 };
-use config::{DirOf, Window};
+use config::{DirOf, Window, UNTIMED_AT_ONCE};
 use host::{online_cores, process_cpu_time, HostTicks};
 use level::{
     finish_level, level_op, measure_floor_on, phase_client_cpu, read_telemetry, LevelFigures,
@@ -106,11 +106,29 @@ pub async fn run_sweep<T: Target + ?Sized>(
             }
         };
         let arrivals = config.open_loop.as_ref().map(|o| o.arrivals);
+        // The engine's own connection limit, read once before the first level: a level
+        // with more clients than it takes is refused in one line, not tried until a wall
+        // of connection errors (one that cannot be read is met, if at all, by the first
+        // refused connection, which the engine says in one line too).
+        let connection_limit = if leader && !stop.is_stopped() {
+            within(config.op_timeout, engine.connection_limit())
+                .await
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
         for (level_index, (clients, rate)) in steps.into_iter().enumerate() {
             // This rank's share of the level: `n` clients, the first numbered `first`.
             let (n, first) = share_clients(clients, config.threads_per_client, rank, ranks);
             let n = n as usize;
-            let opened = if stop.is_stopped() {
+            // Each worker holds one connection of its own; the limit was read before any
+            // session of the run was open.
+            let refused = connection_limit
+                .as_ref()
+                .filter(|l| !l.fits(u64::from(clients)))
+                .map(|l| l.refusal(u64::from(clients)));
+            let opened = if stop.is_stopped() || refused.is_some() {
                 Ok(())
             } else {
                 let per_client = config.threads_per_client as usize;
@@ -118,7 +136,10 @@ pub async fn run_sweep<T: Target + ?Sized>(
             };
             let mut own_error = None;
             let mut failed = match opened {
-                Ok(()) => None,
+                Ok(()) => refused.map(|line| {
+                    own_error = Some(MetaError::Engine(line.clone()));
+                    (line, true)
+                }),
                 Err(e) => {
                     let answers = engine_answers(exec, &mut sessions, config.op_timeout).await;
                     let said = (e.to_string(), answers);
@@ -146,10 +167,12 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 }
                 match all.into_iter().find_map(|s| s.failed) {
                     None => LevelStart::Go,
-                    Some((e, true)) => {
+                    // A limit met after levels were measured ends the sweep with them; met
+                    // at the first level, the run has nothing to show and fails with it.
+                    Some((e, true)) if level_index > 0 => {
                         LevelStart::Limited(format!("could not open {clients} sessions: {e}"))
                     }
-                    Some((e, false)) => LevelStart::Failed(e),
+                    Some((e, _)) => LevelStart::Failed(e),
                 }
             })
             .await?;
@@ -233,6 +256,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 let barrier = Arc::new(Barrier::new(n + 1));
                 let (start_tx, start_rx) = watch::channel(None);
                 let recorder = Arc::new(Recorder::new((cores * 2).max(2)));
+                let untimed = Arc::new(tokio::sync::Semaphore::new(UNTIMED_AT_ONCE));
                 let mut tasks = Vec::with_capacity(n);
                 for (index, meta) in sessions.drain(..n).enumerate() {
                     // Names and the open loop's schedule follow the client's level-wide number.
@@ -256,6 +280,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         arrivals: rate.zip(arrivals).map(|(rate, kind)| {
                             ClientArrivals::new(rate, clients as usize, global, kind)
                         }),
+                        untimed: untimed.clone(),
                     };
                     tasks.push(exec.spawn(
                         thread_slot(index, config.threads_per_client as usize),
@@ -468,6 +493,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             b.retries += merged.background.retries;
                             b.busy_s += merged.background.busy.as_secs_f64();
                             b.errors += merged.background.errors;
+                            b.heartbeats += merged.background.heartbeats;
                             b.window_s += real_window.as_secs_f64();
                         }
                         let first_op = level.ops.len();

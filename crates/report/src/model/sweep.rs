@@ -314,9 +314,11 @@ pub struct MpiRun {
     pub peak_rss_bytes: Vec<Option<u64>>,
 }
 
-/// The background work of a level's clients inside its windows: dir-stat and counter
-/// flushes every second, and freeing deleted files' data right after the calls that
-/// deleted them. Timed apart from the calls, whose latency does not include it.
+/// The background work of a level's clients inside its windows: a registered session's
+/// heartbeat every 12 s (the `mount` profile: `doRefreshSession`, its load on the engine
+/// growing with the clients), dir-stat and counter flushes every second, and freeing
+/// deleted files' data right after the calls that deleted them. Timed apart from the
+/// calls, whose latency does not include it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackgroundWork {
@@ -333,13 +335,19 @@ pub struct BackgroundWork {
     /// The windows they ran in, seconds, summed over phases (per-second figures divide
     /// by this).
     pub window_s: f64,
+    /// Heartbeats of the clients' registered sessions sent in the passes (each client
+    /// sends one every 12 s ± 10 %, so a window shorter than that may hold none).
+    #[serde(default)]
+    pub heartbeats: u64,
 }
 
 impl BackgroundWork {
-    /// The cells tables show of it: passes, round trips per second, client ms, failed.
-    pub fn cells(&self) -> [String; 4] {
+    /// The cells tables show of it: passes, heartbeats, round trips per second, client
+    /// ms, failed.
+    pub fn cells(&self) -> [String; 5] {
         [
             self.runs.to_string(),
+            self.heartbeats.to_string(),
             format!("{:.0}", self.round_trips_per_s()),
             format!("{:.1}", self.busy_s * 1000.0),
             self.errors.to_string(),
