@@ -223,10 +223,10 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
     bar.set_message(path.clone());
     let started = Instant::now();
     let stopped = || stop.is_stopped();
-    let mut announce = |batch: usize| {
+    let mut announce = |how: &str| {
         bar.suspend(|| {
             say!(
-                "metabench: filling {path} on {url}: {} files in batches of {batch} entries",
+                "metabench: filling {path} on {url}: {} files {how}",
                 thousands(shape.files)
             )
         })

@@ -41,15 +41,15 @@ pub enum FillEnd {
 }
 
 /// Fills directory `name` (made here, in `parent`) with the tree `shape` describes. `stop`
-/// is asked before every batch; `started` hears the entries per batch once the ids are
-/// reserved, `progress` the files each batch wrote.
+/// is asked before every batch; `started` hears how the engine takes the tree (batches of
+/// so many entries) once the ids are reserved, `progress` the files each batch wrote.
 pub async fn fill(
     engine: &dyn Engine,
     parent: Ino,
     name: &[u8],
     shape: &Shape,
     stop: &(dyn Fn() -> bool + Sync),
-    started: &mut (dyn FnMut(usize) + Send),
+    started: &mut (dyn FnMut(&str) + Send),
     progress: &mut (dyn FnMut(u64) + Send),
 ) -> Result<FillEnd> {
     shape.check().map_err(MetaError::Engine)?;
@@ -74,7 +74,10 @@ pub async fn fill(
     if slices > 0 {
         layout.first_slice = loader.reserve("nextChunk", slices).await?;
     }
-    started(loader.batch_entries(shape));
+    started(&match loader.write_budget() {
+        Some(writes) => format!("in transactions of up to {writes} writes"),
+        None => format!("in batches of {} entries", loader.batch_entries(shape)),
+    });
     let mut written = Totals::default();
     let mut batches = layout.batches(loader.batch_entries(shape)).peekable();
     while let Some(mut batch) = batches.next() {
