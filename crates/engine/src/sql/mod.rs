@@ -489,14 +489,25 @@ impl Engine for SqlEngine {
                     let Some(limit) = number(first_value(c, "SELECT @@max_connections").await) else {
                         return Ok(None);
                     };
-                    let in_use = number(
+                    // MariaDB keeps the status in information_schema, MySQL 8 in
+                    // performance_schema.
+                    let mut in_use = number(
                         first_value(
                             c,
                             "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'THREADS_CONNECTED'",
                         )
                         .await,
-                    )
-                    .unwrap_or(0);
+                    );
+                    if in_use.is_none() {
+                        in_use = number(
+                            first_value(
+                                c,
+                                "SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Threads_connected'",
+                            )
+                            .await,
+                        );
+                    }
+                    let in_use = in_use.unwrap_or(0);
                     Some(crate::ConnectionLimit {
                         engine: "mysql",
                         setting: "max_connections",

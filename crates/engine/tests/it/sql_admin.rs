@@ -232,11 +232,36 @@ async fn server_info(kind: Kind) {
     }
 }
 
+/// The connection limit a sweep checks its levels against: the server's
+/// `max_connections` as another connection reads it, and the connections open now (this
+/// engine's administration connection at least); SQLite has none.
+async fn connection_limit(kind: Kind) {
+    let db = fresh_database(kind);
+    let e = engine(&db).await;
+    let limit = e.connection_limit().await.unwrap();
+    match kind {
+        Kind::Sqlite => assert_eq!(limit, None),
+        _ => {
+            let l = limit.expect("a server says its max_connections");
+            let asked = match kind {
+                Kind::Mysql => db.query("SELECT @@max_connections"),
+                _ => db.query("SHOW max_connections"),
+            };
+            assert_eq!(l.setting, "max_connections");
+            assert_eq!(l.limit.to_string(), asked[0][0]);
+            assert!(l.in_use >= 1 && l.in_use < l.limit, "{l:?}");
+            assert!(l.fits(1) && !l.fits(l.limit), "{l:?}");
+            assert!(l.refusal(l.limit).contains("max_connections is"), "{l:?}");
+        }
+    }
+}
+
 metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>
     format_probe_destroy,
     format_with_trash,
     foreign_database_is_left_alone,
-    server_info
+    server_info,
+    connection_limit
 );
 
 async fn open_err(url: &str) -> MetaError {
