@@ -19,26 +19,45 @@ pub struct EtcdServer {
 impl EtcdServer {
     /// Starts it and waits (up to 30 s) until it serves clients. Panics when it does not.
     pub fn start_tls(certs: &crate::TestCerts) -> EtcdServer {
+        let ((cert, key), ca) = (certs.server(), certs.ca());
+        let (cert, key, ca) = (cert.as_os_str(), key.as_os_str(), ca.as_os_str());
+        Self::start(
+            "https",
+            &[
+                "--cert-file".as_ref(),
+                cert,
+                "--key-file".as_ref(),
+                key,
+                "--trusted-ca-file".as_ref(),
+                ca,
+                "--client-cert-auth".as_ref(),
+            ],
+        )
+    }
+
+    /// Starts a plain (http) etcd whose backend quota is `quota_bytes`
+    /// (`--quota-backend-bytes`), and waits until it serves clients.
+    pub fn start_with_quota(quota_bytes: u64) -> EtcdServer {
+        let quota = quota_bytes.to_string();
+        Self::start("http", &["--quota-backend-bytes".as_ref(), quota.as_ref()])
+    }
+
+    /// A one-member etcd on free ports, clients over `scheme`, data and log in a temp
+    /// folder, with `extra` arguments; waits up to 30 s until it serves clients.
+    fn start(scheme: &str, extra: &[&std::ffi::OsStr]) -> EtcdServer {
         let dir = temp_dir();
         let (port, peer) = (free_port(), free_port());
-        let (cert, key) = certs.server();
-        let client_url = format!("https://127.0.0.1:{port}");
+        let client_url = format!("{scheme}://127.0.0.1:{port}");
         let peer_url = format!("http://127.0.0.1:{peer}");
         let mut cmd = Command::new(ETCD);
-        cmd.args(["--name", "tls", "--data-dir"])
+        cmd.args(["--name", "test", "--data-dir"])
             .arg(dir.path().join("data"))
             .args(["--listen-client-urls", &client_url])
             .args(["--advertise-client-urls", &client_url])
             .args(["--listen-peer-urls", &peer_url])
             .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("tls={peer_url}")])
-            .arg("--cert-file")
-            .arg(cert)
-            .arg("--key-file")
-            .arg(key)
-            .arg("--trusted-ca-file")
-            .arg(certs.ca())
-            .arg("--client-cert-auth");
+            .args(["--initial-cluster", &format!("test={peer_url}")])
+            .args(extra);
         Self::spawn(cmd, dir, port)
     }
 
@@ -73,25 +92,6 @@ impl EtcdServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    /// Starts a plain (http) etcd whose backend quota is `quota_bytes`
-    /// (`--quota-backend-bytes`), and waits until it serves clients.
-    pub fn start_with_quota(quota_bytes: u64) -> EtcdServer {
-        let dir = temp_dir();
-        let (port, peer) = (free_port(), free_port());
-        let client_url = format!("http://127.0.0.1:{port}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
-        let mut cmd = Command::new(ETCD);
-        cmd.args(["--name", "quota", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args(["--listen-client-urls", &client_url])
-            .args(["--advertise-client-urls", &client_url])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("quota={peer_url}")])
-            .args(["--quota-backend-bytes", &quota_bytes.to_string()]);
-        Self::spawn(cmd, dir, port)
     }
 
     /// Its client port.

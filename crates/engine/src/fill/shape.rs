@@ -604,23 +604,28 @@ impl Iterator for Batches<'_> {
     }
 }
 
+/// A layout of `shape` with fixed ids (base 2 in the root, inodes from 100, slices from 7),
+/// for tests.
+#[cfg(test)]
+pub(crate) fn test_layout(shape: Shape) -> Layout {
+    Layout {
+        shape,
+        base: 2,
+        base_parent: 1,
+        first_inode: 100,
+        first_slice: 7,
+        uid: 0,
+        gid: 0,
+        now: Timestamp::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::{BTreeSet, HashMap, HashSet};
 
-    fn layout(shape: Shape) -> Layout {
-        Layout {
-            shape,
-            base: 2,
-            base_parent: 1,
-            first_inode: 100,
-            first_slice: 7,
-            uid: 0,
-            gid: 0,
-            now: Timestamp::default(),
-        }
-    }
+    use super::test_layout as layout;
 
     /// What the batches have written so far.
     #[derive(Default)]

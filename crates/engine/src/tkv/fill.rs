@@ -158,8 +158,7 @@ impl BulkLoad for TkvBulk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fill::{Layout, Shape};
-    use metabench_schema::Timestamp;
+    use crate::fill::Shape;
 
     #[test]
     fn the_put_count_is_the_puts_made() {
@@ -174,16 +173,7 @@ mod tests {
             xattr_share: 0.1,
             file_size: (64 << 20) + 1,
         };
-        let l = Layout {
-            shape,
-            base: 2,
-            base_parent: 1,
-            first_inode: 10,
-            first_slice: 1,
-            uid: 0,
-            gid: 0,
-            now: Timestamp::default(),
-        };
+        let l = crate::fill::shape::test_layout(shape);
         let keys = TkvKeys::for_volume(b"v");
         for b in l.batches(7) {
             assert_eq!(put_count(&b), puts(&keys, &b).len());
