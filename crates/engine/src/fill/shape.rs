@@ -604,6 +604,23 @@ impl Iterator for Batches<'_> {
     }
 }
 
+/// A small tree with every feature on (3,000 entries, a big directory, 5 % symlinks and
+/// hard links, 10 % xattrs, files of `file_size` bytes), for tests.
+#[cfg(test)]
+pub(crate) fn every_feature(file_size: u64) -> Shape {
+    Shape {
+        files: 3_000,
+        files_per_dir: 20,
+        fanout: 3,
+        big_dirs: 1,
+        big_dir_files: 500,
+        symlink_share: 0.05,
+        hardlink_share: 0.05,
+        xattr_share: 0.1,
+        file_size,
+    }
+}
+
 /// A layout of `shape` with fixed ids (base 2 in the root, inodes from 100, slices from 7),
 /// for tests.
 #[cfg(test)]
@@ -625,7 +642,7 @@ mod tests {
     use super::*;
     use std::collections::{BTreeSet, HashMap, HashSet};
 
-    use super::test_layout as layout;
+    use super::{every_feature, test_layout as layout};
 
     /// What the batches have written so far.
     #[derive(Default)]
@@ -751,17 +768,7 @@ mod tests {
 
     #[test]
     fn batches_written_together_leave_a_whole_tree() {
-        let shape = Shape {
-            files: 3_000,
-            files_per_dir: 20,
-            fanout: 3,
-            big_dirs: 1,
-            big_dir_files: 500,
-            symlink_share: 0.05,
-            hardlink_share: 0.05,
-            xattr_share: 0.1,
-            file_size: 1,
-        };
+        let shape = every_feature(1);
         let l = layout(shape.clone());
         let mut w = Written::default();
         let mut small = l.batches(3).peekable();

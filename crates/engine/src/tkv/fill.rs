@@ -158,21 +158,10 @@ impl BulkLoad for TkvBulk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fill::Shape;
 
     #[test]
     fn the_put_count_is_the_puts_made() {
-        let shape = Shape {
-            files: 3_000,
-            files_per_dir: 20,
-            fanout: 3,
-            big_dirs: 1,
-            big_dir_files: 500,
-            symlink_share: 0.05,
-            hardlink_share: 0.05,
-            xattr_share: 0.1,
-            file_size: (64 << 20) + 1,
-        };
+        let shape = crate::fill::shape::every_feature((64 << 20) + 1);
         let l = crate::fill::shape::test_layout(shape);
         let keys = TkvKeys::for_volume(b"v");
         for b in l.batches(7) {
