@@ -19,6 +19,7 @@ mod mounted_resizes;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod parity;
+mod reads;
 mod report;
 mod setup;
 mod sweep;

@@ -6,13 +6,17 @@ use crate::args::{
 use crate::error::{input, CliError};
 use crate::lifecycle::{ended, run_command, Command, Ended, Run};
 use crate::threads::client_threads;
+use crate::tree::TreeArgs;
 use crate::volume::VolumeArgs;
 use metabench_engine::namespace::Namespace;
 use metabench_engine::ClientProfile;
-use metabench_load::{measure_floor, run_ops, Budget, Exec, Op, OpsConfig, OpsOutcome, StopFlag};
+use metabench_load::{
+    measure_floor, run_ops, Budget, Exec, Op, OpsConfig, OpsOutcome, Population, StopFlag,
+};
 use metabench_report::table::{fidelity_text, floor_line, fmt_us, ops_notes_at, ops_table, Detail};
 use metabench_report::{ClientLag, Floor, OpsPlan, OpsResults, RunFailure, RunHeader};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `metabench ops`.
@@ -43,6 +47,9 @@ pub struct OpsArgs {
     #[command(flatten)]
     client: ClientArgs,
 
+    #[command(flatten)]
+    tree: TreeArgs,
+
     /// Write the results (versioned JSON, with histograms) to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -68,6 +75,7 @@ pub async fn run(args: OpsArgs, detail: Detail) -> Result<i32, CliError> {
         exec: None,
         floor: None,
         client_lag: None,
+        tree: None,
     })
     .await
 }
@@ -88,6 +96,8 @@ struct Ops {
     floor: Option<Floor>,
     /// The client thread's scheduling lag while the operations ran.
     client_lag: Option<ClientLag>,
+    /// The volume's tree the reads draw from (`--tree`), once listed.
+    tree: Option<Arc<Population>>,
 }
 
 impl Command for Ops {
@@ -151,6 +161,7 @@ impl Command for Ops {
         _header: &RunHeader,
         stop: &StopFlag,
     ) -> Result<OpsOutcome, CliError> {
+        self.tree = self.args.tree.list(run, true).await?;
         let (exec, _) = self.exec.as_ref().expect("prepared");
         let opts = run.client.session.clone();
         let config = OpsConfig {
@@ -160,6 +171,7 @@ impl Command for Ops {
             background_in_window: run.client.background_in_window(),
             op_timeout: self.args.client.op_timeout,
             warmup: self.args.warmup,
+            tree: self.tree.clone(),
         };
         // First the session, the namespace and the floor; then the operations, with the
         // same lag probe beside them that a sweep runs beside its windows (from this
@@ -229,6 +241,8 @@ impl Command for Ops {
         stop: &StopFlag,
     ) -> Ended {
         let args = &self.args;
+        let mut header = header;
+        header.reads = self.tree.as_ref().map(|t| t.record());
         let run = OpsResults {
             header,
             plan: OpsPlan {

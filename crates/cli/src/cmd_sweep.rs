@@ -362,6 +362,7 @@ pub async fn run(args: SweepArgs, detail: Detail) -> Result<i32, CliError> {
         log_error: None,
         team_lost: false,
         peak_rss: None,
+        tree: None,
     })
     .await
 }
@@ -384,6 +385,8 @@ struct Sweep {
     team_lost: bool,
     /// Every rank's peak memory, gathered by rank 0 before the cleanup.
     peak_rss: Option<Vec<Option<u64>>>,
+    /// The volume's tree the reads draw from (`--tree`), once listed.
+    tree: Option<Arc<metabench_load::Population>>,
 }
 
 impl Sweep {
@@ -552,19 +555,22 @@ impl Command for Sweep {
         header: &RunHeader,
         stop: &StopFlag,
     ) -> Result<SweepOutcome, CliError> {
+        // Each rank lists the tree itself (read-only, untimed); rank 0 says so.
+        self.tree = self.args.tree.list(run, self.leader()).await?;
         let (args, team, detail) = (&self.args, self.team.as_ref(), self.detail);
         let leader = team.rank() == 0;
         let prepared = self.prepared.as_ref().expect("prepared");
         let live = Arc::new(Live::default());
         let progress = Progress::start(leader, &live, &prepared.workload, args.threads_per_client);
         let bar = progress.bar.clone();
-        let config = args.config(
+        let mut config = args.config(
             prepared.levels.clone(),
             &prepared.workload,
             run.client.session.clone(),
             run.client.background_in_window(),
             args.threads_per_client,
         );
+        config.tree = self.tree.clone();
         // Under MPI, rank 0 writes the levels merged so far after each one: a rank that is
         // killed (and the job with it) leaves them on disk.
         let mut checkpoint = (team.size() > 1).then(|| SweepResults {
@@ -670,6 +676,8 @@ impl Command for Sweep {
             m
         });
         let plan = self.prepared().plan.clone();
+        let mut header = header;
+        header.reads = self.tree.as_ref().map(|t| t.record());
         let mut results = results(header, plan, outcome, stop.is_stopped(), mpi);
         let write_error = publish(&mut results, &self.args, self.detail);
         let result = ended(

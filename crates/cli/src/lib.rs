@@ -43,6 +43,7 @@ mod error;
 mod lifecycle;
 mod open_files;
 mod threads;
+mod tree;
 mod volume;
 
 use clap::{Parser, Subcommand};

@@ -1,6 +1,7 @@
 //! The operations of JuiceFS's metadata benchmark (`pkg/meta/benchmarks_test.go`), each
 //! with the setup the Go benchmark does untimed and the call it times.
 
+use crate::population::{Drawn, Picker, Population};
 use metabench_engine::{Ctx, FallocRange, Meta, MetaError, Result, SetAttr, XattrFlags};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, CHUNK_SIZE};
 use std::fmt;
@@ -250,7 +251,14 @@ pub struct OpState {
     /// The numbered names of the next timed call (`{tag}f{i}`, `{tag}f{i+1}`), written
     /// by the untimed [`OpState::prepare`] into buffers that are reused.
     next: [Vec<u8>; 2],
+    /// Over a populated volume (`--tree`): where the read's next target comes from,
+    /// drawn by the untimed [`OpState::prepare`] into `dir` and `fixed_name`, or `target`.
+    picker: Option<Picker>,
 }
+
+/// The xattr name `getxattr` asks for over a tree: the one `metabench fill` sets on some
+/// files. A file without it answers ENOATTR after the same engine round trip.
+const TREE_XATTR: &[u8] = b"user.metabench";
 
 /// `NewSlice` as a JuiceFS client makes it: from the client's batch at once while it
 /// lasts ([`Meta::take_slice_id`]: no boxed future), else the call that fetches the next.
@@ -316,6 +324,7 @@ impl OpState {
             },
             fixed_name: Vec::new(),
             next: [Vec::with_capacity(32), Vec::with_capacity(32)],
+            picker: None,
         };
         s.fixed_name = s.fixed(match op {
             Op::Rmdir => "dir",
@@ -411,9 +420,28 @@ impl OpState {
         Ok(s)
     }
 
+    /// Makes the reads of this state draw their targets from `tree` (`--tree`), with
+    /// random numbers from `seed`; an operation that does not read from a tree is left
+    /// as it is. An error when the tree has nothing this operation reads.
+    pub fn draw_from(&mut self, tree: &std::sync::Arc<Population>, seed: u64) -> Result<()> {
+        self.picker = tree.picker(self.op, seed)?;
+        Ok(())
+    }
+
     /// Untimed preparation before each timed call (the Go benchmark's `StopTimer` blocks),
     /// including the names the call will use.
     pub async fn prepare(&mut self, meta: &mut dyn Meta) -> Result<()> {
+        if let Some(picker) = &mut self.picker {
+            match picker.draw() {
+                Drawn::Name { parent, name } => {
+                    self.dir = parent;
+                    self.fixed_name.clear();
+                    self.fixed_name.extend_from_slice(name);
+                }
+                Drawn::Inode(ino) => self.target = ino,
+            }
+            return Ok(());
+        }
         if let Some((prefix, i)) = self.numbered() {
             let [first, second] = &mut self.next;
             write_name(first, &self.tag, prefix, i);
@@ -509,6 +537,10 @@ impl OpState {
                 meta.setxattr(target, b"key", &s.xattr_value, XattrFlags::Any)
                     .await
             }
+            Op::Getxattr if s.picker.is_some() => match meta.getxattr(target, TREE_XATTR).await {
+                Ok(_) | Err(MetaError::NoAttr) => Ok(()),
+                Err(e) => Err(e),
+            },
             Op::Getxattr => meta.getxattr(target, b"key").await.map(drop),
             Op::Removexattr => meta.removexattr(target, b"key").await,
             Op::Listxattr1 | Op::Listxattr10 => meta.listxattr(target).await.map(drop),

@@ -50,6 +50,9 @@ pub struct OpsConfig {
     /// untimed call), as a sweep's warm-up comes before its window. Zero, as Go's
     /// benchmark with a fixed `-benchtime=Nx`, makes the one untimed call alone.
     pub warmup: Duration,
+    /// The volume's tree the read operations draw their targets from (`--tree`); `None`:
+    /// they read what their setup made.
+    pub tree: Option<std::sync::Arc<crate::population::Population>>,
 }
 
 /// What an `ops` run produced.
@@ -155,14 +158,23 @@ async fn run_one(
     stop: &StopFlag,
 ) -> Result<OpResult> {
     let dir_name = format!("bench-{}", op.name()).into_bytes();
+    let note = op.note(config.session.client_cache).map(str::to_owned);
+    let tree_note = config.tree.as_ref().and_then(|t| t.note_for(op));
     let mut result = OpResult {
         op: op.name().to_owned(),
-        note: op.note(config.session.client_cache).map(str::to_owned),
+        note: match (note, tree_note) {
+            (Some(n), Some(t)) => Some(format!("{t}; {n}")),
+            (n, t) => t.or(n),
+        },
         ..Default::default()
     };
     let setup = async {
         let (dir, _) = meta.mkdir(&Ctx::root(), base, &dir_name, 0o755, 0).await?;
-        OpState::setup(op, meta.as_mut(), dir, "").await
+        let mut state = OpState::setup(op, meta.as_mut(), dir, "").await?;
+        if let Some(tree) = &config.tree {
+            state.draw_from(tree, op as u64)?;
+        }
+        Ok::<_, MetaError>(state)
     };
     let mut state = match setup.await {
         Ok(s) => s,

@@ -108,6 +108,20 @@ pub trait Session: Send {
         tag: &str,
     ) -> impl Future<Output = Result<Self::Work>> + Send;
 
+    /// Makes `work`'s reads draw their targets from `tree` (`--tree`), with random numbers
+    /// from `seed`. Only a JuiceFS volume has inode trees to read: any other system says
+    /// so.
+    fn draw_from(
+        &mut self,
+        _work: &mut Self::Work,
+        _tree: &std::sync::Arc<crate::population::Population>,
+        _seed: u64,
+    ) -> Result<()> {
+        Err(metabench_engine::MetaError::Engine(
+            "--tree reads a JuiceFS volume's tree; this system has none".into(),
+        ))
+    }
+
     /// The untimed preparation before each timed call.
     fn prepare(&mut self, work: &mut Self::Work) -> impl Future<Output = Result<()>> + Send;
 
@@ -220,6 +234,15 @@ impl<'m> Session for Box<dyn Meta + 'm> {
 
     async fn setup(&mut self, op: Op, dir: &Ino, tag: &str) -> Result<OpState> {
         OpState::setup(op, self.as_mut(), *dir, tag).await
+    }
+
+    fn draw_from(
+        &mut self,
+        work: &mut OpState,
+        tree: &std::sync::Arc<crate::population::Population>,
+        seed: u64,
+    ) -> Result<()> {
+        work.draw_from(tree, seed)
     }
 
     async fn prepare(&mut self, work: &mut OpState) -> Result<()> {

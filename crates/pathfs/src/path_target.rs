@@ -270,6 +270,7 @@ mod tests {
             background_in_window: false,
             op_timeout: Duration::from_secs(5),
             threads_per_client: 1,
+            tree: None,
         };
         let exec = Exec::new(2, metabench_load::Idle::Sleep).unwrap();
         let outcome = run_sweep(

@@ -19,6 +19,6 @@ pub use model::{cpu_list, kind_of, read_results_of};
 pub use model::{
     AnyResults, BackgroundWork, Breakdown, ClientCheck, ClientLag, Disruption, EngineCheck,
     EngineInfo, Floor, HostInfo, IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult,
-    OpsPlan, OpsResults, RankLevel, RunFailure, RunHeader, ServiceTime, SweepPlan, SweepResults,
-    BREAKDOWN_PARTS, SCHEMA_VERSION,
+    OpsPlan, OpsResults, RankLevel, ReachRecord, ReadsFrom, RunFailure, RunHeader, ServiceTime,
+    SweepPlan, SweepResults, BREAKDOWN_PARTS, SCHEMA_VERSION,
 };

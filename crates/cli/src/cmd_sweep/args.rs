@@ -85,6 +85,9 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub(super) client: ClientArgs,
 
+    #[command(flatten)]
+    pub(super) tree: crate::tree::TreeArgs,
+
     /// Write the results (versioned JSON with histograms) to this file.
     #[arg(long, value_name = "FILE")]
     pub(super) json: Option<PathBuf>,
@@ -145,6 +148,7 @@ impl SweepArgs {
             op_timeout: self.client.op_timeout,
             threads_per_client,
             open_loop: self.open_loop(),
+            tree: None,
         }
     }
 }

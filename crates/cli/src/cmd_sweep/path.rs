@@ -307,6 +307,11 @@ fn prepare_path(args: &SweepArgs) -> Result<Prepared, CliError> {
             "--threads-per-client groups workers into JuiceFS clients; HDFS and S3 have none",
         ));
     }
+    if args.tree.tree.is_some() {
+        return Err(input(
+            "--tree reads a JuiceFS volume's inode tree; HDFS and S3 have none",
+        ));
+    }
     let prepared = prepare(args, true)?;
     if prepared.levels.is_empty() {
         return Err(input(

@@ -38,6 +38,10 @@ pub(super) struct ClientJob<T: Target + ?Sized> {
     /// Permits for the untimed setup and clean-up, shared by the level's clients
     /// ([`super::config::UNTIMED_AT_ONCE`] at once).
     pub(super) untimed: Arc<Semaphore>,
+    /// The volume's tree the reads draw their targets from (`--tree`), if any.
+    pub(super) tree: Option<Arc<crate::population::Population>>,
+    /// This client's seed for its draws (distinct per level, phase and client).
+    pub(super) seed: u64,
 }
 
 /// One client's share of an open loop's schedule: `rate / clients` calls per second,
@@ -131,7 +135,12 @@ pub(super) async fn client_body<T: Target + ?Sized>(
             } else {
                 job.tag.clone()
             };
-            states.push(meta.setup(op, &dir, &tag).await?);
+            let mut state = meta.setup(op, &dir, &tag).await?;
+            if let Some(tree) = &job.tree {
+                let seed = job.seed ^ ((states.len() as u64) << 48);
+                meta.draw_from(&mut state, tree, seed)?;
+            }
+            states.push(state);
         }
         within(job.op_timeout, meta.flush()).await?;
         Ok::<_, MetaError>(states)

@@ -8,6 +8,7 @@ use metabench_engine::SessionOptions;
 use metabench_report::{Level, RunFailure};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Throughput growth below which a level counts as no growth (`--until-plateau`).
@@ -119,6 +120,9 @@ pub struct SweepConfig {
     /// registered session and transaction locks) with a connection per worker. The
     /// client's first worker runs its background work. 1: every worker is a client.
     pub threads_per_client: u32,
+    /// The volume's tree the read operations draw their targets from (`--tree`); `None`:
+    /// they read what each client made.
+    pub tree: Option<Arc<crate::population::Population>>,
 }
 
 /// `--op-timeout`'s default: JuiceFS's own Redis read timeout, long enough that only a

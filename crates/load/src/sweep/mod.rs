@@ -281,6 +281,10 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             ClientArrivals::new(rate, clients as usize, global, kind)
                         }),
                         untimed: untimed.clone(),
+                        tree: config.tree.clone(),
+                        seed: ((level_index as u64) << 40)
+                            ^ ((phase_index as u64) << 32)
+                            ^ global as u64,
                     };
                     tasks.push(exec.spawn(
                         thread_slot(index, config.threads_per_client as usize),

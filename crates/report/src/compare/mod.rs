@@ -277,6 +277,19 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
         }
     }
     c.setup_differences = b.setup_differences(n);
+    let tree = |h: &crate::RunHeader| {
+        h.reads
+            .as_ref()
+            .map_or("what each run made (no --tree)".to_owned(), |r| {
+                format!("{} names under {} ({})", r.names, r.path, r.keys)
+            })
+    };
+    let (was, is) = (tree(base.header()), tree(current.header()));
+    if was != is {
+        c.setup_differences.push(format!(
+            "the reads drew their targets from different trees: baseline {was}, current {is}"
+        ));
+    }
     c.round_trips_timed = base.engine().skips_dir_mtime() || current.engine().skips_dir_mtime();
     Ok(c)
 }

@@ -347,6 +347,53 @@ pub struct RunHeader {
     pub engine: EngineInfo,
     /// The machine.
     pub host: HostInfo,
+    /// The tree of the volume the read operations drew their targets from (`--tree`),
+    /// and what the draws reached; absent when they read only what the run made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ReadsFrom>,
+}
+
+/// The tree of the volume that reads drew their targets from (`--tree`): what it held,
+/// the distribution of the draws and the spread they reached.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadsFrom {
+    /// The tree's directory in the volume.
+    pub path: String,
+    /// The key distribution (`uniform`, `zipfian:0.99`, `latest`).
+    pub keys: String,
+    /// Names found in the whole tree (directories, files, symlinks, hard links).
+    pub names: u64,
+    /// Directories among them.
+    pub dirs: u64,
+    /// Regular files' names among them.
+    pub files: u64,
+    /// Symlinks among them.
+    pub symlinks: u64,
+    /// Names the draws picked from: all of them, or a uniform sample (`--tree-max`).
+    pub sampled_names: u64,
+    /// How long listing the tree took, seconds (untimed, before the run).
+    pub walk_s: f64,
+    /// Per operation that drew from the tree: its pool and the spread of its draws.
+    pub reach: Vec<ReachRecord>,
+}
+
+/// The spread of one operation's draws over its pool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachRecord {
+    /// The operation.
+    pub op: String,
+    /// What it drew from: `names`, `inodes`, `files` or `symlinks`.
+    pub pool: String,
+    /// Members of that pool.
+    pub members: u64,
+    /// Draws made (warm-up and timed calls of every level).
+    pub draws: u64,
+    /// Distinct members they reached.
+    pub distinct: u64,
+    /// Distinct members the distribution predicts for that many independent draws.
+    pub expected_distinct: f64,
 }
 
 impl RunHeader {
@@ -366,6 +413,7 @@ impl RunHeader {
             started_at,
             engine,
             host: HostInfo::detect(),
+            reads: None,
         }
     }
 }

@@ -10,7 +10,9 @@ mod sweep;
 
 pub use any_results::AnyResults;
 pub use breakdown::{Breakdown, BREAKDOWN_PARTS};
-pub use header::{cpu_list, EngineInfo, HostInfo, RunHeader, SCHEMA_VERSION};
+pub use header::{
+    cpu_list, EngineInfo, HostInfo, ReachRecord, ReadsFrom, RunHeader, SCHEMA_VERSION,
+};
 pub use latency::Latency;
 pub use ops::{ClientLag, OpResult, OpsPlan, OpsResults};
 pub use read::{kind_of, read_results_of};
