@@ -223,3 +223,116 @@ fn a_tree_that_is_not_there_is_refused_in_one_line() {
         "{stderr}"
     );
 }
+
+/// The listing of large directories: a module of its own, so that its six engines' fills
+/// never run beside the idle-time measurement above.
+mod pages {
+    use super::filled_path;
+    use crate::{metabench, phase};
+    use metabench_testkit::{fresh_database, temp_dir, unique_name, Kind};
+
+    /// `ops --ops listdir` of a directory of 41,000 files (past a page on every engine that
+    /// pages): the entries of one call and the round trips, pages as `pkg/meta`'s dir
+    /// fetchers make them. Returns nothing; panics with the engine's name.
+    fn check_listdir(label: &str, url: &str, pages_rt: Option<(u64, u64)>) {
+        let out = metabench(&[
+            "fill",
+            "--meta",
+            url,
+            "--files",
+            "45k",
+            "--big-dirs",
+            "1",
+            "--big-dir-files",
+            "41k",
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{label}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let big = format!("{}/big0", filled_path(&stdout));
+        let dir = temp_dir();
+        let json = dir.path().join("listdir.json");
+        let out = metabench(&[
+            "ops",
+            "--meta",
+            url,
+            "--existing",
+            "--tree",
+            &big,
+            "--ops",
+            "listdir",
+            "--iterations",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{label}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("listdir: 41002 entries a call, "),
+            "{label}: {stdout}"
+        );
+        let results: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let r = &results["results"][0];
+        assert_eq!(r["op"], "listdir", "{label}");
+        assert_eq!(r["entries_per_call"], 41002.0, "{label}: {r}");
+        if let Some((pages, per_page)) = pages_rt {
+            // the directory's attribute, its parent's (for `..`), then the pages
+            assert_eq!(
+                r["round_trips_per_op"].as_f64(),
+                Some((2 + pages * per_page) as f64),
+                "{label}: {pages} pages of {per_page} round trips"
+            );
+        }
+    }
+
+    #[test]
+    fn listdir_reads_a_large_directory_page_by_page_on_every_engine() {
+        let _p = phase(module_path!());
+        std::thread::scope(|scope| {
+            // SQL: a read-only transaction per page (its BEGIN statements, the page's ids,
+            // its entries joined with their nodes, ROLLBACK); pages of 40960 entries, 4096
+            // on SQLite. Redis reads the whole directory at once (HSCAN's cursor steps
+            // depend on the server's table): its count is not fixed here.
+            for (kind, pages_rt) in [
+                (Kind::Sqlite, Some((11, 4))),
+                (Kind::Postgres, Some((2, 4))),
+                (Kind::Mysql, Some((2, 5))),
+                (Kind::Redis, None),
+            ] {
+                scope.spawn(move || {
+                    let db = fresh_database(kind);
+                    check_listdir(kind.name(), db.url(), pages_rt);
+                });
+            }
+            // TKV: pages of 4096, each a scan then one read of the page's attributes (etcd
+            // splits that read into its 128-operation transactions).
+            for (var, pages_rt) in [
+                ("METABENCH_TIKV_URL", Some((11, 3))),
+                ("METABENCH_ETCD_URL", None),
+            ] {
+                scope.spawn(move || {
+                    let base =
+                        std::env::var(var).unwrap_or_else(|_| panic!("{var}: run scripts/test.sh"));
+                    let url = format!("{}/{}", base.trim_end_matches('/'), unique_name("lsdir"));
+                    check_listdir(var, &url, pages_rt);
+                    let uuid = metabench_testkit::juicefs_dump_with(&url, &["--fast"])["Setting"]
+                        ["UUID"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned();
+                    let out = metabench_testkit::juicefs(&["destroy", "--yes", &url, &uuid]);
+                    assert!(out.status.success(), "{var}: destroy");
+                });
+            }
+        });
+    }
+}

@@ -112,6 +112,12 @@ pub trait Meta: Send {
     /// Lists a directory (`Readdir`), with attributes when `plus`.
     async fn readdir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<Vec<Entry>>;
 
+    /// Lists a directory to its end as a JuiceFS 1.4 mount reads it: `NewDirHandler`,
+    /// then `DirHandler.List` page by page (`DirBatchNum` entries a page where the engine
+    /// pages). The number of entries listed, `.` and `..` among them; the pages are not
+    /// kept, so a directory of any size lists in bounded memory where the engine pages.
+    async fn list_dir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<u64>;
+
     /// Sets an extended attribute (`baseMeta.SetXattr`: an empty name is EINVAL).
     async fn setxattr(
         &mut self,

@@ -70,6 +70,10 @@ pub enum Op {
     Truncate,
     /// `Fallocate(file, mode 0, end, 4 KiB)`: grows the file by 4 KiB (`fallocate -l`).
     Fallocate,
+    /// A mount's listing of a directory (`ls`): `NewDirHandler`, then `DirHandler.List`
+    /// page by page to the end, with attributes (readdirplus); of a directory of 1000
+    /// files, or of directories of a `--tree`.
+    Listdir,
 }
 
 /// Writes into one file before the runner moves to a fresh one, so chunks stay below
@@ -79,6 +83,10 @@ const WRITES_PER_FILE: u64 = 1000;
 /// The lengths `truncate` sets in turn: both inside chunk 0, so each call appends one hole.
 const TRUNCATE_LONG: u64 = 1 << 20;
 const TRUNCATE_SHORT: u64 = 4 << 10;
+
+/// The entries `listdir` lists in its own directory (no `--tree`): its 1000 files, `.`
+/// and `..`.
+pub const LISTDIR_OWN_ENTRIES: u64 = 1002;
 
 /// What each `fallocate` call adds to the file.
 const FALLOCATE_STEP: u64 = 4 << 10;
@@ -117,19 +125,25 @@ impl Op {
         Op::Read10,
     ];
 
-    /// The operations JuiceFS's Go benchmark does not time: NNBench's two, and the
-    /// resizes a mounted client sends (`ftruncate`, `fallocate`).
-    pub const EXTRA: [Op; 4] = [Op::CreateWrite, Op::Open, Op::Truncate, Op::Fallocate];
+    /// The operations JuiceFS's Go benchmark does not time: NNBench's two, the resizes a
+    /// mounted client sends (`ftruncate`, `fallocate`), and a mount's paged listing.
+    pub const EXTRA: [Op; 5] = [
+        Op::CreateWrite,
+        Op::Open,
+        Op::Truncate,
+        Op::Fallocate,
+        Op::Listdir,
+    ];
 
     /// Every operation metabench knows: the Go benchmark's, then [`Op::EXTRA`].
-    pub const ALL: [Op; 30] = {
-        let mut all = [Op::Mkdir; 30];
+    pub const ALL: [Op; 31] = {
+        let mut all = [Op::Mkdir; 31];
         let mut i = 0;
         while i < 26 {
             all[i] = Op::GOLANG[i];
             i += 1;
         }
-        while i < 30 {
+        while i < 31 {
             all[i] = Op::EXTRA[i - 26];
             i += 1;
         }
@@ -169,6 +183,7 @@ impl Op {
             Op::Open => "open",
             Op::Truncate => "truncate",
             Op::Fallocate => "fallocate",
+            Op::Listdir => "listdir",
         }
     }
 
@@ -195,6 +210,7 @@ impl Op {
             (Op::Open, _) => Some("NNBench open: Lookup then GetAttr"),
             (Op::Truncate, _) => Some("1 MiB and 4 KiB in turn, each appending a hole; a fresh file every 1000 calls keeps chunks below compaction"),
             (Op::Fallocate, _) => Some("mode 0: the file grows by 4 KiB per call (no hole is written)"),
+            (Op::Listdir, _) => Some("a mount's listing with attributes: NewDirHandler, then DirHandler.List page by page to the end (pages of 4096 entries on TKV and SQLite, 40960 on MySQL and PostgreSQL; Redis reads the whole directory at once)"),
             (Op::Mkdir | Op::Mknod | Op::Create | Op::Symlink, _) => {
                 Some("inode ids come in batches of 1024, prefetched in the background as in JuiceFS")
             }
@@ -340,12 +356,13 @@ impl OpState {
                     child = meta.mkdir(&ctx, child, b"d", 0o755, 0).await?.0;
                 }
             }
-            Op::Readdir10 | Op::Readdir1k => {
+            Op::Readdir10 | Op::Readdir1k | Op::Listdir => {
                 let n = if op == Op::Readdir10 { 10 } else { 1000 };
                 for j in 0..n {
                     meta.create(&ctx, dir, &s.name("f", j), 0o644, 0o022)
                         .await?;
                 }
+                s.target = dir;
             }
             Op::Rename => {
                 meta.create(&ctx, dir, &s.fixed("f0"), 0o644, 0o022).await?;
@@ -513,6 +530,7 @@ impl OpState {
             Op::Rmdir => meta.rmdir(ctx, dir, &s.fixed_name).await,
             Op::Resolve => meta.resolve(ctx, dir, b"d/d/d/d/d").await.map(drop),
             Op::Readdir10 | Op::Readdir1k => meta.readdir(ctx, dir, true).await.map(drop),
+            Op::Listdir => meta.list_dir(ctx, target, true).await.map(drop),
             Op::Mknod => meta
                 .mknod(ctx, dir, first, FileType::File, 0o644, 0o022, 0)
                 .await

@@ -286,6 +286,7 @@ async fn run_one(
     result.latency = Latency::of(&hist);
     if calls > 0 {
         result.round_trips_per_op = round_trips as f64 / calls as f64;
+        result.entries_per_call = crate::population::entries_per_call(op, config.tree.as_deref());
     }
     result.retries = retries;
     result.errors = errors;

@@ -7,7 +7,7 @@
 //! uniform sample of at most `max_names` names (reservoir sampling, so any tree fits in
 //! bounded memory). Each read operation draws from the pool that suits it ([`Pool`]):
 //! `lookup` and `open` a name, `getattr` and `access` an inode, `read_1`, `getxattr` and
-//! `listxattr_1` a regular file, `readlink` a symlink. The draws follow a [`KeyDist`]
+//! `listxattr_1` a regular file, `readlink` a symlink, `listdir` a directory. The draws follow a [`KeyDist`]
 //! over the pool, whose members are in inode order, so that `latest` favours the newest
 //! inodes. A shared [`Reach`] per operation counts the draws and the distinct targets
 //! they reached, for the results and to check the spread against the distribution.
@@ -49,6 +49,8 @@ pub enum Pool {
     Files,
     /// Symlinks: `readlink`.
     Symlinks,
+    /// Directories (the tree's own among them): `listdir`.
+    Dirs,
 }
 
 impl Pool {
@@ -60,6 +62,7 @@ impl Pool {
             Op::Getattr | Op::Access => Some(Pool::Inodes),
             Op::Read1 | Op::Getxattr | Op::Listxattr1 => Some(Pool::Files),
             Op::Readlink => Some(Pool::Symlinks),
+            Op::Listdir => Some(Pool::Dirs),
             _ => None,
         }
     }
@@ -70,6 +73,7 @@ impl Pool {
             Pool::Inodes => "inodes",
             Pool::Files => "files",
             Pool::Symlinks => "symlinks",
+            Pool::Dirs => "directories",
         }
     }
 }
@@ -91,6 +95,8 @@ pub struct TreeSpec {
 pub struct Reach {
     pool: Pool,
     draws: AtomicU64,
+    /// Directories only: the entries the drawn directories held (`.` and `..` counted).
+    entries: AtomicU64,
     seen: Box<[AtomicU64]>,
 }
 
@@ -99,14 +105,18 @@ impl Reach {
         Self {
             pool,
             draws: AtomicU64::new(0),
+            entries: AtomicU64::new(0),
             seen: (0..members.div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
         }
     }
 
-    fn record(&self, key: usize) {
+    fn record(&self, key: usize, entries: u64) {
         self.draws.fetch_add(1, Ordering::Relaxed);
+        if entries > 0 {
+            self.entries.fetch_add(entries, Ordering::Relaxed);
+        }
         let bit = 1u64 << (key % 64);
         let word = &self.seen[key / 64];
         if word.load(Ordering::Relaxed) & bit == 0 {
@@ -117,6 +127,14 @@ impl Reach {
     /// Draws made so far.
     pub fn draws(&self) -> u64 {
         self.draws.load(Ordering::Relaxed)
+    }
+
+    /// Directories only: the entries per draw, `.` and `..` counted, as the listings
+    /// return them; `None` for other pools or before a draw.
+    pub fn entries_per_draw(&self) -> Option<f64> {
+        let draws = self.draws();
+        (self.pool == Pool::Dirs && draws > 0)
+            .then(|| self.entries.load(Ordering::Relaxed) as f64 / draws as f64)
     }
 
     /// Distinct members they reached.
@@ -143,6 +161,8 @@ pub struct Population {
     files: Vec<Ino>,
     /// Symlinks among `inodes`.
     symlinks: Vec<Ino>,
+    /// Every directory of the tree, its own first, with the names it holds.
+    dirs: Vec<(Ino, u64)>,
     /// What the walk found, whole (not only the sample).
     found: Found,
     /// The draws of each operation, by name.
@@ -170,19 +190,21 @@ impl Population {
         let mut rng = SmallRng::seed_from_u64(SAMPLE_SEED);
         let mut found = Found::default();
         let mut names: Vec<Named> = Vec::new();
-        let mut dirs = vec![root];
+        let mut dirs: Vec<(Ino, u64)> = vec![(root, 0)];
         let mut next = 0;
-        while let Some(&dir) = dirs.get(next) {
+        while let Some(&(dir, _)) = dirs.get(next) {
+            let at = next;
             next += 1;
             for e in meta.readdir(&ctx, dir, false).await? {
                 if e.name == b"." || e.name == b".." || (dir == 1 && e.name == OWN_NAMESPACE) {
                     continue;
                 }
                 found.names += 1;
+                dirs[at].1 += 1;
                 match e.attr.typ {
                     FileType::Directory => {
                         found.dirs += 1;
-                        dirs.push(e.inode);
+                        dirs.push((e.inode, 0));
                     }
                     FileType::File => found.files += 1,
                     FileType::Symlink => found.symlinks += 1,
@@ -211,8 +233,7 @@ impl Population {
         }
         names.sort_by_key(|n| (n.ino, n.parent));
         let mut inodes: Vec<(Ino, FileType)> = names.iter().map(|n| (n.ino, n.typ)).collect();
-        inodes.push((root, FileType::Directory));
-        inodes.extend(dirs.iter().map(|&d| (d, FileType::Directory)));
+        inodes.extend(dirs.iter().map(|&(d, _)| (d, FileType::Directory)));
         inodes.sort_unstable_by_key(|&(ino, _)| ino);
         inodes.dedup_by_key(|&mut (ino, _)| ino);
         let of_type = |t: FileType| -> Vec<Ino> {
@@ -231,6 +252,7 @@ impl Population {
             inodes,
             files,
             symlinks,
+            dirs,
             found,
             reach: Mutex::new(BTreeMap::new()),
         })
@@ -248,6 +270,7 @@ impl Population {
             Pool::Inodes => self.inodes.len(),
             Pool::Files => self.files.len(),
             Pool::Symlinks => self.symlinks.len(),
+            Pool::Dirs => self.dirs.len(),
         }
     }
 
@@ -332,6 +355,7 @@ impl Population {
                         draws,
                         distinct: r.distinct(),
                         expected_distinct: expected,
+                        entries_per_draw: r.entries_per_draw(),
                     }
                 })
                 .collect(),
@@ -360,6 +384,18 @@ impl Population {
             f.seconds,
             self.spec.keys
         )
+    }
+}
+
+/// The entries a `listdir` call lists, on average: over the directories drawn from
+/// `tree`, or of its own directory of 1000 files; `None` for another operation.
+pub fn entries_per_call(op: Op, tree: Option<&Population>) -> Option<f64> {
+    if op != Op::Listdir {
+        return None;
+    }
+    match tree {
+        Some(t) => t.reach(op).and_then(|r| r.entries_per_draw()),
+        None => Some(crate::catalog::LISTDIR_OWN_ENTRIES as f64),
     }
 }
 
@@ -417,8 +453,12 @@ impl Picker {
     /// The next target, drawn from the distribution and counted in the operation's reach.
     pub fn draw(&mut self) -> Drawn<'_> {
         let key = self.sampler.sample(&mut self.rng) as usize;
-        self.reach.record(key);
         let tree = &*self.tree;
+        let entries = match self.pool {
+            Pool::Dirs => tree.dirs[key].1 + 2,
+            _ => 0,
+        };
+        self.reach.record(key, entries);
         match self.pool {
             Pool::Names => {
                 let n = &tree.names[key];
@@ -430,6 +470,7 @@ impl Picker {
             Pool::Inodes => Drawn::Inode(tree.inodes[key].0),
             Pool::Files => Drawn::Inode(tree.files[key]),
             Pool::Symlinks => Drawn::Inode(tree.symlinks[key]),
+            Pool::Dirs => Drawn::Inode(tree.dirs[key].0),
         }
     }
 }
@@ -442,10 +483,15 @@ mod tests {
     fn reach_counts_draws_and_distinct_members() {
         let r = Reach::new(Pool::Inodes, 130);
         for k in [0, 1, 1, 64, 129, 129, 129] {
-            r.record(k);
+            r.record(k, 0);
         }
         assert_eq!(r.draws(), 7);
         assert_eq!(r.distinct(), 4);
+        assert_eq!(r.entries_per_draw(), None);
+        let d = Reach::new(Pool::Dirs, 2);
+        d.record(0, 1002);
+        d.record(1, 4);
+        assert_eq!(d.entries_per_draw(), Some(503.0));
     }
 
     #[test]

@@ -106,8 +106,19 @@ pub fn ops_notes(run: &OpsResults) -> Vec<String> {
 /// the floor and the client self-check, then how many operations carry a note of their
 /// own (a skip, or how it was run) in one line, in place of those notes.
 pub fn ops_notes_at(run: &OpsResults, detail: Detail) -> Vec<String> {
+    let listed = run.results.iter().filter_map(|r| {
+        let n = r.entries_per_call?;
+        (r.latency.mean_us > 0.0).then(|| {
+            format!(
+                "{}: {n:.0} entries a call, {:.0} entries/s at the mean latency",
+                r.op,
+                n / (r.latency.mean_us / 1e6)
+            )
+        })
+    });
+    let listed: Vec<String> = listed.collect();
     if detail == Detail::Full {
-        return ops_notes(run);
+        return listed.into_iter().chain(ops_notes(run)).collect();
     }
     let per_op = run
         .results
@@ -124,7 +135,12 @@ pub fn ops_notes_at(run: &OpsResults, detail: Detail) -> Vec<String> {
             if per_op == 1 { "ies" } else { "y" }
         )
     });
-    floor.into_iter().chain(lag).chain(noted).collect()
+    listed
+        .into_iter()
+        .chain(floor)
+        .chain(lag)
+        .chain(noted)
+        .collect()
 }
 
 /// One line on the `ops` client thread's scheduling lag, and why it is flagged if it is.

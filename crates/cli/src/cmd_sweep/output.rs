@@ -85,6 +85,9 @@ pub(super) fn level_lines(level: &Level, per_client: u32, detail: Detail) -> Vec
         .ops
         .iter()
         .map(|o| {
+            let listed = o.entries_per_call.map_or(String::new(), |n| {
+                format!("  ({:.0} entries/s, {n:.0} a call)", n * o.ops_per_s)
+            });
             let service = o.service.as_ref().map_or(String::new(), |s| {
                 format!(
                     "  (service p50 {} µs, p99 {} µs)",
@@ -93,7 +96,7 @@ pub(super) fn level_lines(level: &Level, per_client: u32, detail: Detail) -> Vec
                 )
             });
             format!(
-                "{who}{offered}  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{service}{bound}",
+                "{who}{offered}  {:<14} {:>10.0} ops/s  p50 {:>8} µs  p99 {:>8} µs{listed}{service}{bound}",
                 o.op,
                 o.ops_per_s,
                 fmt_us(o.latency.p50_us),

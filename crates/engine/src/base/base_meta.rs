@@ -280,6 +280,10 @@ impl<S: Storage> Meta for S {
         self.read_dir(ctx, ino, plus).await
     }
 
+    async fn list_dir(&mut self, ctx: &Ctx, ino: Ino, plus: bool) -> Result<u64> {
+        self.list_dir_pages(ctx, ino, plus).await
+    }
+
     async fn setxattr(
         &mut self,
         ino: Ino,
@@ -624,6 +628,31 @@ pub trait BaseMeta: Storage {
             let mut entries = vec![dir(b".", ino), dir(b"..", up)];
             self.do_readdir(ino, plus, &mut entries).await?;
             Ok(entries)
+        }
+    }
+
+    /// `baseMeta.NewDirHandler` and the handler's `List` calls to the end: the directory's
+    /// attribute and access check (r, and x when `plus`), the parent's attribute for
+    /// `..` when `plus` (not for the root, its own parent), then the engine's pages
+    /// ([`Storage::do_list_dir`]). Counts `.` and `..` with the entries.
+    fn list_dir_pages(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        plus: bool,
+    ) -> impl Future<Output = Result<u64>> + Send {
+        async move {
+            let attr = self.get_attr(ino).await?;
+            access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
+            let up = if ino == ROOT_INODE {
+                ROOT_INODE
+            } else {
+                attr.parent
+            };
+            if plus && up != ino {
+                self.get_attr(up).await?;
+            }
+            Ok(2 + self.do_list_dir(ino, plus).await?)
         }
     }
 

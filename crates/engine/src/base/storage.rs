@@ -207,6 +207,10 @@ pub trait Storage: ResizeSteps + SessionSteps + Send {
         entries: &mut Vec<Entry>,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// The listing of `newDirHandler` and its fetcher, page by page to the end (the
+    /// entries after `.` and `..`, with their attributes when `plus`): how many entries.
+    fn do_list_dir(&mut self, ino: Ino, plus: bool) -> impl Future<Output = Result<u64>> + Send;
+
     /// `doSetXattr`: sets an extended attribute (the name is not empty).
     fn do_setxattr(&mut self, ino: Ino, x: &Xattr<'_>) -> impl Future<Output = Result<()>> + Send;
 

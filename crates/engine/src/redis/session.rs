@@ -273,6 +273,14 @@ impl Storage for RedisSession {
         Ok(())
     }
 
+    /// `redisDirHandler.List`: the whole directory at its first call (HSCAN, and the
+    /// attributes in MGETs of 4096, two at a time), then pages served from memory.
+    async fn do_list_dir(&mut self, ino: Ino, plus: bool) -> Result<u64> {
+        let mut entries = Vec::new();
+        self.do_readdir(ino, plus, &mut entries).await?;
+        Ok(entries.len() as u64)
+    }
+
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         self.get_parents(ino).await
     }

@@ -359,6 +359,10 @@ impl Storage for TkvSession {
         self.read_entries(ino, plus, entries).await
     }
 
+    async fn do_list_dir(&mut self, ino: Ino, plus: bool) -> Result<u64> {
+        self.list_entries(ino, plus).await
+    }
+
     /// `doGetParents`: `S{scan A<ino>P}`, the parents with a positive count.
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         let prefix = self.keys.parent_prefix(ino);
@@ -686,6 +690,48 @@ pub(super) async fn drop_link(
 impl TkvSession {
     /// `doReaddir`: `T{scan A<dir>D..A<dir>E}`; with `plus`,
     /// `S{gets[A<dir>I, A<parent>I, child I…]}` per 4096.
+    /// `kvMeta.getDirFetcher`, page after page as `DirHandler.List` asks to the end: a
+    /// scan of up to `DirBatchNum["kv"]` (4096) entries from the start of the directory,
+    /// or from the last name listed (one more: the cursor itself, dropped), then, when
+    /// `plus`, one read of the page's attributes (`fillAttr`). The last page is the first
+    /// one short of a full page.
+    async fn list_entries(&mut self, ino: Ino, plus: bool) -> Result<u64> {
+        let prefix = self.keys.entry_prefix(ino);
+        let end = TkvKeys::prefix_end(&prefix);
+        let mut cursor: Option<Vec<u8>> = None;
+        let mut listed = 0u64;
+        loop {
+            let start = cursor.clone().unwrap_or_else(|| prefix.clone());
+            let limit = READDIR_BATCH + usize::from(cursor.is_some());
+            let mut rows = txn!(self, |tx| {
+                Ok(tx.scan(KeyRange::new(&start, &end).limit(limit)).await?)
+            })?;
+            if cursor.is_some() {
+                // the cursor may have been deleted meanwhile
+                if rows.first().is_some_and(|(k, _)| *k == start) {
+                    rows.remove(0);
+                } else {
+                    rows.truncate(READDIR_BATCH);
+                }
+            }
+            if plus && !rows.is_empty() {
+                let mut keys = Vec::with_capacity(rows.len());
+                for (_, v) in &rows {
+                    keys.push(self.keys.inode(Dentry::decode(v)?.inode));
+                }
+                let mut tx = self.simple();
+                tx.gets(&keys).await.map_err(TxErr::from)?;
+            }
+            listed += rows.len() as u64;
+            let Some((last, _)) = rows.last() else { break };
+            if rows.len() < READDIR_BATCH {
+                break;
+            }
+            cursor = Some(last.clone());
+        }
+        Ok(listed)
+    }
+
     async fn read_entries(&mut self, ino: Ino, plus: bool, out: &mut Vec<Entry>) -> Result<()> {
         let prefix = self.keys.entry_prefix(ino);
         let end = TkvKeys::prefix_end(&prefix);

@@ -502,7 +502,10 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         }
                         let first_op = level.ops.len();
                         for (op, acc) in merged.ops {
-                            level.ops.push(level_op(op, &phase.name, &acc, real_window));
+                            let mut r = level_op(op, &phase.name, &acc, real_window);
+                            r.entries_per_call =
+                                crate::population::entries_per_call(op, config.tree.as_deref());
+                            level.ops.push(r);
                             raw_intervals.insert(op.name().to_owned(), acc.intervals);
                         }
                         // The calls' share of the phase's CPU: the background work's part

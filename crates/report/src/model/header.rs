@@ -394,6 +394,9 @@ pub struct ReachRecord {
     pub distinct: u64,
     /// Distinct members the distribution predicts for that many independent draws.
     pub expected_distinct: f64,
+    /// `listdir`: the entries the drawn directories held per draw (`.` and `..` counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_per_draw: Option<f64>,
 }
 
 impl RunHeader {

@@ -48,6 +48,10 @@ pub struct OpResult {
     pub skipped: Option<String>,
     /// How metabench ran it where that differs from a plain call (caches, id batches).
     pub note: Option<String>,
+    /// `listdir`: the entries a call listed (`.` and `..` counted), on average over the
+    /// directories it read; with the mean latency it gives entries per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_per_call: Option<f64>,
 }
 
 impl OpResult {

@@ -134,6 +134,10 @@ pub struct LevelOp {
     /// waste and unexplained (none in files written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<super::Breakdown>,
+    /// `listdir`: the entries a call listed (`.` and `..` counted), on average over the
+    /// directories drawn so far; times `ops_per_s`, the entries listed per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_per_call: Option<f64>,
 }
 
 /// The engine's null round trip (the floor under every operation), measured through the

@@ -4,7 +4,7 @@
 use super::rows::*;
 use super::sql_session::SqlSession;
 use super::tx_err::final_error;
-use super::txn::{simple, txn};
+use super::txn::{ro_txn, simple, txn};
 use crate::rules::merge_attr;
 use crate::sql::conn::Arg;
 use crate::{Ctx, Entry, MetaError, Result, SetAttr, Xattr, XattrFlags};
@@ -111,6 +111,81 @@ impl SqlSession {
             });
         }
         Ok(())
+    }
+
+    /// `dbMeta.getDirFetcher`, page after page as `DirHandler.List` asks to the end (pages
+    /// of `DirBatchNum["db"]`: 40960 entries, 4096 on SQLite), each in a read-only
+    /// transaction of two statements: the ids of the page's entries in name order from
+    /// the last name listed, then those entries (joined with their nodes when `plus`).
+    /// The last page is the first one short of a full page.
+    pub(super) async fn list_entries(&mut self, ino: Ino, plus: bool) -> Result<u64> {
+        let st = self.st.clone();
+        let page = if st.dialect == Dialect::Sqlite {
+            4096
+        } else {
+            40960
+        };
+        let render = |template: String| -> crate::sql::conn::Sql {
+            std::sync::Arc::from(st.dialect.render(&template, &st.prefix))
+        };
+        let first_ids = render(format!(
+            "SELECT `id` FROM `{{p}}edge` WHERE (parent = ?) ORDER BY `name` LIMIT {page}"
+        ));
+        let next_ids = render(format!(
+            "SELECT `id` FROM `{{p}}edge` WHERE (parent = ? and name > ?) ORDER BY `name` LIMIT {page}"
+        ));
+        let cols = if plus {
+            "`{p}edge`.`name`, `{p}node`.* FROM `{p}edge` INNER JOIN `{p}node` ON {p}edge.inode={p}node.inode"
+        } else {
+            "`{p}edge`.`id`, `{p}edge`.`name`, `{p}edge`.`type` FROM `{p}edge`"
+        };
+        let mut cursor: Option<Vec<u8>> = None;
+        let mut listed = 0u64;
+        loop {
+            let (ids_sql, after) = (
+                if cursor.is_some() {
+                    &next_ids
+                } else {
+                    &first_ids
+                },
+                cursor.clone(),
+            );
+            let mut names: Vec<Vec<u8>> = ro_txn!(self, {
+                let mut args = vec![Arg::I64(ino as i64)];
+                if let Some(name) = &after {
+                    args.push(Arg::Bytes(name));
+                }
+                let ids = self.fetch(ids_sql, &args).await?;
+                let mut ids_args = Vec::with_capacity(ids.len());
+                for r in &ids {
+                    ids_args.push(Arg::I64(r.int(0)?));
+                }
+                // xorm's `In` over no ids still sends the statement, matching nothing.
+                let within = if ids_args.is_empty() {
+                    "0=1".to_owned()
+                } else {
+                    format!(
+                        "`{{p}}edge`.`id` IN ({})",
+                        vec!["?"; ids_args.len()].join(",")
+                    )
+                };
+                let rows_sql = render(format!(
+                    "SELECT {cols} WHERE {within} ORDER BY `{{p}}edge`.`name`"
+                ));
+                let name_col = usize::from(!plus);
+                let mut names = Vec::with_capacity(ids_args.len());
+                for r in &self.fetch(&rows_sql, &ids_args).await? {
+                    names.push(r.bytes(name_col)?.to_vec());
+                }
+                names
+            })?;
+            listed += names.len() as u64;
+            if names.len() < page {
+                break;
+            }
+            cursor = names.pop();
+        }
+        Ok(listed)
     }
 
     pub(super) async fn setxattr_txn(&mut self, ino: Ino, x: &Xattr<'_>) -> Result<()> {

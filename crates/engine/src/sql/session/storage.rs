@@ -124,6 +124,10 @@ impl Storage for SqlSession {
         self.read_entries(ino, plus, entries).await
     }
 
+    async fn do_list_dir(&mut self, ino: Ino, plus: bool) -> Result<u64> {
+        self.list_entries(ino, plus).await
+    }
+
     async fn do_get_parents(&mut self, ino: Ino) -> Result<Vec<(Ino, i64)>> {
         self.get_parents(ino).await
     }
