@@ -301,15 +301,7 @@ pub(crate) const SLEEP_NOTE: &str = "Client threads sleep while a call waits on 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use metabench_load::placement::EngineServer;
-
-    fn server(cpus: &[usize]) -> EngineServer {
-        EngineServer {
-            pids: vec![42],
-            name: "redis-server".into(),
-            cpus: cpus.to_vec(),
-        }
-    }
+    use metabench_load::placement::test_server as server;
 
     #[test]
     fn cpu_sharing_compares_the_servers_cpus_with_the_clients() {

@@ -293,17 +293,20 @@ pub fn usable_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The tests' engine server (here and in the CLI's): `redis-server`, pid 42, on `cpus`.
+#[cfg(any(test, feature = "test-fixtures"))]
+pub fn test_server(cpus: &[usize]) -> EngineServer {
+    EngineServer {
+        pids: vec![42],
+        name: "redis-server".into(),
+        cpus: cpus.to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_server as server;
     use super::*;
-
-    fn server(cpus: &[usize]) -> EngineServer {
-        EngineServer {
-            pids: vec![42],
-            name: "redis-server".into(),
-            cpus: cpus.to_vec(),
-        }
-    }
 
     #[test]
     fn client_threads_keep_off_a_bound_server_and_share_with_an_unbound_one() {

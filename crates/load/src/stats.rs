@@ -44,8 +44,9 @@ pub(crate) struct OpAcc {
 }
 
 /// The parts of the successful calls' time that their sessions measured themselves,
-/// summed (the latency breakdown's per-call parts; [`SessionStats`]).
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
+/// summed (the latency breakdown's per-call parts; [`SessionStats`]). A rank sends it as
+/// it is (the fields added later default to 0 from a rank that does not send them).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CallParts {
     /// Successful calls summed.
     pub(crate) calls: u64,
@@ -58,13 +59,37 @@ pub(crate) struct CallParts {
     /// ns an in-process engine (SQLite) spent on their statements.
     pub(crate) engine_ns: u64,
     /// Round trips of their attempts that were retried (in `retry_waste_ns`).
+    #[serde(default)]
     pub(crate) retried_round_trips: u64,
     /// The part of `engine_ns` in attempts that were retried.
+    #[serde(default)]
     pub(crate) retried_engine_ns: u64,
     /// ns the calls, once woken, waited for their client thread.
+    #[serde(default)]
     pub(crate) ready_wait_ns: u64,
-    /// Redis: the top-level commands they sent, by name.
+    /// Redis: the top-level commands they sent, by name (a list of counts, by slot).
+    #[serde(with = "command_list")]
     pub(crate) commands: CommandCounts,
+}
+
+/// [`CommandCounts`] as a list of counts by slot; a longer list's extra counts are
+/// dropped, a shorter one's missing ones are 0.
+mod command_list {
+    use metabench_engine::CommandCounts;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(c: &CommandCounts, s: S) -> Result<S::Ok, S::Error> {
+        c.0[..].serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CommandCounts, D::Error> {
+        let list = Vec::<u64>::deserialize(d)?;
+        let mut commands = CommandCounts::default();
+        for (c, n) in commands.0.iter_mut().zip(&list) {
+            *c = *n;
+        }
+        Ok(commands)
+    }
 }
 
 impl CallParts {
@@ -95,55 +120,6 @@ impl CallParts {
         self.ready_wait_ns += other.ready_wait_ns;
         self.commands.add(&other.commands);
     }
-
-    fn to_wire(self) -> WireParts {
-        WireParts {
-            calls: self.calls,
-            round_trips: self.round_trips,
-            lock_wait_ns: self.lock_wait_ns,
-            retry_waste_ns: self.retry_waste_ns,
-            engine_ns: self.engine_ns,
-            retried_round_trips: self.retried_round_trips,
-            retried_engine_ns: self.retried_engine_ns,
-            ready_wait_ns: self.ready_wait_ns,
-            commands: self.commands.0.to_vec(),
-        }
-    }
-
-    fn from_wire(w: &WireParts) -> Self {
-        let mut commands = CommandCounts::default();
-        for (c, n) in commands.0.iter_mut().zip(&w.commands) {
-            *c = *n;
-        }
-        Self {
-            calls: w.calls,
-            round_trips: w.round_trips,
-            lock_wait_ns: w.lock_wait_ns,
-            retry_waste_ns: w.retry_waste_ns,
-            engine_ns: w.engine_ns,
-            retried_round_trips: w.retried_round_trips,
-            retried_engine_ns: w.retried_engine_ns,
-            ready_wait_ns: w.ready_wait_ns,
-            commands,
-        }
-    }
-}
-
-/// [`CallParts`] as one rank sends it.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
-pub(crate) struct WireParts {
-    calls: u64,
-    round_trips: u64,
-    lock_wait_ns: u64,
-    retry_waste_ns: u64,
-    engine_ns: u64,
-    #[serde(default)]
-    retried_round_trips: u64,
-    #[serde(default)]
-    retried_engine_ns: u64,
-    #[serde(default)]
-    ready_wait_ns: u64,
-    commands: Vec<u64>,
 }
 
 /// The one latency histogram constructor of the runners (nanoseconds, 3 significant
@@ -227,7 +203,7 @@ pub(crate) struct WireAcc {
     last_end: Option<Duration>,
     failed_max: Duration,
     #[serde(default)]
-    parts: WireParts,
+    parts: CallParts,
 }
 
 impl OpAcc {
@@ -250,7 +226,7 @@ impl OpAcc {
                 .last_end
                 .map(|t| t.saturating_duration_since(measure_from)),
             failed_max: self.failed_max,
-            parts: self.parts.to_wire(),
+            parts: self.parts,
         }
     }
 
@@ -272,7 +248,7 @@ impl OpAcc {
             in_flight_at_end: w.in_flight_at_end,
             last_end: w.last_end.map(|d| measure_from + d),
             failed_max: w.failed_max,
-            parts: CallParts::from_wire(&w.parts),
+            parts: w.parts,
         })
     }
 }
@@ -454,5 +430,36 @@ mod tests {
             (3, 6, acc.errors.clone(), acc.failed_max)
         );
         assert_eq!(back.last_end, Some(elsewhere + Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn call_parts_travel_as_a_list_of_command_counts_and_default_what_a_rank_left_out() {
+        let mut parts = CallParts {
+            calls: 2,
+            round_trips: 5,
+            ready_wait_ns: 7,
+            ..Default::default()
+        };
+        parts.commands.0[0] = 3;
+        let json = serde_json::to_value(parts).unwrap();
+        let n = parts.commands.0.len();
+        assert_eq!(json["commands"].as_array().unwrap().len(), n);
+        assert_eq!(json["commands"][0], 3);
+        assert_eq!(serde_json::from_value::<CallParts>(json).unwrap(), parts);
+        // A rank of an older build: no retried or ready-wait parts, a shorter list.
+        let old: CallParts = serde_json::from_str(
+            r#"{"calls":1,"round_trips":2,"lock_wait_ns":3,"retry_waste_ns":4,"engine_ns":5,"commands":[6]}"#,
+        )
+        .unwrap();
+        let mut want = CallParts {
+            calls: 1,
+            round_trips: 2,
+            lock_wait_ns: 3,
+            retry_waste_ns: 4,
+            engine_ns: 5,
+            ..Default::default()
+        };
+        want.commands.0[0] = 6;
+        assert_eq!(old, want);
     }
 }

@@ -4,7 +4,7 @@
 //! HTML.
 
 pub use crate::labeled_run::{op_names_of, LabeledRun};
-use crate::model::AnyResults;
+use crate::model::{AnyResults, BackgroundWork};
 use crate::plot::LATENCY_AT_CLIENTS;
 use crate::table::fmt_us;
 use comfy_table::{presets, CellAlignment, Table};
@@ -430,17 +430,11 @@ pub fn background_grid(runs: &[LabeledRun]) -> Option<Grid> {
         .collect();
     (!rows.is_empty()).then(|| Grid {
         title: "Background work in the windows (apart from the calls)".into(),
-        header: [
-            "run",
-            "clients",
-            "passes",
-            "heartbeats",
-            "round trips/s",
-            "client ms",
-            "failed",
-        ]
-        .map(String::from)
-        .to_vec(),
+        header: ["run", "clients"]
+            .into_iter()
+            .chain(BackgroundWork::COLUMNS)
+            .map(String::from)
+            .collect(),
         rows,
     })
 }

@@ -1,7 +1,9 @@
 //! Terminal tables in the layout of the JuiceFS docs' metadata-engine comparison, as
 //! Markdown so they paste straight into a document.
 
-use crate::model::{Breakdown, ClientLag, Floor, OpResult, OpsResults, BREAKDOWN_PARTS};
+use crate::model::{
+    BackgroundWork, Breakdown, ClientLag, Floor, OpResult, OpsResults, BREAKDOWN_PARTS,
+};
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
 
 /// Formats a latency in µs with precision that suits its size.
@@ -480,14 +482,7 @@ pub fn sweep_text(run: &crate::SweepResults, detail: Detail) -> String {
     if run.levels.iter().any(|l| l.background.is_some()) {
         let mut t = Table::new();
         t.load_style(ASCII_MARKDOWN);
-        t.set_header([
-            "clients",
-            "passes",
-            "heartbeats",
-            "round trips/s",
-            "client ms",
-            "failed",
-        ]);
+        t.set_header(["clients"].into_iter().chain(BackgroundWork::COLUMNS));
         for l in &run.levels {
             if let Some(b) = &l.background {
                 let mut row = vec![l.clients.to_string()];

@@ -5,8 +5,9 @@
 //! command, scripts/test.sh, installs it).
 
 use metabench_report::cross::{render_html, LabeledRun};
-use metabench_report::plot::sweep_plots;
+use metabench_report::plot::{sweep_plots, Plot};
 use metabench_report::{AnyResults, Latency, Level, LevelOp, RunHeader, SweepResults};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -55,26 +56,17 @@ fn count_colour(png_bytes: &[u8], rgb: (u8, u8, u8)) -> usize {
         .count()
 }
 
-#[test]
-fn html_report_screenshot_shows_the_plots() {
+/// The HTML report of `runs` with `plots` in headless Chromium, 1000×1400: the directory
+/// it is written in (removed when dropped), the screenshot's path in it and how long
+/// Chromium took; fails when Chromium is not installed or wrote no screenshot.
+fn screenshot(runs: &[LabeledRun], plots: &[Plot]) -> (tempfile::TempDir, PathBuf, Duration) {
     assert!(
         Command::new("chromium").arg("--version").output().is_ok(),
         "chromium is not installed: run the tests with scripts/test.sh (scripts/engines.sh install adds it)"
     );
-    let runs = vec![
-        LabeledRun {
-            label: "redis".into(),
-            run: sweep(2.0),
-        },
-        LabeledRun {
-            label: "sqlite".into(),
-            run: sweep(1.0),
-        },
-    ];
-    let plots = sweep_plots(&runs).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
-    std::fs::write(&html, render_html(&runs, &[], &[], &plots)).unwrap();
+    std::fs::write(&html, render_html(runs, &[], &[], plots)).unwrap();
     let shot = dir.path().join("shot.png");
     let t0 = Instant::now();
     let out = Command::new("chromium")
@@ -102,7 +94,25 @@ fn html_report_screenshot_shows_the_plots() {
         "no screenshot: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let took = t0.elapsed();
+    (dir, shot, took)
+}
+
+#[test]
+fn html_report_screenshot_shows_the_plots() {
+    let runs = vec![
+        LabeledRun {
+            label: "redis".into(),
+            run: sweep(2.0),
+        },
+        LabeledRun {
+            label: "sqlite".into(),
+            run: sweep(1.0),
+        },
+    ];
+    let plots = sweep_plots(&runs).unwrap();
+    let (_dir, shot, took) = screenshot(&runs, &plots);
+    assert!(took < Duration::from_secs(60), "{took:?}");
     let bytes = std::fs::read(&shot).unwrap();
     // The first plot (throughput, 4 series) is on screen: its legend swatches are
     // solid rectangles in the first colours of the palette.
@@ -119,10 +129,6 @@ fn html_report_screenshot_shows_the_plots() {
 /// among them; its negative unexplained part is drawn too (below zero).
 #[test]
 fn html_report_screenshot_shows_the_breakdown_bars() {
-    assert!(
-        Command::new("chromium").arg("--version").output().is_ok(),
-        "chromium is not installed: run the tests with scripts/test.sh (scripts/engines.sh install adds it)"
-    );
     let mut run = match sweep(1.0) {
         AnyResults::Sweep(s) => s,
         _ => unreachable!(),
@@ -150,35 +156,7 @@ fn html_report_screenshot_shows_the_breakdown_bars() {
     }];
     let plots = metabench_report::plot::breakdown_plots(&runs).unwrap();
     assert_eq!(plots.len(), 1);
-    let dir = tempfile::tempdir().unwrap();
-    let html = dir.path().join("report.html");
-    std::fs::write(&html, render_html(&runs, &[], &[], &plots)).unwrap();
-    let shot = dir.path().join("shot.png");
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            "--disable-sync",
-            "--hide-scrollbars",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.path().join("profile").display()
-        ))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1000,1400")
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("chromium runs");
-    assert!(
-        shot.is_file(),
-        "no screenshot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_dir, shot, _) = screenshot(&runs, &plots);
     let bytes = std::fs::read(&shot).unwrap();
     let engine = count_colour(&bytes, (44, 160, 44));
     let retry = count_colour(&bytes, (148, 103, 189));

@@ -3,6 +3,7 @@
 //! [`super::shape`]: [`crate::Engine::bulk_loader`] opens one, [`super::fill`] drives it.
 
 use super::shape::{Batch, Shape, Totals, BATCH_ENTRIES};
+use crate::base::Storage;
 use crate::Result;
 use async_trait::async_trait;
 
@@ -36,4 +37,12 @@ pub trait BulkLoad: Send {
     /// attribute, a hard-linked file's parents), and `added` to the volume's `usedSpace`
     /// and `totalInodes`.
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
+}
+
+/// [`BulkLoad::reserve`] over a session's `incrCounter` (each family's bulk writer
+/// reserves on its session): adds `n` to the counter `name` and returns the first of the
+/// `n` ids that reserves.
+pub(crate) async fn reserve_ids<S: Storage>(s: &mut S, name: &str, n: u64) -> Result<u64> {
+    let next = s.incr_counter(name, n as i64).await?;
+    Ok(next as u64 - n)
 }

@@ -18,6 +18,7 @@
 pub mod bulk;
 pub mod shape;
 
+pub(crate) use bulk::reserve_ids;
 pub use bulk::BulkLoad;
 
 pub use shape::{Batch, DirNode, EntryNode, Layout, Node, Shape, Totals, BATCH_ENTRIES};

@@ -5,8 +5,7 @@
 //! `usedSpace` and `totalInodes` by `INCRBY` in the same transaction.
 
 use super::session::RedisSession;
-use crate::base::Storage;
-use crate::fill::{Batch, BulkLoad, DirNode, Node, Totals};
+use crate::fill::{reserve_ids, Batch, BulkLoad, DirNode, Node, Totals};
 use crate::Result;
 use async_trait::async_trait;
 use metabench_schema::redis_keys::names;
@@ -41,8 +40,7 @@ impl RedisBulk {
 #[async_trait]
 impl BulkLoad for RedisBulk {
     async fn reserve(&mut self, name: &str, n: u64) -> Result<u64> {
-        let next = self.s.incr_counter(name, n as i64).await?;
-        Ok(next as u64 - n)
+        reserve_ids(&mut self.s, name, n).await
     }
 
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {

@@ -5,8 +5,7 @@
 
 use super::kv::{KvBackend, KvError, Write};
 use super::session::TkvSession;
-use crate::base::Storage;
-use crate::fill::{Batch, BulkLoad, Node, Shape, Totals, BATCH_ENTRIES};
+use crate::fill::{reserve_ids, Batch, BulkLoad, Node, Shape, Totals, BATCH_ENTRIES};
 use crate::{MetaError, Result};
 use async_trait::async_trait;
 use metabench_schema::tkv::{pack_counter, parse_counter, TkvKeys};
@@ -104,8 +103,7 @@ impl BulkLoad for TkvBulk {
     }
 
     async fn reserve(&mut self, name: &str, n: u64) -> Result<u64> {
-        let next = self.s.incr_counter(name, n as i64).await?;
-        Ok(next as u64 - n)
+        reserve_ids(&mut self.s, name, n).await
     }
 
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {

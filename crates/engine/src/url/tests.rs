@@ -9,32 +9,39 @@ fn no_env(_: &str) -> Option<String> {
 #[test]
 fn locations_say_in_process_socket_loopback_this_host_or_remote() {
     let at = |s: &str| MetaUrl::parse_with_env(s, no_env).unwrap().location();
-    assert_eq!(at("sqlite3:///tmp/x.db"), "in-process");
-    assert_eq!(at("memkv://jfs"), "in-process");
-    assert_eq!(at("unix:///tmp/redis.sock?db=1"), "local socket");
-    assert_eq!(
-        at("mysql://u:p@unix(/run/mysqld/mysqld.sock)/db"),
-        "local socket"
-    );
-    assert_eq!(at("redis://127.0.0.1:6379/1"), "loopback");
-    assert_eq!(at("postgres://u:p@[::1]:5432/db"), "loopback");
-    assert_eq!(at("etcd://127.0.0.1:2379,127.0.0.2:2379/jfs"), "loopback");
-    // TEST-NET-1 (RFC 5737) is never an address of this machine.
-    assert_eq!(at("redis://192.0.2.1:6379/1"), "remote");
-    assert_eq!(
-        at("etcd://127.0.0.1:2379,192.0.2.1:2379/jfs"),
-        "loopback and remote"
-    );
-    assert!(
-        at("redis://master,127.0.0.1:26379/1").starts_with("unknown (a Sentinel URL"),
-        "{}",
-        at("redis://master,127.0.0.1:26379/1")
-    );
-    assert!(
-        at("redis://no-such-host.invalid:6379/1").starts_with("unknown (cannot resolve"),
-        "{}",
-        at("redis://no-such-host.invalid:6379/1")
-    );
+    for (url, want) in [
+        ("sqlite3:///tmp/x.db", "in-process"),
+        ("memkv://jfs", "in-process"),
+        ("unix:///tmp/redis.sock?db=1", "local socket"),
+        (
+            "mysql://u:p@unix(/run/mysqld/mysqld.sock)/db",
+            "local socket",
+        ),
+        ("redis://127.0.0.1:6379/1", "loopback"),
+        ("postgres://u:p@[::1]:5432/db", "loopback"),
+        ("etcd://127.0.0.1:2379,127.0.0.2:2379/jfs", "loopback"),
+        // TEST-NET-1 (RFC 5737) is never an address of this machine.
+        ("redis://192.0.2.1:6379/1", "remote"),
+        (
+            "etcd://127.0.0.1:2379,192.0.2.1:2379/jfs",
+            "loopback and remote",
+        ),
+    ] {
+        assert_eq!(at(url), want, "{url}");
+    }
+    for (url, starts) in [
+        (
+            "redis://master,127.0.0.1:26379/1",
+            "unknown (a Sentinel URL",
+        ),
+        (
+            "redis://no-such-host.invalid:6379/1",
+            "unknown (cannot resolve",
+        ),
+    ] {
+        let got = at(url);
+        assert!(got.starts_with(starts), "{got}");
+    }
     // An address of one of this machine's interfaces, where it has one besides
     // loopback: the one it would reach TEST-NET-1 from.
     let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();

@@ -346,8 +346,17 @@ pub struct BackgroundWork {
 }
 
 impl BackgroundWork {
-    /// The cells tables show of it: passes, heartbeats, round trips per second, client
-    /// ms, failed.
+    /// The headers of the columns [`BackgroundWork::cells`] fills.
+    pub const COLUMNS: [&'static str; 5] = [
+        "passes",
+        "heartbeats",
+        "round trips/s",
+        "client ms",
+        "failed",
+    ];
+
+    /// The cells tables show of it ([`BackgroundWork::COLUMNS`]): passes, heartbeats,
+    /// round trips per second, client ms, failed.
     pub fn cells(&self) -> [String; 5] {
         [
             self.runs.to_string(),

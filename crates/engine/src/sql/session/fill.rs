@@ -4,8 +4,7 @@
 
 use super::rows::node_args;
 use super::SqlSession;
-use crate::base::Storage;
-use crate::fill::{Batch, BulkLoad, Node, Totals};
+use crate::fill::{reserve_ids, Batch, BulkLoad, Node, Totals};
 use crate::sql::conn::{Arg, DbError};
 use crate::{MetaError, Result};
 use async_trait::async_trait;
@@ -174,8 +173,7 @@ impl SqlBulk {
 #[async_trait]
 impl BulkLoad for SqlBulk {
     async fn reserve(&mut self, name: &str, n: u64) -> Result<u64> {
-        let next = self.s.incr_counter(name, n as i64).await?;
-        Ok(next as u64 - n)
+        reserve_ids(&mut self.s, name, n).await
     }
 
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {

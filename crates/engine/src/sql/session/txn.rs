@@ -172,11 +172,27 @@ impl SqlSession {
         }
     }
 
-    /// SQLite, called in-process: a statement's time from `start` (taken only on SQLite)
-    /// is the engine's, its busy-handler sleeps on the database lock included.
-    fn engine_time_since(&mut self, start: Option<std::time::Instant>) {
+    /// Counts a statement's round trip and, on SQLite, takes its start
+    /// ([`Self::round_trip_ended`]).
+    fn round_trip_starts(&mut self) -> Option<std::time::Instant> {
+        self.stats.round_trips += 1;
+        let sqlite = self.st.dialect == Dialect::Sqlite;
+        sqlite.then(std::time::Instant::now)
+    }
+
+    /// A statement's end. SQLite, called in-process: its time from `start` (taken only on
+    /// SQLite) is the engine's, its busy-handler sleeps on the database lock included.
+    /// A failure is noted ([`Self::note`]).
+    fn round_trip_ended<T>(
+        &mut self,
+        start: Option<std::time::Instant>,
+        r: &std::result::Result<T, DbError>,
+    ) {
         if let Some(start) = start {
             self.stats.engine_ns += start.elapsed().as_nanos() as u64;
+        }
+        if let Err(e) = r {
+            self.note(e);
         }
     }
 
@@ -185,14 +201,9 @@ impl SqlSession {
         sql: &Sql,
         args: &[Arg<'_>],
     ) -> std::result::Result<Done, DbError> {
-        self.stats.round_trips += 1;
-        let sqlite = self.st.dialect == Dialect::Sqlite;
-        let start = sqlite.then(std::time::Instant::now);
+        let start = self.round_trip_starts();
         let r = self.conn_or_reconnect().await?.exec(sql, args).await;
-        self.engine_time_since(start);
-        if let Err(e) = &r {
-            self.note(e);
-        }
+        self.round_trip_ended(start, &r);
         r
     }
 
@@ -201,26 +212,16 @@ impl SqlSession {
         sql: &Sql,
         args: &[Arg<'_>],
     ) -> std::result::Result<Vec<Row>, DbError> {
-        self.stats.round_trips += 1;
-        let sqlite = self.st.dialect == Dialect::Sqlite;
-        let start = sqlite.then(std::time::Instant::now);
+        let start = self.round_trip_starts();
         let r = self.conn_or_reconnect().await?.fetch(sql, args).await;
-        self.engine_time_since(start);
-        if let Err(e) = &r {
-            self.note(e);
-        }
+        self.round_trip_ended(start, &r);
         r
     }
 
     pub(super) async fn simple_stmt(&mut self, sql: &str) -> std::result::Result<(), DbError> {
-        self.stats.round_trips += 1;
-        let sqlite = self.st.dialect == Dialect::Sqlite;
-        let start = sqlite.then(std::time::Instant::now);
+        let start = self.round_trip_starts();
         let r = self.conn_or_reconnect().await?.simple(sql).await;
-        self.engine_time_since(start);
-        if let Err(e) = &r {
-            self.note(e);
-        }
+        self.round_trip_ended(start, &r);
         r
     }
 
