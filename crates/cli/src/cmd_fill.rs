@@ -9,6 +9,7 @@ use crate::error::{input, CliError, EXIT_INTERRUPTED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metabench_engine::fill::{fill, FillEnd, Shape, Totals};
 use metabench_engine::{open, MetaError, MetaUrl, SessionOptions, VolumeState};
+use metabench_report::table::thousands;
 use metabench_schema::ROOT_INODE;
 use std::io::IsTerminal as _;
 use std::time::Instant;
@@ -125,18 +126,6 @@ fn out_of_room(e: &MetaError) -> Option<String> {
         return None;
     };
     Some(why.to_owned())
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn summary(t: &Totals) -> String {

@@ -15,6 +15,7 @@
 use crate::catalog::Op;
 use crate::dist::{KeyDist, KeySampler};
 use metabench_engine::{Ctx, Meta, MetaError, Result};
+use metabench_report::table::thousands as group;
 use metabench_report::{ReachRecord, ReadsFrom};
 use metabench_schema::{FileType, Ino};
 use rand::rngs::SmallRng;
@@ -399,19 +400,6 @@ pub fn entries_per_call(op: Op, tree: Option<&Population>) -> Option<f64> {
     }
 }
 
-/// `n` with thousands separators.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The inode of directory `path` in the volume: `NotFound` or `NotDir` when it is none.
 async fn resolve(meta: &mut dyn Meta, ctx: &Ctx, path: &str) -> Result<Ino> {
     let mut ino: Ino = 1;
@@ -502,13 +490,5 @@ mod tests {
         assert_eq!(Pool::of(Op::Read1), Some(Pool::Files));
         assert_eq!(Pool::of(Op::Create), None);
         assert_eq!(Pool::of(Op::Read10), None);
-    }
-
-    #[test]
-    fn numbers_are_grouped() {
-        assert_eq!(group(0), "0");
-        assert_eq!(group(999), "999");
-        assert_eq!(group(1000), "1,000");
-        assert_eq!(group(1_234_567), "1,234,567");
     }
 }

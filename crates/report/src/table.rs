@@ -6,6 +6,19 @@ use crate::model::{
 };
 use comfy_table::{presets::ASCII_MARKDOWN, CellAlignment, Table};
 
+/// A count with thousands separators: `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Formats a latency in µs with precision that suits its size.
 pub fn fmt_us(v: f64) -> String {
     if v >= 100.0 {
@@ -676,6 +689,14 @@ fn open_loop_summary(run: &crate::SweepResults, op: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
 
     fn run(mean: f64) -> OpsResults {
         OpsResults::of(vec![
