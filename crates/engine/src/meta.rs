@@ -220,7 +220,12 @@ pub(crate) const BACKGROUND_WORK_NOTE: &str =
          goroutines and connections, concurrently with the calls; a metabench client pauses its \
          calls for it. Each sweep level reports its passes, round trips and client time apart; \
          `ops` runs it untimed between calls, `parity`'s native side between phases. Files \
-         queued by a session that a failure replaced are not freed by its successor.";
+         queued by a session that a failure replaced are not freed by its successor. Under \
+         `mount`, at most 8 of one metabench process's sessions write their session records \
+         (registration, heartbeat) at once, where JuiceFS's mounts, each its own process, never \
+         wait on one another: a heartbeat that finds no turn goes at its client's next \
+         background pass, so at thousands of clients heartbeats run late (each level counts \
+         those sent).";
 
 /// `NewClient` → `Load` for a family that keeps no change log of its own: the volume's
 /// setting as read from the engine (`None`: not formatted), checked as JuiceFS checks it,

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The scale curve: what the same sweep costs as the volume grows, and what the engine holds
+# per file. For each size, a fresh empty database of the engine is filled with
+# `metabench fill` (one tree of that many files, one very large directory among them),
+# then one sweep measures getattr, lookup, create and unlink at 1 and 16 clients, its reads
+# drawing from the whole tree (`--tree`, zipfian); `ops --ops listdir` lists the very large
+# directory. Size 0 is a freshly formatted volume, measured as metabench measures by
+# default (its own few entries). Prints one table: bytes the engine holds per file (beside
+# the JuiceFS docs' rules of thumb: about 300 bytes of Redis memory, about 600 bytes of
+# storage on SQL engines), the fill's peak RSS, each operation's p50/p99 and the listing's
+# entries per second.
+#
+#   scripts/engines.sh start                       # not needed for redis and sqlite
+#   scripts/bench-scale.sh [SIZES] [ENGINES]       # SIZES="0 1M 10M", ENGINES="redis sqlite"
+#
+# Redis runs privately here (a redis-server on a free port, data in a temp folder, stopped
+# by PID), so its memory is the volume's alone. The JSON of every sweep, and a row per size
+# (rows.jsonl, from which the table is printed), are kept in target/bench-scale/. Needs target/release/metabench (cargo build --release).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SIZES="${1:-0 1M 10M}"
+ENGINES="${2:-redis sqlite}"
+BIN="$ROOT/target/release/metabench"
+OUT="$ROOT/target/bench-scale"
+[[ -x "$BIN" ]] || { echo "bench-scale: build it first: cargo build --release" >&2; exit 2; }
+mkdir -p "$OUT"
+TMP="$(mktemp -d /tmp/bench-scale.XXXXXX)"
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+amount() { python3 -c "import sys; s=sys.argv[1]; m={'k':10**3,'K':10**3,'M':10**6,'G':10**9}; print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))" "$1"; }
+
+# a fresh empty database of engine $1: prints its meta URL (for Redis, its port and PID go
+# in $TMP/port and $TMP/pid: this runs in a subshell)
+fresh() {
+    case "$1" in
+        redis)
+            local port; port=$(free_port)
+            redis-server --port "$port" --save '' --appendonly no --dir "$TMP" --daemonize no \
+                > "$TMP/redis-$port.log" 2>&1 &
+            echo $! > "$TMP/pid"
+            for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+            echo "$port" > "$TMP/port"
+            echo "redis://127.0.0.1:$port/1" ;;
+        sqlite) echo "sqlite3://$TMP/scale_$RANDOM.db" ;;
+        *) echo "bench-scale: engine $1: redis or sqlite" >&2; exit 2 ;;
+    esac
+}
+# bytes the engine holds for the volume at URL $2 of engine $1
+held() {
+    case "$1" in
+        redis) redis-cli -p "$(cat "$TMP/port")" info memory | awk -F: '/^used_memory:/{print $2}' | tr -d '\r' ;;
+        sqlite) local f=${2#sqlite3://}
+                python3 -c 'import os, sys; print(sum(os.path.getsize(p) for p in sys.argv[1:] if os.path.exists(p)))' "$f" "$f-wal" ;;
+    esac
+}
+stop_redis() { [[ "$1" == redis ]] && { kill "$(cat "$TMP/pid")"; sleep 0.5; }; return 0; }
+
+ROWS="$OUT/rows.jsonl"
+: > "$ROWS"
+for e in $ENGINES; do
+    for size in $SIZES; do
+        n=$(amount "$size")
+        url=$(fresh "$e")
+        [[ -f "$TMP/pid" ]] && PIDS+=("$(cat "$TMP/pid")")
+        tag="$e-$size"
+        tree=() rss=0 empty=0
+        if (( n > 0 )); then
+            "$BIN" format --meta "$url" >/dev/null 2>&1 || true
+            empty=$(held "$e" "$url")
+            # start from an empty database again: fill formats it itself
+            if [[ "$e" == redis ]]; then redis-cli -p "$(cat "$TMP/port")" -n 1 flushdb >/dev/null; else rm -f "${url#sqlite3://}"*; fi
+            big=$(( n / 10 )); (( big > 1000000 )) && big=1000000
+            /usr/bin/time -f '%M' -o "$TMP/rss" "$BIN" fill --meta "$url" --files "$n" \
+                --big-dirs 1 --big-dir-files "$big" > "$TMP/fill.out" 2>&1
+            rss=$(( $(cat "$TMP/rss") * 1024 ))
+            path=$(grep -o '^filled /fill-[^ ]*' "$TMP/fill.out" | cut -d' ' -f2)
+            tree=(--existing --tree "$path")
+            held_now=$(held "$e" "$url")
+            "$BIN" ops --meta "$url" --existing --tree "$path/big0" --ops listdir --iterations 5 \
+                --json "$OUT/$tag-listdir.json" > /dev/null 2>&1
+        else
+            "$BIN" format --meta "$url" >/dev/null 2>&1
+            held_now=$(held "$e" "$url"); empty=$held_now
+            tree=(--existing)
+            "$BIN" ops --meta "$url" --existing --ops listdir --iterations 20 \
+                --json "$OUT/$tag-listdir.json" > /dev/null 2>&1
+        fi
+        "$BIN" sweep --meta "$url" "${tree[@]}" --ops getattr,lookup,create,unlink --conc 1,16 \
+            --warmup 1s --duration 3s --json "$OUT/$tag.json" > /dev/null 2>&1
+        python3 - "$e" "$n" "$empty" "$held_now" "$rss" "$OUT/$tag.json" "$OUT/$tag-listdir.json" >> "$ROWS" <<'EOF'
+import json, sys
+e, n, empty, held, rss, sweep, listdir = sys.argv[1:]
+s = json.load(open(sweep)); l = json.load(open(listdir))
+ops = {}
+for lv in s["levels"]:
+    for o in lv["ops"]:
+        ops[f'{o["op"]}@{lv["clients"]}'] = (o["p50_us"], o["p99_us"], o["ops_per_s"])
+r = l["results"][0]
+print(json.dumps({"engine": e, "files": int(n), "bytes_per_file": (int(held) - int(empty)) / int(n) if int(n) else None,
+                  "fill_rss": int(rss), "ops": ops, "listdir_entries": r.get("entries_per_call"),
+                  "listdir_mean_us": r["mean_us"]}))
+EOF
+        stop_redis "$e"
+        echo "bench-scale: $tag done" >&2
+    done
+done
+python3 - "$ROWS" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rule = {"redis": 300, "sqlite": 600}
+ops = ["getattr", "lookup", "create", "unlink"]
+head = ["engine", "files", "B/file (docs)", "fill RSS MiB"] + [f"{o} p50/p99 µs @1, @16" for o in ops] + ["listdir entries, entries/s"]
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for r in rows:
+    bpf = "-" if r["bytes_per_file"] is None else f'{r["bytes_per_file"]:.0f} ({rule[r["engine"]]})'
+    rss = "-" if not r["fill_rss"] else f'{r["fill_rss"] / 2**20:.0f}'
+    cells = [r["engine"], f'{r["files"]:,}', bpf, rss]
+    for o in ops:
+        a, b = r["ops"].get(f"{o}@1"), r["ops"].get(f"{o}@16")
+        f = lambda x: "-" if x is None else f"{x[0]:.0f}/{x[1]:.0f}"
+        cells.append(f"{f(a)}, {f(b)}")
+    n = r["listdir_entries"] or 0
+    cells.append(f'{n:,.0f}, {n / (r["listdir_mean_us"] / 1e6):,.0f}/s')
+    print("| " + " | ".join(cells) + " |")
+EOF
