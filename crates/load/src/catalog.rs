@@ -1,7 +1,7 @@
 //! The operations of JuiceFS's metadata benchmark (`pkg/meta/benchmarks_test.go`), each
 //! with the setup the Go benchmark does untimed and the call it times.
 
-use crate::population::{Drawn, Picker, Population};
+use crate::population::{Drawn, Picker, Pool, Population};
 use metabench_engine::{Ctx, FallocRange, Meta, MetaError, Result, SetAttr, XattrFlags};
 use metabench_schema::{FileType, Ino, Slice, Timestamp, CHUNK_SIZE};
 use std::fmt;
@@ -184,6 +184,32 @@ impl Op {
             Op::Truncate => "truncate",
             Op::Fallocate => "fallocate",
             Op::Listdir => "listdir",
+        }
+    }
+
+    /// The members of a `--tree` this operation draws its targets from; `None` for an
+    /// operation that keeps working in its own directory (writes, and reads of a set-up
+    /// they need, such as `read_10`).
+    pub fn tree_pool(self) -> Option<Pool> {
+        match self {
+            Op::Lookup | Op::Open => Some(Pool::Names),
+            Op::Getattr | Op::Access => Some(Pool::Inodes),
+            Op::Read1 | Op::Getxattr | Op::Listxattr1 => Some(Pool::Files),
+            Op::Readlink => Some(Pool::Symlinks),
+            Op::Listdir => Some(Pool::Dirs),
+            _ => None,
+        }
+    }
+
+    /// The entries a `listdir` call lists, on average: over the directories drawn from
+    /// `tree`, or of its own directory of 1000 files; `None` for another operation.
+    pub fn entries_per_call(self, tree: Option<&Population>) -> Option<f64> {
+        if self != Op::Listdir {
+            return None;
+        }
+        match tree {
+            Some(t) => t.reach(self.name()).and_then(|r| r.entries_per_draw()),
+            None => Some(LISTDIR_OWN_ENTRIES as f64),
         }
     }
 
@@ -441,7 +467,10 @@ impl OpState {
     /// random numbers from `seed`; an operation that does not read from a tree is left
     /// as it is. An error when the tree has nothing this operation reads.
     pub fn draw_from(&mut self, tree: &std::sync::Arc<Population>, seed: u64) -> Result<()> {
-        self.picker = tree.picker(self.op, seed)?;
+        self.picker = match self.op.tree_pool() {
+            Some(pool) => Some(tree.picker(self.op.name(), pool, seed)?),
+            None => None,
+        };
         Ok(())
     }
 
@@ -619,6 +648,19 @@ impl OpState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_reads_draw_from_a_tree() {
+        assert_eq!(Op::Lookup.tree_pool(), Some(Pool::Names));
+        assert_eq!(Op::Getattr.tree_pool(), Some(Pool::Inodes));
+        assert_eq!(Op::Readlink.tree_pool(), Some(Pool::Symlinks));
+        assert_eq!(Op::Read1.tree_pool(), Some(Pool::Files));
+        assert_eq!(Op::Listdir.tree_pool(), Some(Pool::Dirs));
+        assert_eq!(Op::Create.tree_pool(), None);
+        assert_eq!(Op::Read10.tree_pool(), None);
+        assert_eq!(Op::Listdir.entries_per_call(None), Some(1002.0));
+        assert_eq!(Op::Getattr.entries_per_call(None), None);
+    }
 
     #[test]
     fn names_parse_back() {

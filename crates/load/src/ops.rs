@@ -159,7 +159,11 @@ async fn run_one(
 ) -> Result<OpResult> {
     let dir_name = format!("bench-{}", op.name()).into_bytes();
     let note = op.note(config.session.client_cache).map(str::to_owned);
-    let tree_note = config.tree.as_ref().and_then(|t| t.note_for(op));
+    let tree_note = config
+        .tree
+        .as_ref()
+        .zip(op.tree_pool())
+        .map(|(t, pool)| t.note_for(pool));
     let mut result = OpResult {
         op: op.name().to_owned(),
         note: match (note, tree_note) {
@@ -286,7 +290,7 @@ async fn run_one(
     result.latency = Latency::of(&hist);
     if calls > 0 {
         result.round_trips_per_op = round_trips as f64 / calls as f64;
-        result.entries_per_call = crate::population::entries_per_call(op, config.tree.as_deref());
+        result.entries_per_call = op.entries_per_call(config.tree.as_deref());
     }
     result.retries = retries;
     result.errors = errors;

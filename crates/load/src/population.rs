@@ -12,7 +12,6 @@
 //! inodes. A shared [`Reach`] per operation counts the draws and the distinct targets
 //! they reached, for the results and to check the spread against the distribution.
 
-use crate::catalog::Op;
 use crate::dist::{KeyDist, KeySampler};
 use metabench_engine::{Ctx, Meta, MetaError, Result};
 use metabench_report::table::thousands as group;
@@ -55,20 +54,8 @@ pub enum Pool {
 }
 
 impl Pool {
-    /// The pool `op` draws from over a tree; `None` for an operation that keeps working
-    /// in its own directory (writes, and reads of a set-up it needs, such as `read_10`).
-    pub fn of(op: Op) -> Option<Pool> {
-        match op {
-            Op::Lookup | Op::Open => Some(Pool::Names),
-            Op::Getattr | Op::Access => Some(Pool::Inodes),
-            Op::Read1 | Op::Getxattr | Op::Listxattr1 => Some(Pool::Files),
-            Op::Readlink => Some(Pool::Symlinks),
-            Op::Listdir => Some(Pool::Dirs),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
+    /// The pool's name in notes and results.
+    pub fn name(self) -> &'static str {
         match self {
             Pool::Names => "names",
             Pool::Inodes => "inodes",
@@ -275,31 +262,25 @@ impl Population {
         }
     }
 
-    /// What `op` draws from this tree, in a phrase for its note; `None` when it does not
-    /// draw from it.
-    pub fn note_for(&self, op: Op) -> Option<String> {
-        let pool = Pool::of(op)?;
-        Some(format!(
+    /// What an operation drawing from `pool` reads, in a phrase for its note.
+    pub fn note_for(&self, pool: Pool) -> String {
+        format!(
             "targets: the {} {} under {} ({})",
             group(self.members(pool) as u64),
             pool.name(),
             self.spec.path,
             self.spec.keys
-        ))
+        )
     }
 
-    /// A drawer of `op`'s targets for one client, its random numbers from `seed`; an
-    /// error in one line when the tree has none of what `op` reads (no symlink for
-    /// `readlink`). `None` for an operation that does not read from the tree.
-    pub fn picker(self: &Arc<Self>, op: Op, seed: u64) -> Result<Option<Picker>> {
-        let Some(pool) = Pool::of(op) else {
-            return Ok(None);
-        };
+    /// A drawer of operation `op`'s targets from `pool` for one client, its random
+    /// numbers from `seed`; an error in one line when the tree has none of them (no
+    /// symlink for `readlink`). The draws of every client of `op` count in one [`Reach`].
+    pub fn picker(self: &Arc<Self>, op: &'static str, pool: Pool, seed: u64) -> Result<Picker> {
         let members = self.members(pool);
         let sampler = KeySampler::new(self.spec.keys, members as u64).map_err(|_| {
             MetaError::Engine(format!(
-                "{} reads {} and the tree under {} has none",
-                op.name(),
+                "{op} reads {} and the tree under {} has none",
                 pool.name(),
                 self.spec.path
             ))
@@ -308,25 +289,21 @@ impl Population {
             .reach
             .lock()
             .expect("reach lock")
-            .entry(op.name())
+            .entry(op)
             .or_insert_with(|| Arc::new(Reach::new(pool, members)))
             .clone();
-        Ok(Some(Picker {
+        Ok(Picker {
             tree: Arc::clone(self),
             pool,
             sampler,
             rng: SmallRng::seed_from_u64(seed),
             reach,
-        }))
+        })
     }
 
-    /// The draws of `op` so far, if it drew from the tree.
-    pub fn reach(&self, op: Op) -> Option<Arc<Reach>> {
-        self.reach
-            .lock()
-            .expect("reach lock")
-            .get(op.name())
-            .cloned()
+    /// The draws of operation `op` so far, if it drew from the tree.
+    pub fn reach(&self, op: &str) -> Option<Arc<Reach>> {
+        self.reach.lock().expect("reach lock").get(op).cloned()
     }
 
     /// What the results record of the tree and of the draws made from it.
@@ -385,18 +362,6 @@ impl Population {
             f.seconds,
             self.spec.keys
         )
-    }
-}
-
-/// The entries a `listdir` call lists, on average: over the directories drawn from
-/// `tree`, or of its own directory of 1000 files; `None` for another operation.
-pub fn entries_per_call(op: Op, tree: Option<&Population>) -> Option<f64> {
-    if op != Op::Listdir {
-        return None;
-    }
-    match tree {
-        Some(t) => t.reach(op).and_then(|r| r.entries_per_draw()),
-        None => Some(crate::catalog::LISTDIR_OWN_ENTRIES as f64),
     }
 }
 
@@ -480,15 +445,5 @@ mod tests {
         d.record(0, 1002);
         d.record(1, 4);
         assert_eq!(d.entries_per_draw(), Some(503.0));
-    }
-
-    #[test]
-    fn pools_cover_the_read_operations_only() {
-        assert_eq!(Pool::of(Op::Lookup), Some(Pool::Names));
-        assert_eq!(Pool::of(Op::Getattr), Some(Pool::Inodes));
-        assert_eq!(Pool::of(Op::Readlink), Some(Pool::Symlinks));
-        assert_eq!(Pool::of(Op::Read1), Some(Pool::Files));
-        assert_eq!(Pool::of(Op::Create), None);
-        assert_eq!(Pool::of(Op::Read10), None);
     }
 }

@@ -503,8 +503,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         let first_op = level.ops.len();
                         for (op, acc) in merged.ops {
                             let mut r = level_op(op, &phase.name, &acc, real_window);
-                            r.entries_per_call =
-                                crate::population::entries_per_call(op, config.tree.as_deref());
+                            r.entries_per_call = op.entries_per_call(config.tree.as_deref());
                             level.ops.push(r);
                             raw_intervals.insert(op.name().to_owned(), acc.intervals);
                         }
