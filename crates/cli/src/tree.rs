@@ -13,8 +13,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone, clap::Args)]
 pub struct TreeArgs {
     /// Read operations (lookup, getattr, access, open, readlink, read_1, getxattr,
-    /// listxattr_1) draw their targets from the entries under this directory of the
-    /// volume, e.g. a `metabench fill` tree (/fill-<run>); it is listed once before the
+    /// listxattr_1, listdir) draw their targets from the entries under this directory of
+    /// the volume, e.g. a `metabench fill` tree (/fill-<run>); it is listed once before the
     /// run, read-only. Writes stay in metabench's own directory.
     #[arg(long, value_name = "PATH")]
     pub tree: Option<String>,
