@@ -15,19 +15,11 @@ CONC="${1:-1..10000}"
 DURATION="${2:-1s}"
 BIN="${METABENCH_BIN:-$ROOT/target/release/metabench}"
 [[ -x "$BIN" ]] || { echo "bench-clients: build it first: cargo build --release" >&2; exit 2; }
-TMP="$(mktemp -d /tmp/bench-clients.XXXXXX)"
-PID=""
-cleanup() {
-    [[ -n "$PID" ]] && kill "$PID" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+BENCH=bench-clients
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --maxclients 15000 \
-    --dir "$TMP" --daemonize no > "$TMP/redis.log" 2>&1 &
-PID=$!
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+port=$(start_redis --maxclients 15000)
 echo "redis-server on port $port: maxclients $(redis-cli -p "$port" config get maxclients | tail -1)"
 
 start=$(date +%s)

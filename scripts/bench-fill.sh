@@ -21,26 +21,13 @@ BIN="$ROOT/target/release/metabench"
 # shellcheck disable=SC1091
 source "$ROOT/target/engines/env.sh"
 [[ -x "$BIN" ]] || { echo "bench-fill: build it first: cargo build --release" >&2; exit 2; }
-TMP="$(mktemp -d /tmp/bench-fill.XXXXXX)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+BENCH=bench-fill
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh"
 PW=metabench-test-pw
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 secs() { python3 -c "import time; print(time.time())"; }
 
-start_redis() { # prints the port
-    local port; port=$(free_port)
-    redis-server --port "$port" --save '' --appendonly no --dir "$TMP" --daemonize no \
-        > "$TMP/redis-$port.log" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-    echo "$port"
-}
 start_etcd() { # prints the port
     local port peer; port=$(free_port); peer=$(free_port)
     etcd --name "b$port" --data-dir "$TMP/etcd-$port" \
@@ -48,7 +35,7 @@ start_etcd() { # prints the port
         --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
         --initial-cluster "b$port=http://127.0.0.1:$peer" --quota-backend-bytes 8589934592 \
         > "$TMP/etcd-$port.log" 2>&1 &
-    PIDS+=($!)
+    echo $! >> "$TMP/pids"
     for _ in $(seq 100); do grep -q "ready to serve" "$TMP/etcd-$port.log" && break; sleep 0.1; done
     echo "$port"
 }

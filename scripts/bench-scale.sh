@@ -25,27 +25,18 @@ BIN="$ROOT/target/release/metabench"
 OUT="$ROOT/target/bench-scale"
 [[ -x "$BIN" ]] || { echo "bench-scale: build it first: cargo build --release" >&2; exit 2; }
 mkdir -p "$OUT"
-TMP="$(mktemp -d /tmp/bench-scale.XXXXXX)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+BENCH=bench-scale
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 amount() { python3 -c "import sys; s=sys.argv[1]; m={'k':10**3,'K':10**3,'M':10**6,'G':10**9}; print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))" "$1"; }
 
-# a fresh empty database of engine $1: prints its meta URL (for Redis, its port and PID go
-# in $TMP/port and $TMP/pid: this runs in a subshell)
+# a fresh empty database of engine $1: prints its meta URL (for Redis, its port goes in
+# $TMP/port: this runs in a subshell)
 fresh() {
     case "$1" in
         redis)
-            local port; port=$(free_port)
-            redis-server --port "$port" --save '' --appendonly no --dir "$TMP" --daemonize no \
-                > "$TMP/redis-$port.log" 2>&1 &
-            echo $! > "$TMP/pid"
-            for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+            local port; port=$(start_redis)
             echo "$port" > "$TMP/port"
             echo "redis://127.0.0.1:$port/1" ;;
         sqlite) echo "sqlite3://$TMP/scale_$RANDOM.db" ;;
@@ -60,7 +51,6 @@ held() {
                 python3 -c 'import os, sys; print(sum(os.path.getsize(p) for p in sys.argv[1:] if os.path.exists(p)))' "$f" "$f-wal" ;;
     esac
 }
-stop_redis() { [[ "$1" == redis ]] && { kill "$(cat "$TMP/pid")"; sleep 0.5; }; return 0; }
 
 ROWS="$OUT/rows.jsonl"
 : > "$ROWS"
@@ -68,7 +58,6 @@ for e in $ENGINES; do
     for size in $SIZES; do
         n=$(amount "$size")
         url=$(fresh "$e")
-        [[ -f "$TMP/pid" ]] && PIDS+=("$(cat "$TMP/pid")")
         tag="$e-$size"
         tree=() rss=0 empty=0
         if (( n > 0 )); then
@@ -107,7 +96,7 @@ print(json.dumps({"engine": e, "files": int(n), "bytes_per_file": (int(held) - i
                   "fill_rss": int(rss), "ops": ops, "listdir_entries": r.get("entries_per_call"),
                   "listdir_mean_us": r["mean_us"]}))
 EOF
-        stop_redis "$e"
+        [[ "$e" == redis ]] && stop_redis "$(cat "$TMP/port")"
         echo "bench-scale: $tag done" >&2
     done
 done

@@ -188,40 +188,23 @@ fn a_tree_that_is_not_there_is_refused_in_one_line() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = metabench(&[
-        "ops",
-        "--meta",
-        &url,
-        "--existing",
-        "--tree",
-        "/nowhere",
-        "--ops",
-        "getattr",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("error: --tree /nowhere: no such directory in the volume"),
-        "{stderr}"
-    );
-    let out = metabench(&[
-        "ops",
-        "--meta",
-        &url,
-        "--existing",
-        "--keys",
-        "zipfian:-1",
-        "--tree",
-        "/",
-        "--ops",
-        "getattr",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("bad key distribution `zipfian:-1`"),
-        "{stderr}"
-    );
+    for (asked, said) in [
+        (
+            ["--tree", "/nowhere", "--keys", "zipfian"],
+            "error: --tree /nowhere: no such directory in the volume",
+        ),
+        (
+            ["--tree", "/", "--keys", "zipfian:-1"],
+            "bad key distribution `zipfian:-1`",
+        ),
+    ] {
+        let mut args = vec!["ops", "--meta", &url, "--existing", "--ops", "getattr"];
+        args.extend(asked);
+        let out = metabench(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{asked:?}: {stderr}");
+        assert!(stderr.contains(said), "{asked:?}: {stderr}");
+    }
 }
 
 /// The listing of large directories: a module of its own, so that its six engines' fills

@@ -15,6 +15,21 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Parses a count with an optional decimal suffix: `100`, `100k`, `10M`, `1G`.
+pub fn parse_amount(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
+        Some((i, 'g' | 'G')) => (&t[..i], 1_000_000_000),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("'{s}' is not a count (e.g. 1000, 100k, 10M)"))
+}
+
 /// Parses a positive duration such as `1s`, `250ms` or `2m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s)

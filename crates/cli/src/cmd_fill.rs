@@ -4,7 +4,7 @@
 //! (`--existing`) gets the tree under `/.metabench/fill-<run-id>`. Anything else is
 //! refused before a byte is written. The filled volume stays: that is the point.
 
-use crate::args::MetaArg;
+use crate::args::{parse_amount, MetaArg};
 use crate::error::{input, CliError, EXIT_INTERRUPTED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metabench_engine::fill::{fill, FillEnd, Shape, Totals};
@@ -69,21 +69,6 @@ pub struct FillArgs {
     /// Object storage directory recorded in a volume formatted here (storage type `file`).
     #[arg(long, value_name = "DIR")]
     bucket: Option<String>,
-}
-
-/// Parses a count with an optional decimal suffix: `100`, `100k`, `10M`, `1G`.
-pub fn parse_amount(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1_000),
-        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
-        Some((i, 'g' | 'G')) => (&t[..i], 1_000_000_000),
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("'{s}' is not a count (e.g. 1000, 100k, 10M)"))
 }
 
 /// Parses a size in bytes: `0`, `4096`, `4KiB`, `64MiB`, `1GiB` (or K, M, G: also

@@ -2,7 +2,7 @@
 //! tree is listed once ([`Population::walk`]); the read operations then draw their
 //! targets from it.
 
-use crate::cmd_fill::parse_amount;
+use crate::args::parse_amount;
 use crate::error::{input, CliError};
 use crate::lifecycle::Run;
 use metabench_engine::{ClientProfile, MetaError};

@@ -138,8 +138,6 @@ impl Reach {
 #[derive(Debug)]
 pub struct Population {
     spec: TreeSpec,
-    /// The tree's directory.
-    root: Ino,
     /// The sampled names, in inode order.
     names: Vec<Named>,
     /// Every directory of the tree (its root among them) and the inodes of the sampled
@@ -235,7 +233,6 @@ impl Population {
         found.seconds = started.elapsed().as_secs_f64();
         Ok(Population {
             spec,
-            root,
             names,
             inodes,
             files,
@@ -244,11 +241,6 @@ impl Population {
             found,
             reach: Mutex::new(BTreeMap::new()),
         })
-    }
-
-    /// The tree's directory.
-    pub fn root(&self) -> Ino {
-        self.root
     }
 
     /// Members of `pool`.

@@ -603,6 +603,26 @@ pub trait BaseMeta: Storage {
         }
     }
 
+    /// The start of both ways of reading a directory (`Readdir`, `NewDirHandler`): its
+    /// `GetAttr` and the read (and, with `plus`, search) permission. The inode `..` names
+    /// (the root is its own parent).
+    fn open_dir(
+        &mut self,
+        ctx: &Ctx,
+        ino: Ino,
+        plus: bool,
+    ) -> impl Future<Output = Result<Ino>> + Send {
+        async move {
+            let attr = self.get_attr(ino).await?;
+            access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
+            Ok(if ino == ROOT_INODE {
+                ROOT_INODE
+            } else {
+                attr.parent
+            })
+        }
+    }
+
     /// `baseMeta.Readdir`: `GetAttr`, the read (and, with `plus`, search) permission, `.`
     /// and `..` (the root is its own parent), then `doReaddir`. A file lists as `.` and
     /// `..`: no type is checked.
@@ -613,13 +633,7 @@ pub trait BaseMeta: Storage {
         plus: bool,
     ) -> impl Future<Output = Result<Vec<Entry>>> + Send {
         async move {
-            let attr = self.get_attr(ino).await?;
-            access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
-            let up = if ino == ROOT_INODE {
-                ROOT_INODE
-            } else {
-                attr.parent
-            };
+            let up = self.open_dir(ctx, ino, plus).await?;
             let dir = |name: &[u8], inode| Entry {
                 name: name.to_vec(),
                 inode,
@@ -642,13 +656,7 @@ pub trait BaseMeta: Storage {
         plus: bool,
     ) -> impl Future<Output = Result<u64>> + Send {
         async move {
-            let attr = self.get_attr(ino).await?;
-            access(ctx, &attr, if plus { 0o5 } else { 0o4 })?;
-            let up = if ino == ROOT_INODE {
-                ROOT_INODE
-            } else {
-                attr.parent
-            };
+            let up = self.open_dir(ctx, ino, plus).await?;
             if plus && up != ino {
                 self.get_attr(up).await?;
             }

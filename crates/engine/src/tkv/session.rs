@@ -720,7 +720,11 @@ impl TkvSession {
                     keys.push(self.keys.inode(Dentry::decode(v)?.inode));
                 }
                 let mut tx = self.simple();
-                tx.gets(&keys).await.map_err(TxErr::from)?;
+                // decoded as `fillAttr` parses them: a client's work, and a corrupt
+                // attribute fails the listing as it fails JuiceFS's
+                for attr in tx.gets(&keys).await.map_err(TxErr::from)?.iter().flatten() {
+                    Attr::decode(attr)?;
+                }
             }
             listed += rows.len() as u64;
             let Some((last, _)) = rows.last() else { break };

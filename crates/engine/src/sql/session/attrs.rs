@@ -175,6 +175,11 @@ impl SqlSession {
                 let name_col = usize::from(!plus);
                 let mut names = Vec::with_capacity(ids_args.len());
                 for r in &self.fetch(&rows_sql, &ids_args).await? {
+                    if plus {
+                        // parsed as `parseAttr` does: a client's work, and a corrupt row
+                        // fails the listing as it fails JuiceFS's
+                        parse_node(r, 1)?.to_attr()?;
+                    }
                     names.push(r.bytes(name_col)?.to_vec());
                 }
                 names
