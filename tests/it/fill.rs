@@ -5,8 +5,8 @@
 
 use crate::{metabench, metabench_cmd, phase};
 use metabench_testkit::{
-    dump_tree, fresh_database, fsck_problems, juicefs_dump, juicefs_dump_with, juicefs_format,
-    juicefs_fsck, juicefs_load, temp_dir, unique_name, write_slice_blocks, Kind,
+    dump_tree, fresh_database, fsck_problems, juicefs, juicefs_dump, juicefs_dump_with,
+    juicefs_format, juicefs_fsck, juicefs_load, temp_dir, unique_name, write_slice_blocks, Kind,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -185,6 +185,65 @@ fn a_dump_of_a_filled_volume_loads_back_unchanged() {
         juicefs_load(b.url(), &first);
         let second = juicefs_dump(b.url());
         assert_eq!(first, second, "{}: dump → load → dump changed", kind.name());
+    }
+}
+
+/// A sweep and an `ops` run on a filled volume (`--existing`) leave it as they found it,
+/// its root's dir stats included: the run's `/.metabench` is counted when made and when
+/// removed, so `juicefs fsck --sync-dir-stat` stays clean.
+#[test]
+fn runs_on_a_filled_volume_leave_its_dir_stats_as_they_were() {
+    let _p = phase(module_path!());
+    let db = fresh_database(Kind::Redis);
+    let bucket = temp_dir();
+    let out = fill(db.url(), bucket.path(), "2000", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // --sync-dir-stat: every directory's stats against what it holds (plain fsck flags
+    // only a missing or negative one).
+    let clean = |after: &str| {
+        let fsck = juicefs(&[
+            "fsck",
+            db.url(),
+            "--path",
+            "/",
+            "--recursive",
+            "--sync-dir-stat",
+        ]);
+        let problems = fsck_problems(&fsck);
+        assert!(problems.is_empty(), "after {after}: {problems:?}");
+    };
+    clean("the fill");
+    for (what, args) in [
+        (
+            "a sweep",
+            &[
+                "sweep",
+                "--conc",
+                "1",
+                "--duration",
+                "300ms",
+                "--warmup",
+                "0",
+            ][..],
+        ),
+        (
+            "ops",
+            &["ops", "--ops", "create,getattr", "--iterations", "20"][..],
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--meta", db.url(), "--existing"]);
+        let o = metabench(&all);
+        assert!(
+            o.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        clean(what);
     }
 }
 

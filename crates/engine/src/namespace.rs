@@ -31,12 +31,15 @@ pub struct Namespace {
 }
 
 impl Namespace {
-    /// Creates `/.metabench` (if needed) and `/.metabench/<run_id>`.
+    /// Creates `/.metabench` (if needed) and `/.metabench/<run_id>`, and writes the dir
+    /// stats the session buffered for them: the root's among them, which [`Self::remove`]
+    /// takes back (a session dropped unflushed would leave the root one entry short).
     pub async fn create(meta: &mut dyn Meta, run_id: &str) -> Result<Self> {
         let top = top_dir(meta).await?;
         let (dir, _) = meta
             .mkdir(&Ctx::root(), top, run_id.as_bytes(), 0o755, 0)
             .await?;
+        meta.flush().await?;
         Ok(Self {
             top,
             dir,
