@@ -35,6 +35,11 @@
 #   METABENCH_ENGINES_DIR the data directory (testkit puts its temp dirs under tmp/ in it)
 #   METABENCH_TLS_CA      the CA of the certificate MariaDB and PostgreSQL take TLS with
 #
+# The servers keep their own time per statement or request, for the latency breakdown's
+# engine part: PostgreSQL preloads pg_stat_statements (a database sees it once it has run
+# CREATE EXTENSION pg_stat_statements), MariaDB runs performance_schema, and etcd serves
+# --metrics extensive.
+#
 # Ports can be moved with METABENCH_MYSQL_PORT, METABENCH_PG_PORT, METABENCH_REDIS_PORT,
 # METABENCH_ETCD_PORT, METABENCH_ETCD34_PORT (each etcd's peer port is the next one),
 # METABENCH_TIKV_PORT (PD's client port; PD's peer port, unistore and its status port are
@@ -591,7 +596,7 @@ start_mariadb() {
         --log-error="$d/error.log" --character-set-server=utf8mb4 \
         --collation-server=utf8mb4_general_ci --max-connections=1000 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
-        --innodb-doublewrite=0 --skip-log-bin \
+        --innodb-doublewrite=0 --skip-log-bin --performance-schema=ON \
         --ssl-cert="$d/server.pem" --ssl-key="$d/server.key" --ssl-ca="$DATA/tls/ca.pem" \
         </dev/null >>"$d/stdout.log" 2>&1 &)
     local pid=""
@@ -648,7 +653,7 @@ start_postgres() {
         -c logging_collector=off -c log_statement=all -c 'log_line_prefix=%d|%p|' \
         -c log_connections=off -c log_disconnections=off -c max_connections=300 \
         -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-        -c password_encryption=scram-sha-256 \
+        -c password_encryption=scram-sha-256 -c shared_preload_libraries=pg_stat_statements \
         -c ssl=on -c ssl_cert_file="$d/server.pem" -c ssl_key_file="$d/server.key" \
         </dev/null >>"$log" 2>&1 &)
     local deadline=$((SECONDS + READY_TIMEOUT))
@@ -708,7 +713,7 @@ start_etcd_at() {
         --listen-peer-urls "http://127.0.0.1:$((port + 1))" \
         --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
         --initial-cluster "metabench=http://127.0.0.1:$((port + 1))" \
-        --listen-metrics-urls "" --log-outputs stderr \
+        --listen-metrics-urls "" --metrics extensive --log-outputs stderr \
         </dev/null >>"$d/etcd.log" 2>&1) &
     STARTED_PID=$!
     wait_for "$name" "$STARTED_PID" "$d/etcd.log" etcd_ping "$port"

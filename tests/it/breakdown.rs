@@ -281,3 +281,111 @@ fn postgres_without_pg_stat_statements_says_engine_time_unknown() {
     assert!(row.contains("unknown"), "{row}");
     assert!(out.contains("engine time unknown: PostgreSQL"), "{out}");
 }
+
+/// Where the server keeps its own time per statement or request (the test engines run
+/// PostgreSQL with pg_stat_statements, MariaDB with performance_schema and etcd with
+/// `--metrics extensive`), the engine part is known, comes from the operation's own phase
+/// (a create's statements cost more than a getattr's one), and the floor's own engine
+/// time is read too and left out of the wire. MariaDB's prepared statements are counted:
+/// each is a second exchange on the wire.
+#[test]
+fn servers_that_time_their_statements_give_each_phase_its_engine_part() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = fresh_database(Kind::Postgres);
+    postgres.query("CREATE EXTENSION pg_stat_statements");
+    let mysql = fresh_database(Kind::Mysql);
+    let etcd = format!(
+        "{}/{}",
+        std::env::var("METABENCH_ETCD_URL")
+            .expect("METABENCH_ETCD_URL is set by scripts/test.sh (run the tests with it)")
+            .trim_end_matches('/'),
+        metabench_testkit::unique_name("mb-breakdown")
+    );
+    for (meta, name, source) in [
+        (postgres.url(), "pg", "PostgreSQL pg_stat_statements"),
+        (mysql.url(), "mysql", "performance_schema"),
+        (etcd.as_str(), "etcd", "etcd grpc_server_handling_seconds"),
+    ] {
+        let (run, out) = sweep(
+            meta,
+            &["--ops", "create,getattr", "--conc", "1", "-v"],
+            dir.path(),
+            name,
+        );
+        let (create, getattr) = (breakdown(&run, "create", 1), breakdown(&run, "getattr", 1));
+        for b in [&create, &getattr] {
+            assert!(b.engine_source.starts_with(source), "{name}: {b:?}");
+            assert!(b.engine_us.unwrap() > 0.0, "{name}: {b:?}");
+        }
+        // Per phase: the level's mean statement time × statements would give the two
+        // operations the same engine time per round trip.
+        let per_rt = |b: &Breakdown| b.engine_us.unwrap() / b.round_trips_per_op;
+        assert!(
+            (per_rt(&create) - per_rt(&getattr)).abs() > 1e-6,
+            "{name}: one mean for both phases: {create:?} {getattr:?}"
+        );
+        let floor = run.floor.clone().unwrap();
+        assert!(floor.engine_us.unwrap() > 0.0, "{name}: {floor:?}");
+        let exchanges = getattr.round_trips_per_op + getattr.prepares_per_op;
+        assert!(
+            (getattr.wire_us.unwrap() - exchanges * floor.wire_per_round_trip_us()).abs() < 1e-6,
+            "{name}: {getattr:?} {floor:?}"
+        );
+        if name == "mysql" {
+            // getattr is one parameterized SELECT: prepared, then executed.
+            assert_eq!(
+                getattr.prepares_per_op, getattr.round_trips_per_op,
+                "{getattr:?}"
+            );
+            assert!(getattr.prepares_per_op >= 1.0, "{getattr:?}");
+        } else {
+            assert_eq!(getattr.prepares_per_op, 0.0, "{name}: {getattr:?}");
+        }
+        assert!(out.contains("  wire part: round trips × "), "{name}: {out}");
+    }
+}
+
+/// `--no-engine-counters` leaves the engine's counters unread: no engine check, the
+/// engine part unknown and saying why, the other parts still measured, and the results
+/// say it was asked for.
+#[test]
+fn without_the_engine_counters_the_engine_part_is_unknown() {
+    let _phase = crate::phase(module_path!());
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    let (run, out) = sweep(
+        &redis.url(10),
+        &[
+            "--ops",
+            "getattr",
+            "--conc",
+            "1",
+            "--no-engine-counters",
+            "-v",
+        ],
+        dir.path(),
+        "unread",
+    );
+    assert!(run.plan.engine_counters_off);
+    assert!(
+        run.levels.iter().all(|l| l.engine.is_none()),
+        "{:?}",
+        run.levels
+    );
+    let b = breakdown(&run, "getattr", 1);
+    assert_eq!(b.engine_us, None, "{b:?}");
+    assert!(
+        b.engine_source
+            .starts_with("engine time unknown: Redis's INFO was not read"),
+        "{b:?}"
+    );
+    assert!(
+        b.wire_us.unwrap() > 0.0 && b.client_us.unwrap() > 0.0,
+        "{b:?}"
+    );
+    assert_eq!(run.floor.as_ref().unwrap().engine_us, None);
+    assert!(out.contains("unknown"), "{out}");
+}

@@ -21,6 +21,7 @@ mod mpi;
 mod parity;
 mod reads;
 mod report;
+mod scale;
 mod setup;
 mod sweep;
 mod terse;

@@ -225,6 +225,7 @@ fn postgres_settings_are_the_servers() {
             "fsync",
             "max_connections",
             "shared_buffers",
+            "shared_preload_libraries",
             "synchronous_commit",
         ],
         |name| format!("SHOW {name}"),
@@ -233,6 +234,10 @@ fn postgres_settings_are_the_servers() {
     // scripts/engines.sh starts the test server with these.
     assert_eq!(run.header.engine.settings["max_connections"], "300");
     assert_eq!(run.header.engine.settings["fsync"], "off");
+    assert_eq!(
+        run.header.engine.settings["shared_preload_libraries"],
+        "pg_stat_statements"
+    );
 }
 
 #[test]
@@ -244,6 +249,7 @@ fn mariadb_settings_are_the_servers() {
             "innodb_buffer_pool_size",
             "innodb_flush_log_at_trx_commit",
             "max_connections",
+            "performance_schema",
             "sync_binlog",
         ],
         |name| format!("SELECT @@{name}"),

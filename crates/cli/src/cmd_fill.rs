@@ -8,8 +8,9 @@ use crate::args::{parse_amount, MetaArg};
 use crate::error::{input, CliError, EXIT_INTERRUPTED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use metabench_engine::fill::{fill, FillEnd, Shape, Totals};
-use metabench_engine::{open, MetaError, MetaUrl, SessionOptions, VolumeState};
+use metabench_engine::{open, Engine, MetaError, MetaUrl, SessionOptions, VolumeState};
 use metabench_report::table::thousands;
+use metabench_schema::Ino;
 use metabench_schema::ROOT_INODE;
 use std::io::IsTerminal as _;
 use std::time::Instant;
@@ -91,7 +92,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 }
 
 /// Why an engine stopped taking writes, named by the limit a user raises: one line.
-fn out_of_room(e: &MetaError) -> Option<String> {
+pub(crate) fn out_of_room(e: &MetaError) -> Option<String> {
     let msg = e.to_string();
     let why = if msg.contains("maxmemory") {
         "Redis reached its maxmemory limit (raise `maxmemory`, or fill fewer files)"
@@ -113,7 +114,7 @@ fn out_of_room(e: &MetaError) -> Option<String> {
     Some(why.to_owned())
 }
 
-fn summary(t: &Totals) -> String {
+pub(crate) fn summary(t: &Totals) -> String {
     format!(
         "{} files, {} symlinks, {} hard links, {} directories, {} xattrs, {} bytes of file length",
         thousands(t.files),
@@ -125,27 +126,30 @@ fn summary(t: &Totals) -> String {
     )
 }
 
-/// Runs `metabench fill`.
-pub async fn run(args: FillArgs) -> Result<i32, CliError> {
-    let shape = Shape {
-        files: args.files,
-        files_per_dir: args.files_per_dir,
-        fanout: args.fanout,
-        big_dirs: args.big_dirs,
-        big_dir_files: args.big_dir_files,
-        symlink_share: args.symlinks,
-        hardlink_share: args.hardlinks,
-        xattr_share: args.xattrs,
-        file_size: args.file_size,
-    };
-    shape.check().map_err(input)?;
-    let url = MetaUrl::parse(&args.meta.meta)?;
-    let engine = open(&url).await?;
-    let run_id = crate::volume::new_run_id();
-    let name = format!("fill-{run_id}");
-    let formatted = match (engine.probe().await?, args.existing) {
+/// Where a fill (or a scale curve) writes its tree: a volume formatted here on an empty
+/// database, or an existing volume's `/.metabench` (`--existing`). Anything else is
+/// refused before a byte is written.
+pub(crate) struct Destination {
+    /// The uuid of a volume formatted here (removed again when nothing could be filled).
+    pub(crate) formatted: Option<String>,
+    /// The directory the tree goes in.
+    pub(crate) parent: Ino,
+    /// Its path: empty for the root, `/.metabench` under `--existing`.
+    pub(crate) parent_path: String,
+}
+
+/// Opens [`Destination`] on `engine` at `url`: formats a volume named `name` (objects in
+/// `bucket`) on an empty database, or enters an existing one with `existing`.
+pub(crate) async fn destination(
+    engine: &dyn Engine,
+    url: &MetaUrl,
+    existing: bool,
+    name: &str,
+    bucket: Option<String>,
+) -> Result<Destination, CliError> {
+    let formatted = match (engine.probe().await?, existing) {
         (VolumeState::Empty, false) => {
-            let format = crate::cmd_format::new_format(&args.name, args.bucket.clone(), 0)?;
+            let format = crate::cmd_format::new_format(name, bucket, 0)?;
             engine.format(&format).await?;
             Some(format.uuid)
         }
@@ -167,22 +171,34 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
             )))
         }
     };
-    let parent = if formatted.is_some() {
-        ROOT_INODE
-    } else {
-        let mut s = engine.session(&SessionOptions::default()).await?;
-        let top = metabench_engine::namespace::top_dir(s.as_mut()).await?;
-        s.close().await?;
-        top
-    };
-    let path = if formatted.is_some() {
-        format!("/{name}")
-    } else {
-        format!("/.metabench/{name}")
-    };
+    if formatted.is_some() {
+        return Ok(Destination {
+            formatted,
+            parent: ROOT_INODE,
+            parent_path: String::new(),
+        });
+    }
+    let mut s = engine.session(&SessionOptions::default()).await?;
+    let top = metabench_engine::namespace::top_dir(s.as_mut()).await?;
+    s.close().await?;
+    Ok(Destination {
+        formatted,
+        parent: top,
+        parent_path: "/.metabench".to_owned(),
+    })
+}
 
-    let stop = metabench_load::StopFlag::default();
-    let watcher = crate::args::watch_ctrl_c(stop.clone(), "stopping after the batch in flight");
+/// Fills directory `name` (made in `parent`, shown as `path`) with `shape`, with a
+/// progress bar (files/s, ETA) on a terminal; `stop` ends it between two batches.
+pub(crate) async fn fill_with_progress(
+    engine: &dyn Engine,
+    parent: Ino,
+    name: &str,
+    path: &str,
+    url: &MetaUrl,
+    shape: &Shape,
+    stop: &metabench_load::StopFlag,
+) -> metabench_engine::Result<FillEnd> {
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(Some(shape.files), ProgressDrawTarget::stderr())
     } else {
@@ -194,8 +210,7 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
         )
         .expect("static template"),
     );
-    bar.set_message(path.clone());
-    let started = Instant::now();
+    bar.set_message(path.to_owned());
     let stopped = || stop.is_stopped();
     let mut announce = |how: &str| {
         bar.suspend(|| {
@@ -207,16 +222,60 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
     };
     let mut progress = |n: u64| bar.inc(n);
     let end = fill(
-        engine.as_ref(),
+        engine,
         parent,
         name.as_bytes(),
-        &shape,
+        shape,
         &stopped,
         &mut announce,
         &mut progress,
     )
     .await;
     bar.finish_and_clear();
+    end
+}
+
+/// Runs `metabench fill`.
+pub async fn run(args: FillArgs) -> Result<i32, CliError> {
+    let shape = Shape {
+        files: args.files,
+        files_per_dir: args.files_per_dir,
+        fanout: args.fanout,
+        big_dirs: args.big_dirs,
+        big_dir_files: args.big_dir_files,
+        symlink_share: args.symlinks,
+        hardlink_share: args.hardlinks,
+        xattr_share: args.xattrs,
+        file_size: args.file_size,
+    };
+    shape.check().map_err(input)?;
+    let url = MetaUrl::parse(&args.meta.meta)?;
+    let engine = open(&url).await?;
+    let run_id = crate::volume::new_run_id();
+    let name = format!("fill-{run_id}");
+    let to = destination(
+        engine.as_ref(),
+        &url,
+        args.existing,
+        &args.name,
+        args.bucket.clone(),
+    )
+    .await?;
+    let formatted = to.formatted.clone();
+    let path = format!("{}/{name}", to.parent_path);
+    let stop = metabench_load::StopFlag::default();
+    let watcher = crate::args::watch_ctrl_c(stop.clone(), "stopping after the batch in flight");
+    let started = Instant::now();
+    let end = fill_with_progress(
+        engine.as_ref(),
+        to.parent,
+        &name,
+        &path,
+        &url,
+        &shape,
+        &stop,
+    )
+    .await;
     watcher.abort();
     let secs = started.elapsed().as_secs_f64();
     let end = match end {

@@ -33,5 +33,7 @@ pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
         ),
         VolumeState::Foreign(what) => out!("content:  not JuiceFS: {what}"),
     }
+    let held = crate::volume::footprint(engine.as_ref()).await;
+    out!("holds:    {}", held.line());
     Ok(0)
 }

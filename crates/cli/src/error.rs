@@ -45,3 +45,14 @@ impl CliError {
 pub fn input(msg: impl Into<String>) -> CliError {
     CliError::Input(msg.into())
 }
+
+/// clap's message up to its first blank line (usage and tips follow), on one line.
+pub(crate) fn clap_error_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    first.join(" ").trim_start_matches("error: ").to_owned()
+}

@@ -37,6 +37,7 @@ mod cmd_matrix;
 mod cmd_ops;
 mod cmd_parity;
 mod cmd_report;
+mod cmd_scale;
 mod cmd_sweep;
 mod cmd_tree;
 mod error;
@@ -92,6 +93,10 @@ enum Command {
     /// Fill a volume with a tree of N files in bulk (as `juicefs load` writes a dump): a
     /// new volume on an empty database, or /.metabench/fill-<run> with --existing.
     Fill(cmd_fill::FillArgs),
+    /// The scale curve: grow one volume through several sizes (--files 0,100k,1M) with
+    /// bulk fills, sweep at each over the whole tree, and give latency, throughput and the
+    /// engine's bytes per file against the size (scale.json, plots, a results file per size).
+    Scale(cmd_scale::ScaleArgs),
     /// Show what a meta URL holds, the engine's version and settings, and where it runs.
     Info(cmd_info::InfoArgs),
     /// Compare two results files: per operation (and level), the change in throughput,
@@ -138,16 +143,10 @@ pub fn main() -> i32 {
                     0
                 };
             }
-            // clap's message up to its first blank line (usage and tips follow), on one line.
-            let text = e.render().to_string();
-            let first: Vec<&str> = text
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let first = first.join(" ");
-            let first = first.trim_start_matches("error: ");
-            say!("metabench: error: {first} (see --help)");
+            say!(
+                "metabench: error: {} (see --help)",
+                error::clap_error_line(&e)
+            );
             return 2;
         }
     };
@@ -189,6 +188,7 @@ pub fn main() -> i32 {
             Command::Format(args) => cmd_format::run(args).await,
             Command::Info(args) => cmd_info::run(args).await,
             Command::Fill(args) => cmd_fill::run(args).await,
+            Command::Scale(args) => cmd_scale::run(args).await,
             Command::Parity(args) => cmd_parity::run(args).await,
             Command::Tree(args) => cmd_tree::run(args).await,
             Command::Compare(args) => cmd_compare::run_compare(args),

@@ -6,7 +6,7 @@ use crate::args::ClientSettings;
 use crate::error::{input, CliError};
 use metabench_engine::namespace::{Namespace, NAMESPACE_DIR};
 use metabench_engine::{open, ClientProfile, Engine, Meta, MetaUrl, SessionOptions, VolumeState};
-use metabench_report::EngineInfo;
+use metabench_report::{EngineInfo, Footprint};
 use metabench_schema::Format;
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,6 +188,7 @@ impl Volume {
                 .map(|n| (*n).to_owned())
                 .chain([metabench_load::timing::timing_note()])
                 .collect(),
+            footprint: Some(footprint(self.engine.as_ref()).await),
         }
     }
 
@@ -296,5 +297,22 @@ impl Volume {
             None => Ok(()),
             Some(e) => Err(e),
         }
+    }
+}
+
+/// What `engine` holds now, by its own count, as results record it (`unknown: <why>`
+/// where it keeps no such figure).
+pub(crate) async fn footprint(engine: &dyn metabench_engine::Engine) -> Footprint {
+    match engine.footprint().await {
+        Ok(f) => Footprint {
+            bytes: Some(f.bytes),
+            rss_bytes: f.rss_bytes,
+            what: f.what,
+        },
+        Err(why) => Footprint {
+            bytes: None,
+            rss_bytes: None,
+            what: format!("unknown: {why}"),
+        },
     }
 }

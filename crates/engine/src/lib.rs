@@ -30,7 +30,7 @@ pub use meta::{
 };
 pub use stats::{CommandCounts, SessionStats, OTHER_COMMAND, REDIS_COMMANDS};
 pub use telemetry::{EngineTime, Telemetry};
-pub use types::{falloc, ConnectionLimit, FallocRange, Resized};
+pub use types::{falloc, ConnectionLimit, FallocRange, Footprint, Resized};
 pub use url::{Address, MetaUrl, Scheme};
 
 use std::sync::Arc;

@@ -100,6 +100,11 @@ pub struct SessionStats {
     /// too).
     #[serde(skip)]
     pub retried_engine_ns: u64,
+    /// MySQL only: parameterized statements prepared before they ran (go-sql-driver's
+    /// prepare, execute and close): each is a network exchange beyond its statement's
+    /// round trip, which the breakdown's wire part counts.
+    #[serde(skip)]
+    pub prepare_round_trips: u64,
     /// Redis only: the top-level commands sent, by name.
     #[serde(skip)]
     pub commands: CommandCounts,
@@ -123,6 +128,9 @@ impl SessionStats {
             retried_engine_ns: self
                 .retried_engine_ns
                 .wrapping_sub(earlier.retried_engine_ns),
+            prepare_round_trips: self
+                .prepare_round_trips
+                .wrapping_sub(earlier.prepare_round_trips),
             commands: self.commands.since(&earlier.commands),
             heartbeats: self.heartbeats.saturating_sub(earlier.heartbeats),
         }

@@ -149,17 +149,18 @@ pub enum EngineTime {
 
 /// The engine's own time per call of an operation that sent `commands_per_call` (Redis:
 /// top-level commands per call, by `INFO` name) or whose in-process engine calls took
-/// `in_process_us` per call (SQLite), from a level's telemetry deltas `delta`.
+/// `in_process_us` per call (SQLite), from the telemetry deltas `delta` of the window
+/// the operation ran in (its phase's).
 ///
-/// Redis: each command's mean time over the level (`usec.<cmd>` / `calls.<cmd>` of
+/// Redis: each command's mean time over the window (`usec.<cmd>` / `calls.<cmd>` of
 /// `INFO commandstats`, which counts Redis's execution of the command, not its socket
-/// work), times how many the operation sent per call: per level, not per call. A
+/// work), times how many the operation sent per call: per phase, not per call. A
 /// `MULTI … EXEC` counts as its `exec`, whose time covers the commands queued in it.
 ///
-/// PostgreSQL (`pg_stat_statements`) and MariaDB/MySQL (`performance_schema` statement
-/// digests): the mean statement time over the level in this database × the statements
-/// (round trips) per call: per level. etcd, started with `--metrics=extensive`: the mean
-/// gRPC handling time over the level × the requests per call: per level.
+/// PostgreSQL (`pg_stat_statements`) and MariaDB/MySQL (`performance_schema`'s statement
+/// events of the connections in the database): the mean statement time over the window in this database × the statements
+/// (round trips) per call: per phase. etcd, started with `--metrics=extensive`: the mean
+/// gRPC handling time over the window × the requests per call: per phase.
 pub fn engine_time(
     kind: EngineKind,
     delta: &Telemetry,
@@ -198,7 +199,7 @@ pub fn engine_time(
             }
             EngineTime::Known(
                 us,
-                "Redis INFO commandstats: each command's mean time over the level × the commands sent per call (per level)".into(),
+                "Redis INFO commandstats: each command's mean time over the phase × the commands sent per call (per phase)".into(),
             )
         }
         EngineKind::Postgres | EngineKind::Mysql | EngineKind::Etcd => {
@@ -207,23 +208,25 @@ pub fn engine_time(
                     "statement_calls",
                     "statement_us",
                     "PostgreSQL has no pg_stat_statements (shared_preload_libraries and CREATE EXTENSION pg_stat_statements)",
-                    "PostgreSQL pg_stat_statements: the mean statement time over the level × statements per call (per level)",
+                    "PostgreSQL pg_stat_statements: the mean statement time over the phase × statements per call (per phase)",
                 ),
                 EngineKind::Mysql => (
                     "statement_calls",
                     "statement_us",
                     "performance_schema is off (performance_schema=ON in the server's configuration)",
-                    "performance_schema statement digests: the mean statement time over the level × statements per call (per level)",
+                    "performance_schema: the mean statement time (its prepare and close included) of the connections in this database over the phase × statements per call (per phase)",
                 ),
                 _ => (
                     "grpc_server_handled",
                     "grpc_server_handling_us",
                     "etcd keeps no per-request time without --metrics=extensive (grpc_server_handling_seconds)",
-                    "etcd grpc_server_handling_seconds: the mean request handling time over the level × requests per call (per level)",
+                    "etcd grpc_server_handling_seconds: the mean request handling time over the phase × requests per call (per phase)",
                 ),
             };
             match (delta.counters.get(calls), delta.counters.get(total)) {
-                (Some(n), Some(us)) if *n > 0.0 => {
+                // A connection that closed within the window takes its figures with it
+                // (MySQL, by connection): a sum that fell is no reading.
+                (Some(n), Some(us)) if *n > 0.0 && *us >= 0.0 => {
                     EngineTime::Known(us / n * round_trips_per_call, source.into())
                 }
                 _ => unknown(missing),
@@ -323,7 +326,10 @@ pub fn from_prometheus(text: &str) -> Telemetry {
         "etcd_mvcc_txn_total",
         "process_cpu_seconds_total",
     ];
-    const GAUGES: &[&str] = &["etcd_server_proposals_pending"];
+    const GAUGES: &[&str] = &[
+        "etcd_server_proposals_pending",
+        "etcd_mvcc_db_total_size_in_use_in_bytes",
+    ];
     let mut t = Telemetry::default();
     for line in text.lines() {
         if line.starts_with('#') {
@@ -440,7 +446,7 @@ mod tests {
         assert!(engine_bound(EngineKind::Sqlite, &s, Duration::from_secs(2), 8).is_none());
     }
 
-    /// The engine part: Redis from each command's mean time over the level × the commands
+    /// The engine part: Redis from each command's mean time over the window × the commands
     /// sent per call; unknown, and why, when a figure is missing; PostgreSQL and etcd from
     /// their statement or request time when it was read, else unknown.
     #[test]
@@ -452,7 +458,7 @@ mod tests {
         match engine_time(EngineKind::Redis, &delta, &per_call, None, 3.0) {
             EngineTime::Known(us, source) => {
                 assert!((us - (2.0 * 2.0 + 50.0)).abs() < 1e-9, "{us}");
-                assert!(source.contains("per level"), "{source}");
+                assert!(source.contains("per phase"), "{source}");
             }
             other => panic!("{other:?}"),
         }
@@ -470,8 +476,15 @@ mod tests {
         pg.counters.insert("statement_us".into(), 400.0);
         assert_eq!(
             engine_time(EngineKind::Postgres, &pg, &BTreeMap::new(), None, 4.0),
-            EngineTime::Known(40.0, "PostgreSQL pg_stat_statements: the mean statement time over the level × statements per call (per level)".into())
+            EngineTime::Known(40.0, "PostgreSQL pg_stat_statements: the mean statement time over the phase × statements per call (per phase)".into())
         );
+        // A sum that fell (a MySQL connection closed within the window) is no reading.
+        let mut fell = pg.clone();
+        fell.counters.insert("statement_us".into(), -5.0);
+        assert!(matches!(
+            engine_time(EngineKind::Mysql, &fell, &BTreeMap::new(), None, 4.0),
+            EngineTime::Unknown(_)
+        ));
         assert!(matches!(
             engine_time(EngineKind::Sqlite, &Telemetry::default(), &BTreeMap::new(), Some(7.0), 4.0),
             EngineTime::Known(us, _) if us == 7.0

@@ -426,6 +426,20 @@ pub struct ServerInfo {
     pub standin: Option<StandIn>,
 }
 
+/// What the engine holds, in bytes, by its own count ([`crate::Engine::footprint`]): what
+/// a volume of so many files costs on it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Footprint {
+    /// Bytes the figure counts.
+    pub bytes: u64,
+    /// The resident memory of the server process, where the engine says (Redis
+    /// `used_memory_rss`).
+    pub rss_bytes: Option<u64>,
+    /// What the figure is and what it covers, e.g. `Redis used_memory (the whole server,
+    /// every database)`.
+    pub what: String,
+}
+
 /// A server that is, or may be, only a stand-in for the engine it answers as.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub enum StandIn {

@@ -107,6 +107,9 @@ async fn floor_of<S: NullRoundTrip + ?Sized>(
         p99_us: s.p99_us,
         polling_p50_us,
         client_cpu_us,
+        // The engine's own time on it is read around the floor by the sweep, which holds
+        // the engine's administration connection.
+        engine_us: None,
     }))
 }
 

@@ -67,6 +67,12 @@ pub(crate) struct CallParts {
     /// ns the calls, once woken, waited for their client thread.
     #[serde(default)]
     pub(crate) ready_wait_ns: u64,
+    /// MySQL: their statements' prepare exchanges ([`SessionStats::prepare_round_trips`]).
+    #[serde(default)]
+    pub(crate) prepare_round_trips: u64,
+    /// ns their untimed preparations took ([`crate::timing::Timed::prepared`]).
+    #[serde(default)]
+    pub(crate) prepared_ns: u64,
     /// Redis: the top-level commands they sent, by name (a list of counts, by slot).
     #[serde(with = "command_list")]
     pub(crate) commands: CommandCounts,
@@ -93,10 +99,17 @@ mod command_list {
 }
 
 impl CallParts {
-    /// Adds one successful call's cost, and how long it waited for its thread once woken.
+    /// Adds one successful call's cost, how long it waited for its thread once woken, and
+    /// how long its untimed preparation took.
     #[inline]
-    pub(crate) fn add_call(&mut self, cost: &SessionStats, ready_wait: Duration) {
+    pub(crate) fn add_call(
+        &mut self,
+        cost: &SessionStats,
+        ready_wait: Duration,
+        prepared: Duration,
+    ) {
         self.calls += 1;
+        self.prepared_ns += prepared.as_nanos() as u64;
         self.ready_wait_ns += ready_wait.as_nanos() as u64;
         self.round_trips += cost.round_trips;
         self.lock_wait_ns += cost.lock_wait_ns;
@@ -104,6 +117,7 @@ impl CallParts {
         self.engine_ns += cost.engine_ns;
         self.retried_round_trips += cost.retried_round_trips;
         self.retried_engine_ns += cost.retried_engine_ns;
+        self.prepare_round_trips += cost.prepare_round_trips;
         if !cost.commands.is_empty() {
             self.commands.add(&cost.commands);
         }
@@ -118,6 +132,8 @@ impl CallParts {
         self.retried_round_trips += other.retried_round_trips;
         self.retried_engine_ns += other.retried_engine_ns;
         self.ready_wait_ns += other.ready_wait_ns;
+        self.prepare_round_trips += other.prepare_round_trips;
+        self.prepared_ns += other.prepared_ns;
         self.commands.add(&other.commands);
     }
 }

@@ -40,6 +40,9 @@ pub(crate) struct Timed {
     pub cost: SessionStats,
     /// How long the call, once woken, waited for its client thread ([`ReadyWait`]).
     pub ready_wait: Duration,
+    /// How long its untimed preparation took ([`Session::prepare`]: an unlink's file made,
+    /// a target drawn): the client's CPU in it is not the call's.
+    pub prepared: Duration,
 }
 
 /// How long a client thread runs calls without going back to its scheduler at most
@@ -297,12 +300,16 @@ pub(crate) async fn timed_call<S: Session>(
     not_before: Option<Instant>,
 ) -> Result<Timed> {
     pace(timeout.last_end()).await;
+    let preparing = Instant::now();
     session.prepare(work).await?;
+    let mut prepared = None;
     if let Some(at) = not_before.filter(|at| *at > Instant::now()) {
+        prepared = Some(preparing.elapsed());
         tokio::time::sleep_until(at.into()).await;
     }
     let before = session.stats();
     let start = Instant::now();
+    let prepared = prepared.unwrap_or(start - preparing);
     // A call the client answers from memory is a plain function call, as Go's `NewSlice`
     // from its batch and `Read` of a cached chunk are: no future, no poll.
     let clocked = if session.answer_in_client(work) {
@@ -321,6 +328,7 @@ pub(crate) async fn timed_call<S: Session>(
         call: clocked,
         cost: session.stats().since(&before),
         ready_wait: timeout.ready.take(),
+        prepared,
     })
 }
 

@@ -271,6 +271,7 @@ mod tests {
             op_timeout: Duration::from_secs(5),
             threads_per_client: 1,
             tree: None,
+            engine_counters: true,
         };
         let exec = Exec::new(2, metabench_load::Idle::Sleep).unwrap();
         let outcome = run_sweep(

@@ -357,6 +357,9 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
                 e.version.clone(),
                 e.settings_line(),
                 e.placement_line(),
+                e.footprint
+                    .as_ref()
+                    .map_or_else(|| "not recorded".to_owned(), |f| f.line()),
                 h.summary(),
                 match r.run.floor() {
                     Some(f) => format!("{}: {}", f.request, crate::table::floor_figures(f)),
@@ -381,6 +384,7 @@ pub fn context_grid(runs: &[LabeledRun]) -> Grid {
             "version",
             "settings",
             "where the engine ran",
+            "engine held at the start",
             "host",
             "floor (null round trip)",
             "client self-check",

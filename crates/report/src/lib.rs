@@ -12,13 +12,14 @@ pub mod histogram;
 mod labeled_run;
 pub mod model;
 pub mod plot;
+pub mod scale;
 pub mod stats;
 pub mod table;
 
 pub use model::{cpu_list, kind_of, read_results_of};
 pub use model::{
     AnyResults, BackgroundWork, Breakdown, ClientCheck, ClientLag, Disruption, EngineCheck,
-    EngineInfo, Floor, HostInfo, IntervalSample, Latency, Level, LevelOp, MpiRun, OpResult,
-    OpsPlan, OpsResults, RankLevel, ReachRecord, ReadsFrom, RunFailure, RunHeader, ServiceTime,
-    SweepPlan, SweepResults, BREAKDOWN_PARTS, SCHEMA_VERSION,
+    EngineInfo, Floor, Footprint, HostInfo, IntervalSample, Latency, Level, LevelOp, MpiRun,
+    OpResult, OpsPlan, OpsResults, RankLevel, ReachRecord, ReadsFrom, RunFailure, RunHeader,
+    ServiceTime, SweepPlan, SweepResults, BREAKDOWN_PARTS, SCHEMA_VERSION,
 };

@@ -657,6 +657,30 @@ pub fn breakdown_text(run: &crate::SweepResults) -> String {
     for s in sources {
         out += &format!("  engine part: {s}\n");
     }
+    // An in-process engine (SQLite) has no wire.
+    let wired = run
+        .levels
+        .iter()
+        .flat_map(|l| &l.ops)
+        .any(|o| o.breakdown.as_ref().is_some_and(|b| b.wire_us > Some(0.0)));
+    if let Some(f) = run
+        .floor
+        .as_ref()
+        .filter(|f| wired && f.client_cpu_us.is_some())
+    {
+        let cpu = f.client_cpu_us.unwrap_or(0.0);
+        let engine = match f.engine_us {
+            Some(e) => format!(", less the engine's own {} µs on it", fmt_us(e)),
+            None => String::new(),
+        };
+        out += &format!(
+            "  wire part: round trips × {} µs, the floor's mean {} µs ({}) less its client CPU {} µs{engine}\n",
+            fmt_us(f.wire_per_round_trip_us()),
+            fmt_us(f.mean_us),
+            f.request,
+            fmt_us(cpu),
+        );
+    }
     out
 }
 

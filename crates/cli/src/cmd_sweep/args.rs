@@ -64,6 +64,13 @@ pub struct SweepArgs {
     #[arg(long)]
     pub(super) shared_dir: bool,
 
+    /// Do not read the engine's own counters (Redis INFO, pg_stat_*, SHOW GLOBAL STATUS,
+    /// etcd /metrics) at each window's start and end: no engine check, and the latency
+    /// breakdown's engine part is unknown. What reading them costs is this run against
+    /// one with them.
+    #[arg(long)]
+    pub(super) no_engine_counters: bool,
+
     /// Group each level's workers (--conc counts them) into JuiceFS clients of this many,
     /// as the threads of one mount: the workers of a client share its state (id batches,
     /// buffers, caches), its registered session (under the mount profile) and JuiceFS's
@@ -149,6 +156,7 @@ impl SweepArgs {
             threads_per_client,
             open_loop: self.open_loop(),
             tree: None,
+            engine_counters: !self.no_engine_counters,
         }
     }
 }

@@ -123,6 +123,7 @@ impl<P: FromOpened> PathRun<P> {
                 .into_iter()
                 .chain([metabench_load::timing::timing_note()])
                 .collect(),
+            footprint: None,
         };
         Ok(Self {
             target: Arc::new(PathTarget(system)),

@@ -98,6 +98,7 @@ pub(super) fn prepare(args: &SweepArgs, writer: bool) -> Result<Prepared, CliErr
         warmup_s: args.warmup.as_secs_f64(),
         duration_s: args.duration.as_secs_f64(),
         shared_dir: args.shared_dir,
+        engine_counters_off: args.no_engine_counters,
         threads_per_client: args.threads_per_client,
         p99_limit_us: args.p99_limit.map(|d| d.as_secs_f64() * 1e6),
         until_plateau: args.until_plateau,

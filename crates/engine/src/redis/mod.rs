@@ -512,6 +512,33 @@ impl Engine for RedisEngine {
         Ok(Box::new(fill::RedisBulk { s }))
     }
 
+    async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
+        if self.dialer.is_cluster() {
+            return Err(
+                "a Redis Cluster's memory is spread over its primaries, and metabench reads no total"
+                    .into(),
+            );
+        }
+        let info: String = self
+            .admin_query(redis::cmd("INFO").arg("memory"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let field = |name: &str| {
+            info.lines().find_map(|l| {
+                l.strip_prefix(name)?
+                    .strip_prefix(':')?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+        };
+        Ok(crate::Footprint {
+            bytes: field("used_memory").ok_or("INFO memory has no used_memory")?,
+            rss_bytes: field("used_memory_rss"),
+            what: "Redis used_memory (the whole server: every database on it)".into(),
+        })
+    }
+
     async fn telemetry(&self) -> Result<crate::Telemetry> {
         let info: String = self.admin_query(redis::cmd("INFO").arg("all")).await?;
         Ok(crate::telemetry::from_redis_info(&info))

@@ -266,22 +266,26 @@ fn engine_err(e: DbError) -> MetaError {
 
 /// The settings a MySQL or MariaDB run records ([`ServerInfo::settings`]): durability
 /// (`innodb_flush_log_at_trx_commit`, `sync_binlog`), the InnoDB buffer pool's size in
-/// bytes and `max_connections`.
+/// bytes, `max_connections`, and `performance_schema` (whether the server times its
+/// statements, the breakdown's engine part).
 const MYSQL_SETTINGS: &[&str] = &[
     "innodb_flush_log_at_trx_commit",
     "sync_binlog",
     "innodb_buffer_pool_size",
     "max_connections",
+    "performance_schema",
 ];
 
 /// The settings a PostgreSQL run records ([`ServerInfo::settings`]): durability (`fsync`,
-/// `synchronous_commit`, as this database's sessions see it), `shared_buffers` and
-/// `max_connections`.
+/// `synchronous_commit`, as this database's sessions see it), `shared_buffers`,
+/// `max_connections`, and `shared_preload_libraries` (pg_stat_statements there times the
+/// statements, the breakdown's engine part).
 const POSTGRES_SETTINGS: &[&str] = &[
     "fsync",
     "synchronous_commit",
     "shared_buffers",
     "max_connections",
+    "shared_preload_libraries",
 ];
 
 /// One setting's value by `sql`, or `unknown (<why>)` when the server would not say
@@ -553,6 +557,85 @@ impl Engine for SqlEngine {
         &self.sessions
     }
 
+    async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
+        if let How::Sqlite(path) = &self.target.how {
+            // The database file and its write-ahead log, once the log is checkpointed as far
+            // as readers allow (a log the last writes left long would count them twice).
+            self.settle().await.map_err(|e| e.to_string())?;
+            let mut wal = path.clone().into_os_string();
+            wal.push("-wal");
+            let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+            return Ok(crate::Footprint {
+                bytes: size(path) + size(std::path::Path::new(&wal)),
+                rss_bytes: None,
+                what: "the SQLite file and its WAL".into(),
+            });
+        }
+        let like = format!("{}%", self.st.prefix.replace('_', "\\_"));
+        // PostgreSQL: the tables with their indexes and TOAST. MariaDB and MySQL: the
+        // tables' files on disk (file-per-table tablespaces, as InnoDB sizes them), else
+        // InnoDB's own estimate of data and index length, which lags until the tables'
+        // statistics are recalculated.
+        let tries: &[(String, &str)] = match self.st.dialect {
+            Dialect::Postgres => &[(
+                format!(
+                    "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::int8 FROM pg_class c \
+                     JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' \
+                     AND n.nspname = current_schema() AND c.relname LIKE '{like}'"
+                ),
+                "PostgreSQL pg_total_relation_size of the volume's tables (indexes and TOAST included)",
+            )],
+            _ => &[
+                (
+                    format!(
+                        "SELECT CAST(SUM(FILE_SIZE) AS SIGNED) FROM information_schema.INNODB_SYS_TABLESPACES \
+                         WHERE NAME LIKE CONCAT(DATABASE(), '/{like}')"
+                    ),
+                    "MariaDB InnoDB tablespace files of the volume's tables (their size on disk)",
+                ),
+                (
+                    format!(
+                        "SELECT CAST(SUM(FILE_SIZE) AS SIGNED) FROM information_schema.INNODB_TABLESPACES \
+                         WHERE NAME LIKE CONCAT(DATABASE(), '/{like}')"
+                    ),
+                    "MySQL InnoDB tablespace files of the volume's tables (their size on disk)",
+                ),
+                (
+                    format!(
+                        "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS SIGNED) \
+                         FROM information_schema.tables WHERE table_schema = DATABASE() \
+                         AND table_name LIKE '{like}'"
+                    ),
+                    "MariaDB/MySQL data and index length of the volume's tables (InnoDB's estimate, refreshed with its statistics)",
+                ),
+            ],
+        };
+        let mut g = self.admin_conn(false).await.map_err(|e| e.to_string())?;
+        let c = g.as_mut().expect("connected");
+        let mut why = String::new();
+        for (sql, what) in tries {
+            // A tablespace view this server lacks, or one that lists none of the tables
+            // (a shared tablespace), leaves the next way.
+            match first_value(c, sql).await {
+                Ok(v) if !v.trim().is_empty() => {
+                    return match v.trim().parse() {
+                        Ok(bytes) => Ok(crate::Footprint {
+                            bytes,
+                            rss_bytes: None,
+                            what: (*what).into(),
+                        }),
+                        Err(_) => Err(format!("the server gave '{v}' as the tables' size")),
+                    };
+                }
+                Ok(_) => why = "the server lists no size of the volume's tables".into(),
+                Err(e) => why = e.to_string(),
+            }
+        }
+        let r: Result<()> = Err(MetaError::Engine(why.clone()));
+        let _ = admin_done(&mut g, r);
+        Err(why)
+    }
+
     async fn settle(&self) -> Result<()> {
         let How::Sqlite(path) = &self.target.how else {
             return Ok(());
@@ -618,19 +701,22 @@ impl Engine for SqlEngine {
                             t.counters.insert(name, v);
                         }
                     }
-                    // The statements' own time, when performance_schema is on: their
-                    // digests in this database (SUM_TIMER_WAIT in picoseconds), this
-                    // reading's own statements left out.
+                    // The statements' own time, when performance_schema is on: that of
+                    // the connections now in this database (this one left out), by event
+                    // (SUM_TIMER_WAIT in picoseconds). A parameterized statement is three
+                    // events (prepare, execute, close), whose times are its own but which
+                    // count as one statement; the statement digests would miss them all.
                     let on = c.simple_fetch("SELECT @@performance_schema").await;
                     if on.is_ok_and(|r| r.first().and_then(|r| number(r.0.first())) == Some(1.0)) {
                         let rows = c
                             .simple_fetch(
-                                "SELECT SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) / 1000000 \
-                                 FROM performance_schema.events_statements_summary_by_digest \
-                                 WHERE SCHEMA_NAME = DATABASE() \
-                                 AND DIGEST_TEXT NOT LIKE '%performance_schema%' \
-                                 AND DIGEST_TEXT NOT LIKE 'SHOW %' \
-                                 AND DIGEST_TEXT NOT LIKE 'SELECT @@%'",
+                                "SELECT SUM(IF(s.EVENT_NAME IN ('statement/com/Prepare', \
+                                 'statement/com/Close stmt'), 0, s.COUNT_STAR)), \
+                                 SUM(s.SUM_TIMER_WAIT) / 1000000 \
+                                 FROM performance_schema.events_statements_summary_by_thread_by_event_name s \
+                                 JOIN performance_schema.threads t ON t.THREAD_ID = s.THREAD_ID \
+                                 WHERE t.PROCESSLIST_DB = DATABASE() \
+                                 AND t.PROCESSLIST_ID <> CONNECTION_ID() AND s.COUNT_STAR > 0",
                             )
                             .await;
                         if let Ok(Some(row)) = rows.as_ref().map(|r| r.first()) {

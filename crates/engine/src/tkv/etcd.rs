@@ -322,6 +322,41 @@ impl KvBackend for EtcdKv {
         Ok(crate::telemetry::from_prometheus(&text))
     }
 
+    /// The backend's size in use (`/metrics`' `etcd_mvcc_db_total_size_in_use_in_bytes`,
+    /// what Status calls `dbSizeInUse`): every key of the cluster, history not yet
+    /// compacted included. Over TLS, where /metrics is not read, the backend file's size
+    /// (`dbSize`, free pages included).
+    async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
+        if !self.metrics_at.is_empty() {
+            let text = http_get(&self.metrics_at, "/metrics")
+                .await
+                .map_err(|e| format!("etcd /metrics at {}: {e}", self.metrics_at))?;
+            let gauge = crate::telemetry::from_prometheus(&text)
+                .gauges
+                .get("etcd_mvcc_db_total_size_in_use_in_bytes")
+                .copied()
+                .ok_or("etcd /metrics has no etcd_mvcc_db_total_size_in_use_in_bytes")?;
+            return Ok(crate::Footprint {
+                bytes: gauge.max(0.0) as u64,
+                rss_bytes: None,
+                what:
+                    "etcd dbSizeInUse (the whole cluster's backend, uncompacted history included)"
+                        .into(),
+            });
+        }
+        let st = self
+            .client
+            .maintenance_client()
+            .status()
+            .await
+            .map_err(|e| format!("etcd status: {e}"))?;
+        Ok(crate::Footprint {
+            bytes: st.db_size().max(0) as u64,
+            rss_bytes: None,
+            what: "etcd dbSize (the whole cluster's backend file, free pages included)".into(),
+        })
+    }
+
     /// The server's version, its backend quota (`--quota-backend-bytes`, which etcd
     /// exposes as the `etcd_server_quota_backend_bytes` gauge of `/metrics`) and the
     /// cluster's members (MemberList).

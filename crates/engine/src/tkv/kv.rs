@@ -194,6 +194,12 @@ pub trait KvBackend: Send + Sync {
     /// Server software and version, and the settings results record ([`crate::ServerInfo`]).
     async fn server_info(&self) -> KvResult<crate::ServerInfo>;
 
+    /// What the store holds, by its own count ([`crate::Engine::footprint`]); why not by
+    /// default.
+    async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
+        Err("this store keeps no figure of what it holds that metabench reads".into())
+    }
+
     /// The server's own counters and gauges now (etcd's `/metrics`); empty by default.
     async fn telemetry(&self) -> KvResult<crate::Telemetry> {
         Ok(crate::Telemetry::default())

@@ -341,4 +341,8 @@ impl Engine for TkvEngine {
     async fn telemetry(&self) -> Result<crate::Telemetry> {
         self.kv.telemetry().await.map_err(kv_err)
     }
+
+    async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
+        self.kv.footprint().await
+    }
 }

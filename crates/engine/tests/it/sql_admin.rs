@@ -191,6 +191,7 @@ async fn server_info(kind: Kind) {
                     "innodb_buffer_pool_size",
                     "innodb_flush_log_at_trx_commit",
                     "max_connections",
+                    "performance_schema",
                     "sync_binlog"
                 ]
             );
@@ -208,6 +209,7 @@ async fn server_info(kind: Kind) {
                     "fsync",
                     "max_connections",
                     "shared_buffers",
+                    "shared_preload_libraries",
                     "synchronous_commit"
                 ]
             );

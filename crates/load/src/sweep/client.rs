@@ -194,12 +194,13 @@ pub(super) async fn client_body<T: Target + ?Sized>(
             k
         };
         let op = job.phase.ops[k].0;
-        let (outcome, t0, t1, elapsed, cost, ready_wait) =
+        let (outcome, t0, t1, elapsed, cost, ready_wait, prepared) =
             match timed_call(&mut states[k], meta, &mut op_timeout, intended).await {
                 Ok(Timed {
                     call,
                     cost,
                     ready_wait,
+                    prepared,
                 }) => {
                     let elapsed = call.elapsed();
                     (
@@ -209,12 +210,14 @@ pub(super) async fn client_body<T: Target + ?Sized>(
                         elapsed,
                         cost,
                         ready_wait,
+                        prepared,
                     )
                 }
                 Err(e) => {
                     let now = Instant::now();
                     let none = SessionStats::default();
-                    (Err(e), now, now, Duration::ZERO, none, Duration::ZERO)
+                    let zero = Duration::ZERO;
+                    (Err(e), now, now, zero, none, zero, zero)
                 }
             };
         // Which window a call belongs to: by its start, or in an open loop by its
@@ -250,7 +253,7 @@ pub(super) async fn client_body<T: Target + ?Sized>(
                 }
                 match &outcome {
                     Ok(()) => {
-                        acc.parts.add_call(&cost, ready_wait);
+                        acc.parts.add_call(&cost, ready_wait, prepared);
                         acc.record(
                             elapsed + queued.unwrap_or_default(),
                             queued.map(|_| elapsed),

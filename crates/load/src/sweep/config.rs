@@ -123,6 +123,9 @@ pub struct SweepConfig {
     /// The volume's tree the read operations draw their targets from (`--tree`); `None`:
     /// they read what each client made.
     pub tree: Option<Arc<crate::population::Population>>,
+    /// Whether the engine's own counters are read at each window's start and end (the
+    /// engine check and the breakdown's engine part); `--no-engine-counters` leaves them.
+    pub engine_counters: bool,
 }
 
 /// `--op-timeout`'s default: JuiceFS's own Redis read timeout, long enough that only a

@@ -8,13 +8,14 @@ use super::config::{
 use crate::catalog::Op;
 use crate::exec::Exec;
 use crate::stats::{histogram, us, OpAcc};
-use crate::target::{Session, Target};
+use crate::target::Target;
 use metabench_engine::{EngineTime, MetaError, Result, Telemetry};
 use metabench_report::analysis::{plateaued, Point};
 use metabench_report::Latency;
 use metabench_report::{
     Breakdown, EngineCheck, Floor, IntervalSample, Level, LevelOp, RunFailure, ServiceTime,
 };
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub(super) fn level_op(op: Op, phase: &str, acc: &OpAcc, window: Duration) -> LevelOp {
@@ -94,6 +95,7 @@ fn call_parts(acc: &OpAcc, op: &LevelOp) -> Option<Breakdown> {
         client_wait_us: Some(per_call(parts.ready_wait_ns)),
         engine_us: (parts.engine_ns > 0).then(|| per_call(engine_ns)),
         round_trips_per_op: kept as f64 / parts.calls as f64,
+        prepares_per_op: parts.prepare_round_trips as f64 * kept_share / parts.calls as f64,
         commands_per_op: parts
             .commands
             .named()
@@ -121,25 +123,22 @@ pub(super) fn phase_client_cpu(ops: &mut [LevelOp], cpu: Duration, calls: u64) {
 }
 
 /// Completes each operation's breakdown with the level's parts: the engine's own time
-/// from `telemetry` (or the in-process time the sessions timed) and the wire (round trips
-/// × the floor's mean less its client CPU); then the unexplained rest.
+/// from the telemetry deltas of the operation's phase in `phases` (or the in-process time
+/// the sessions timed) and the wire (round trips × [`Floor::wire_per_round_trip_us`]); then the
+/// unexplained rest. `phases` is empty when the engine's counters were not read.
 pub(super) fn complete_breakdowns<T: Target + ?Sized>(
     level: &mut Level,
     engine: &T,
-    telemetry: &Telemetry,
-    telemetry_read: bool,
+    phases: &BTreeMap<String, Telemetry>,
     floor: Option<&Floor>,
 ) {
+    let unread = Telemetry::default();
     for op in &mut level.ops {
         let Some(b) = op.breakdown.as_mut() else {
             continue;
         };
         let in_process = b.engine_us.is_some();
-        let delta = if telemetry_read {
-            telemetry
-        } else {
-            &Telemetry::default()
-        };
+        let delta = phases.get(&op.phase).unwrap_or(&unread);
         match engine.engine_time(delta, &b.commands_per_op, b.engine_us, b.round_trips_per_op) {
             EngineTime::Known(us, source) => {
                 b.engine_us = Some(us);
@@ -150,14 +149,14 @@ pub(super) fn complete_breakdowns<T: Target + ?Sized>(
                 b.engine_source = why;
             }
         }
-        let round_trips = b.round_trips_per_op;
+        // A MySQL statement's prepare is an exchange on the wire of its own.
+        let round_trips = b.round_trips_per_op + b.prepares_per_op;
         // An in-process engine (SQLite) has no wire: its statements' whole time, each
         // statement's own overhead included, is the engine part.
-        // The floor less the client's own CPU for it, which is in the client part.
         b.wire_us = if in_process {
             Some(0.0)
         } else {
-            floor.map(|f| (f.mean_us - f.client_cpu_us.unwrap_or(0.0)) * round_trips)
+            floor.map(|f| f.wire_per_round_trip_us() * round_trips)
         };
         b.explain();
     }
@@ -201,18 +200,24 @@ pub(super) async fn read_telemetry<T: Target + ?Sized>(
 }
 
 /// Measures the floor on client 0's thread and session (the first of `sessions`), once,
-/// each call bounded by `op_timeout`.
-pub(super) async fn measure_floor_on<S: Session + 'static>(
+/// each call bounded by the op timeout; with the engine's counters read around it (unless
+/// `--no-engine-counters`), also the engine's own time per null request.
+pub(super) async fn measure_floor_on<T: Target + ?Sized>(
     exec: &Exec,
-    sessions: &mut Vec<S>,
-    op_timeout: Duration,
+    engine: &T,
+    sessions: &mut Vec<T::Session>,
+    config: &SweepConfig,
     outcome: &mut SweepOutcome,
 ) -> Result<()> {
     if outcome.floor.is_some() {
         return Ok(());
     }
     let mut meta = sessions.remove(0);
-    let idle = exec.idle();
+    let (idle, op_timeout) = (exec.idle(), config.op_timeout);
+    let before = match config.engine_counters {
+        true => read_telemetry(engine).await.ok(),
+        false => None,
+    };
     let measured = exec
         .spawn(0, async move {
             let floor = crate::floor::measure_session_floor(&mut meta, op_timeout, idle).await;
@@ -221,7 +226,19 @@ pub(super) async fn measure_floor_on<S: Session + 'static>(
         .await
         .map_err(|e| MetaError::Engine(format!("client task failed: {e}")))?;
     sessions.insert(0, measured.0);
-    outcome.floor = measured.1?;
+    let mut floor = measured.1?;
+    if let (Some(f), Some(before)) = (floor.as_mut(), before) {
+        if let Ok(after) = read_telemetry(engine).await {
+            // The null request by its name among the engine's commands (Redis: `ping`).
+            let sent = BTreeMap::from([(f.request.to_ascii_lowercase(), 1.0)]);
+            if let EngineTime::Known(us, _) =
+                engine.engine_time(&after.since(&before), &sent, None, 1.0)
+            {
+                f.engine_us = Some(us);
+            }
+        }
+    }
+    outcome.floor = floor;
     Ok(())
 }
 
@@ -230,6 +247,8 @@ pub(super) struct LevelFigures {
     pub(super) achieved: f64,
     pub(super) pool_busy: f64,
     pub(super) telemetry: Telemetry,
+    /// Each phase's own deltas, by phase name (the breakdown's engine part).
+    pub(super) phase_telemetry: BTreeMap<String, Telemetry>,
     pub(super) telemetry_error: Option<String>,
     pub(super) measured: Duration,
 }
@@ -251,13 +270,12 @@ pub(super) fn finish_level<T: Target + ?Sized>(
     let clients = level.clients;
     let (rate, achieved, pool_busy) = (figures.rate, figures.achieved, figures.pool_busy);
     let mut telemetry = figures.telemetry;
-    complete_breakdowns(
-        level,
-        engine,
-        &telemetry,
-        figures.telemetry_error.is_none(),
-        outcome.floor.as_ref(),
-    );
+    let phases = if figures.telemetry_error.is_none() {
+        figures.phase_telemetry
+    } else {
+        BTreeMap::new()
+    };
+    complete_breakdowns(level, engine, &phases, outcome.floor.as_ref());
     // An in-process engine's calls ran on the client threads: their share of the threads'
     // cores is the engine's, and says whether it used them up.
     let in_process = level.client.engine_utilisation;
@@ -368,6 +386,7 @@ mod breakdown_tests {
         acc.parts.engine_ns = 9_000;
         acc.parts.retried_engine_ns = 3_000;
         acc.parts.lock_wait_ns = 500;
+        acc.parts.prepare_round_trips = 10;
         let mut commands = CommandCounts::default();
         commands.0[CommandCounts::slot(b"get")] = 10;
         acc.parts.commands = commands;
@@ -381,6 +400,8 @@ mod breakdown_tests {
         let b = call_parts(&acc, &op).unwrap();
         assert_eq!(b.mean_us, 20.0);
         assert_eq!(b.round_trips_per_op, 3.0);
+        // MySQL's prepares, scaled as the round trips are.
+        assert!((b.prepares_per_op - 3.0).abs() < 1e-9, "{b:?}");
         assert_eq!(b.commands_per_op["get"], 3.0);
         assert_eq!(b.engine_us, Some(3.0));
         assert_eq!(b.retry_waste_us, Some(3.0));

@@ -15,6 +15,7 @@ use crate::team::{agree, from_leader, gather_all, share_clients, Team, TeamError
 use metabench_engine::{MetaError, Result, Telemetry};
 use metabench_report::analysis::Point;
 use metabench_report::{Level, RankLevel, RunFailure};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -151,7 +152,8 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 // The floor, before the first level, on client 0's thread and session, as
                 // its calls will be timed. A failure is the level's, decided for all ranks.
                 if let Err(e) =
-                    measure_floor_on(exec, &mut sessions, config.op_timeout, &mut outcome).await
+                    measure_floor_on(exec, engine.as_ref(), &mut sessions, config, &mut outcome)
+                        .await
                 {
                     failed = Some((format!("measuring the floor: {e}"), false));
                     own_error = Some(e);
@@ -202,6 +204,9 @@ pub async fn run_sweep<T: Target + ?Sized>(
             };
             let (mut achieved, mut pool_busy) = (f64::INFINITY, 0.0f64);
             let (mut telemetry, mut telemetry_error) = (Telemetry::default(), None);
+            // Each phase's own deltas: the breakdown's engine part of an operation is its
+            // phase's, not the level's mean over every phase.
+            let mut phase_telemetry = BTreeMap::new();
             let mut raw_intervals = IntervalHistograms::new();
             let mut measured = Duration::ZERO;
             let mut parts: Vec<RankPart> = Vec::new();
@@ -356,7 +361,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 let busy_start = exec.busy_time(n);
                 let engine_calls_start = exec.engine_time();
                 let probe = exec.lag_probe(n);
-                let engine_start = if leader {
+                let engine_start = if leader && config.engine_counters {
                     Some(read_telemetry(engine.as_ref()).await)
                 } else {
                     None
@@ -374,7 +379,11 @@ pub async fn run_sweep<T: Target + ?Sized>(
                 let lag = probe.finish();
                 if let Some(engine_start) = engine_start {
                     match (engine_start, read_telemetry(engine.as_ref()).await) {
-                        (Ok(start), Ok(end)) => telemetry.add(&end.since(&start)),
+                        (Ok(start), Ok(end)) => {
+                            let delta = end.since(&start);
+                            telemetry.add(&delta);
+                            phase_telemetry.insert(phase.name.clone(), delta);
+                        }
                         (Err(e), _) | (_, Err(e)) => {
                             telemetry_error.get_or_insert(e);
                         }
@@ -501,6 +510,8 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             b.window_s += real_window.as_secs_f64();
                         }
                         let first_op = level.ops.len();
+                        let prepared_ns: u64 =
+                            merged.ops.values().map(|acc| acc.parts.prepared_ns).sum();
                         for (op, acc) in merged.ops {
                             let mut r = level_op(op, &phase.name, &acc, real_window);
                             r.entries_per_call = op.entries_per_call(config.tree.as_deref());
@@ -508,13 +519,15 @@ pub async fn run_sweep<T: Target + ?Sized>(
                             raw_intervals.insert(op.name().to_owned(), acc.intervals);
                         }
                         // The calls' share of the phase's CPU: the background work's part
-                        // (by the time each kept the clients busy) is not the calls'.
+                        // and the calls' untimed preparations' (an unlink's file made), by
+                        // the time each kept the clients busy, are not the calls'.
                         let calls_busy: f64 =
                             merged_busy.as_secs_f64() - merged_background_busy.as_secs_f64();
-                        let share = if merged_busy.is_zero() {
+                        let all_busy = merged_busy.as_secs_f64() + prepared_ns as f64 / 1e9;
+                        let share = if all_busy == 0.0 {
                             1.0
                         } else {
-                            calls_busy / merged_busy.as_secs_f64()
+                            calls_busy / all_busy
                         };
                         phase_client_cpu(
                             &mut level.ops[first_op..],
@@ -567,6 +580,7 @@ pub async fn run_sweep<T: Target + ?Sized>(
                         achieved,
                         pool_busy,
                         telemetry,
+                        phase_telemetry,
                         telemetry_error,
                         measured,
                     },

@@ -275,6 +275,25 @@ pub fn compare(base: &AnyResults, current: &AnyResults, alpha: f64) -> Result<Co
                  client, --threads-per-client): a level's workers make up other clients"
             ));
         }
+        let layout = |r: &SweepResults| match r.plan.shared_dir {
+            true => "one hot directory for all clients (--shared-dir)",
+            false => "a directory per client",
+        };
+        if a.plan.shared_dir != b.plan.shared_dir {
+            c.warnings.push(format!(
+                "the runs place their clients differently (baseline {}, current {}): the \
+                 lock wait and conflicts a shared parent adds differ by design",
+                layout(a),
+                layout(b)
+            ));
+        }
+        if a.plan.engine_counters_off != b.plan.engine_counters_off {
+            c.warnings.push(
+                "one run left the engine's counters unread (--no-engine-counters): its engine \
+                 check and the breakdown's engine part are missing"
+                    .to_owned(),
+            );
+        }
     }
     c.setup_differences = b.setup_differences(n);
     let tree = |h: &crate::RunHeader| {

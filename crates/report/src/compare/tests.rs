@@ -323,6 +323,31 @@ fn sweeps_grouping_workers_differently_are_said_to() {
     assert!(!same.warnings.iter().any(|w| w.contains("per client")));
 }
 
+/// A hot directory against one per client, and a run without the engine's counters, are
+/// named: the breakdowns differ by design.
+#[test]
+fn sweeps_placing_clients_or_reading_counters_differently_are_said_to() {
+    let base = sweep(1000.0, 0.0, 10, 1.0, 7);
+    let mut hot = sweep(1000.0, 0.0, 10, 1.0, 7);
+    if let AnyResults::Sweep(s) = &mut hot {
+        s.plan.shared_dir = true;
+        s.plan.engine_counters_off = true;
+    }
+    let c = compare(&base, &hot, 0.05).unwrap();
+    let said = |what: &str| c.warnings.iter().any(|w| w.contains(what));
+    assert!(
+        said("baseline a directory per client, current one hot directory"),
+        "{:?}",
+        c.warnings
+    );
+    assert!(said("--no-engine-counters"), "{:?}", c.warnings);
+    let same = compare(&hot, &hot, 0.05).unwrap();
+    assert!(same
+        .warnings
+        .iter()
+        .all(|w| !w.contains("directory") && !w.contains("counters")));
+}
+
 /// `compare` shows both runs' breakdown parts side by side, "unknown" as it is.
 #[test]
 fn breakdowns_are_shown_side_by_side() {

@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 /// engine's time as well.
 ///
 /// Granularity: lock wait, retry waste and an in-process engine's time (SQLite) are
-/// timed per call and summed; client CPU, client wait, wire and an engine's own
-/// accounting from per-command totals (Redis `INFO commandstats`) are per level: a
-/// level's figure shared out over its calls.
+/// timed per call and summed; client CPU, client wait and wire are per phase (each
+/// operation's own window), and so is an engine's own accounting from totals per command
+/// or statement (Redis `INFO commandstats`, `pg_stat_statements`, …): a figure shared out
+/// over the window's calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Breakdown {
@@ -29,8 +30,9 @@ pub struct Breakdown {
     /// Time queued on JuiceFS's process-local transaction locks (`txLock`) while another
     /// worker of the same client held them, per call.
     pub lock_wait_us: Option<f64>,
-    /// Round trips per call × the floor's mean (the engine's null round trip through the
-    /// same client path): transport, the client's and server's socket work, wake-ups.
+    /// Round trips per call (and MySQL's prepares) × the floor's mean (the engine's null
+    /// round trip through the same client path) less the floor's own client CPU and engine time
+    /// ([`crate::Floor::wire_per_round_trip_us`]): transport, socket work, wake-ups.
     pub wire_us: Option<f64>,
     /// Time the engine itself spent on the call's commands or statements, by its own
     /// accounting ([`Breakdown::engine_source`] says which).
@@ -49,10 +51,19 @@ pub struct Breakdown {
     /// that were not retried (a retried attempt's time is all retry waste).
     #[serde(default)]
     pub round_trips_per_op: f64,
+    /// MySQL/MariaDB: the statements per call that were prepared first (go-sql-driver
+    /// prepares, executes and closes each parameterized statement): each prepare is a
+    /// network exchange the wire part counts beside the round trips, not a statement.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prepares_per_op: f64,
     /// Redis: the top-level commands sent per call, by name (what the engine part is
     /// computed from).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub commands_per_op: BTreeMap<String, f64>,
+}
+
+fn is_zero(n: &f64) -> bool {
+    *n == 0.0
 }
 
 /// The parts' names, in the order tables and charts show them.

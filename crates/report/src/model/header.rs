@@ -45,6 +45,40 @@ pub struct EngineInfo {
     /// Where metabench's sessions knowingly differ from that client, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fidelity_notes: Vec<String>,
+    /// What the engine held when the run started, by its own count; none in results from
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<Footprint>,
+}
+
+/// What an engine held, by its own count (Redis `used_memory`, the SQL tables' size, the
+/// SQLite file, etcd's `dbSizeInUse`): how full the volume it ran on was.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Footprint {
+    /// Bytes; none where the engine keeps no such figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The server process's resident memory, where the engine says (Redis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// What the figure counts, or why it is unknown (`unknown: …`).
+    pub what: String,
+}
+
+impl Footprint {
+    /// One line: `183.2 MiB (Redis used_memory …)`, or why it is unknown.
+    pub fn line(&self) -> String {
+        match self.bytes {
+            Some(b) => format!("{} ({})", mib(b), self.what),
+            None => self.what.clone(),
+        }
+    }
+}
+
+/// Bytes in MiB, one decimal.
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
 impl EngineInfo {
@@ -179,6 +213,21 @@ impl EngineInfo {
         }
         if self.cpu_sharing.is_empty() != current.cpu_sharing.is_empty() {
             one_sided.push("CPU sharing".to_owned());
+        }
+        // A fuller engine is another regime: deeper indexes, a working set beyond caches.
+        if let (Some(a), Some(b)) = (
+            self.footprint.as_ref().and_then(|f| f.bytes),
+            current.footprint.as_ref().and_then(|f| f.bytes),
+        ) {
+            let (lo, hi) = (a.min(b) as f64, a.max(b) as f64);
+            if hi > 1.25 * lo && hi - lo > (1u64 << 20) as f64 {
+                out.push(format!(
+                    "the engine held different amounts when the runs started: baseline {}, current {} ({})",
+                    mib(a),
+                    mib(b),
+                    current.footprint.as_ref().map_or("", |f| f.what.as_str())
+                ));
+            }
         }
         if !one_sided.is_empty() {
             out.push(format!(

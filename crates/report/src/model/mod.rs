@@ -11,7 +11,8 @@ mod sweep;
 pub use any_results::AnyResults;
 pub use breakdown::{Breakdown, BREAKDOWN_PARTS};
 pub use header::{
-    cpu_list, EngineInfo, HostInfo, ReachRecord, ReadsFrom, RunHeader, SCHEMA_VERSION,
+    cpu_list, mib, EngineInfo, Footprint, HostInfo, ReachRecord, ReadsFrom, RunHeader,
+    SCHEMA_VERSION,
 };
 pub use latency::Latency;
 pub use ops::{ClientLag, OpResult, OpsPlan, OpsResults};

@@ -25,6 +25,10 @@ pub struct SweepPlan {
     pub duration_s: f64,
     /// Whether all clients worked in one shared directory.
     pub shared_dir: bool,
+    /// Whether the engine's own counters were left unread (`--no-engine-counters`): no
+    /// engine check, the breakdown's engine part unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub engine_counters_off: bool,
     /// Workers per JuiceFS client (`--threads-per-client`): a level's `clients` are its
     /// workers, grouped into clients of this many (1 in files written before it existed).
     #[serde(default = "one_worker")]
@@ -165,6 +169,21 @@ pub struct Floor {
     /// written before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cpu_us: Option<f64>,
+    /// The engine's own time per null round trip, µs, from its counters read around the
+    /// floor (Redis's `PING` in `INFO commandstats`, PostgreSQL's `SELECT 1` in
+    /// `pg_stat_statements`, etcd's request handling): the breakdown leaves it out of the
+    /// wire part, as it does the client's CPU. None where the engine keeps no such time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_us: Option<f64>,
+}
+
+impl Floor {
+    /// The wire's share of one round trip, µs (the breakdown's wire part per round trip):
+    /// the floor's mean less the client's own CPU for it (the client part) and the
+    /// engine's own time on the null request (the engine part), each where known.
+    pub fn wire_per_round_trip_us(&self) -> f64 {
+        self.mean_us - self.client_cpu_us.unwrap_or(0.0) - self.engine_us.unwrap_or(0.0)
+    }
 }
 
 /// The load generator's own state during a level: is the client the bottleneck?

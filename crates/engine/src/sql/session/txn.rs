@@ -176,6 +176,21 @@ impl SqlSession {
     /// ([`Self::round_trip_ended`]).
     fn round_trip_starts(&mut self) -> Option<std::time::Instant> {
         self.stats.round_trips += 1;
+        self.sqlite_start()
+    }
+
+    /// Counts a parameterized statement's round trip (and on MySQL its prepare, an
+    /// exchange of its own) and, on SQLite, takes its start.
+    fn prepared_round_trip_starts(&mut self) -> Option<std::time::Instant> {
+        self.stats.round_trips += 1;
+        if self.st.dialect == Dialect::Mysql {
+            self.stats.prepare_round_trips += 1;
+        }
+        self.sqlite_start()
+    }
+
+    /// The start of a statement on SQLite, whose time is the engine's.
+    fn sqlite_start(&self) -> Option<std::time::Instant> {
         let sqlite = self.st.dialect == Dialect::Sqlite;
         sqlite.then(std::time::Instant::now)
     }
@@ -201,7 +216,7 @@ impl SqlSession {
         sql: &Sql,
         args: &[Arg<'_>],
     ) -> std::result::Result<Done, DbError> {
-        let start = self.round_trip_starts();
+        let start = self.prepared_round_trip_starts();
         let r = self.conn_or_reconnect().await?.exec(sql, args).await;
         self.round_trip_ended(start, &r);
         r
@@ -212,7 +227,7 @@ impl SqlSession {
         sql: &Sql,
         args: &[Arg<'_>],
     ) -> std::result::Result<Vec<Row>, DbError> {
-        let start = self.round_trip_starts();
+        let start = self.prepared_round_trip_starts();
         let r = self.conn_or_reconnect().await?.fetch(sql, args).await;
         self.round_trip_ended(start, &r);
         r
