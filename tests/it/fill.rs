@@ -5,8 +5,9 @@
 
 use crate::{metabench, metabench_cmd, phase};
 use metabench_testkit::{
-    dump_tree, fresh_database, fsck_problems, juicefs, juicefs_dump, juicefs_dump_with,
-    juicefs_format, juicefs_fsck, juicefs_load, temp_dir, unique_name, write_slice_blocks, Kind,
+    dump_tree, fresh_database, fsck_problems, juicefs_dump, juicefs_dump_with, juicefs_format,
+    juicefs_fsck, juicefs_fsck_dir_stats, juicefs_load, temp_dir, unique_name, write_slice_blocks,
+    Kind,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -202,18 +203,8 @@ fn runs_on_a_filled_volume_leave_its_dir_stats_as_they_were() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // --sync-dir-stat: every directory's stats against what it holds (plain fsck flags
-    // only a missing or negative one).
     let clean = |after: &str| {
-        let fsck = juicefs(&[
-            "fsck",
-            db.url(),
-            "--path",
-            "/",
-            "--recursive",
-            "--sync-dir-stat",
-        ]);
-        let problems = fsck_problems(&fsck);
+        let problems = fsck_problems(&juicefs_fsck_dir_stats(db.url()));
         assert!(problems.is_empty(), "after {after}: {problems:?}");
     };
     clean("the fill");

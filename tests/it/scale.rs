@@ -5,7 +5,7 @@
 use crate::{metabench, phase};
 use metabench_report::scale::ScaleCurve;
 use metabench_report::SweepResults;
-use metabench_testkit::{fresh_database, fsck_problems, juicefs, Kind};
+use metabench_testkit::{fresh_database, fsck_problems, juicefs_fsck_dir_stats, Kind};
 use std::path::Path;
 
 /// A short scale run on `meta` into `out`; what it printed on stdout.
@@ -114,14 +114,7 @@ fn a_volume_grown_through_sizes_gives_the_curve() {
         "{printed}"
     );
     // A client finds the grown volume consistent, every directory's stats included.
-    let fsck = juicefs(&[
-        "fsck",
-        db.url(),
-        "--path",
-        "/",
-        "--recursive",
-        "--sync-dir-stat",
-    ]);
+    let fsck = juicefs_fsck_dir_stats(db.url());
     assert!(
         fsck_problems(&fsck).is_empty(),
         "{:?}",

@@ -155,7 +155,6 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
             .stderr(Stdio::piped())
             .output()
             .map_err(|e| CliError::Io(format!("cannot run {}: {e}", exe.display())))?;
-        let err = String::from_utf8_lossy(&out.stderr);
         match out.status.code() {
             Some(0) => {
                 say!("   {}: done", c.name);
@@ -169,13 +168,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
                 return Ok(EXIT_INTERRUPTED);
             }
             _ => {
-                let reason = err
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("failed without a message")
-                    .trim_start_matches("metabench: error: ")
-                    .to_owned();
+                let reason = child_error(&out.stderr);
                 say!("   {}: not measured: {reason}", c.name);
                 unreachable.push(Unreachable {
                     label: c.name.clone(),
@@ -194,6 +187,18 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
     let runs = LabeledFiles::read(&files)?;
     args.report.write(&runs, &unreachable)?;
     Ok(0)
+}
+
+/// Why a metabench child process failed: the last line it said on stderr (its one-line
+/// error), without the `metabench: error: ` prefix.
+pub(crate) fn child_error(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("failed without a message")
+        .trim_start_matches("metabench: error: ")
+        .to_owned()
 }
 
 /// Settings of `[expect]` the server did not report with the expected value.

@@ -279,14 +279,7 @@ async fn grow_and_measure(
             Some(0) => {}
             Some(EXIT_INTERRUPTED) => return Ok((curve, true)),
             _ => {
-                let err = String::from_utf8_lossy(&out.stderr);
-                let reason = err
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("failed without a message")
-                    .trim_start_matches("metabench: error: ")
-                    .to_owned();
+                let reason = crate::cmd_matrix::child_error(&out.stderr);
                 if !curve.sizes.is_empty() {
                     write_curve(&curve, &args.out)?;
                 }

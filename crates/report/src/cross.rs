@@ -6,7 +6,7 @@
 pub use crate::labeled_run::{op_names_of, LabeledRun};
 use crate::model::{AnyResults, BackgroundWork};
 use crate::plot::LATENCY_AT_CLIENTS;
-use crate::table::fmt_us;
+use crate::table::{fmt_us, thousands};
 use comfy_table::{presets, CellAlignment, Table};
 
 /// An engine that could not be measured, and why.
@@ -80,7 +80,7 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
             let mut row = vec![op.clone()];
             let mut first: Option<f64> = None;
             for (_, o) in &ops_runs {
-                let cell = match o.get(op) {
+                let mut cell = match o.get(op) {
                     None => "–".to_owned(),
                     Some(r) if r.skipped.is_some() => "skipped".to_owned(),
                     Some(r) => match first {
@@ -98,6 +98,14 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
                         Some(_) => fmt_us(r.latency.mean_us),
                     },
                 };
+                // A listing (listdir): the entries it read per second as well.
+                if let Some(rate) = o
+                    .get(op)
+                    .filter(|r| r.skipped.is_none())
+                    .and_then(|r| entries_per_s(r.entries_per_call, r.latency.mean_us))
+                {
+                    cell += &format!(", {rate} entries/s");
+                }
                 row.push(cell);
             }
             row
@@ -108,6 +116,13 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
         header,
         rows,
     })
+}
+
+/// Entries a listing read per second at its mean latency, with thousands separators; none
+/// for an operation that lists nothing.
+fn entries_per_s(per_call: Option<f64>, mean_us: f64) -> Option<String> {
+    let n = per_call?;
+    (mean_us > 0.0).then(|| thousands((n / (mean_us / 1e6)).round() as u64))
 }
 
 /// Per operation of the sweeps: one row per concurrency level, throughput and p99 of
@@ -153,7 +168,12 @@ pub fn sweep_grids(runs: &[LabeledRun]) -> Vec<Grid> {
                                 if l.engine.as_ref().is_some_and(|e| e.engine_bound) {
                                     marks += " [engine]";
                                 }
-                                row.push(format!("{:.0}{marks}", o.ops_per_s));
+                                // A listing (listdir): the entries it read per second too.
+                                let entries = o
+                                    .entries_per_call
+                                    .map(|n| format!(" ({} entries/s)", thousands((n * o.ops_per_s).round() as u64)))
+                                    .unwrap_or_default();
+                                row.push(format!("{:.0}{entries}{marks}", o.ops_per_s));
                                 row.push(fmt_us(o.latency.p99_us));
                             }
                             None => {
@@ -667,6 +687,62 @@ mod tests {
             text.contains("Where metabench differs from the client it models"),
             "{text}"
         );
+    }
+
+    /// A listing (listdir) shows the entries it read per second beside its µs/op and its
+    /// ops/s, and the Runs table what the engine held at the start.
+    #[test]
+    fn listings_show_entries_per_second_and_runs_what_the_engine_held() {
+        let mut a = ops("redis", 600.0, "7.0");
+        if let AnyResults::Ops(o) = &mut a.run {
+            o.results.push(OpResult {
+                op: "listdir".into(),
+                latency: crate::Latency {
+                    count: 5,
+                    mean_us: 2000.0,
+                    ..Default::default()
+                },
+                entries_per_call: Some(1002.0),
+                ..Default::default()
+            });
+            o.header.engine.footprint = Some(crate::Footprint {
+                bytes: Some(3 << 20),
+                rss_bytes: None,
+                what: "Redis used_memory".into(),
+            });
+        }
+        let mut sweep = crate::SweepResults::default();
+        sweep.levels = vec![crate::Level {
+            clients: 2,
+            ops: vec![crate::LevelOp {
+                op: "listdir".into(),
+                ops_per_s: 400.0,
+                entries_per_call: Some(1002.0),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        let runs = vec![
+            a,
+            LabeledRun {
+                label: "sweep".into(),
+                run: AnyResults::Sweep(sweep),
+            },
+        ];
+        let g = ops_grid(&runs).unwrap();
+        let row = g.rows.iter().find(|r| r[0] == "listdir").unwrap();
+        assert_eq!(row[1], "2000, 501,000 entries/s");
+        let s = sweep_grids(&runs);
+        let listdir = s.iter().find(|g| g.title.starts_with("listdir")).unwrap();
+        assert_eq!(listdir.rows[0][1], "400 (400,800 entries/s)");
+        let ctx = context_grid(&runs);
+        let col = ctx
+            .header
+            .iter()
+            .position(|h| h == "engine held at the start")
+            .unwrap();
+        assert_eq!(ctx.rows[0][col], "3.0 MiB (Redis used_memory)");
+        assert_eq!(ctx.rows[1][col], "not recorded");
     }
 
     #[test]

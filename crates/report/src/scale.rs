@@ -82,6 +82,17 @@ impl ScaleSize {
     }
 }
 
+impl ScaleSize {
+    /// `op`'s highest throughput over the levels at this size (0 when not measured).
+    fn peak(&self, op: &str) -> f64 {
+        self.points
+            .iter()
+            .filter(|p| p.op == op)
+            .map(|p| p.ops_per_s)
+            .fold(0.0, f64::max)
+    }
+}
+
 impl ScaleCurve {
     /// Sets every size's bytes per file against the first size's figure.
     pub fn settle_bytes_per_file(&mut self) {
@@ -167,13 +178,7 @@ impl ScaleCurve {
                         None => row += " — | — |",
                     }
                 }
-                let peak = s
-                    .points
-                    .iter()
-                    .filter(|p| &p.op == op)
-                    .map(|p| p.ops_per_s)
-                    .fold(0.0, f64::max);
-                row += &format!(" {} |\n", thousands(peak.round() as u64));
+                row += &format!(" {} |\n", thousands(s.peak(op).round() as u64));
                 out += &row;
             }
         }
@@ -218,15 +223,7 @@ impl ScaleCurve {
                     .sizes
                     .iter()
                     .enumerate()
-                    .map(|(x, s)| {
-                        let peak = s
-                            .points
-                            .iter()
-                            .filter(|p| &p.op == op)
-                            .map(|p| p.ops_per_s)
-                            .fold(0.0, f64::max);
-                        (x as f64, peak)
-                    })
+                    .map(|(x, s)| (x as f64, s.peak(op)))
                     .collect();
                 (op.clone(), i, points)
             })

@@ -142,6 +142,20 @@ pub fn juicefs_fsck(meta_url: &str) -> Output {
     juicefs(&["fsck", meta_url, "--path", "/", "--recursive"])
 }
 
+/// [`juicefs_fsck`] with `--sync-dir-stat`: every directory's stats are also checked
+/// against what it holds (plain fsck flags only a missing or negative one). Nothing is
+/// repaired.
+pub fn juicefs_fsck_dir_stats(meta_url: &str) -> Output {
+    juicefs(&[
+        "fsck",
+        meta_url,
+        "--path",
+        "/",
+        "--recursive",
+        "--sync-dir-stat",
+    ])
+}
+
 /// Warnings juicefs prints about the test set-up rather than the volume.
 const BENIGN: &[&str] = &[
     // `file` storage, always

@@ -51,8 +51,8 @@ pub use dump::{dump_tree, dump_tree_at, unescape, DumpChunk, DumpNode, DumpSlice
 pub use etcd::EtcdServer;
 pub use jfs::{
     fsck_problems, juicefs, juicefs_bin, juicefs_dump, juicefs_dump_with, juicefs_format,
-    juicefs_format_with, juicefs_fsck, juicefs_load, juicefs_mdtest, juicefs_status,
-    write_slice_blocks,
+    juicefs_format_with, juicefs_fsck, juicefs_fsck_dir_stats, juicefs_load, juicefs_mdtest,
+    juicefs_status, write_slice_blocks,
 };
 pub use logs::{
     mysql_general_log, mysql_general_log_enable, pg_log_entries, pg_log_entries_since, pg_log_path,
