@@ -114,6 +114,7 @@ pub(crate) fn out_of_room(e: &MetaError) -> Option<String> {
     Some(why.to_owned())
 }
 
+/// What a fill wrote, in one line: files, symlinks, hard links, directories, xattrs, bytes.
 pub(crate) fn summary(t: &Totals) -> String {
     format!(
         "{} files, {} symlinks, {} hard links, {} directories, {} xattrs, {} bytes of file length",
@@ -130,7 +131,8 @@ pub(crate) fn summary(t: &Totals) -> String {
 /// database, or an existing volume's `/.metabench` (`--existing`). Anything else is
 /// refused before a byte is written.
 pub(crate) struct Destination {
-    /// The uuid of a volume formatted here (removed again when nothing could be filled).
+    /// The uuid of a volume formatted here (its command removes it again when nothing
+    /// could be written into it).
     pub(crate) formatted: Option<String>,
     /// The directory the tree goes in.
     pub(crate) parent: Ino,

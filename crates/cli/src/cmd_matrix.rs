@@ -144,10 +144,10 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
     for c in &configs {
         let json = args.out.join(format!("{}.json", c.name));
         say!("== {}: metabench {}", c.name, plan.join(" "));
+        // The meta URL goes in the environment, not on the command line others can read.
         let out = Command::new(&exe)
             .args(&plan)
-            .arg("--meta")
-            .arg(&c.meta)
+            .env("METABENCH_META", &c.meta)
             .arg("--json")
             .arg(&json)
             .stdin(Stdio::null())

@@ -35,8 +35,8 @@ pub struct ScaleArgs {
     #[command(flatten)]
     meta: MetaArg,
 
-    /// The sizes to measure at, growing: 0,100k,1M,10M (0: the volume as it is, before
-    /// any fill).
+    /// The sizes of the scale tree to measure at, growing: 0,100k,1M,10M (0: before any
+    /// fill, the sweep reading only what it makes).
     #[arg(long, value_name = "N,N,…", value_delimiter = ',', value_parser = parse_amount, required = true)]
     files: Vec<u64>,
 
@@ -154,27 +154,14 @@ pub async fn run(args: ScaleArgs) -> Result<i32, CliError> {
         .map_err(|e| CliError::Io(format!("cannot find the metabench binary: {e}")))?;
     let url = MetaUrl::parse(&args.meta.meta)?;
     let engine = open(&url).await?;
+    // The outputs' directory before the volume: one that cannot be made stops the run
+    // before anything is written to the engine.
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::Io(format!("cannot create {}: {e}", args.out.display())))?;
     let to = destination(engine.as_ref(), &url, args.existing, &args.name, None).await?;
     let run_id = crate::volume::new_run_id();
     let name = format!("scale-{run_id}");
     let base_path = format!("{}/{name}", to.parent_path);
-    let base = {
-        let mut s = engine.session(&SessionOptions::default()).await?;
-        let (ino, _) = s
-            .mkdir(&Ctx::root(), to.parent, name.as_bytes(), 0o755, 0o022)
-            .await?;
-        s.close().await?;
-        ino
-    };
-    let stop = metabench_load::StopFlag::default();
-    let watcher = crate::args::watch_ctrl_c(
-        stop.clone(),
-        "stopping after the fill's batch in flight, or the sweep's cleanup",
-    );
-    let ended = grow_and_measure(&args, &exe, &url, engine.as_ref(), base, &base_path, &stop).await;
-    watcher.abort();
-    let (mut curve, interrupted) = ended?;
-    curve.settle_bytes_per_file();
     let kept = if to.formatted.is_some() {
         format!(
             "the volume '{}' stays with the tree; remove it with `juicefs destroy` or by dropping the database",
@@ -183,40 +170,79 @@ pub async fn run(args: ScaleArgs) -> Result<i32, CliError> {
     } else {
         format!("the tree stays in the volume under {base_path}")
     };
-    if curve.sizes.is_empty() {
-        say!("metabench: scale stopped before its first size; {kept}");
-        return Ok(EXIT_INTERRUPTED);
+    let base = async {
+        let mut s = engine.session(&SessionOptions::default()).await?;
+        let (ino, _) = s
+            .mkdir(&Ctx::root(), to.parent, name.as_bytes(), 0o755, 0o022)
+            .await?;
+        s.close().await?;
+        Ok::<_, MetaError>(ino)
     }
-    write_curve(&curve, &args.out)?;
+    .await;
+    let base = match base {
+        Ok(ino) => ino,
+        Err(e) => {
+            // nothing was written below the volume: one formatted here goes again
+            if let Some(uuid) = &to.formatted {
+                let _ = engine.destroy(uuid).await;
+            }
+            return Err(e.into());
+        }
+    };
+    let stop = metabench_load::StopFlag::default();
+    let watcher = crate::args::watch_ctrl_c(
+        stop.clone(),
+        "stopping after the fill's batch in flight, or the sweep's cleanup",
+    );
+    let mut curve = ScaleCurve {
+        tree: base_path.clone(),
+        ..Default::default()
+    };
+    let ended = grow_and_measure(&args, &exe, &url, engine.as_ref(), base, &mut curve, &stop).await;
+    watcher.abort();
+    curve.settle_bytes_per_file();
+    // What was measured is written whatever ended the run, and said with what stays.
+    if curve.sizes.is_empty() {
+        return match ended {
+            Ok(_) => {
+                say!("metabench: scale stopped before its first size; {kept}");
+                Ok(EXIT_INTERRUPTED)
+            }
+            Err(e) => {
+                say!("metabench: scale: {kept}");
+                Err(e)
+            }
+        };
+    }
+    let written = write_curve(&curve, &args.out);
     out!("{}", curve.text());
     out!(
         "results of each size, the curve (scale.json) and its plots in {}; {kept}",
         args.out.display()
     );
-    Ok(if interrupted { EXIT_INTERRUPTED } else { 0 })
+    written?;
+    match ended {
+        Ok(interrupted) => Ok(if interrupted { EXIT_INTERRUPTED } else { 0 }),
+        Err(e) => Err(e),
+    }
 }
 
-/// Grows the tree under `base` to each size in turn and sweeps there: the curve so far,
-/// and whether Ctrl-C ended it early.
+/// Grows the tree under `base` to each size in turn, sweeping at each, into `curve`;
+/// whether Ctrl-C ended it early.
 async fn grow_and_measure(
     args: &ScaleArgs,
     exe: &Path,
     url: &MetaUrl,
     engine: &dyn metabench_engine::Engine,
     base: metabench_schema::Ino,
-    base_path: &str,
+    curve: &mut ScaleCurve,
     stop: &metabench_load::StopFlag,
-) -> Result<(ScaleCurve, bool), CliError> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| CliError::Io(format!("cannot create {}: {e}", args.out.display())))?;
-    let mut curve = ScaleCurve {
-        tree: base_path.to_owned(),
-        ..Default::default()
-    };
+) -> Result<bool, CliError> {
+    let base_path = curve.tree.clone();
     let mut held = 0u64;
     for (k, &size) in args.files.iter().enumerate() {
         if stop.is_stopped() {
-            return Ok((curve, true));
+            return Ok(true);
         }
         let mut fill_s = 0.0;
         if size > held {
@@ -247,13 +273,10 @@ async fn grow_and_measure(
                                 "metabench: scale stopped filling at {} files; {kept}",
                                 thousands(held + n)
                             );
-                            Ok((curve, true))
+                            Ok(true)
                         }
                         Some(e) => {
                             let why = out_of_room(&e).unwrap_or_else(|| e.to_string());
-                            if !curve.sizes.is_empty() {
-                                write_curve(&curve, &args.out)?;
-                            }
                             Err(CliError::Meta(MetaError::Engine(format!(
                                 "scale stopped filling toward {} files: {why}; {kept}",
                                 thousands(size)
@@ -263,13 +286,15 @@ async fn grow_and_measure(
                 }
             }
         }
+        // What the engine holds now, before the sweep adds (and leaves) its own traces.
+        let held_now = crate::volume::footprint(engine).await;
         let json = args.out.join(format!("scale-{size}.json"));
-        let tree = (held > 0).then_some(base_path);
+        let tree = (held > 0).then_some(base_path.as_str());
         say!("metabench: scale: sweeping at {} files", thousands(held));
+        // The meta URL goes in the environment, not on the command line others can read.
         let out = Command::new(exe)
             .args(args.sweep_args(&json, tree))
-            .arg("--meta")
-            .arg(&args.meta.meta)
+            .env("METABENCH_META", &args.meta.meta)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -277,12 +302,9 @@ async fn grow_and_measure(
             .map_err(|e| CliError::Io(format!("cannot run {}: {e}", exe.display())))?;
         match out.status.code() {
             Some(0) => {}
-            Some(EXIT_INTERRUPTED) => return Ok((curve, true)),
+            Some(EXIT_INTERRUPTED) => return Ok(true),
             _ => {
                 let reason = crate::cmd_matrix::child_error(&out.stderr);
-                if !curve.sizes.is_empty() {
-                    write_curve(&curve, &args.out)?;
-                }
                 return Err(CliError::Meta(MetaError::Engine(format!(
                     "the sweep at {} files failed: {reason}",
                     thousands(held)
@@ -299,9 +321,11 @@ async fn grow_and_measure(
         let file = json
             .file_name()
             .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-        curve.sizes.push(ScaleSize::of(held, fill_s, file, &run));
+        curve
+            .sizes
+            .push(ScaleSize::of(held, fill_s, held_now, file, &run));
     }
-    Ok((curve, false))
+    Ok(false)
 }
 
 /// Fails early when `dir` cannot hold the outputs: a file of that name, or a missing

@@ -100,9 +100,9 @@ pub struct SessionStats {
     /// too).
     #[serde(skip)]
     pub retried_engine_ns: u64,
-    /// MySQL only: parameterized statements prepared before they ran (go-sql-driver's
-    /// prepare, execute and close): each is a network exchange beyond its statement's
-    /// round trip, which the breakdown's wire part counts.
+    /// MySQL only: parameterized statements prepared before they ran (prepare, execute
+    /// and close, as JuiceFS's go-sql-driver sends them): each is a network exchange
+    /// beyond its statement's round trip, which the breakdown's wire part counts.
     #[serde(skip)]
     pub prepare_round_trips: u64,
     /// Redis only: the top-level commands sent, by name.

@@ -711,17 +711,19 @@ mod tests {
                 what: "Redis used_memory".into(),
             });
         }
-        let mut sweep = crate::SweepResults::default();
-        sweep.levels = vec![crate::Level {
-            clients: 2,
-            ops: vec![crate::LevelOp {
-                op: "listdir".into(),
-                ops_per_s: 400.0,
-                entries_per_call: Some(1002.0),
+        let sweep = crate::SweepResults {
+            levels: vec![crate::Level {
+                clients: 2,
+                ops: vec![crate::LevelOp {
+                    op: "listdir".into(),
+                    ops_per_s: 400.0,
+                    entries_per_call: Some(1002.0),
+                    ..Default::default()
+                }],
                 ..Default::default()
             }],
             ..Default::default()
-        }];
+        };
         let runs = vec![
             a,
             LabeledRun {

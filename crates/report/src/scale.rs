@@ -28,7 +28,9 @@ pub struct ScaleSize {
     pub files: u64,
     /// Seconds the fill that grew the tree to this size took (0 for none).
     pub fill_s: f64,
-    /// What the engine held when the sweep started, by its own count.
+    /// What the engine held right after the fill that made this size, before the sweep
+    /// (whose own traces a table's size keeps: PostgreSQL's and InnoDB's files do not
+    /// shrink back), by its own count.
     pub footprint: Option<Footprint>,
     /// Bytes the engine holds per entry of the tree, beyond what it held at the first
     /// size: (held − held at the first size) / (files − files at the first size). None at
@@ -57,12 +59,19 @@ pub struct ScalePoint {
 }
 
 impl ScaleSize {
-    /// A size's point from its sweep `run` (the footprint from its header).
-    pub fn of(files: u64, fill_s: f64, results: String, run: &SweepResults) -> Self {
+    /// A size's point: `files` in the tree after a fill of `fill_s` seconds, the engine
+    /// holding `held`, and the sweep `run` there (written to `results`).
+    pub fn of(
+        files: u64,
+        fill_s: f64,
+        held: Footprint,
+        results: String,
+        run: &SweepResults,
+    ) -> Self {
         Self {
             files,
             fill_s,
-            footprint: run.header.engine.footprint.clone(),
+            footprint: Some(held),
             bytes_per_file: None,
             results,
             points: run
@@ -83,13 +92,14 @@ impl ScaleSize {
 }
 
 impl ScaleSize {
-    /// `op`'s highest throughput over the levels at this size (0 when not measured).
-    fn peak(&self, op: &str) -> f64 {
+    /// `op`'s highest throughput over the levels at this size; none where it was not
+    /// measured.
+    fn peak(&self, op: &str) -> Option<f64> {
         self.points
             .iter()
             .filter(|p| p.op == op)
             .map(|p| p.ops_per_s)
-            .fold(0.0, f64::max)
+            .reduce(f64::max)
     }
 }
 
@@ -162,7 +172,7 @@ impl ScaleCurve {
         let (ops, levels) = self.ops_and_levels();
         out += "\n| op | files |";
         for c in &levels {
-            out += &format!(" p50 @{c} | p99 @{c} |");
+            out += &format!(" p50 µs @{c} | p99 µs @{c} |");
         }
         out += " peak ops/s |\n|---|---:|";
         out += &"---:|".repeat(levels.len() * 2 + 1);
@@ -178,7 +188,10 @@ impl ScaleCurve {
                         None => row += " — | — |",
                     }
                 }
-                row += &format!(" {} |\n", thousands(s.peak(op).round() as u64));
+                let peak = s
+                    .peak(op)
+                    .map_or_else(|| "—".to_owned(), |p| thousands(p.round() as u64));
+                row += &format!(" {peak} |\n");
                 out += &row;
             }
         }
@@ -223,7 +236,7 @@ impl ScaleCurve {
                     .sizes
                     .iter()
                     .enumerate()
-                    .map(|(x, s)| (x as f64, s.peak(op)))
+                    .filter_map(|(x, s)| Some((x as f64, s.peak(op)?)))
                     .collect();
                 (op.clone(), i, points)
             })

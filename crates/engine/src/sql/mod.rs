@@ -571,7 +571,19 @@ impl Engine for SqlEngine {
                 what: "the SQLite file and its WAL".into(),
             });
         }
-        let like = format!("{}%", self.st.prefix.replace('_', "\\_"));
+        // The volume's own tables by name: a prefix pattern would also take another
+        // volume's (`jfs_` matches `jfs_x_…`). Table names are metabench's own, no quotes.
+        let names = table_names(&self.st.prefix);
+        let list = names
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let spaces = names
+            .iter()
+            .map(|n| format!("CONCAT(DATABASE(), '/{n}')"))
+            .collect::<Vec<_>>()
+            .join(", ");
         // PostgreSQL: the tables with their indexes and TOAST. MariaDB and MySQL: the
         // tables' files on disk (file-per-table tablespaces, as InnoDB sizes them), else
         // InnoDB's own estimate of data and index length, which lags until the tables'
@@ -579,9 +591,9 @@ impl Engine for SqlEngine {
         let tries: &[(String, &str)] = match self.st.dialect {
             Dialect::Postgres => &[(
                 format!(
-                    "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::int8 FROM pg_class c \
+                    "SELECT SUM(pg_total_relation_size(c.oid))::int8 FROM pg_class c \
                      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' \
-                     AND n.nspname = current_schema() AND c.relname LIKE '{like}'"
+                     AND n.nspname = current_schema() AND c.relname IN ({list})"
                 ),
                 "PostgreSQL pg_total_relation_size of the volume's tables (indexes and TOAST included)",
             )],
@@ -589,22 +601,22 @@ impl Engine for SqlEngine {
                 (
                     format!(
                         "SELECT CAST(SUM(FILE_SIZE) AS SIGNED) FROM information_schema.INNODB_SYS_TABLESPACES \
-                         WHERE NAME LIKE CONCAT(DATABASE(), '/{like}')"
+                         WHERE NAME IN ({spaces})"
                     ),
                     "MariaDB InnoDB tablespace files of the volume's tables (their size on disk)",
                 ),
                 (
                     format!(
                         "SELECT CAST(SUM(FILE_SIZE) AS SIGNED) FROM information_schema.INNODB_TABLESPACES \
-                         WHERE NAME LIKE CONCAT(DATABASE(), '/{like}')"
+                         WHERE NAME IN ({spaces})"
                     ),
                     "MySQL InnoDB tablespace files of the volume's tables (their size on disk)",
                 ),
                 (
                     format!(
-                        "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS SIGNED) \
+                        "SELECT CAST(SUM(data_length + index_length) AS SIGNED) \
                          FROM information_schema.tables WHERE table_schema = DATABASE() \
-                         AND table_name LIKE '{like}'"
+                         AND table_name IN ({list})"
                     ),
                     "MariaDB/MySQL data and index length of the volume's tables (InnoDB's estimate, refreshed with its statistics)",
                 ),
@@ -615,9 +627,17 @@ impl Engine for SqlEngine {
         let mut why = String::new();
         for (sql, what) in tries {
             // A tablespace view this server lacks, or one that lists none of the tables
-            // (a shared tablespace), leaves the next way.
-            match first_value(c, sql).await {
-                Ok(v) if !v.trim().is_empty() => {
+            // (a shared tablespace), leaves the next way; no table at all, no figure (SUM
+            // of no rows is NULL).
+            let value = c.simple_fetch(sql).await.map_err(engine_err).map(|rows| {
+                rows.first().and_then(|r| match r.0.first() {
+                    Some(conn::Val::Int(i)) => Some(i.to_string()),
+                    Some(conn::Val::Null) | None => None,
+                    Some(_) => r.text(0).ok(),
+                })
+            });
+            match value {
+                Ok(Some(v)) => {
                     return match v.trim().parse() {
                         Ok(bytes) => Ok(crate::Footprint {
                             bytes,
@@ -627,7 +647,7 @@ impl Engine for SqlEngine {
                         Err(_) => Err(format!("the server gave '{v}' as the tables' size")),
                     };
                 }
-                Ok(_) => why = "the server lists no size of the volume's tables".into(),
+                Ok(None) => why = "the server lists none of the volume's tables".into(),
                 Err(e) => why = e.to_string(),
             }
         }

@@ -125,7 +125,7 @@ pub(super) fn phase_client_cpu(ops: &mut [LevelOp], cpu: Duration, calls: u64) {
 /// Completes each operation's breakdown with the level's parts: the engine's own time
 /// from the telemetry deltas of the operation's phase in `phases` (or the in-process time
 /// the sessions timed) and the wire (round trips × [`Floor::wire_per_round_trip_us`]); then the
-/// unexplained rest. `phases` is empty when the engine's counters were not read.
+/// unexplained rest. A phase is missing from `phases` when its counters were not read.
 pub(super) fn complete_breakdowns<T: Target + ?Sized>(
     level: &mut Level,
     engine: &T,
@@ -270,12 +270,14 @@ pub(super) fn finish_level<T: Target + ?Sized>(
     let clients = level.clients;
     let (rate, achieved, pool_busy) = (figures.rate, figures.achieved, figures.pool_busy);
     let mut telemetry = figures.telemetry;
-    let phases = if figures.telemetry_error.is_none() {
-        figures.phase_telemetry
-    } else {
-        BTreeMap::new()
-    };
-    complete_breakdowns(level, engine, &phases, outcome.floor.as_ref());
+    // A phase whose counters could not be read has no deltas (its engine part unknown);
+    // the others keep theirs.
+    complete_breakdowns(
+        level,
+        engine,
+        &figures.phase_telemetry,
+        outcome.floor.as_ref(),
+    );
     // An in-process engine's calls ran on the client threads: their share of the threads'
     // cores is the engine's, and says whether it used them up.
     let in_process = level.client.engine_utilisation;

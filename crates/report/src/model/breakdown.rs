@@ -51,9 +51,10 @@ pub struct Breakdown {
     /// that were not retried (a retried attempt's time is all retry waste).
     #[serde(default)]
     pub round_trips_per_op: f64,
-    /// MySQL/MariaDB: the statements per call that were prepared first (go-sql-driver
-    /// prepares, executes and closes each parameterized statement): each prepare is a
-    /// network exchange the wire part counts beside the round trips, not a statement.
+    /// MySQL/MariaDB: the statements per call that were prepared first (each
+    /// parameterized statement is prepared, executed and closed, as JuiceFS's
+    /// go-sql-driver sends it): each prepare is a network exchange the wire part counts
+    /// beside the round trips, not a statement.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub prepares_per_op: f64,
     /// Redis: the top-level commands sent per call, by name (what the engine part is

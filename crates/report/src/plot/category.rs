@@ -40,7 +40,7 @@ pub fn by_category(
                 draw_mesh(
                     chart
                         .configure_mesh()
-                        .x_desc("files in the volume")
+                        .x_desc("entries in the scale tree")
                         .y_desc(y_desc)
                         .x_labels(categories.len().max(2))
                         .x_label_formatter(&|x| {
