@@ -1,12 +1,13 @@
 //! `metabench matrix`: the same plan on every engine of a set of configs, then the
 //! cross-engine report of those that could be reached.
 
+use crate::child::{child_error, run_metabench};
 use crate::cmd_report::{LabeledFiles, ReportOutput};
 use crate::error::EXIT_INTERRUPTED;
 use crate::error::{input, CliError};
 use metabench_report::cross::Unreachable;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Arguments of `metabench matrix`.
 #[derive(Debug, clap::Args)]
@@ -136,25 +137,15 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
     args.report.check()?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Io(format!("cannot create {}: {e}", args.out.display())))?;
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::Io(format!("cannot find the metabench binary: {e}")))?;
 
     let mut files = Vec::new();
     let mut unreachable = Vec::new();
     for c in &configs {
         let json = args.out.join(format!("{}.json", c.name));
         say!("== {}: metabench {}", c.name, plan.join(" "));
-        // The meta URL goes in the environment, not on the command line others can read.
-        let out = Command::new(&exe)
-            .args(&plan)
-            .env("METABENCH_META", &c.meta)
-            .arg("--json")
-            .arg(&json)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| CliError::Io(format!("cannot run {}: {e}", exe.display())))?;
+        let mut child_args: Vec<&OsStr> = plan.iter().map(OsStr::new).collect();
+        child_args.extend([OsStr::new("--json"), json.as_os_str()]);
+        let out = run_metabench(child_args, &c.meta)?;
         match out.status.code() {
             Some(0) => {
                 say!("   {}: done", c.name);
@@ -187,18 +178,6 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
     let runs = LabeledFiles::read(&files)?;
     args.report.write(&runs, &unreachable)?;
     Ok(0)
-}
-
-/// Why a metabench child process failed: the last line it said on stderr (its one-line
-/// error), without the `metabench: error: ` prefix.
-pub(crate) fn child_error(stderr: &[u8]) -> String {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("failed without a message")
-        .trim_start_matches("metabench: error: ")
-        .to_owned()
 }
 
 /// Settings of `[expect]` the server did not report with the expected value.

@@ -10,6 +10,7 @@
 //! `fill` does. The tree stays afterwards, as a fill's does: that is the point.
 
 use crate::args::{parse_amount, MetaArg};
+use crate::child::{child_error, run_metabench};
 use crate::cmd_fill::{destination, fill_with_progress, out_of_room, summary};
 use crate::error::{clap_error_line, input, CliError, EXIT_INTERRUPTED};
 use metabench_engine::fill::{FillEnd, Shape};
@@ -18,7 +19,6 @@ use metabench_report::scale::{ScaleCurve, ScaleSize};
 use metabench_report::table::thousands;
 use metabench_report::SweepResults;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The sweep each size runs, as its command line parses (`sweep` first).
@@ -112,19 +112,14 @@ impl ScaleArgs {
         a
     }
 
-    /// The fill that adds `files` entries, in the shape asked for (fill's own shares of
+    /// The fill that adds `files` entries, in the shape asked for (the default shares of
     /// symlinks, hard links and xattrs).
     fn shape(&self, files: u64) -> Shape {
         Shape {
             files,
             files_per_dir: self.files_per_dir,
             fanout: self.fanout,
-            big_dirs: 0,
-            big_dir_files: 0,
-            symlink_share: 0.01,
-            hardlink_share: 0.005,
-            xattr_share: 0.01,
-            file_size: 0,
+            ..Shape::default()
         }
     }
 }
@@ -150,8 +145,6 @@ pub async fn run(args: ScaleArgs) -> Result<i32, CliError> {
     <SweepLine as clap::Parser>::try_parse_from(probe)
         .map_err(|e| input(format!("the sweep at each size: {}", clap_error_line(&e))))?;
     check_out_dir(&args.out)?;
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::Io(format!("cannot find the metabench binary: {e}")))?;
     let url = MetaUrl::parse(&args.meta.meta)?;
     let engine = open(&url).await?;
     // The outputs' directory before the volume: one that cannot be made stops the run
@@ -198,9 +191,8 @@ pub async fn run(args: ScaleArgs) -> Result<i32, CliError> {
         tree: base_path.clone(),
         ..Default::default()
     };
-    let ended = grow_and_measure(&args, &exe, &url, engine.as_ref(), base, &mut curve, &stop).await;
+    let ended = grow_and_measure(&args, &url, engine.as_ref(), base, &mut curve, &stop).await;
     watcher.abort();
-    curve.settle_bytes_per_file();
     // What was measured is written whatever ended the run, and said with what stays.
     if curve.sizes.is_empty() {
         return match ended {
@@ -231,7 +223,6 @@ pub async fn run(args: ScaleArgs) -> Result<i32, CliError> {
 /// whether Ctrl-C ended it early.
 async fn grow_and_measure(
     args: &ScaleArgs,
-    exe: &Path,
     url: &MetaUrl,
     engine: &dyn metabench_engine::Engine,
     base: metabench_schema::Ino,
@@ -287,24 +278,16 @@ async fn grow_and_measure(
             }
         }
         // What the engine holds now, before the sweep adds (and leaves) its own traces.
-        let held_now = crate::volume::footprint(engine).await;
+        let footprint = crate::volume::footprint(engine).await;
         let json = args.out.join(format!("scale-{size}.json"));
         let tree = (held > 0).then_some(base_path.as_str());
         say!("metabench: scale: sweeping at {} files", thousands(held));
-        // The meta URL goes in the environment, not on the command line others can read.
-        let out = Command::new(exe)
-            .args(args.sweep_args(&json, tree))
-            .env("METABENCH_META", &args.meta.meta)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| CliError::Io(format!("cannot run {}: {e}", exe.display())))?;
+        let out = run_metabench(args.sweep_args(&json, tree), &args.meta.meta)?;
         match out.status.code() {
             Some(0) => {}
             Some(EXIT_INTERRUPTED) => return Ok(true),
             _ => {
-                let reason = crate::cmd_matrix::child_error(&out.stderr);
+                let reason = child_error(&out.stderr);
                 return Err(CliError::Meta(MetaError::Engine(format!(
                     "the sweep at {} files failed: {reason}",
                     thousands(held)
@@ -321,9 +304,7 @@ async fn grow_and_measure(
         let file = json
             .file_name()
             .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-        curve
-            .sizes
-            .push(ScaleSize::of(held, fill_s, held_now, file, &run));
+        curve.push(ScaleSize::of(held, fill_s, footprint, file, &run));
     }
     Ok(false)
 }
@@ -347,10 +328,8 @@ fn check_out_dir(dir: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Writes the curve (`scale.json`, bytes per file settled) and its plots into `dir`.
+/// Writes the curve (`scale.json`) and its plots into `dir`.
 fn write_curve(curve: &ScaleCurve, dir: &Path) -> Result<(), CliError> {
-    let mut curve = curve.clone();
-    curve.settle_bytes_per_file();
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::write(&path, text)

@@ -29,6 +29,7 @@ macro_rules! say {
 }
 
 mod args;
+mod child;
 mod cmd_compare;
 mod cmd_fill;
 mod cmd_format;

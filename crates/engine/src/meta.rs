@@ -344,14 +344,9 @@ pub trait Engine: Send + Sync {
 
     /// What the engine holds, by its own count, on its administration connection: Redis
     /// `used_memory`, PostgreSQL's `pg_total_relation_size` of the volume's tables,
-    /// MariaDB's tablespace files of the volume's tables, the SQLite file, etcd's `dbSizeInUse`. Why not,
+    /// MariaDB's tablespace files of them, the SQLite file, etcd's `dbSizeInUse`. Why not,
     /// in one line, where the engine keeps no such figure.
-    async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
-        Err(format!(
-            "{} keeps no figure of what it holds",
-            self.kind().name()
-        ))
-    }
+    async fn footprint(&self) -> std::result::Result<crate::Footprint, String>;
 
     /// The engine's own limit on client connections and what of it is taken now, on its
     /// administration connection; none for engines without one (SQLite, etcd and TiKV,

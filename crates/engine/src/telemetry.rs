@@ -158,9 +158,10 @@ pub enum EngineTime {
 /// `MULTI … EXEC` counts as its `exec`, whose time covers the commands queued in it.
 ///
 /// PostgreSQL (`pg_stat_statements`) and MariaDB/MySQL (`performance_schema`'s statement
-/// events of the connections in the database): the mean statement time over the window in this database × the statements
-/// (round trips) per call: per phase. etcd, started with `--metrics=extensive`: the mean
-/// gRPC handling time over the window × the requests per call: per phase.
+/// events of the connections in the database): the mean statement time over the window
+/// in this database × the statements (round trips) per call: per phase. etcd, started
+/// with `--metrics=extensive`: the mean gRPC handling time over the window × the
+/// requests per call: per phase.
 pub fn engine_time(
     kind: EngineKind,
     delta: &Telemetry,

@@ -99,12 +99,8 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
                     },
                 };
                 // A listing (listdir): the entries it read per second as well.
-                if let Some(rate) = o
-                    .get(op)
-                    .filter(|r| r.skipped.is_none())
-                    .and_then(|r| entries_per_s(r.entries_per_call, r.latency.mean_us))
-                {
-                    cell += &format!(", {rate} entries/s");
+                if let Some(rate) = o.get(op).and_then(|r| r.entries_per_s()) {
+                    cell += &format!(", {} entries/s", thousands(rate.round() as u64));
                 }
                 row.push(cell);
             }
@@ -116,13 +112,6 @@ pub fn ops_grid(runs: &[LabeledRun]) -> Option<Grid> {
         header,
         rows,
     })
-}
-
-/// Entries a listing read per second at its mean latency, with thousands separators; none
-/// for an operation that lists nothing.
-fn entries_per_s(per_call: Option<f64>, mean_us: f64) -> Option<String> {
-    let n = per_call?;
-    (mean_us > 0.0).then(|| thousands((n / (mean_us / 1e6)).round() as u64))
 }
 
 /// Per operation of the sweeps: one row per concurrency level, throughput and p99 of

@@ -7,6 +7,10 @@ use crate::plot::{CategorySeries, Plot};
 use crate::table::{fmt_us, thousands};
 use serde::{Deserialize, Serialize};
 
+/// The plots' x axis: the sizes, in entries of the scale tree (not what the volume held
+/// before).
+const SIZES_AXIS: &str = "entries in the scale tree";
+
 /// The curve: the engine, and one point per size.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,9 +93,7 @@ impl ScaleSize {
                 .collect(),
         }
     }
-}
 
-impl ScaleSize {
     /// `op`'s highest throughput over the levels at this size; none where it was not
     /// measured.
     fn peak(&self, op: &str) -> Option<f64> {
@@ -104,21 +106,16 @@ impl ScaleSize {
 }
 
 impl ScaleCurve {
-    /// Sets every size's bytes per file against the first size's figure.
-    pub fn settle_bytes_per_file(&mut self) {
-        let Some(first) = self.sizes.first() else {
-            return;
+    /// Adds the next size, its bytes per file counted against the first size's figure.
+    pub fn push(&mut self, mut size: ScaleSize) {
+        let bytes = |s: &ScaleSize| s.footprint.as_ref().and_then(|f| f.bytes);
+        size.bytes_per_file = match (self.sizes.first(), bytes(&size)) {
+            (Some(first), Some(b)) if size.files > first.files => {
+                bytes(first).map(|b0| (b as f64 - b0 as f64) / (size.files - first.files) as f64)
+            }
+            _ => None,
         };
-        let (files0, bytes0) = (first.files, first.footprint.as_ref().and_then(|f| f.bytes));
-        for s in self.sizes.iter_mut().skip(1) {
-            let held = s.footprint.as_ref().and_then(|f| f.bytes);
-            s.bytes_per_file = match (held, bytes0) {
-                (Some(b), Some(b0)) if s.files > files0 => {
-                    Some((b as f64 - b0 as f64) / (s.files - files0) as f64)
-                }
-                _ => None,
-            };
-        }
+        self.sizes.push(size);
     }
 
     /// The operations measured, in their first appearance's order, and the levels.
@@ -224,7 +221,7 @@ impl ScaleCurve {
             let title = format!("{}: {op}, latency as the volume grows", self.engine);
             plots.push(Plot {
                 file: format!("scale-{op}.svg"),
-                svg: crate::plot::by_category(&title, &sizes, "µs", &series, true)?,
+                svg: crate::plot::by_category(&title, SIZES_AXIS, &sizes, "µs", &series, true)?,
                 title,
             });
         }
@@ -244,7 +241,7 @@ impl ScaleCurve {
         let title = format!("{}: peak throughput as the volume grows", self.engine);
         plots.push(Plot {
             file: "scale-throughput.svg".into(),
-            svg: crate::plot::by_category(&title, &sizes, "ops/s", &peaks, false)?,
+            svg: crate::plot::by_category(&title, SIZES_AXIS, &sizes, "ops/s", &peaks, false)?,
             title,
         });
         let bytes: Vec<(f64, f64)> = self
@@ -259,6 +256,7 @@ impl ScaleCurve {
                 file: "scale-bytes.svg".into(),
                 svg: crate::plot::by_category(
                     &title,
+                    SIZES_AXIS,
                     &sizes,
                     "bytes per file",
                     &[("bytes per file".to_owned(), 0, bytes)],
@@ -301,13 +299,11 @@ mod tests {
         let mut curve = ScaleCurve {
             engine: "redis".into(),
             tree: "/scale-x".into(),
-            sizes: vec![
-                size(0, Some(1_000_000), 50.0),
-                size(1000, Some(1_200_000), 60.0),
-                size(2000, None, 70.0),
-            ],
+            ..Default::default()
         };
-        curve.settle_bytes_per_file();
+        curve.push(size(0, Some(1_000_000), 50.0));
+        curve.push(size(1000, Some(1_200_000), 60.0));
+        curve.push(size(2000, None, 70.0));
         assert_eq!(curve.sizes[0].bytes_per_file, None);
         assert_eq!(curve.sizes[1].bytes_per_file, Some(200.0));
         assert_eq!(curve.sizes[2].bytes_per_file, None);

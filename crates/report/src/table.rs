@@ -122,14 +122,12 @@ pub fn ops_notes(run: &OpsResults) -> Vec<String> {
 /// own (a skip, or how it was run) in one line, in place of those notes.
 pub fn ops_notes_at(run: &OpsResults, detail: Detail) -> Vec<String> {
     let listed = run.results.iter().filter_map(|r| {
-        let n = r.entries_per_call?;
-        (r.latency.mean_us > 0.0).then(|| {
-            format!(
-                "{}: {n:.0} entries a call, {:.0} entries/s at the mean latency",
-                r.op,
-                n / (r.latency.mean_us / 1e6)
-            )
-        })
+        Some(format!(
+            "{}: {:.0} entries a call, {:.0} entries/s at the mean latency",
+            r.op,
+            r.entries_per_call?,
+            r.entries_per_s()?
+        ))
     });
     let listed: Vec<String> = listed.collect();
     if detail == Detail::Full {
@@ -658,11 +656,7 @@ pub fn breakdown_text(run: &crate::SweepResults) -> String {
         out += &format!("  engine part: {s}\n");
     }
     // An in-process engine (SQLite) has no wire.
-    let wired = run
-        .levels
-        .iter()
-        .flat_map(|l| &l.ops)
-        .any(|o| o.breakdown.as_ref().is_some_and(|b| b.wire_us > Some(0.0)));
+    let wired = run.header.engine.location != "in-process";
     if let Some(f) = run
         .floor
         .as_ref()

@@ -248,8 +248,8 @@ pub(crate) fn publish(
     }
     if let Some(rss) = run.peak_rss_bytes.filter(|_| detail == Detail::Full) {
         say!(
-            "metabench peak memory: {:.1} MiB",
-            rss as f64 / (1 << 20) as f64
+            "metabench peak memory: {}",
+            metabench_report::model::mib(rss)
         );
     }
     let mut write_error = None;

@@ -371,6 +371,13 @@ pub(crate) fn is_juicefs_key(key: &[u8]) -> bool {
     }
 }
 
+/// The value of field `name` in an `INFO` reply (`name:value` lines), trimmed.
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
 #[async_trait]
 impl Engine for RedisEngine {
     fn kind(&self) -> EngineKind {
@@ -478,11 +485,7 @@ impl Engine for RedisEngine {
             return Ok(None);
         }
         let info: String = self.admin_query(redis::cmd("INFO").arg("clients")).await?;
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
+        let field = |name| info_field(&info, name).and_then(|v| v.parse::<u64>().ok());
         let mut limit = field("maxclients");
         if limit.is_none() {
             let kv: std::result::Result<Vec<String>, _> = self
@@ -523,15 +526,7 @@ impl Engine for RedisEngine {
             .admin_query(redis::cmd("INFO").arg("memory"))
             .await
             .map_err(|e| e.to_string())?;
-        let field = |name: &str| {
-            info.lines().find_map(|l| {
-                l.strip_prefix(name)?
-                    .strip_prefix(':')?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-        };
+        let field = |name| info_field(&info, name).and_then(|v| v.parse::<u64>().ok());
         Ok(crate::Footprint {
             bytes: field("used_memory").ok_or("INFO memory has no used_memory")?,
             rss_bytes: field("used_memory_rss"),
@@ -554,11 +549,7 @@ impl Engine for RedisEngine {
 
     async fn server_info(&self) -> Result<ServerInfo> {
         let info: String = self.admin_query(&redis::cmd("INFO")).await?;
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
-                .map(|v| v.trim().to_owned())
-        };
+        let field = |name| info_field(&info, name).map(str::to_owned);
         let mut version = format!(
             "redis {}",
             field("redis_version").unwrap_or_else(|| "unknown".into())

@@ -288,6 +288,15 @@ const POSTGRES_SETTINGS: &[&str] = &[
     "shared_preload_libraries",
 ];
 
+/// A column value read as a number (an integer, or a number in text); none for NULL.
+fn number(v: Option<&conn::Val>) -> Option<f64> {
+    match v? {
+        conn::Val::Int(i) => Some(*i as f64),
+        conn::Val::Bytes(b) => std::str::from_utf8(b).ok()?.trim().parse().ok(),
+        conn::Val::Null => None,
+    }
+}
+
 /// One setting's value by `sql`, or `unknown (<why>)` when the server would not say
 /// (a role without the privilege, a setting this server does not have).
 async fn setting(c: &mut Conn, sql: &str) -> String {
@@ -624,36 +633,31 @@ impl Engine for SqlEngine {
         };
         let mut g = self.admin_conn(false).await.map_err(|e| e.to_string())?;
         let c = g.as_mut().expect("connected");
-        let mut why = String::new();
+        // A tablespace view this server lacks, or one that lists none of the tables (a
+        // shared tablespace), leaves the next way; no table at all, no figure (the SUM of
+        // no rows is NULL).
+        let mut found = Ok(None);
         for (sql, what) in tries {
-            // A tablespace view this server lacks, or one that lists none of the tables
-            // (a shared tablespace), leaves the next way; no table at all, no figure (SUM
-            // of no rows is NULL).
-            let value = c.simple_fetch(sql).await.map_err(engine_err).map(|rows| {
-                rows.first().and_then(|r| match r.0.first() {
-                    Some(conn::Val::Int(i)) => Some(i.to_string()),
-                    Some(conn::Val::Null) | None => None,
-                    Some(_) => r.text(0).ok(),
-                })
-            });
-            match value {
-                Ok(Some(v)) => {
-                    return match v.trim().parse() {
-                        Ok(bytes) => Ok(crate::Footprint {
-                            bytes,
-                            rss_bytes: None,
-                            what: (*what).into(),
-                        }),
-                        Err(_) => Err(format!("the server gave '{v}' as the tables' size")),
-                    };
-                }
-                Ok(None) => why = "the server lists none of the volume's tables".into(),
-                Err(e) => why = e.to_string(),
+            found = match c.simple_fetch(sql).await {
+                Ok(rows) => Ok(rows
+                    .first()
+                    .and_then(|r| number(r.0.first()))
+                    .map(|bytes| (bytes, *what))),
+                Err(e) => Err(engine_err(e)),
+            };
+            if matches!(found, Ok(Some(_))) {
+                break;
             }
         }
-        let r: Result<()> = Err(MetaError::Engine(why.clone()));
-        let _ = admin_done(&mut g, r);
-        Err(why)
+        match admin_done(&mut g, found) {
+            Ok(Some((bytes, what))) => Ok(crate::Footprint {
+                bytes: bytes as u64,
+                rss_bytes: None,
+                what: what.into(),
+            }),
+            Ok(None) => Err("the server lists none of the volume's tables".into()),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     async fn settle(&self) -> Result<()> {
@@ -686,13 +690,6 @@ impl Engine for SqlEngine {
                 .insert("busy_wait_s".into(), asleep.as_secs_f64());
             return Ok(t);
         }
-        let number = |v: Option<&conn::Val>| -> Option<f64> {
-            match v? {
-                conn::Val::Int(i) => Some(*i as f64),
-                conn::Val::Bytes(b) => std::str::from_utf8(b).ok()?.trim().parse().ok(),
-                conn::Val::Null => None,
-            }
-        };
         let mut g = self.admin_conn(false).await?;
         let c = g.as_mut().expect("connected");
         let r: Result<crate::Telemetry> = async {

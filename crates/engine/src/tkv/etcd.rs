@@ -328,10 +328,10 @@ impl KvBackend for EtcdKv {
     /// (`dbSize`, free pages included).
     async fn footprint(&self) -> std::result::Result<crate::Footprint, String> {
         if !self.metrics_at.is_empty() {
-            let text = http_get(&self.metrics_at, "/metrics")
+            let gauge = self
+                .telemetry()
                 .await
-                .map_err(|e| format!("etcd /metrics at {}: {e}", self.metrics_at))?;
-            let gauge = crate::telemetry::from_prometheus(&text)
+                .map_err(|e| e.to_string())?
                 .gauges
                 .get("etcd_mvcc_db_total_size_in_use_in_bytes")
                 .copied()

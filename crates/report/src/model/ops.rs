@@ -55,6 +55,14 @@ pub struct OpResult {
 }
 
 impl OpResult {
+    /// A listing's entries per second at its mean latency; none for an operation that
+    /// lists nothing, or one that did not run.
+    pub fn entries_per_s(&self) -> Option<f64> {
+        let n = self.entries_per_call?;
+        (self.skipped.is_none() && self.latency.mean_us > 0.0)
+            .then(|| n / (self.latency.mean_us / 1e6))
+    }
+
     /// An operation that did not run, and why (`ENOTSUP`).
     pub fn skipped(op: &str, why: &str) -> Self {
         OpResult {

@@ -8,9 +8,7 @@ use crate::labeled_run::{op_names_of, LabeledRun};
 use crate::model::{SweepResults, BREAKDOWN_PARTS};
 use plotters::prelude::*;
 
-mod category;
 mod frame;
-pub use category::{by_category, CategorySeries};
 use frame::{
     color, cross, draw_legend, draw_mesh, legend_entry, legend_note, ring, svg_chart, swatch, SIZE,
 };
@@ -26,6 +24,7 @@ pub struct Plot {
     pub svg: String,
 }
 
+#[derive(Clone)]
 struct Series {
     label: String,
     color: RGBColor,
@@ -72,36 +71,47 @@ fn x_desc(sweeps: &[(&str, &SweepResults)]) -> &'static str {
     }
 }
 
-/// Draws line series against clients (log₂ x axis labelled 1, 2, 4, …); `log_y` for
-/// latencies.
+/// The x axis of a line chart.
+enum XAxis<'a> {
+    /// Clients, or an open loop's offered rate, on a log₂ axis labelled 1, 2, 4, …:
+    /// doubling levels are evenly spaced (points below 1 are left out).
+    Levels(&'a str),
+    /// Named categories, evenly spaced (a scale curve's sizes): a point's x is its index.
+    Categories(&'a str, &'a [String]),
+}
+
+/// Draws line series against `x`, ringing and crossing the points each series marks;
+/// `log_y` for latencies.
 fn draw(
     title: &str,
-    x_desc: &str,
+    x: XAxis<'_>,
     y_desc: &str,
     series: &[Series],
     log_y: bool,
 ) -> Result<String, String> {
-    // Clients go on a log₂ axis: doubling levels are evenly spaced and labelled.
-    let series: Vec<Series> = series
-        .iter()
-        .map(|s| {
-            let kept: Vec<usize> = (0..s.points.len())
-                .filter(|&i| s.points[i].0 >= 1.0)
-                .collect();
-            Series {
-                label: s.label.clone(),
-                color: s.color,
-                points: kept
-                    .iter()
-                    .map(|&i| (s.points[i].0.log2(), s.points[i].1))
-                    .collect(),
-                marks: kept
-                    .iter()
-                    .filter_map(|&i| s.marks.get(i).copied())
-                    .collect(),
-            }
-        })
-        .collect();
+    let series: Vec<Series> = match x {
+        XAxis::Categories(..) => series.to_vec(),
+        XAxis::Levels(_) => series
+            .iter()
+            .map(|s| {
+                let kept: Vec<usize> = (0..s.points.len())
+                    .filter(|&i| s.points[i].0 >= 1.0)
+                    .collect();
+                Series {
+                    label: s.label.clone(),
+                    color: s.color,
+                    points: kept
+                        .iter()
+                        .map(|&i| (s.points[i].0.log2(), s.points[i].1))
+                        .collect(),
+                    marks: kept
+                        .iter()
+                        .filter_map(|&i| s.marks.get(i).copied())
+                        .collect(),
+                }
+            })
+            .collect(),
+    };
     let (any_client_bound, any_engine_bound) = series
         .iter()
         .flat_map(|s| s.marks.iter())
@@ -123,10 +133,28 @@ fn draw(
     if ymax <= 0.0 {
         ymax = 1.0;
     }
-    // From the lowest level's power of two (1 client, or an open loop's first rate).
-    let xmin = if xmin.is_finite() { xmin.floor() } else { 0.0 };
-    let x_labels = (xmax.floor() - xmin) as usize + 2;
-    let xrange = xmin - 0.25..xmax.max(xmin + 1.0) + 0.25;
+    let (x_desc, x_labels, xrange) = match x {
+        XAxis::Levels(desc) => {
+            // From the lowest level's power of two (1 client, or an open loop's first rate).
+            let xmin = if xmin.is_finite() { xmin.floor() } else { 0.0 };
+            let labels = (xmax.floor() - xmin) as usize + 2;
+            (desc, labels, xmin - 0.25..xmax.max(xmin + 1.0) + 0.25)
+        }
+        XAxis::Categories(desc, names) => {
+            let n = names.len().max(2);
+            (desc, n, -0.25..(n - 1) as f64 + 0.25)
+        }
+    };
+    let x_label = |v: &f64| {
+        let i = v.round();
+        if (v - i).abs() > 1e-9 || i < 0.0 {
+            return String::new();
+        }
+        match x {
+            XAxis::Levels(_) => format!("{:.0}", i.exp2()),
+            XAxis::Categories(_, names) => names.get(i as usize).cloned().unwrap_or_default(),
+        }
+    };
     svg_chart(SIZE, title, 80, |b| {
         macro_rules! finish {
             ($chart:expr) => {{
@@ -137,13 +165,7 @@ fn draw(
                         .x_desc(x_desc)
                         .y_desc(y_desc)
                         .x_labels(x_labels)
-                        .x_label_formatter(&|x| {
-                            if (x - x.round()).abs() < 1e-9 && *x >= 0.0 {
-                                format!("{:.0}", x.round().exp2())
-                            } else {
-                                String::new()
-                            }
-                        })
+                        .x_label_formatter(&x_label)
                         .y_label_formatter(&|y| crate::table::fmt_us(*y)),
                 )?;
                 for s in series {
@@ -198,6 +220,38 @@ fn draw(
     })
 }
 
+/// One series of [`by_category`]: its label, a colour index and its points `(category
+/// index, y)`.
+pub type CategorySeries = (String, usize, Vec<(f64, f64)>);
+
+/// A line chart whose x axis is `categories` (evenly spaced, labelled by name: a scale
+/// curve's sizes, `x_desc` naming them); `log_y` for latencies.
+pub fn by_category(
+    title: &str,
+    x_desc: &str,
+    categories: &[String],
+    y_desc: &str,
+    series: &[CategorySeries],
+    log_y: bool,
+) -> Result<String, String> {
+    let series: Vec<Series> = series
+        .iter()
+        .map(|(label, c, points)| Series {
+            label: label.clone(),
+            color: color(*c),
+            points: points.clone(),
+            marks: Vec::new(),
+        })
+        .collect();
+    draw(
+        title,
+        XAxis::Categories(x_desc, categories),
+        y_desc,
+        &series,
+        log_y,
+    )
+}
+
 /// Every plot of the sweeps among `runs`: `throughput.svg` (one series per operation and
 /// run), then per operation `throughput-OP.svg` (one series per run) and `latency-OP.svg`
 /// (p50 and p99 of each run). Empty when there is no sweep.
@@ -239,7 +293,7 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
     let title = "Throughput vs concurrency".to_owned();
     plots.push(Plot {
         file: "throughput.svg".into(),
-        svg: draw(&title, x_desc, "ops/s", &all, false)?,
+        svg: draw(&title, XAxis::Levels(x_desc), "ops/s", &all, false)?,
         title,
     });
     for op in &ops {
@@ -260,7 +314,7 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
         let title = format!("{op}: throughput vs concurrency");
         plots.push(Plot {
             file: format!("throughput-{}.svg", file_safe(op)),
-            svg: draw(&title, x_desc, "ops/s", &tput, false)?,
+            svg: draw(&title, XAxis::Levels(x_desc), "ops/s", &tput, false)?,
             title,
         });
         let mut lat = Vec::new();
@@ -310,7 +364,13 @@ pub fn sweep_plots(runs: &[LabeledRun]) -> Result<Vec<Plot>, String> {
         let title = format!("{op}: p50 and p99 latency vs concurrency");
         plots.push(Plot {
             file: format!("latency-{}.svg", file_safe(op)),
-            svg: draw(&title, x_desc, "latency, µs (log)", &lat, true)?,
+            svg: draw(
+                &title,
+                XAxis::Levels(x_desc),
+                "latency, µs (log)",
+                &lat,
+                true,
+            )?,
             title,
         });
     }
