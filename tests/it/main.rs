@@ -112,3 +112,39 @@ pub fn wait_for_log(log: &std::path::Path, text: &str) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Runs metabench with `args` (its stderr to a file), waits until it says `ready` and 3 s
+/// more (for the processes it starts to be under way), then sends SIGTERM to that process
+/// alone, as `kill PID` does, not to the metabench processes it started. Returns its exit
+/// status, how long it took to end after the signal, and what it said on stderr.
+pub fn terminated_once(
+    args: &[&str],
+    ready: &str,
+) -> (std::process::ExitStatus, std::time::Duration, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr");
+    let mut child = metabench_cmd()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_log(&log, ready);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended before the signal"
+    );
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let sent = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    (
+        status,
+        sent.elapsed(),
+        std::fs::read_to_string(&log).unwrap(),
+    )
+}

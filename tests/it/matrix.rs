@@ -131,3 +131,51 @@ fn shipped_engine_configs_parse() {
         ]
     );
 }
+
+/// SIGTERM sent to `matrix` alone (each engine's run is a process of its own) is passed
+/// on: the run in progress stops and cleans up, and matrix ends with 130 at once, not
+/// after the run's 60 s, without starting the next engine.
+#[test]
+fn sigterm_to_matrix_stops_the_run_in_progress() {
+    let _phase = crate::phase(module_path!());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sqlite = fresh_database(Kind::Sqlite);
+    let configs = [
+        config(d, "first", sqlite.url()),
+        config(d, "second", "redis://127.0.0.1:1/1"),
+    ];
+    let out = d.join("results");
+    let mut args = vec!["matrix"];
+    args.extend(configs.iter().map(String::as_str));
+    args.extend([
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sweep",
+        "--ops",
+        "getattr",
+        "--conc",
+        "1",
+        "--duration",
+        "60s",
+    ]);
+    let (status, took, said) = crate::terminated_once(&args, "== first:");
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(
+        took.as_secs() < 30,
+        "ended {took:?} after the signal: {said}"
+    );
+    assert!(said.contains("matrix interrupted at first"), "{said}");
+    assert!(!said.contains("== second"), "{said}");
+    // The sweep cleaned up before it ended: the volume it formatted is gone.
+    let status = std::process::Command::new(metabench_testkit::juicefs_bin())
+        .args(["status", sqlite.url()])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stderr).contains("database is not formatted"),
+        "{}",
+        output_text(&status)
+    );
+}

@@ -168,3 +168,40 @@ fn bad_sizes_and_sweeps_are_refused_before_anything_is_written() {
         assert!(!out.exists(), "{args:?} made the output directory");
     }
 }
+
+/// SIGTERM sent to `scale` alone (its sweep is a process of its own) is passed on: the
+/// sweep stops and cleans up, and scale ends with 130 at once, not after the sweep's 60 s.
+#[test]
+fn sigterm_to_scale_stops_its_sweep_too() {
+    let _phase = phase(module_path!());
+    let dir = tempfile::tempdir().unwrap();
+    let meta = format!("sqlite3://{}", dir.path().join("meta.db").display());
+    let out = dir.path().join("curve");
+    let (status, took, said) = crate::terminated_once(
+        &[
+            "scale",
+            "--meta",
+            &meta,
+            "--files",
+            "0",
+            "--ops",
+            "getattr",
+            "--conc",
+            "1",
+            "--warmup",
+            "0s",
+            "--duration",
+            "60s",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "sweeping at 0 files",
+    );
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(
+        took.as_secs() < 30,
+        "ended {took:?} after the signal: {said}"
+    );
+    assert!(said.contains("interrupted"), "{said}");
+    crate::assert_left_clean(&meta);
+}

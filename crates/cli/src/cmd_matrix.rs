@@ -1,7 +1,7 @@
 //! `metabench matrix`: the same plan on every engine of a set of configs, then the
 //! cross-engine report of those that could be reached.
 
-use crate::child::{child_error, run_metabench};
+use crate::child::{run_metabench, ChildEnd};
 use crate::cmd_report::{LabeledFiles, ReportOutput};
 use crate::error::EXIT_INTERRUPTED;
 use crate::error::{input, CliError};
@@ -106,7 +106,7 @@ pub fn read_config(path: &Path) -> Result<EngineConfig, CliError> {
 }
 
 /// Runs `metabench matrix`.
-pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
+pub async fn run(args: MatrixArgs) -> Result<i32, CliError> {
     let plan = if args.plan.is_empty() {
         vec!["ops".to_owned()]
     } else {
@@ -138,6 +138,11 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Io(format!("cannot create {}: {e}", args.out.display())))?;
 
+    let stop = metabench_load::StopFlag::default();
+    let watcher = crate::args::watch_ctrl_c(
+        stop.clone(),
+        "stopping the engine in progress, which cleans up",
+    );
     let mut files = Vec::new();
     let mut unreachable = Vec::new();
     for c in &configs {
@@ -145,21 +150,20 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
         say!("== {}: metabench {}", c.name, plan.join(" "));
         let mut child_args: Vec<&OsStr> = plan.iter().map(OsStr::new).collect();
         child_args.extend([OsStr::new("--json"), json.as_os_str()]);
-        let out = run_metabench(child_args, &c.meta)?;
-        match out.status.code() {
-            Some(0) => {
+        match run_metabench(child_args, &c.meta, &stop).await? {
+            ChildEnd::Done => {
                 say!("   {}: done", c.name);
                 for m in durability_mismatches(c, &json) {
                     say!("   {}: warning: {m}", c.name);
                 }
                 files.push(json);
             }
-            Some(EXIT_INTERRUPTED) => {
+            ChildEnd::Interrupted => {
+                watcher.abort();
                 say!("metabench: matrix interrupted at {}", c.name);
                 return Ok(EXIT_INTERRUPTED);
             }
-            _ => {
-                let reason = child_error(&out.stderr);
+            ChildEnd::Failed(reason) => {
                 say!("   {}: not measured: {reason}", c.name);
                 unreachable.push(Unreachable {
                     label: c.name.clone(),
@@ -168,6 +172,7 @@ pub fn run(args: MatrixArgs) -> Result<i32, CliError> {
             }
         }
     }
+    watcher.abort();
     if files.is_empty() {
         say!("metabench: error: no engine could be measured");
         for u in &unreachable {

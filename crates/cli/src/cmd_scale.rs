@@ -10,7 +10,7 @@
 //! `fill` does. The tree stays afterwards, as a fill's does: that is the point.
 
 use crate::args::{parse_amount, MetaArg};
-use crate::child::{child_error, run_metabench};
+use crate::child::{run_metabench, ChildEnd};
 use crate::cmd_fill::{destination, fill_with_progress, out_of_room, summary};
 use crate::error::{clap_error_line, input, CliError, EXIT_INTERRUPTED};
 use metabench_engine::fill::{FillEnd, Shape};
@@ -282,12 +282,10 @@ async fn grow_and_measure(
         let json = args.out.join(format!("scale-{size}.json"));
         let tree = (held > 0).then_some(base_path.as_str());
         say!("metabench: scale: sweeping at {} files", thousands(held));
-        let out = run_metabench(args.sweep_args(&json, tree), &args.meta.meta)?;
-        match out.status.code() {
-            Some(0) => {}
-            Some(EXIT_INTERRUPTED) => return Ok(true),
-            _ => {
-                let reason = child_error(&out.stderr);
+        match run_metabench(args.sweep_args(&json, tree), &args.meta.meta, stop).await? {
+            ChildEnd::Done => {}
+            ChildEnd::Interrupted => return Ok(true),
+            ChildEnd::Failed(reason) => {
                 return Err(CliError::Meta(MetaError::Engine(format!(
                     "the sweep at {} files failed: {reason}",
                     thousands(held)

@@ -195,7 +195,7 @@ pub fn main() -> i32 {
             Command::Compare(args) => cmd_compare::run_compare(args),
             Command::Gate(args) => cmd_compare::run_gate(args),
             Command::Report(args) => cmd_report::run(args),
-            Command::Matrix(args) => cmd_matrix::run(args),
+            Command::Matrix(args) => cmd_matrix::run(args).await,
             Command::Completions { .. } => unreachable!("answered before the runtime starts"),
         }
     });
