@@ -554,6 +554,12 @@ mod tests {
     use super::*;
     use crate::model::{OpResult, OpsResults};
 
+    /// The cells of the column named `name`, one per row.
+    fn column<'g>(grid: &'g Grid, name: &str) -> Vec<&'g str> {
+        let col = grid.header.iter().position(|h| h == name).unwrap();
+        grid.rows.iter().map(|r| r[col].as_str()).collect()
+    }
+
     fn ops(label: &str, mkdir_us: f64, version: &str) -> LabeledRun {
         LabeledRun {
             label: label.into(),
@@ -641,20 +647,17 @@ mod tests {
         };
         let runs = vec![a, b, c];
         let ctx = context_grid(&runs);
-        let col = ctx.header.iter().position(|h| h == "client").unwrap();
+        let client = column(&ctx, "client");
+        assert_eq!(client[0], "mount: client-cache on, skip-dir-mtime 100ms");
+        assert_eq!(client[1], "not recorded");
         assert_eq!(
-            ctx.rows[0][col],
-            "mount: client-cache on, skip-dir-mtime 100ms"
+            column(&ctx, "client self-check"),
+            [
+                "lag p99 41.5 µs",
+                "not measured",
+                "1 of 1 levels client-bound"
+            ]
         );
-        assert_eq!(ctx.rows[1][col], "not recorded");
-        let check = ctx
-            .header
-            .iter()
-            .position(|h| h == "client self-check")
-            .unwrap();
-        assert_eq!(ctx.rows[0][check], "lag p99 41.5 µs");
-        assert_eq!(ctx.rows[1][check], "not measured");
-        assert_eq!(ctx.rows[2][check], "1 of 1 levels client-bound");
         let notes = fidelity_grid(&runs).unwrap();
         assert_eq!(
             notes.rows,
@@ -726,14 +729,10 @@ mod tests {
         let s = sweep_grids(&runs);
         let listdir = s.iter().find(|g| g.title.starts_with("listdir")).unwrap();
         assert_eq!(listdir.rows[0][1], "400 (400,800 entries/s)");
-        let ctx = context_grid(&runs);
-        let col = ctx
-            .header
-            .iter()
-            .position(|h| h == "engine held at the start")
-            .unwrap();
-        assert_eq!(ctx.rows[0][col], "3.0 MiB (Redis used_memory)");
-        assert_eq!(ctx.rows[1][col], "not recorded");
+        assert_eq!(
+            column(&context_grid(&runs), "engine held at the start"),
+            ["3.0 MiB (Redis used_memory)", "not recorded"]
+        );
     }
 
     #[test]
