@@ -223,6 +223,8 @@ fn postgres_settings_are_the_servers() {
         Kind::Postgres,
         &[
             "fsync",
+            "log_min_duration_statement",
+            "log_statement",
             "max_connections",
             "shared_buffers",
             "shared_preload_libraries",
@@ -234,6 +236,7 @@ fn postgres_settings_are_the_servers() {
     // scripts/engines.sh starts the test server with these.
     assert_eq!(run.header.engine.settings["max_connections"], "300");
     assert_eq!(run.header.engine.settings["fsync"], "off");
+    assert_eq!(run.header.engine.settings["log_statement"], "all");
     assert_eq!(
         run.header.engine.settings["shared_preload_libraries"],
         "pg_stat_statements"
@@ -246,6 +249,7 @@ fn mariadb_settings_are_the_servers() {
     let run = sql_settings_match(
         Kind::Mysql,
         &[
+            "general_log",
             "innodb_buffer_pool_size",
             "innodb_flush_log_at_trx_commit",
             "max_connections",

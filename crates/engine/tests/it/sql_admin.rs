@@ -188,6 +188,7 @@ async fn server_info(kind: Kind) {
             assert_eq!(
                 keys,
                 [
+                    "general_log",
                     "innodb_buffer_pool_size",
                     "innodb_flush_log_at_trx_commit",
                     "max_connections",
@@ -207,6 +208,8 @@ async fn server_info(kind: Kind) {
                 keys,
                 [
                     "fsync",
+                    "log_min_duration_statement",
+                    "log_statement",
                     "max_connections",
                     "shared_buffers",
                     "shared_preload_libraries",
