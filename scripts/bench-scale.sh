@@ -43,13 +43,10 @@ fresh() {
         *) echo "bench-scale: engine $1: redis or sqlite" >&2; exit 2 ;;
     esac
 }
-# bytes the engine holds for the volume at URL $2 of engine $1
+# bytes the engine holds for the volume at URL $2 of engine $1, by metabench's own reading
+# (`info --json`: Redis used_memory, the SQLite file and its WAL after a checkpoint)
 held() {
-    case "$1" in
-        redis) redis-cli -p "$(cat "$TMP/port")" info memory | awk -F: '/^used_memory:/{print $2}' | tr -d '\r' ;;
-        sqlite) local f=${2#sqlite3://}
-                python3 -c 'import os, sys; print(sum(os.path.getsize(p) for p in sys.argv[1:] if os.path.exists(p)))' "$f" "$f-wal" ;;
-    esac
+    "$BIN" info --meta "$2" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["footprint"]["bytes"])'
 }
 
 ROWS="$OUT/rows.jsonl"

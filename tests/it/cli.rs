@@ -734,3 +734,35 @@ fn mysql_tls_true_checks_the_server_against_the_system_roots() {
     assert!(ok.status.success(), "{}", stderr(&ok));
     db.query(&format!("DROP USER '{user}'@'127.0.0.1'"));
 }
+
+/// `info --json` gives scripts what `info` prints, as one JSON object: the engine, its
+/// settings, what the URL holds and the engine's footprint in bytes; never the password.
+#[test]
+fn info_as_json_gives_the_footprint_in_bytes_and_no_password() {
+    let _phase = crate::phase(module_path!());
+    use metabench_testkit::{fresh_database, Kind, PASSWORD};
+    let db = fresh_database(Kind::Redis);
+    assert!(run(&["format", "--meta", db.url()]).status.success());
+    let o = run(&["info", "--meta", db.url(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains(PASSWORD), "{text}");
+    let info: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(info["engine"], "redis", "{info}");
+    assert!(info["settings"]["appendfsync"].is_string(), "{info}");
+    assert!(
+        info["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("JuiceFS volume 'metabench'"),
+        "{info}"
+    );
+    assert!(info["footprint"]["bytes"].as_u64().unwrap() > 0, "{info}");
+    assert!(
+        info["footprint"]["what"]
+            .as_str()
+            .unwrap()
+            .contains("used_memory"),
+        "{info}"
+    );
+}
