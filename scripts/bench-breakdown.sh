@@ -19,6 +19,8 @@
 #   scripts/bench-breakdown.sh [ROUNDS] [ENGINES] [PARTS]
 #       ROUNDS=3, ENGINES="redis sqlite postgres mariadb etcd",
 #       PARTS="unexplained hot-dir counters"
+#   PG_LOG_STATEMENT=all scripts/bench-breakdown.sh …   # PostgreSQL logging every statement
+#       (engines.sh's server does, for the tests; the benchmark's databases log none)
 #
 # Redis runs privately here (a redis-server on a free port, stopped by PID); PostgreSQL,
 # MariaDB and etcd are scripts/engines.sh's, which keep their own statement time

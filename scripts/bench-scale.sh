@@ -46,7 +46,12 @@ fresh() {
 # bytes the engine holds for the volume at URL $2 of engine $1, by metabench's own reading
 # (`info --json`: Redis used_memory, the SQLite file and its WAL after a checkpoint)
 held() {
-    "$BIN" info --meta "$2" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["footprint"]["bytes"])'
+    "$BIN" info --meta "$2" --json | python3 -c '
+import json, sys
+f = json.load(sys.stdin)["footprint"]
+if f["bytes"] is None:
+    sys.exit("bench-scale: the engine did not say what it holds: " + f["what"])
+print(f["bytes"])'
 }
 
 ROWS="$OUT/rows.jsonl"

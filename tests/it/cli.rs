@@ -765,4 +765,6 @@ fn info_as_json_gives_the_footprint_in_bytes_and_no_password() {
             .contains("used_memory"),
         "{info}"
     );
+    // Every key is there, a figure the engine does not keep as null.
+    assert!(info["footprint"].get("rss_bytes").is_some(), "{info}");
 }

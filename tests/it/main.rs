@@ -113,6 +113,31 @@ pub fn wait_for_log(log: &std::path::Path, text: &str) {
     }
 }
 
+/// A metabench process a test started: if the test fails before it has waited for it,
+/// the process is asked to stop (SIGTERM, which it passes on to the metabench processes
+/// it started) and then killed, so that no run outlives the test.
+struct Started(Option<std::process::Child>);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let Some(mut child) = self.0.take() else {
+            return;
+        };
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let asked = std::time::Instant::now();
+        while asked.elapsed() < std::time::Duration::from_secs(30) {
+            if !matches!(child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
 /// Runs metabench with `args` (its stderr to a file), waits until it says `ready` and 3 s
 /// more (for the processes it starts to be under way), then sends SIGTERM to that process
 /// alone, as `kill PID` does, not to the metabench processes it started. Returns its exit
@@ -123,14 +148,17 @@ pub fn terminated_once(
 ) -> (std::process::ExitStatus, std::time::Duration, String) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("stderr");
-    let mut child = metabench_cmd()
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut started = Started(Some(
+        metabench_cmd()
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    ));
     wait_for_log(&log, ready);
     std::thread::sleep(std::time::Duration::from_secs(3));
+    let child = started.0.as_mut().expect("started");
     assert!(
         child.try_wait().unwrap().is_none(),
         "ended before the signal"
@@ -142,6 +170,7 @@ pub fn terminated_once(
     assert!(kill.success());
     let sent = std::time::Instant::now();
     let status = child.wait().unwrap();
+    started.0 = None;
     (
         status,
         sent.elapsed(),

@@ -24,10 +24,11 @@ pub(crate) enum ChildEnd {
 /// dropped, its stderr kept for the error. The URL goes in the environment
 /// (`METABENCH_META`), not on a command line `ps` shows to others, with its password.
 ///
-/// Nothing is started once a stop was asked. When `stop` is set (this process heard Ctrl-C or SIGTERM), the child is sent SIGTERM
-/// and waited for, so that it cleans up as it would on its own Ctrl-C: a SIGTERM sent
-/// to this process alone does not reach it otherwise. A child that heard the Ctrl-C
-/// from the terminal itself ignores the second signal.
+/// Nothing is started once a stop was asked. When `stop` is set (this process heard
+/// Ctrl-C or SIGTERM), the child is sent SIGTERM and waited for, so that it cleans up as
+/// it would on its own Ctrl-C: a SIGTERM sent to this process alone does not reach it
+/// otherwise. A child that heard the Ctrl-C from the terminal itself ignores the second
+/// signal. A further Ctrl-C or SIGTERM kills the child.
 pub(crate) async fn run_metabench<I, S>(
     args: I,
     meta: &str,
@@ -65,7 +66,16 @@ where
                 // SAFETY: kill(2) on the pid of a child this process has not yet reaped.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
             }
-            child.wait().await
+            // A second Ctrl-C or SIGTERM while the child cleans up (an engine that no
+            // longer answers) kills it.
+            tokio::select! {
+                status = child.wait() => status,
+                () = another_signal() => {
+                    say!("metabench: asked again: killing the run in progress; what it had not cleaned up stays");
+                    let _ = child.start_kill();
+                    child.wait().await
+                }
+            }
         }
     };
     let status =
@@ -77,6 +87,24 @@ where
         _ if stop.is_stopped() => ChildEnd::Interrupted,
         _ => ChildEnd::Failed(child_error(&stderr)),
     })
+}
+
+/// Returns on the next Ctrl-C or SIGTERM this process hears.
+async fn another_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    let terminated = async {
+        match &mut terminate {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
+    }
 }
 
 /// Why a metabench child process failed: the last line it said on stderr (its one-line

@@ -12,7 +12,8 @@ pub struct InfoArgs {
 
     /// Print one JSON object instead of lines, for scripts: `url` (its password masked),
     /// `engine`, `version`, `location`, `settings`, `content` and `footprint` (`bytes`,
-    /// `rss_bytes`, `what`; `bytes` null where the engine keeps no such figure).
+    /// `rss_bytes`, `what`; `bytes` and `rss_bytes` null where the engine keeps no such
+    /// figure, `what` then saying why).
     #[arg(long)]
     json: bool,
 }
@@ -22,6 +23,15 @@ pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
     let url = MetaUrl::parse(&args.meta.meta)?;
     let engine = open(&url).await?;
     let info = engine.server_info().await?;
+    if !args.json {
+        // What is known so far is printed before the volume is read, which may fail.
+        out!("url:      {url}");
+        out!("engine:   {} ({})", engine.kind().name(), info.version);
+        out!("where:    {}", url.location());
+        for (k, v) in &info.settings {
+            out!("  {k} = {v}");
+        }
+    }
     let content = match engine.probe().await? {
         VolumeState::Empty => "empty (metabench can format it)".to_owned(),
         VolumeState::Volume(f) => format!(
@@ -39,18 +49,16 @@ pub async fn run(args: InfoArgs) -> Result<i32, CliError> {
             "location": url.location(),
             "settings": info.settings,
             "content": content,
-            "footprint": held,
+            "footprint": {
+                "bytes": held.bytes,
+                "rss_bytes": held.rss_bytes,
+                "what": held.what,
+            },
         });
         out!("{object:#}");
-        return Ok(0);
+    } else {
+        out!("content:  {content}");
+        out!("holds:    {}", held.line());
     }
-    out!("url:      {url}");
-    out!("engine:   {} ({})", engine.kind().name(), info.version);
-    out!("where:    {}", url.location());
-    for (k, v) in &info.settings {
-        out!("  {k} = {v}");
-    }
-    out!("content:  {content}");
-    out!("holds:    {}", held.line());
     Ok(0)
 }

@@ -146,6 +146,11 @@ pub async fn run(args: MatrixArgs) -> Result<i32, CliError> {
     let mut files = Vec::new();
     let mut unreachable = Vec::new();
     for c in &configs {
+        if stop.is_stopped() {
+            watcher.abort();
+            say!("metabench: matrix interrupted before {}", c.name);
+            return Ok(EXIT_INTERRUPTED);
+        }
         let json = args.out.join(format!("{}.json", c.name));
         say!("== {}: metabench {}", c.name, plan.join(" "));
         let mut child_args: Vec<&OsStr> = plan.iter().map(OsStr::new).collect();

@@ -655,8 +655,10 @@ pub fn breakdown_text(run: &crate::SweepResults) -> String {
     for s in sources {
         out += &format!("  engine part: {s}\n");
     }
-    // An in-process engine (SQLite) has no wire.
-    let wired = run.header.engine.location != "in-process";
+    // An in-process engine (SQLite) has no wire; a file that does not say where its
+    // engine ran gets no wire line either.
+    let location = run.header.engine.location.as_str();
+    let wired = !location.is_empty() && location != "in-process";
     if let Some(f) = run
         .floor
         .as_ref()

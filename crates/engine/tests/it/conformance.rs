@@ -1,5 +1,6 @@
 //! One body of semantic tests run over every engine: memkv, etcd 3.5 and 3.4, the TiKV
 //! stand-in (PD + unistore), Redis, a three-primary Redis Cluster (through its seed list), SQLite, MariaDB and PostgreSQL (`engine_matrix!` writes one `#[tokio::test]` per engine and body).
+//! The registered sessions and a client's workers are in `conformance_sessions`.
 //! Each test gets a freshly formatted volume (TrashDays 0, DirStats on) and sessions
 //! opened through `metabench_engine::open`, so it checks the engines through the same
 //! `Engine` / `Meta` traits the runner uses.
@@ -9,10 +10,9 @@
 //! need `METABENCH_MYSQL_URL` / `METABENCH_PG_URL`, as in the other engine tests.
 
 use super::common::{self, volume_format};
-use metabench_engine::base::SLICE_RUN;
 use metabench_engine::{
     Ctx, Engine, EngineKind, FallocRange, Meta, MetaError, MetaUrl, SessionOptions, SetAttr,
-    TxLock, XattrFlags,
+    XattrFlags,
 };
 use metabench_schema::{FileType, Ino, Slice, Timestamp, ROOT_INODE, TRASH_INODE};
 use metabench_testkit::{fresh_database, Kind, RedisCluster, TestDb, TestEngine};
@@ -20,15 +20,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A formatted volume: the engine, its database (kept alive) and one session.
-struct Vol {
-    engine: Arc<dyn Engine>,
-    url: String,
+pub(super) struct Vol {
+    pub(super) engine: Arc<dyn Engine>,
+    pub(super) url: String,
     db: Option<TestDb>,
     /// The private Cluster of [`TestEngine::RedisCluster`], kept alive.
     cluster: Option<RedisCluster>,
     uuid: String,
-    s: Box<dyn Meta>,
-    ctx: Ctx,
+    pub(super) s: Box<dyn Meta>,
+    pub(super) ctx: Ctx,
 }
 
 impl Vol {
@@ -63,7 +63,8 @@ impl Vol {
         )
     }
 
-    async fn finish(mut self) {
+    /// Flushes the session and, on the key-value engines, destroys the volume.
+    pub(super) async fn finish(mut self) {
         self.s.flush().await.unwrap();
         if matches!(
             self.engine.kind(),
@@ -92,7 +93,7 @@ fn rand_u32() -> u32 {
 }
 
 /// A fresh formatted volume on `on`.
-async fn volume(on: TestEngine) -> Vol {
+pub(super) async fn volume(on: TestEngine) -> Vol {
     let mut cluster = None;
     let (url, db) = match on {
         TestEngine::Memkv => (format!("memkv://{}", unique("conf")), None),
@@ -160,11 +161,10 @@ metabench_testkit::engine_matrix!(
     racing_creates_in_one_directory,
     skipped_parent_updates,
     resizes,
-    registered_sessions,
-    workers_share_one_client,
 );
 
-fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
+/// The errno of a call that must fail.
+pub(super) fn errno<T: std::fmt::Debug>(r: Result<T, MetaError>) -> &'static str {
     match r {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(e) => e.kind(),
@@ -938,198 +938,5 @@ async fn resizes(on: TestEngine) {
     );
     // An error wrote nothing.
     assert_eq!(v.s.getattr(g).await.unwrap().length, C + 10);
-    v.finish().await;
-}
-
-/// The sessions of this process that `juicefs status` lists: their ids, sorted.
-fn sessions_listed(url: &str) -> Vec<u64> {
-    let status = metabench_testkit::juicefs_status(url);
-    let mut sids: Vec<u64> = status["Sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["ProcessID"] == std::process::id())
-        .inspect(|s| {
-            assert!(
-                s["Version"].as_str().unwrap().starts_with("metabench "),
-                "{s}"
-            );
-        })
-        .map(|s| s["Sid"].as_u64().unwrap())
-        .collect();
-    sids.sort();
-    sids
-}
-
-/// `NewSession(true)` under the mount profile: each session gets an id and a record that
-/// `juicefs status` lists, works as any session (on Redis, lookup and resolve go through
-/// the Lua scripts), and leaves no record once closed, or once the engine cleans up the
-/// sessions that were never closed.
-async fn registered_sessions(on: TestEngine) {
-    let mut v = volume(on).await;
-    let opts = SessionOptions {
-        register: true,
-        ..Default::default()
-    };
-    let mut a = v.engine.session(&opts).await.unwrap();
-    let mut b = v.engine.session(&opts).await.unwrap();
-    let (sa, sb) = (a.sid(), b.sid());
-    assert!(sa > 0 && sb > sa, "session ids {sa}, {sb}");
-    assert_eq!(v.s.sid(), 0, "an unregistered session has sid 0");
-    assert_eq!(v.engine.sessions().open(), vec![sa, sb]);
-    // juicefs reads the records (memkv lives in this process only).
-    let juicefs_sees = on != TestEngine::Memkv;
-    if juicefs_sees {
-        assert_eq!(sessions_listed(&v.url), vec![sa, sb]);
-    }
-
-    let ctx = v.ctx.clone();
-    let (d, _) = a.mkdir(&ctx, ROOT_INODE, b"rs", 0o755, 0).await.unwrap();
-    let (f, _) = a.create(&ctx, d, b"f", 0o644, 0).await.unwrap();
-    assert_eq!(b.lookup(&ctx, d, b"f").await.unwrap().0, f);
-    assert_errno!(b.lookup(&ctx, d, b"nope").await, "ENOENT");
-    // With the Cluster's key prefix JuiceFS never uses its scripts: no resolve.
-    if on == TestEngine::RedisCluster {
-        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/f").await, "ENOTSUP");
-    }
-    if on == TestEngine::Db(Kind::Redis) {
-        let (ino, attr) = b.resolve(&ctx, ROOT_INODE, b"rs/f").await.unwrap();
-        assert_eq!((ino, attr.typ), (f, FileType::File));
-        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/nope").await, "ENOENT");
-        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/f/x").await, "ENOTDIR");
-        let user = Ctx {
-            uid: 7,
-            gids: vec![7],
-            pid: 1,
-        };
-        a.setattr(
-            &ctx,
-            d,
-            &metabench_engine::SetAttr {
-                mode: Some(0o700),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-        assert_errno!(b.resolve(&user, ROOT_INODE, b"rs/f").await, "EACCES");
-        a.symlink(&ctx, d, b"l", b"f").await.unwrap();
-        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/l/x").await, "ENOTSUP");
-    } else {
-        assert_errno!(b.resolve(&ctx, ROOT_INODE, b"rs/f").await, "ENOTSUP");
-    }
-
-    // Closing removes the record; the engine's clean-up removes what was never closed.
-    a.close().await.unwrap();
-    assert_eq!(a.sid(), 0);
-    assert_eq!(v.engine.sessions().open(), vec![sb]);
-    if juicefs_sees {
-        assert_eq!(sessions_listed(&v.url), vec![sb]);
-    }
-    assert_eq!(v.engine.close_sessions().await.unwrap(), 1);
-    assert!(v.engine.sessions().open().is_empty());
-    // A session still in use does not write its record back at its next heartbeat.
-    b.flush().await.unwrap();
-    assert_eq!(b.sid(), 0);
-    if juicefs_sees {
-        assert!(sessions_listed(&v.url).is_empty());
-    }
-    // The sessions go on working, unregistered.
-    assert_eq!(a.lookup(&ctx, d, b"f").await.unwrap().0, f);
-    drop(b);
-    v.finish().await;
-}
-
-/// Workers of one client (`--threads-per-client`): one registered session, one id batch,
-/// and JuiceFS's process-local transaction locks, which another client does not share.
-async fn workers_share_one_client(on: TestEngine) {
-    let v = volume(on).await;
-    let opts = SessionOptions {
-        register: true,
-        ..Default::default()
-    };
-    let mut a = v.engine.session(&opts).await.unwrap();
-    let mut a2 = v.engine.worker(&opts, &a.client()).await.unwrap();
-    let mut b = v.engine.session(&opts).await.unwrap();
-    assert!(a.client().same_client(&a2.client()));
-    assert!(!a.client().same_client(&b.client()));
-    let (sa, sb) = (a.sid(), b.sid());
-    assert!(sa > 0 && a2.sid() == sa, "one session for both workers");
-    assert_eq!(v.engine.sessions().open(), vec![sa, sb]);
-    if on != TestEngine::Memkv {
-        assert_eq!(sessions_listed(&v.url), vec![sa, sb]);
-    }
-
-    // One inode batch and one slice batch for the client's workers; the other client
-    // takes batches of its own.
-    let ctx = v.ctx.clone();
-    let (d1, _) = a.mkdir(&ctx, ROOT_INODE, b"w1", 0o755, 0).await.unwrap();
-    let (d2, _) = a2.mkdir(&ctx, ROOT_INODE, b"w2", 0o755, 0).await.unwrap();
-    let (d3, _) = b.mkdir(&ctx, ROOT_INODE, b"w3", 0o755, 0).await.unwrap();
-    assert_eq!(
-        d2,
-        d1 + 1,
-        "the second worker takes the next id of the batch"
-    );
-    assert!(
-        d3 / 1024 > d1 / 1024,
-        "another client has a batch of its own: {d1} {d3}"
-    );
-    // Each worker takes its slice ids in runs from the client's batch: the second worker
-    // gets the run after the first's, from the same batch.
-    let s1 = a2.new_slice().await.unwrap();
-    assert_eq!(a.new_slice().await.unwrap(), s1 + SLICE_RUN);
-    assert_eq!(a2.new_slice().await.unwrap(), s1 + 1);
-    assert!(b.new_slice().await.unwrap() / 4096 > s1 / 4096);
-
-    // setattr's transaction locks the inode (Redis: the hash of its first key, the
-    // inode's; SQLite: inode 1 for every transaction). While the client holds that lock,
-    // its worker waits; the other client does not.
-    // A Cluster's keys carry the hash tag, and JuiceFS hashes the whole first key.
-    let lock_key = match on {
-        TestEngine::RedisCluster => format!("{{1}}i{d1}"),
-        _ => format!("i{d1}"),
-    };
-    let lock = match on {
-        TestEngine::Db(Kind::Redis) | TestEngine::RedisCluster => TxLock::Key(&lock_key),
-        TestEngine::Db(Kind::Sqlite) => TxLock::Inodes(&[ROOT_INODE]),
-        _ => TxLock::Inodes(&[d1]),
-    };
-    let chmod = |mode| SetAttr {
-        mode: Some(mode),
-        ..Default::default()
-    };
-    let held = a.client().tx_lock(lock).await;
-    let waited = tokio::time::timeout(
-        std::time::Duration::from_millis(300),
-        a2.setattr(&ctx, d1, &chmod(0o700)),
-    )
-    .await;
-    assert!(waited.is_err(), "the worker waited for its client's lock");
-    let other = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        b.setattr(&ctx, d1, &chmod(0o711)),
-    )
-    .await;
-    assert_eq!(
-        other.expect("another client is not held").unwrap().mode,
-        0o711
-    );
-    drop(held);
-    assert_eq!(
-        a2.setattr(&ctx, d1, &chmod(0o750)).await.unwrap().mode,
-        0o750
-    );
-
-    // Either worker's close removes the one record; the other then closes nothing.
-    a2.close().await.unwrap();
-    assert_eq!((a.sid(), a2.sid()), (0, 0));
-    assert_eq!(v.engine.sessions().open(), vec![sb]);
-    a.close().await.unwrap();
-    b.close().await.unwrap();
-    assert!(v.engine.sessions().open().is_empty());
-    if on != TestEngine::Memkv {
-        assert!(sessions_listed(&v.url).is_empty());
-    }
     v.finish().await;
 }

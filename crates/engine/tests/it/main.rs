@@ -4,6 +4,7 @@
 
 mod common;
 mod conformance;
+mod conformance_sessions;
 mod kv_interop;
 mod redis_cluster;
 mod redis_monitor;
