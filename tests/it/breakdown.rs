@@ -74,6 +74,11 @@ fn a_slow_command_on_redis_shows_in_the_engine_part_not_the_wire() {
     );
     let (ea, eb) = (a.engine_us.unwrap(), b.engine_us.unwrap());
     assert!(eb > ea + 100.0, "engine part {ea:.1} → {eb:.1} µs");
+    // The floor's `PING` is found among INFO's commands (`cmdstat_ping`), its own time
+    // kept out of the wire part.
+    let floor = plain.floor.clone().unwrap();
+    assert_eq!(floor.request, "PING");
+    assert!(floor.engine_us.unwrap() > 0.0, "{floor:?}");
     let (wa, wb) = (a.wire_us.unwrap(), b.wire_us.unwrap());
     assert!(
         (wb - wa) < (eb - ea) / 2.0,

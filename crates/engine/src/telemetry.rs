@@ -187,6 +187,8 @@ pub fn engine_time(
             }
             let mut us = 0.0;
             for (name, n) in commands_per_call {
+                // INFO commandstats names commands in lower case (`cmdstat_ping`).
+                let name = name.to_ascii_lowercase();
                 let (Some(calls), Some(usec)) = (
                     delta.counters.get(&format!("calls.{name}")),
                     delta.counters.get(&format!("usec.{name}")),
@@ -463,6 +465,12 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // A command named as it is sent (the floor's `PING`) is found in INFO's lower case.
+        let upper: BTreeMap<String, f64> = [("GET".into(), 2.0), ("EXEC".into(), 1.0)].into();
+        assert!(matches!(
+            engine_time(EngineKind::Redis, &delta, &upper, None, 3.0),
+            EngineTime::Known(us, _) if (us - 54.0).abs() < 1e-9
+        ));
         let hset: BTreeMap<String, f64> = [("hset".into(), 1.0)].into();
         assert!(matches!(
             engine_time(EngineKind::Redis, &delta, &hset, None, 1.0),

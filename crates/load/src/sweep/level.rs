@@ -229,8 +229,8 @@ pub(super) async fn measure_floor_on<T: Target + ?Sized>(
     let mut floor = measured.1?;
     if let (Some(f), Some(before)) = (floor.as_mut(), before) {
         if let Ok(after) = read_telemetry(engine).await {
-            // The null request by its name among the engine's commands (Redis: `ping`).
-            let sent = BTreeMap::from([(f.request.to_ascii_lowercase(), 1.0)]);
+            // One null request, by the name the floor gives it (Redis: `PING`).
+            let sent = BTreeMap::from([(f.request.clone(), 1.0)]);
             if let EngineTime::Known(us, _) =
                 engine.engine_time(&after.since(&before), &sent, None, 1.0)
             {
