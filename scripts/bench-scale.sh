@@ -43,10 +43,10 @@ fresh() {
         *) echo "bench-scale: engine $1: redis or sqlite" >&2; exit 2 ;;
     esac
 }
-# bytes the engine holds for the volume at URL $2 of engine $1, by metabench's own reading
-# (`info --json`: Redis used_memory, the SQLite file and its WAL after a checkpoint)
+# bytes the engine at URL $1 holds, by metabench's own reading (`info --json`: Redis
+# used_memory, the SQLite file and its WAL after a checkpoint)
 held() {
-    "$BIN" info --meta "$2" --json | python3 -c '
+    "$BIN" info --meta "$1" --json | python3 -c '
 import json, sys
 f = json.load(sys.stdin)["footprint"]
 if f["bytes"] is None:
@@ -64,7 +64,7 @@ for e in $ENGINES; do
         tree=() rss=0 empty=0
         if (( n > 0 )); then
             "$BIN" format --meta "$url" >/dev/null 2>&1 || true
-            empty=$(held "$e" "$url")
+            empty=$(held "$url")
             # start from an empty database again: fill formats it itself
             if [[ "$e" == redis ]]; then redis-cli -p "$(cat "$TMP/port")" -n 1 flushdb >/dev/null; else rm -f "${url#sqlite3://}"*; fi
             big=$(( n / 10 )); (( big > 1000000 )) && big=1000000
@@ -73,12 +73,12 @@ for e in $ENGINES; do
             rss=$(( $(cat "$TMP/rss") * 1024 ))
             path=$(grep -o '^filled /fill-[^ ]*' "$TMP/fill.out" | cut -d' ' -f2)
             tree=(--existing --tree "$path")
-            held_now=$(held "$e" "$url")
+            held_now=$(held "$url")
             "$BIN" ops --meta "$url" --existing --tree "$path/big0" --ops listdir --iterations 5 \
                 --json "$OUT/$tag-listdir.json" > /dev/null 2>&1
         else
             "$BIN" format --meta "$url" >/dev/null 2>&1
-            held_now=$(held "$e" "$url"); empty=$held_now
+            held_now=$(held "$url"); empty=$held_now
             tree=(--existing)
             "$BIN" ops --meta "$url" --existing --ops listdir --iterations 20 \
                 --json "$OUT/$tag-listdir.json" > /dev/null 2>&1

@@ -116,7 +116,7 @@ pub fn wait_for_log(log: &std::path::Path, text: &str) {
 /// A metabench process a test started: if the test fails before it has waited for it,
 /// the process is asked to stop (SIGTERM, which it passes on to the metabench processes
 /// it started) and then killed, so that no run outlives the test.
-struct Started(Option<std::process::Child>);
+pub struct Started(pub Option<std::process::Child>);
 
 impl Drop for Started {
     fn drop(&mut self) {

@@ -11,6 +11,27 @@ fn config(dir: &Path, name: &str, meta: &str) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// A plan that runs far longer than a test waits: a signal ends it.
+const LONG_SWEEP: [&str; 8] = [
+    "--",
+    "sweep",
+    "--ops",
+    "getattr",
+    "--conc",
+    "1",
+    "--duration",
+    "60s",
+];
+
+/// `metabench matrix CONFIG… --out OUT`, then `rest` (more flags, `--` and the plan).
+fn matrix_line(configs: &[String], out: &Path, rest: &[&str]) -> Vec<String> {
+    let mut line = vec!["matrix".to_owned()];
+    line.extend(configs.iter().cloned());
+    line.extend(["--out".to_owned(), out.to_str().unwrap().to_owned()]);
+    line.extend(rest.iter().map(|a| (*a).to_owned()));
+    line
+}
+
 #[test]
 fn matrix_runs_reachable_engines_and_lists_the_others() {
     let _phase = crate::phase(module_path!());
@@ -31,24 +52,24 @@ fn matrix_runs_reachable_engines_and_lists_the_others() {
         config(d, "sqlite", sqlite.url()),
         config(d, "redis", redis.url()),
         config(d, "nowhere", "redis://127.0.0.1:1/1"),
+        expecting.to_str().unwrap().to_owned(),
     ];
     let out = d.join("results");
-    let mut args = vec!["matrix"];
-    args.extend(configs.iter().map(String::as_str));
-    args.extend([
-        "--out",
-        out.to_str().unwrap(),
-        "--format",
-        "markdown",
-        "--",
-        "ops",
-        "--iterations",
-        "5",
-        "--ops",
-        "mkdir,getattr",
-    ]);
-    args.insert(4, expecting.to_str().unwrap());
-    let o = metabench(&args);
+    let args = matrix_line(
+        &configs,
+        &out,
+        &[
+            "--format",
+            "markdown",
+            "--",
+            "ops",
+            "--iterations",
+            "5",
+            "--ops",
+            "mkdir,getattr",
+        ],
+    );
+    let o = metabench(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let t = output_text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
@@ -145,21 +166,8 @@ fn sigterm_to_matrix_stops_the_run_in_progress() {
         config(d, "first", sqlite.url()),
         config(d, "second", "redis://127.0.0.1:1/1"),
     ];
-    let out = d.join("results");
-    let mut args = vec!["matrix"];
-    args.extend(configs.iter().map(String::as_str));
-    args.extend([
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "sweep",
-        "--ops",
-        "getattr",
-        "--conc",
-        "1",
-        "--duration",
-        "60s",
-    ]);
+    let args = matrix_line(&configs, &d.join("results"), &LONG_SWEEP);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (status, took, said) = crate::terminated_once(&args, "== first:");
     assert_eq!(status.code(), Some(130), "{said}");
     assert!(
@@ -177,5 +185,90 @@ fn sigterm_to_matrix_stops_the_run_in_progress() {
         String::from_utf8_lossy(&status.stderr).contains("database is not formatted"),
         "{}",
         output_text(&status)
+    );
+}
+
+/// Sends `signal` (`-TERM`, `-STOP`, `-KILL`) to process `pid`, as `kill` does.
+fn kill(signal: &str, pid: u32) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
+/// A run that cannot clean up (here: stopped, as one waiting on a frozen engine) does not
+/// hold `matrix` forever: the first SIGTERM is passed on and waited for, a second kills
+/// the run, and matrix ends with 130, saying so.
+#[test]
+fn a_second_sigterm_kills_a_run_stuck_in_its_cleanup() {
+    let _phase = crate::phase(module_path!());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sqlite = fresh_database(Kind::Sqlite);
+    let configs = [config(d, "stuck", sqlite.url())];
+    let args = matrix_line(&configs, &d.join("results"), &LONG_SWEEP);
+    let log = d.join("stderr");
+    let mut started = crate::Started(Some(
+        crate::metabench_cmd()
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    ));
+    let parent = started.0.as_ref().unwrap().id();
+    crate::wait_for_log(&log, "== stuck:");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+        .unwrap_or_default();
+    let run: u32 = children
+        .split_whitespace()
+        .next()
+        .expect("matrix runs the engine's plan as a process of its own")
+        .parse()
+        .unwrap();
+    /// Kills the stopped run if the test fails before matrix does.
+    struct Reap(u32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .status();
+        }
+    }
+    let _reap = Reap(run);
+    kill("-STOP", run);
+    kill("-TERM", parent);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let child = started.0.as_mut().unwrap();
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "matrix waits for its run's cleanup"
+    );
+    kill("-TERM", parent);
+    let asked = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(30),
+            "matrix still waits after a second SIGTERM: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    started.0 = None;
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(
+        said.contains("asked again: killing the run in progress"),
+        "{said}"
+    );
+    // The run is gone: matrix waited for it after the kill (no process, not a zombie).
+    assert!(
+        !std::path::Path::new(&format!("/proc/{run}")).exists(),
+        "{said}"
     );
 }

@@ -87,32 +87,7 @@ pub fn watch_ctrl_c(
     then: &'static str,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        // SIGTERM too (`kill`). Under MPI also SIGCONT: Open MPI's `mpirun`, on its own
-        // Ctrl-C or when a rank dies, sends its ranks SIGCONT, then SIGTERM and SIGKILL
-        // each `odls_base_sigkill_timeout` seconds later (1 s by default); stopping at
-        // the first leaves the most time to clean up.
-        let wait_for = |kind: SignalKind| {
-            let mut stream = signal(kind).ok();
-            async move {
-                match &mut stream {
-                    Some(s) => s.recv().await,
-                    None => std::future::pending().await,
-                }
-            }
-        };
-        let terminated = wait_for(SignalKind::terminate());
-        let mpi_ends = wait_for(if metabench_load::team::launched_by_mpi() {
-            SignalKind::from_raw(libc::SIGCONT)
-        } else {
-            SignalKind::terminate()
-        });
-        let signalled = tokio::select! {
-            c = tokio::signal::ctrl_c() => c.is_ok(),
-            t = terminated => t.is_some(),
-            t = mpi_ends => t.is_some(),
-        };
-        if signalled {
+        if stop_signal().await {
             tracing::info!("stop asked by a signal");
             // Under MPI every rank hears the signal; rank 0 speaks for the job.
             if metabench_load::team::launched_rank() == 0 {
@@ -121,6 +96,37 @@ pub fn watch_ctrl_c(
             stop.stop();
         }
     })
+}
+
+/// Returns true once this process hears Ctrl-C (SIGINT) or SIGTERM (`kill`), or under MPI
+/// SIGCONT; false at once where it cannot listen for them. Each call hears the signals
+/// that come after it.
+pub(crate) async fn stop_signal() -> bool {
+    use tokio::signal::unix::{signal, SignalKind};
+    // Under MPI also SIGCONT: Open MPI's `mpirun`, on its own Ctrl-C or when a rank dies,
+    // sends its ranks SIGCONT, then SIGTERM and SIGKILL each `odls_base_sigkill_timeout`
+    // seconds later (1 s by default); stopping at the first leaves the most time to clean
+    // up.
+    let wait_for = |kind: SignalKind| {
+        let mut stream = signal(kind).ok();
+        async move {
+            match &mut stream {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        }
+    };
+    let terminated = wait_for(SignalKind::terminate());
+    let mpi_ends = wait_for(if metabench_load::team::launched_by_mpi() {
+        SignalKind::from_raw(libc::SIGCONT)
+    } else {
+        SignalKind::terminate()
+    });
+    tokio::select! {
+        c = tokio::signal::ctrl_c() => c.is_ok(),
+        t = terminated => t.is_some(),
+        t = mpi_ends => t.is_some(),
+    }
 }
 
 /// Writes a results file, mapping failures to one-line errors.

@@ -70,7 +70,7 @@ where
             // longer answers) kills it.
             tokio::select! {
                 status = child.wait() => status,
-                () = another_signal() => {
+                true = crate::args::stop_signal() => {
                     say!("metabench: asked again: killing the run in progress; what it had not cleaned up stays");
                     let _ = child.start_kill();
                     child.wait().await
@@ -87,24 +87,6 @@ where
         _ if stop.is_stopped() => ChildEnd::Interrupted,
         _ => ChildEnd::Failed(child_error(&stderr)),
     })
-}
-
-/// Returns on the next Ctrl-C or SIGTERM this process hears.
-async fn another_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).ok();
-    let terminated = async {
-        match &mut terminate {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminated => {}
-    }
 }
 
 /// Why a metabench child process failed: the last line it said on stderr (its one-line

@@ -267,8 +267,8 @@ fn engine_err(e: DbError) -> MetaError {
 /// The settings a MySQL or MariaDB run records ([`ServerInfo::settings`]): durability
 /// (`innodb_flush_log_at_trx_commit`, `sync_binlog`), the InnoDB buffer pool's size in
 /// bytes, `max_connections`, `performance_schema` (whether the server times its
-/// statements, the breakdown's engine part) and `general_log` (a server that logs every
-/// statement spends time on it that no counter times).
+/// statements, the breakdown's engine part) and `general_log` (logging every statement
+/// costs the server time that no counter shows).
 const MYSQL_SETTINGS: &[&str] = &[
     "general_log",
     "innodb_flush_log_at_trx_commit",
@@ -282,8 +282,8 @@ const MYSQL_SETTINGS: &[&str] = &[
 /// `synchronous_commit`, as this database's sessions see it), `shared_buffers`,
 /// `max_connections`, `shared_preload_libraries` (pg_stat_statements there times the
 /// statements, the breakdown's engine part), and the statement logging, `log_statement`
-/// and `log_min_duration_statement` (a server that logs every statement spends about
-/// 20 µs on each that `pg_stat_statements` does not time: see docs/src/timing.md).
+/// and `log_min_duration_statement` (logging every statement costs the server time that
+/// no counter shows).
 const POSTGRES_SETTINGS: &[&str] = &[
     "fsync",
     "log_min_duration_statement",
