@@ -11,13 +11,14 @@
 #
 # Redis and etcd run privately here (a redis-server and an etcd on free ports, data in a
 # temp folder, stopped by PID), so their memory and database size are the fill's alone.
-# Needs target/release/metabench (cargo build --release) and juicefs on PATH.
+# Needs target/release/metabench (cargo build --release; METABENCH_BIN names another build)
+# and juicefs on PATH.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FILES="${1:-1M}"
 ENGINES="${2:-redis sqlite postgres mariadb etcd}"
-BIN="$ROOT/target/release/metabench"
+BIN="${METABENCH_BIN:-$ROOT/target/release/metabench}"
 # shellcheck disable=SC1091
 source "$ROOT/target/engines/env.sh"
 [[ -x "$BIN" ]] || { echo "bench-fill: build it first: cargo build --release" >&2; exit 2; }

@@ -4,7 +4,7 @@
 
 use super::shape::{Batch, Shape, Totals, BATCH_ENTRIES};
 use crate::base::Storage;
-use crate::Result;
+use crate::{MetaError, Result};
 use async_trait::async_trait;
 
 /// An engine's bulk writer for `metabench fill` (one connection).
@@ -37,6 +37,34 @@ pub trait BulkLoad: Send {
     /// attribute, a hard-linked file's parents), and `added` to the volume's `usedSpace`
     /// and `totalInodes`.
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
+
+    /// Transactions [`BulkLoad::write_in_order`] takes at once: 1 (the default) unless
+    /// the engine can have several in flight and still leave only the first batches
+    /// written (etcd's waves, `tkv/fill.rs`).
+    fn in_flight(&self) -> usize {
+        1
+    }
+
+    /// Writes `batches` (each with what it adds to the volume's counters) in order, in
+    /// one transaction each, up to [`BulkLoad::in_flight`] of them at once, so that the
+    /// ones written are always the first ones: how many were written, and why the next
+    /// one was not when that is fewer than all.
+    async fn write_in_order(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
+        write_each(self, batches).await
+    }
+}
+
+/// [`BulkLoad::write_in_order`] one transaction at a time.
+pub(crate) async fn write_each<L: BulkLoad + ?Sized>(
+    loader: &mut L,
+    batches: &[(Batch, Totals)],
+) -> (usize, Option<MetaError>) {
+    for (written, (batch, added)) in batches.iter().enumerate() {
+        if let Err(e) = loader.write(batch, added).await {
+            return (written, Some(e));
+        }
+    }
+    (batches.len(), None)
 }
 
 /// [`BulkLoad::reserve`] over a session's `incrCounter` (each family's bulk writer

@@ -9,17 +9,19 @@
 //! dir stat, every hard-linked file's nlink and parents, and `usedSpace`/`totalInodes`
 //! agree with the entries. Each family writes a batch in one transaction and as few
 //! round trips as it can ([`BulkLoad`]): a `MULTI … EXEC` pipeline on Redis, multi-row
-//! inserts on SQL, one commit of puts on a transactional KV.
+//! inserts on SQL, one commit of puts on a transactional KV (etcd: several commits at once,
+//! [`BulkLoad::write_in_order`]).
 //!
-//! Every batch leaves a whole tree behind it ([`Layout::batches`]), so a fill stopped
-//! between batches (Ctrl-C), or by an engine that refuses the next one (out of room),
-//! leaves a consistent volume holding the files written so far.
+//! Every batch leaves a whole tree behind it ([`Layout::batches`]) and the batches that land
+//! are always the first ones, so a fill stopped between batches (Ctrl-C), or by an engine
+//! that refuses the next one (out of room), leaves a consistent volume holding the files
+//! written so far.
 
 pub mod bulk;
 pub mod shape;
 
-pub(crate) use bulk::reserve_ids;
 pub use bulk::BulkLoad;
+pub(crate) use bulk::{reserve_ids, write_each};
 
 pub use shape::{Batch, DirNode, EntryNode, Layout, Node, Shape, Totals, BATCH_ENTRIES};
 
@@ -42,8 +44,9 @@ pub enum FillEnd {
 }
 
 /// Fills directory `name` (made here, in `parent`) with the tree `shape` describes. `stop`
-/// is asked before every batch; `started` hears how the engine takes the tree (batches of
-/// so many entries) once the ids are reserved, `progress` the files each batch wrote.
+/// is asked before every [`BulkLoad::write_in_order`] of up to [`BulkLoad::in_flight`]
+/// transactions; `started` hears how the engine takes the tree (batches of so many
+/// entries) once the ids are reserved, `progress` the files each batch wrote.
 pub async fn fill(
     engine: &dyn Engine,
     parent: Ino,
@@ -81,18 +84,31 @@ pub async fn fill(
     });
     let mut written = Totals::default();
     let mut batches = layout.batches(loader.batch_entries(shape)).peekable();
-    while let Some(mut batch) = batches.next() {
-        // where the engine caps a transaction's writes, as many small batches as fit
-        if let Some(budget) = loader.write_budget() {
-            let mut cost = loader.cost(&batch);
-            while let Some(next) = batches.peek() {
-                let more = loader.cost(next);
-                if cost + more > budget {
-                    break;
+    let mut wave: Vec<(Batch, Totals)> = Vec::with_capacity(loader.in_flight());
+    loop {
+        wave.clear();
+        while wave.len() < loader.in_flight().max(1) {
+            let Some(mut batch) = batches.next() else {
+                break;
+            };
+            // where the engine caps a transaction's writes, as many small batches as fit
+            if let Some(budget) = loader.write_budget() {
+                let mut cost = loader.cost(&batch);
+                while let Some(next) = batches.peek() {
+                    let more = loader.cost(next);
+                    if cost + more > budget {
+                        break;
+                    }
+                    cost += more;
+                    batch.absorb(batches.next().expect("peeked"));
                 }
-                cost += more;
-                batch.absorb(batches.next().expect("peeked"));
             }
+            let mut added = Totals::default();
+            added.add(&batch);
+            wave.push((batch, added));
+        }
+        if wave.is_empty() {
+            break;
         }
         if stop() {
             return Ok(FillEnd::Stopped {
@@ -100,16 +116,17 @@ pub async fn fill(
                 written,
             });
         }
-        let mut added = Totals::default();
-        added.add(&batch);
-        if let Err(e) = loader.write(&batch, &added).await {
+        let (landed, failure) = loader.write_in_order(&wave).await;
+        for (batch, added) in &wave[..landed] {
+            written.merge(added);
+            progress(batch.files);
+        }
+        if let Some(e) = failure {
             return Ok(FillEnd::Stopped {
                 failure: Some(e),
                 written,
             });
         }
-        written.merge(&added);
-        progress(batch.files);
     }
     Ok(FillEnd::Done(written))
 }

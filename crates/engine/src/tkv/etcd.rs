@@ -19,6 +19,9 @@ use std::time::Duration;
 const GETS_BATCH: usize = 128;
 /// Buffered writes that make `etcdTxn.set` commit early.
 const COMMIT_EVERY: usize = 128;
+/// Commits a bulk writer sends at once ([`KvBackend::commits_at_once`]): more than
+/// `juicefs load`'s 10 writers, as its counters wait for a commit of their own per wave.
+const COMMITS_AT_ONCE: usize = 16;
 
 /// An etcd cluster reached through etcd-client (gRPC).
 ///
@@ -203,6 +206,10 @@ impl KvBackend for EtcdKv {
 
     fn commit_every(&self) -> Option<usize> {
         Some(COMMIT_EVERY)
+    }
+
+    fn commits_at_once(&self) -> usize {
+        COMMITS_AT_ONCE
     }
 
     async fn get(&self, key: &[u8]) -> KvResult<Versioned> {

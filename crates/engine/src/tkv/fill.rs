@@ -1,15 +1,22 @@
 //! Bulk loading for `metabench fill` on a transactional KV, as `kvMeta.LoadMeta`
 //! (`pkg/meta/tkv.go`) loads a dump: blind puts, a batch in one commit (batches are
 //! small enough where the backend caps a transaction's writes, e.g. etcd's
-//! `--max-txn-ops`).
+//! `--max-txn-ops`). Where the backend takes several commits at once (etcd,
+//! [`KvBackend::commits_at_once`]), as `LoadMeta`'s concurrent writers send them, a wave
+//! of batches goes out together: see [`TkvBulk::write_in_order`].
 
 use super::kv::{KvBackend, KvError, Write};
 use super::session::TkvSession;
-use crate::fill::{reserve_ids, Batch, BulkLoad, Node, Shape, Totals, BATCH_ENTRIES};
+use crate::fill::{
+    reserve_ids, write_each, Batch, BulkLoad, DirNode, EntryNode, Node, Shape, Totals,
+    BATCH_ENTRIES,
+};
 use crate::{MetaError, Result};
 use async_trait::async_trait;
+use futures_util::future::join_all;
 use metabench_schema::tkv::{pack_counter, parse_counter, TkvKeys};
-use metabench_schema::Dentry;
+use metabench_schema::{Dentry, Ino};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// A TKV session used for bulk writes.
@@ -41,14 +48,27 @@ fn put_count(batch: &Batch) -> usize {
     batch.dirs.len() * 2 + batch.entries.len() + nodes
 }
 
-/// The puts of one batch.
+/// The puts of one batch: its directory records, then its entries and their nodes.
 fn puts(keys: &TkvKeys, batch: &Batch) -> Vec<Write> {
-    let mut w: Vec<Write> = Vec::with_capacity(batch.entries.len() * 2 + batch.dirs.len() * 2);
-    for d in &batch.dirs {
+    let mut w = dir_puts(keys, &batch.dirs);
+    w.extend(entry_puts(keys, &batch.entries));
+    w
+}
+
+/// The puts of directory records: attribute and dir stat.
+fn dir_puts<'a>(keys: &TkvKeys, dirs: impl IntoIterator<Item = &'a DirNode>) -> Vec<Write> {
+    let mut w = Vec::new();
+    for d in dirs {
         w.push((keys.inode(d.ino), Some(d.attr.encode())));
         w.push((keys.dir_stat(d.ino), Some(d.stat.encode().to_vec())));
     }
-    for e in &batch.entries {
+    w
+}
+
+/// The puts of entries and the nodes they make: keys no earlier batch wrote.
+fn entry_puts(keys: &TkvKeys, entries: &[EntryNode]) -> Vec<Write> {
+    let mut w: Vec<Write> = Vec::with_capacity(entries.len() * 2);
+    for e in entries {
         let entry = Dentry {
             typ: e.typ,
             inode: e.ino,
@@ -107,13 +127,166 @@ impl BulkLoad for TkvBulk {
     }
 
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {
-        let mut writes = puts(&self.keys, batch);
+        self.commit_counted(puts(&self.keys, batch), added).await
+    }
+
+    fn in_flight(&self) -> usize {
+        self.kv.commits_at_once().max(1)
+    }
+
+    /// Where the backend takes several commits at once: waves of batches
+    /// ([`TkvBulk::wave`]), each written whole or not at all.
+    async fn write_in_order(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
+        let mut done = 0;
+        while done < batches.len() {
+            let rest = &batches[done..];
+            let (landed, failure) = match self.wave_len(rest) {
+                0 | 1 => write_each(self, &rest[..1]).await,
+                n => self.wave(&rest[..n]).await,
+            };
+            done += landed;
+            if failure.is_some() {
+                return (done, failure);
+            }
+        }
+        (done, None)
+    }
+}
+
+/// The directory records a wave of batches writes: each directory's last record in the
+/// wave, with the batch that holds it when the wave makes the directory (its entry is in
+/// the wave), else in the seal (a directory made before the wave, whose record is
+/// rewritten).
+struct WaveDirs<'a> {
+    with_batch: Vec<Vec<&'a DirNode>>,
+    sealed: Vec<&'a DirNode>,
+}
+
+impl<'a> WaveDirs<'a> {
+    fn of(batches: &'a [(Batch, Totals)]) -> Self {
+        let mut made = HashSet::new();
+        let mut last: BTreeMap<Ino, (usize, &DirNode)> = BTreeMap::new();
+        for (i, (b, _)) in batches.iter().enumerate() {
+            made.extend(
+                b.entries
+                    .iter()
+                    .filter(|e| matches!(e.node, Node::Dir))
+                    .map(|e| e.ino),
+            );
+            for d in &b.dirs {
+                last.insert(d.ino, (i, d));
+            }
+        }
+        let mut dirs = Self {
+            with_batch: vec![Vec::new(); batches.len()],
+            sealed: Vec::new(),
+        };
+        for (ino, (i, d)) in last {
+            match made.contains(&ino) {
+                true => dirs.with_batch[i].push(d),
+                false => dirs.sealed.push(d),
+            }
+        }
+        dirs
+    }
+}
+
+impl TkvBulk {
+    /// How many of `batches`, from the first, make one wave: at most
+    /// [`BulkLoad::in_flight`], each within the backend's cap on a commit's writes, and
+    /// the records of the directories made before the wave within it too, with the
+    /// counters (they go in the seal).
+    fn wave_len(&self, batches: &[(Batch, Totals)]) -> usize {
+        let limit = self.kv.commit_every().unwrap_or(usize::MAX);
+        let (mut made, mut before) = (HashSet::new(), HashSet::new());
+        for (n, (b, _)) in batches.iter().take(self.in_flight()).enumerate() {
+            made.extend(
+                b.entries
+                    .iter()
+                    .filter(|e| matches!(e.node, Node::Dir))
+                    .map(|e| e.ino),
+            );
+            before.extend(
+                b.dirs
+                    .iter()
+                    .map(|d| d.ino)
+                    .filter(|ino| !made.contains(ino)),
+            );
+            if put_count(b) > limit || before.len() * 2 + 2 > limit {
+                return n;
+            }
+        }
+        batches.len().min(self.in_flight())
+    }
+
+    /// One wave, written whole or not at all:
+    ///
+    /// 1. What the batches make (entries, their nodes, the records of the directories
+    ///    the wave makes: keys no earlier wave wrote, [`WaveDirs`]) goes out at once, a
+    ///    commit per batch, in whatever order they land: blind puts, which no commit can
+    ///    refuse for another's sake.
+    /// 2. Then one commit (the seal) writes the records of the directories made before
+    ///    the wave and adds the wave to the counters, on the condition that nobody moved
+    ///    them.
+    /// 3. If any of it fails, the keys that landed are deleted again, which an etcd out
+    ///    of room still accepts, and the volume is as the wave before left it.
+    async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
+        let dirs = WaveDirs::of(batches);
+        let made: Vec<Vec<Write>> = batches
+            .iter()
+            .zip(&dirs.with_batch)
+            .map(|((b, _), d)| {
+                let mut w = entry_puts(&self.keys, &b.entries);
+                w.extend(dir_puts(&self.keys, d.iter().copied()));
+                w
+            })
+            .collect();
+        let backend = &self.kv;
+        let landed = join_all(made.iter().map(|w| backend.commit(&[], w))).await;
+        let mut failure = landed.iter().find_map(|r| r.clone().err()).map(kv);
+        if failure.is_none() {
+            let mut added = Totals::default();
+            for (_, t) in batches {
+                added.merge(t);
+            }
+            let seal = dir_puts(&self.keys, dirs.sealed);
+            match self.commit_counted(seal, &added).await {
+                Ok(()) => return (batches.len(), None),
+                Err(e) => failure = Some(e),
+            }
+        }
+        let undo: Vec<Vec<Write>> = made
+            .iter()
+            .zip(&landed)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(w, _)| w.iter().map(|(k, _)| (k.clone(), None)).collect())
+            .collect();
+        let backend = &self.kv;
+        let undone = join_all(undo.iter().map(|w| backend.commit(&[], w))).await;
+        let failure = failure.expect("a wave that did not land failed");
+        match undone.into_iter().find_map(|r| r.err()) {
+            None => (0, Some(failure)),
+            Some(e) => {
+                let e = MetaError::Engine(format!(
+                    "{failure}; then removing what it wrote of {} batches failed too ({e}): \
+                     the volume holds entries its counters and directories do not count",
+                    undo.len()
+                ));
+                (0, Some(e))
+            }
+        }
+    }
+
+    /// Commits `writes` with `added` to the volume's `usedSpace` and `totalInodes`, in the
+    /// same commit (the last, where the backend caps a commit's writes), on the condition
+    /// that nobody moved the counters since they were read; read again and retried if
+    /// somebody did.
+    async fn commit_counted(&mut self, mut writes: Vec<Write>, added: &Totals) -> Result<()> {
         let counters = [
             self.keys.counter("usedSpace"),
             self.keys.counter("totalInodes"),
         ];
         for attempt in 1.. {
-            // the counters in the same commit, on the condition that nobody moved them
             let now = self.kv.batch_get(&counters).await.map_err(kv)?;
             let mut observed = Vec::with_capacity(2);
             let mut tail = Vec::with_capacity(2);
@@ -156,6 +329,13 @@ impl BulkLoad for TkvBulk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tkv::kv::{KeyRange, KvResult, Version, Versioned};
+    use crate::tkv::mem::MemKv;
+    use crate::tkv::TkvEngine;
+    use crate::{Engine, EngineKind, MetaUrl};
+    use metabench_schema::{Attr, DirStat, FileType, Format, ROOT_INODE};
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn the_put_count_is_the_puts_made() {
@@ -165,5 +345,186 @@ mod tests {
         for b in l.batches(7) {
             assert_eq!(put_count(&b), puts(&keys, &b).len());
         }
+    }
+
+    /// memkv as etcd takes a bulk writer's commits: at most 128 writes each, several at
+    /// once and landing in another order than sent (of every 4, the last sent lands
+    /// first), and out of room once it holds `room` keys (a commit with a put refused,
+    /// deletes still taken, as etcd's NOSPACE alarm does).
+    struct AsEtcd {
+        store: MemKv,
+        room: usize,
+        commits: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl KvBackend for AsEtcd {
+        fn name(&self) -> &'static str {
+            "memkv as etcd"
+        }
+        fn commit_every(&self) -> Option<usize> {
+            Some(128)
+        }
+        fn commits_at_once(&self) -> usize {
+            4
+        }
+        async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
+            self.store.get(key).await
+        }
+        async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+            self.store.batch_get(keys).await
+        }
+        async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
+            self.store.scan(range).await
+        }
+        async fn exist(&self, prefix: &[u8]) -> KvResult<bool> {
+            self.store.exist(prefix).await
+        }
+        async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()> {
+            assert!(writes.len() <= 128, "{} writes in one commit", writes.len());
+            let sent = self.commits.fetch_add(1, Ordering::Relaxed);
+            for _ in 0..3 - sent % 4 {
+                tokio::task::yield_now().await;
+            }
+            if writes.iter().any(|(_, v)| v.is_some()) && self.store.len() >= self.room {
+                return Err(KvError::Other("out of room".into()));
+            }
+            self.store.commit(observed, writes).await
+        }
+        async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
+            self.store.delete_prefix(prefix).await
+        }
+        async fn server_info(&self) -> KvResult<crate::ServerInfo> {
+            self.store.server_info().await
+        }
+    }
+
+    /// What a store holds, checked to be a whole tree: every entry's directory and node
+    /// exist, every node but the root has an entry, each directory's nlink and dir stat
+    /// count its entries, and the counters count the nodes (empty files: 4 KiB each).
+    /// Returns the number of entries that are not directories.
+    async fn whole_tree(store: &MemKv) -> usize {
+        let all = store.scan(KeyRange::new(b"", b"")).await.unwrap();
+        let ino = |k: &[u8]| Ino::from_le_bytes(k[1..9].try_into().unwrap());
+        let (mut attrs, mut stats) = (HashMap::new(), HashMap::new());
+        let mut entries: Vec<(Ino, Dentry)> = Vec::new();
+        let mut counters = BTreeMap::new();
+        for (k, v, _) in &all {
+            match (k[0], k.get(9)) {
+                (b'A', Some(b'I')) => {
+                    attrs.insert(ino(k), Attr::decode(v).unwrap());
+                }
+                (b'A', Some(b'D')) => entries.push((ino(k), Dentry::decode(v).unwrap())),
+                (b'U', _) => {
+                    stats.insert(ino(k), DirStat::decode(v).unwrap());
+                }
+                (b'C', _) => {
+                    counters.insert(k[1..].to_vec(), parse_counter(Some(v)));
+                }
+                _ => {}
+            }
+        }
+        let mut named = HashMap::<Ino, usize>::new();
+        let (mut children, mut subdirs) = (HashMap::<Ino, i64>::new(), HashMap::<Ino, u32>::new());
+        for (parent, e) in &entries {
+            assert!(
+                attrs.contains_key(parent),
+                "an entry in a missing directory {parent}"
+            );
+            assert!(
+                attrs.contains_key(&e.inode),
+                "an entry of a missing node {}",
+                e.inode
+            );
+            *named.entry(e.inode).or_default() += 1;
+            *children.entry(*parent).or_default() += 1;
+            if e.typ == FileType::Directory {
+                *subdirs.entry(*parent).or_default() += 1;
+            }
+        }
+        for (i, attr) in &attrs {
+            if *i == ROOT_INODE {
+                continue;
+            }
+            assert!(named.contains_key(i), "node {i} has no entry");
+            if attr.typ == FileType::Directory {
+                assert_eq!(
+                    attr.nlink,
+                    2 + subdirs.get(i).copied().unwrap_or(0),
+                    "dir {i}"
+                );
+                let stat = stats
+                    .get(i)
+                    .unwrap_or_else(|| panic!("dir {i} has no stat"));
+                assert_eq!(
+                    stat.inodes,
+                    children.get(i).copied().unwrap_or(0),
+                    "dir {i}"
+                );
+            }
+        }
+        let nodes = attrs.len() as i64 - 1;
+        assert_eq!(counters[&b"totalInodes"[..]], nodes);
+        assert_eq!(counters[&b"usedSpace"[..]], nodes * 4096);
+        entries
+            .iter()
+            .filter(|(_, e)| e.typ != FileType::Directory)
+            .count()
+    }
+
+    async fn fill_as_etcd(name: &str, room: usize) -> (crate::fill::FillEnd, MemKv) {
+        let store = MemKv::named(&format!("{name}-{}", std::process::id()));
+        let kv = Arc::new(AsEtcd {
+            store: store.clone(),
+            room,
+            commits: AtomicUsize::new(0),
+        });
+        let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
+        let engine = TkvEngine::with_backend(url, EngineKind::Memkv, kv, TkvKeys::default());
+        let uuid = "00000000-0000-0000-0000-00000000fill";
+        engine
+            .format(&Format::new(name, uuid, "/tmp/metabench-unused/", 0))
+            .await
+            .unwrap();
+        let shape = crate::fill::shape::every_feature(0);
+        let end = crate::fill::fill(
+            &engine,
+            ROOT_INODE,
+            b"filled",
+            &shape,
+            &|| false,
+            &mut |_| {},
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
+        (end, store)
+    }
+
+    #[tokio::test]
+    async fn waves_of_commits_at_once_leave_a_whole_tree() {
+        let (end, store) = fill_as_etcd("waves-whole", usize::MAX).await;
+        let crate::fill::FillEnd::Done(written) = end else {
+            panic!("{end:?}");
+        };
+        let names = written.files + written.symlinks + written.hardlinks;
+        assert_eq!(names, 3_000);
+        assert_eq!(whole_tree(&store).await as u64, names);
+    }
+
+    #[tokio::test]
+    async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
+        let (end, store) = fill_as_etcd("waves-room", 4_000).await;
+        let crate::fill::FillEnd::Stopped {
+            failure: Some(e),
+            written,
+        } = end
+        else {
+            panic!("{end:?}");
+        };
+        assert!(e.to_string().contains("out of room"), "{e}");
+        let names = written.files + written.symlinks + written.hardlinks;
+        assert!(names > 0 && names < 3_000, "{written:?}");
+        assert_eq!(whole_tree(&store).await as u64, names);
     }
 }

@@ -188,6 +188,13 @@ pub trait KvBackend: Send + Sync {
     /// [`KvError::Conflict`] otherwise.
     async fn commit(&self, observed: &[(Vec<u8>, Version)], writes: &[Write]) -> KvResult<()>;
 
+    /// Commits a bulk writer (`metabench fill`) sends at once: etcd writes its log to disk
+    /// once for all that arrive together, as it does for `juicefs load`'s concurrent
+    /// writers. 1 (the default): one at a time.
+    fn commits_at_once(&self) -> usize {
+        1
+    }
+
     /// Deletes every key starting with `prefix` (administration, not an operation).
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()>;
 
