@@ -298,7 +298,9 @@ fn an_engine_out_of_room_is_one_line_and_what_was_filled_stays_consistent() {
         .collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
-        lines[0].contains("--quota-backend-bytes") && lines[0].contains("consistent"),
+        lines[0].contains("--quota-backend-bytes")
+            && lines[0].contains("consistent")
+            && !lines[0].contains("NOT consistent"),
         "{stderr}"
     );
     let fsck = juicefs_fsck(&url);

@@ -114,6 +114,18 @@ pub(crate) fn out_of_room(e: &MetaError) -> Option<String> {
     Some(why.to_owned())
 }
 
+/// Whether a stopped fill left a consistent volume: "consistent", or what the engine kept
+/// that nothing counts (a refused transaction it would not take back either).
+pub(crate) fn consistent_or(stray: Option<&str>) -> String {
+    match stray {
+        None => "consistent".to_owned(),
+        Some(why) => format!(
+            "and NOT consistent: {why}, so it also holds entries no directory or counter \
+             counts (remove the volume if this fill formatted it)"
+        ),
+    }
+}
+
 /// What a fill wrote, in one line: files, symlinks, hard links, directories, xattrs, bytes.
 pub(crate) fn summary(t: &Totals) -> String {
     format!(
@@ -266,7 +278,8 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
     let formatted = to.formatted.clone();
     let path = format!("{}/{name}", to.parent_path);
     let stop = metabench_load::StopFlag::default();
-    let watcher = crate::args::watch_ctrl_c(stop.clone(), "stopping after the batch in flight");
+    let watcher =
+        crate::args::watch_ctrl_c(stop.clone(), "stopping after the transactions in flight");
     let started = Instant::now();
     let end = fill_with_progress(
         engine.as_ref(),
@@ -293,7 +306,11 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
     };
     let (t, failure) = match end {
         FillEnd::Done(t) => (t, None),
-        FillEnd::Stopped { failure, written } => (written, Some(failure)),
+        FillEnd::Stopped {
+            failure,
+            written,
+            stray,
+        } => (written, Some((failure, stray))),
     };
     let written = t.files + t.symlinks + t.hardlinks;
     match failure {
@@ -308,10 +325,11 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
             }
             Ok(0)
         }
-        Some(failure) => {
+        Some((failure, stray)) => {
             let kept = format!(
-                "{path} holds the {} files written so far, consistent ({})",
+                "{path} holds the {} files written so far, {} ({})",
                 thousands(written),
+                consistent_or(stray.as_deref()),
                 summary(&t)
             );
             match failure {

@@ -11,7 +11,7 @@
 
 use crate::args::{parse_amount, MetaArg};
 use crate::child::{run_metabench, ChildEnd};
-use crate::cmd_fill::{destination, fill_with_progress, out_of_room, summary};
+use crate::cmd_fill::{consistent_or, destination, fill_with_progress, out_of_room, summary};
 use crate::error::{clap_error_line, input, CliError, EXIT_INTERRUPTED};
 use metabench_engine::fill::{FillEnd, Shape};
 use metabench_engine::{open, Ctx, MetaError, MetaUrl, SessionOptions};
@@ -185,7 +185,7 @@ pub async fn run(args: ScaleArgs) -> Result<i32, CliError> {
     let stop = metabench_load::StopFlag::default();
     let watcher = crate::args::watch_ctrl_c(
         stop.clone(),
-        "stopping after the fill's batch in flight, or the sweep's cleanup",
+        "stopping after the fill's transactions in flight, or the sweep's cleanup",
     );
     let mut curve = ScaleCurve {
         tree: base_path.clone(),
@@ -252,11 +252,16 @@ async fn grow_and_measure(
                         summary(&t)
                     );
                 }
-                FillEnd::Stopped { failure, written } => {
+                FillEnd::Stopped {
+                    failure,
+                    written,
+                    stray,
+                } => {
                     let n = written.files + written.symlinks + written.hardlinks;
                     let kept = format!(
-                        "{path} holds the {} entries written so far, consistent",
-                        thousands(n)
+                        "{path} holds the {} entries written so far, {}",
+                        thousands(n),
+                        consistent_or(stray.as_deref())
                     );
                     return match failure {
                         None => {

@@ -40,7 +40,7 @@ pub trait BulkLoad: Send {
 
     /// Transactions [`BulkLoad::write_in_order`] takes at once: 1 (the default) unless
     /// the engine can have several in flight and still leave only the first batches
-    /// written (etcd's waves, `tkv/fill.rs`).
+    /// written (etcd's waves, `tkv/fill.rs`), short of [`BulkLoad::take_stray`].
     fn in_flight(&self) -> usize {
         1
     }
@@ -51,6 +51,13 @@ pub trait BulkLoad: Send {
     /// one was not when that is fewer than all.
     async fn write_in_order(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         write_each(self, batches).await
+    }
+
+    /// After a [`BulkLoad::write_in_order`] that failed: what the engine kept of the
+    /// transaction it refused, when the writer could not take it back (none by default,
+    /// where a transaction lands whole or not at all).
+    fn take_stray(&mut self) -> Option<String> {
+        None
     }
 }
 

@@ -34,12 +34,17 @@ pub enum FillEnd {
     /// Every batch was written.
     Done(Totals),
     /// Stopped between two batches: by Ctrl-C (`failure` is `None`), or because the
-    /// engine refused a batch. The volume holds the `written` part, consistent.
+    /// engine refused a batch. The volume holds the `written` part, consistent, unless
+    /// `stray` says otherwise.
     Stopped {
         /// Why the engine refused the next batch; `None` for a stop asked for.
         failure: Option<MetaError>,
         /// What the volume holds.
         written: Totals,
+        /// Writes of a refused transaction the engine would not take back either
+        /// ([`BulkLoad::take_stray`]): the volume then holds entries beyond `written`
+        /// that no directory or counter counts.
+        stray: Option<String>,
     },
 }
 
@@ -114,6 +119,7 @@ pub async fn fill(
             return Ok(FillEnd::Stopped {
                 failure: None,
                 written,
+                stray: None,
             });
         }
         let (landed, failure) = loader.write_in_order(&wave).await;
@@ -125,6 +131,7 @@ pub async fn fill(
             return Ok(FillEnd::Stopped {
                 failure: Some(e),
                 written,
+                stray: loader.take_stray(),
             });
         }
     }

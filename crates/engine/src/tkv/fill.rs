@@ -24,6 +24,8 @@ pub(super) struct TkvBulk {
     pub(super) s: TkvSession,
     pub(super) kv: Arc<dyn KvBackend>,
     pub(super) keys: TkvKeys,
+    /// What a failed wave left that could not be deleted again ([`BulkLoad::take_stray`]).
+    pub(super) stray: Option<String>,
 }
 
 fn kv(e: KvError) -> MetaError {
@@ -151,6 +153,10 @@ impl BulkLoad for TkvBulk {
         }
         (done, None)
     }
+
+    fn take_stray(&mut self) -> Option<String> {
+        self.stray.take()
+    }
 }
 
 /// The directory records a wave of batches writes: each directory's last record in the
@@ -228,8 +234,13 @@ impl TkvBulk {
     /// 2. Then one commit (the seal) writes the records of the directories made before
     ///    the wave and adds the wave to the counters, on the condition that nobody moved
     ///    them.
-    /// 3. If any of it fails, the keys that landed are deleted again, which an etcd out
-    ///    of room still accepts, and the volume is as the wave before left it.
+    /// 3. If any of it fails, the keys of all its commits are deleted again (one that
+    ///    failed may have landed all the same), which an etcd out of room still accepts,
+    ///    and the volume is as the wave before left it; where the deletes fail too,
+    ///    [`BulkLoad::take_stray`] says so.
+    ///
+    /// A process killed within a wave, or a seal that fails and yet lands, leaves the
+    /// wave's keys beside a volume that does not count them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         let dirs = WaveDirs::of(batches);
         let made: Vec<Vec<Write>> = batches
@@ -255,26 +266,21 @@ impl TkvBulk {
                 Err(e) => failure = Some(e),
             }
         }
+        // every commit of the wave: one that failed may have landed all the same (a
+        // timeout), and deleting a key no commit wrote is harmless
         let undo: Vec<Vec<Write>> = made
             .iter()
-            .zip(&landed)
-            .filter(|(_, r)| r.is_ok())
-            .map(|(w, _)| w.iter().map(|(k, _)| (k.clone(), None)).collect())
+            .map(|w| w.iter().map(|(k, _)| (k.clone(), None)).collect())
             .collect();
         let backend = &self.kv;
         let undone = join_all(undo.iter().map(|w| backend.commit(&[], w))).await;
-        let failure = failure.expect("a wave that did not land failed");
-        match undone.into_iter().find_map(|r| r.err()) {
-            None => (0, Some(failure)),
-            Some(e) => {
-                let e = MetaError::Engine(format!(
-                    "{failure}; then removing what it wrote of {} batches failed too ({e}): \
-                     the volume holds entries its counters and directories do not count",
-                    undo.len()
-                ));
-                (0, Some(e))
-            }
+        if let Some(e) = undone.into_iter().find_map(|r| r.err()) {
+            self.stray = Some(format!(
+                "deleting the {} commits of the refused wave failed too ({e})",
+                undo.len()
+            ));
         }
+        (0, failure)
     }
 
     /// Commits `writes` with `added` to the volume's `usedSpace` and `totalInodes`, in the
@@ -350,10 +356,11 @@ mod tests {
     /// memkv as etcd takes a bulk writer's commits: at most 128 writes each, several at
     /// once and landing in another order than sent (of every 4, the last sent lands
     /// first), and out of room once it holds `room` keys (a commit with a put refused,
-    /// deletes still taken, as etcd's NOSPACE alarm does).
+    /// deletes still taken, as etcd's NOSPACE alarm does, unless `deletes_too`).
     struct AsEtcd {
         store: MemKv,
         room: usize,
+        deletes_too: bool,
         commits: AtomicUsize,
     }
 
@@ -386,7 +393,8 @@ mod tests {
             for _ in 0..3 - sent % 4 {
                 tokio::task::yield_now().await;
             }
-            if writes.iter().any(|(_, v)| v.is_some()) && self.store.len() >= self.room {
+            let puts = writes.iter().any(|(_, v)| v.is_some());
+            if (puts || self.deletes_too) && self.store.len() >= self.room {
                 return Err(KvError::Other("out of room".into()));
             }
             self.store.commit(observed, writes).await
@@ -472,11 +480,16 @@ mod tests {
             .count()
     }
 
-    async fn fill_as_etcd(name: &str, room: usize) -> (crate::fill::FillEnd, MemKv) {
+    async fn fill_as_etcd(
+        name: &str,
+        room: usize,
+        deletes_too: bool,
+    ) -> (crate::fill::FillEnd, MemKv) {
         let store = MemKv::named(&format!("{name}-{}", std::process::id()));
         let kv = Arc::new(AsEtcd {
             store: store.clone(),
             room,
+            deletes_too,
             commits: AtomicUsize::new(0),
         });
         let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
@@ -503,7 +516,7 @@ mod tests {
 
     #[tokio::test]
     async fn waves_of_commits_at_once_leave_a_whole_tree() {
-        let (end, store) = fill_as_etcd("waves-whole", usize::MAX).await;
+        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false).await;
         let crate::fill::FillEnd::Done(written) = end else {
             panic!("{end:?}");
         };
@@ -514,10 +527,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
-        let (end, store) = fill_as_etcd("waves-room", 4_000).await;
+        let (end, store) = fill_as_etcd("waves-room", 4_000, false).await;
         let crate::fill::FillEnd::Stopped {
             failure: Some(e),
             written,
+            stray: None,
         } = end
         else {
             panic!("{end:?}");
@@ -526,5 +540,20 @@ mod tests {
         let names = written.files + written.symlinks + written.hardlinks;
         assert!(names > 0 && names < 3_000, "{written:?}");
         assert_eq!(whole_tree(&store).await as u64, names);
+    }
+
+    #[tokio::test]
+    async fn a_wave_the_engine_will_not_take_back_is_said_to_be_stray() {
+        let (end, _store) = fill_as_etcd("waves-stray", 4_000, true).await;
+        let crate::fill::FillEnd::Stopped {
+            failure: Some(e),
+            stray: Some(stray),
+            ..
+        } = end
+        else {
+            panic!("{end:?}");
+        };
+        assert!(e.to_string().contains("out of room"), "{e}");
+        assert!(stray.contains("out of room"), "{stray}");
     }
 }

@@ -305,6 +305,7 @@ impl Engine for TkvEngine {
             s: self.open_session(&SessionOptions::default(), None).await?,
             kv: self.kv.clone(),
             keys: self.keys.clone(),
+            stray: None,
         }))
     }
 
