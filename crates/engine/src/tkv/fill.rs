@@ -26,6 +26,9 @@ pub(super) struct TkvBulk {
     pub(super) keys: TkvKeys,
     /// What a failed wave left that could not be deleted again ([`BulkLoad::take_stray`]).
     pub(super) stray: Option<String>,
+    /// The counters `usedSpace` and `totalInodes` before and after the last commit that
+    /// wrote them was sent, as it meant them.
+    pub(super) counted: [(i64, i64); 2],
 }
 
 fn kv(e: KvError) -> MetaError {
@@ -239,8 +242,10 @@ impl TkvBulk {
     ///    and the volume is as the wave before left it; where the deletes fail too,
     ///    [`BulkLoad::take_stray`] says so.
     ///
-    /// A process killed within a wave, or a seal that fails and yet lands, leaves the
-    /// wave's keys beside a volume that does not count them.
+    /// A seal that fails with an error that may hide its landing (a timeout) is checked
+    /// by reading the counters back ([`TkvBulk::counters_moved`]): if it landed, the wave
+    /// stands. A process killed within a wave leaves the wave's keys beside a volume that
+    /// does not count them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         let dirs = WaveDirs::of(batches);
         let made: Vec<Vec<Write>> = batches
@@ -263,7 +268,19 @@ impl TkvBulk {
             let seal = dir_puts(&self.keys, dirs.sealed);
             match self.commit_counted(seal, &added).await {
                 Ok(()) => return (batches.len(), None),
-                Err(e) => failure = Some(e),
+                Err(e) => match self.counters_moved().await {
+                    // it failed and yet landed (a timeout): the wave is whole
+                    Some(true) => return (batches.len(), None),
+                    Some(false) => failure = Some(e),
+                    None => {
+                        self.stray = Some(
+                            "whether the wave's last commit landed could not be told, so its \
+                             keys were deleted again"
+                                .into(),
+                        );
+                        failure = Some(e);
+                    }
+                },
             }
         }
         // every commit of the wave: one that failed may have landed all the same (a
@@ -281,6 +298,28 @@ impl TkvBulk {
             ));
         }
         (0, failure)
+    }
+
+    /// After a commit of the counters that failed with an error that may hide its
+    /// landing: whether the counters now hold what it wrote (`Some(true)`), what they held
+    /// before it (`Some(false)`), or anything else or nothing readable (`None`).
+    async fn counters_moved(&self) -> Option<bool> {
+        let counters = [
+            self.keys.counter("usedSpace"),
+            self.keys.counter("totalInodes"),
+        ];
+        let now = self.kv.batch_get(&counters).await.ok()?;
+        let now: Vec<i64> = now
+            .iter()
+            .map(|v| parse_counter(v.as_ref().map(|(v, _)| v.as_slice())))
+            .collect();
+        let [(space_before, space_after), (inodes_before, inodes_after)] = self.counted;
+        match (now[0], now[1]) {
+            _ if (space_before, inodes_before) == (space_after, inodes_after) => None,
+            (s, i) if (s, i) == (space_after, inodes_after) => Some(true),
+            (s, i) if (s, i) == (space_before, inodes_before) => Some(false),
+            _ => None,
+        }
     }
 
     /// Commits `writes` with `added` to the volume's `usedSpace` and `totalInodes`, in the
@@ -304,6 +343,10 @@ impl TkvBulk {
                 observed.push((key.clone(), version));
                 tail.push((key.clone(), Some(pack_counter(old + add).to_vec())));
             }
+            self.counted = [0, 1].map(|i| {
+                let old = parse_counter(now[i].as_ref().map(|(v, _)| v.as_slice()));
+                (old, old + [added.space, added.inodes][i])
+            });
             writes.extend(tail);
             let per = self.kv.commit_every().unwrap_or(usize::MAX).max(1);
             let mut parts = writes.chunks(per).peekable();
@@ -341,7 +384,7 @@ mod tests {
     use crate::{Engine, EngineKind, MetaUrl};
     use metabench_schema::{Attr, DirStat, FileType, Format, ROOT_INODE};
     use std::collections::HashMap;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     #[test]
     fn the_put_count_is_the_puts_made() {
@@ -356,11 +399,14 @@ mod tests {
     /// memkv as etcd takes a bulk writer's commits: at most 128 writes each, several at
     /// once and landing in another order than sent (of every 4, the last sent lands
     /// first), and out of room once it holds `room` keys (a commit with a put refused,
-    /// deletes still taken, as etcd's NOSPACE alarm does, unless `deletes_too`).
+    /// deletes still taken, as etcd's NOSPACE alarm does, unless `deletes_too`). While
+    /// `time_out` holds, the fill's next commit of the counters lands and yet reports a
+    /// timeout.
     struct AsEtcd {
         store: MemKv,
         room: usize,
         deletes_too: bool,
+        time_out: AtomicBool,
         commits: AtomicUsize,
     }
 
@@ -397,7 +443,13 @@ mod tests {
             if (puts || self.deletes_too) && self.store.len() >= self.room {
                 return Err(KvError::Other("out of room".into()));
             }
-            self.store.commit(observed, writes).await
+            self.store.commit(observed, writes).await?;
+            // a fill's commit of the counters with the records beside them
+            let counted = writes.iter().any(|(k, _)| k == b"CtotalInodes") && writes.len() > 2;
+            if counted && self.time_out.swap(false, Ordering::Relaxed) {
+                return Err(KvError::Other("timed out".into()));
+            }
+            Ok(())
         }
         async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
             self.store.delete_prefix(prefix).await
@@ -484,12 +536,14 @@ mod tests {
         name: &str,
         room: usize,
         deletes_too: bool,
+        time_out: bool,
     ) -> (crate::fill::FillEnd, MemKv) {
         let store = MemKv::named(&format!("{name}-{}", std::process::id()));
         let kv = Arc::new(AsEtcd {
             store: store.clone(),
             room,
             deletes_too,
+            time_out: AtomicBool::new(time_out),
             commits: AtomicUsize::new(0),
         });
         let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
@@ -516,7 +570,7 @@ mod tests {
 
     #[tokio::test]
     async fn waves_of_commits_at_once_leave_a_whole_tree() {
-        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false).await;
+        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false, false).await;
         let crate::fill::FillEnd::Done(written) = end else {
             panic!("{end:?}");
         };
@@ -527,7 +581,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
-        let (end, store) = fill_as_etcd("waves-room", 4_000, false).await;
+        let (end, store) = fill_as_etcd("waves-room", 4_000, false, false).await;
         let crate::fill::FillEnd::Stopped {
             failure: Some(e),
             written,
@@ -544,7 +598,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_the_engine_will_not_take_back_is_said_to_be_stray() {
-        let (end, _store) = fill_as_etcd("waves-stray", 4_000, true).await;
+        let (end, _store) = fill_as_etcd("waves-stray", 4_000, true, false).await;
         let crate::fill::FillEnd::Stopped {
             failure: Some(e),
             stray: Some(stray),
@@ -555,5 +609,15 @@ mod tests {
         };
         assert!(e.to_string().contains("out of room"), "{e}");
         assert!(stray.contains("out of room"), "{stray}");
+    }
+
+    #[tokio::test]
+    async fn a_last_commit_that_lands_and_yet_times_out_keeps_its_wave() {
+        let (end, store) = fill_as_etcd("waves-timeout", usize::MAX, false, true).await;
+        let crate::fill::FillEnd::Done(written) = end else {
+            panic!("{end:?}");
+        };
+        let names = written.files + written.symlinks + written.hardlinks;
+        assert_eq!(whole_tree(&store).await as u64, names);
     }
 }
