@@ -243,7 +243,7 @@ impl TkvBulk {
     ///    [`BulkLoad::take_stray`] says so.
     ///
     /// A seal that fails with an error that may hide its landing (a timeout) is checked
-    /// by reading the counters back ([`TkvBulk::counters_moved`]): if it landed, the wave
+    /// by reading the counters back ([`TkvBulk::counted_commit_landed`]): if it landed, the wave
     /// stands. A process killed within a wave leaves the wave's keys beside a volume that
     /// does not count them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
@@ -268,7 +268,7 @@ impl TkvBulk {
             let seal = dir_puts(&self.keys, dirs.sealed);
             match self.commit_counted(seal, &added).await {
                 Ok(()) => return (batches.len(), None),
-                Err(e) => match self.counters_moved().await {
+                Err(e) => match self.counted_commit_landed().await {
                     // it failed and yet landed (a timeout): the wave is whole
                     Some(true) => return (batches.len(), None),
                     Some(false) => failure = Some(e),
@@ -303,7 +303,7 @@ impl TkvBulk {
     /// After a commit of the counters that failed with an error that may hide its
     /// landing: whether the counters now hold what it wrote (`Some(true)`), what they held
     /// before it (`Some(false)`), or anything else or nothing readable (`None`).
-    async fn counters_moved(&self) -> Option<bool> {
+    async fn counted_commit_landed(&self) -> Option<bool> {
         let counters = [
             self.keys.counter("usedSpace"),
             self.keys.counter("totalInodes"),
