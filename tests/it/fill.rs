@@ -242,44 +242,67 @@ fn runs_on_a_filled_volume_leave_its_dir_stats_as_they_were() {
 fn a_stopped_fill_leaves_a_volume_fsck_accepts() {
     let _p = phase(module_path!());
     let dir = temp_dir();
-    let url = format!("sqlite3://{}", dir.path().join("v.db").display());
-    juicefs_format(&url, "stopped", dir.path());
-    let log = dir.path().join("stderr");
-    let mut child = metabench_cmd()
-        .args(["fill", "--meta", &url, "--existing", "--files", "5M"])
-        .stderr(std::fs::File::create(&log).unwrap())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // once it writes, let it write some batches, then Ctrl-C
-    crate::wait_for_log(&log, "metabench: filling");
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(status.code(), Some(130), "{text}");
-    assert!(
-        text.contains("fill stopped after") && text.contains("consistent"),
-        "{text}"
+    let sqlite = format!("sqlite3://{}", dir.path().join("v.db").display());
+    // etcd: stopped between two waves of commits sent at once
+    let etcd = format!(
+        "{}/{}",
+        std::env::var("METABENCH_ETCD_URL").expect("METABENCH_ETCD_URL: run scripts/test.sh"),
+        unique_name("stop")
     );
-    let dump = juicefs_dump(&url);
-    let c = count(&dump);
-    assert!(c.names > 1_000 && c.names < 5_000_000, "{c:?}");
-    let fsck = juicefs_fsck(&url);
-    assert!(
-        fsck.status.success() && fsck_problems(&fsck).is_empty(),
-        "{:#?}",
-        fsck_problems(&fsck)
-    );
-    // it wrote under /.metabench only
-    let tree = dump_tree(&dump);
-    assert!(tree
-        .keys()
-        .all(|p| p == "/" || p.starts_with("/.metabench")));
+    for url in [sqlite, etcd] {
+        let bucket = temp_dir();
+        juicefs_format(&url, "stopped", bucket.path());
+        let log = bucket.path().join("stderr");
+        let mut child = metabench_cmd()
+            .args(["fill", "--meta", &url, "--existing", "--files", "5M"])
+            .stderr(std::fs::File::create(&log).unwrap())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // once it writes, let it write some batches, then Ctrl-C
+        crate::wait_for_log(&log, "metabench: filling");
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        let killed = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(status.code(), Some(130), "{url}: {text}");
+        assert!(
+            text.contains("fill stopped after")
+                && text.contains("consistent")
+                && !text.contains("NOT consistent"),
+            "{url}: {text}"
+        );
+        let dump = juicefs_dump_with(&url, &["--fast"]);
+        let c = count(&dump);
+        assert!(c.names > 1_000 && c.names < 5_000_000, "{url}: {c:?}");
+        // the counters count what the tree holds (empty files: 4 KiB each)
+        let inodes = (c.files + c.symlinks + c.dirs - 1) as i64;
+        assert_eq!(
+            dump["Counters"]["usedInodes"].as_i64(),
+            Some(inodes),
+            "{url}"
+        );
+        assert_eq!(
+            dump["Counters"]["usedSpace"].as_i64(),
+            Some(inodes * 4096),
+            "{url}"
+        );
+        let fsck = juicefs_fsck(&url);
+        assert!(
+            fsck.status.success() && fsck_problems(&fsck).is_empty(),
+            "{url}: {:#?}",
+            fsck_problems(&fsck)
+        );
+        // it wrote under /.metabench only
+        let tree = dump_tree(&dump);
+        assert!(tree
+            .keys()
+            .all(|p| p == "/" || p.starts_with("/.metabench")));
+    }
 }
 
 #[test]
