@@ -114,14 +114,14 @@ pub(crate) fn out_of_room(e: &MetaError) -> Option<String> {
     Some(why.to_owned())
 }
 
-/// Whether a stopped fill left a consistent volume: "consistent", or what the engine kept
-/// that nothing counts (a refused transaction it would not take back either).
+/// Whether a stopped fill left a consistent volume: "consistent", or why it may not be
+/// (a refused transaction the engine would not take back, or one it cannot tell landed).
 pub(crate) fn consistent_or(stray: Option<&str>) -> String {
     match stray {
         None => "consistent".to_owned(),
         Some(why) => format!(
-            "and NOT consistent: {why}, so it also holds entries no directory or counter \
-             counts (remove the volume if this fill formatted it)"
+            "and NOT consistent: {why}, so its entries, directories and counters may not \
+             agree (remove the volume if this fill formatted it)"
         ),
     }
 }

@@ -53,9 +53,9 @@ pub trait BulkLoad: Send {
         write_each(self, batches).await
     }
 
-    /// After a [`BulkLoad::write_in_order`] that failed: what the engine kept of the
-    /// transaction it refused, when the writer could not take it back (none by default,
-    /// where a transaction lands whole or not at all).
+    /// After a [`BulkLoad::write_in_order`] that failed: why the volume may not be
+    /// consistent, when the writer could not take back what it sent, or could not tell
+    /// whether it landed (none by default, where a transaction lands whole or not at all).
     fn take_stray(&mut self) -> Option<String> {
         None
     }

@@ -41,9 +41,9 @@ pub enum FillEnd {
         failure: Option<MetaError>,
         /// What the volume holds.
         written: Totals,
-        /// Writes of a refused transaction the engine would not take back either
-        /// ([`BulkLoad::take_stray`]): the volume then holds entries beyond `written`
-        /// that no directory or counter counts.
+        /// Why the volume may not be consistent ([`BulkLoad::take_stray`]): writes of a
+        /// refused transaction the engine would not take back, or one that could not be
+        /// told to have landed; its entries, directories and counters may then disagree.
         stray: Option<String>,
     },
 }
