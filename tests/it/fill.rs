@@ -66,6 +66,36 @@ fn count(dump: &serde_json::Value) -> Counted {
     c
 }
 
+/// Counts the dumped tree of a volume of empty files and checks that its counters count
+/// the same, no more: `usedInodes` every node but the root, `usedSpace` 4 KiB each.
+fn counted_by_the_counters(dump: &serde_json::Value, label: &str) -> Counted {
+    let c = count(dump);
+    let inodes = (c.files + c.symlinks + c.dirs - 1) as i64;
+    let counters = &dump["Counters"];
+    assert_eq!(
+        counters["usedInodes"].as_i64(),
+        Some(inodes),
+        "{label}: {counters}"
+    );
+    assert_eq!(
+        counters["usedSpace"].as_i64(),
+        Some(inodes * 4096),
+        "{label}: {counters}"
+    );
+    c
+}
+
+/// `juicefs fsck` of `url` succeeds and finds no problem.
+fn assert_fsck_clean(url: &str, label: &str) {
+    let fsck = juicefs_fsck(url);
+    let problems = fsck_problems(&fsck);
+    assert!(
+        fsck.status.success() && problems.is_empty(),
+        "{label}: fsck: {problems:#?}\n{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}
+
 /// Writes the block objects of every slice in `dump`, as the clients' uploads would.
 fn write_blocks(dump: &serde_json::Value, bucket: &Path) {
     let volume = dump["Setting"]["Name"].as_str().unwrap();
@@ -125,13 +155,7 @@ fn check_filled(url: &str, bucket: &Path, label: &str, n: u64) {
         "{label}: {counters}"
     );
     write_blocks(&dump, bucket);
-    let fsck = juicefs_fsck(url);
-    let problems = fsck_problems(&fsck);
-    assert!(
-        fsck.status.success() && problems.is_empty(),
-        "{label}: fsck: {problems:#?}\n{}",
-        String::from_utf8_lossy(&fsck.stderr)
-    );
+    assert_fsck_clean(url, label);
     eprintln!("{label}: checked at {:?}", start.elapsed());
 }
 
@@ -277,26 +301,9 @@ fn a_stopped_fill_leaves_a_volume_fsck_accepts() {
             "{url}: {text}"
         );
         let dump = juicefs_dump_with(&url, &["--fast"]);
-        let c = count(&dump);
+        let c = counted_by_the_counters(&dump, &url);
         assert!(c.names > 1_000 && c.names < 5_000_000, "{url}: {c:?}");
-        // the counters count what the tree holds (empty files: 4 KiB each)
-        let inodes = (c.files + c.symlinks + c.dirs - 1) as i64;
-        assert_eq!(
-            dump["Counters"]["usedInodes"].as_i64(),
-            Some(inodes),
-            "{url}"
-        );
-        assert_eq!(
-            dump["Counters"]["usedSpace"].as_i64(),
-            Some(inodes * 4096),
-            "{url}"
-        );
-        let fsck = juicefs_fsck(&url);
-        assert!(
-            fsck.status.success() && fsck_problems(&fsck).is_empty(),
-            "{url}: {:#?}",
-            fsck_problems(&fsck)
-        );
+        assert_fsck_clean(&url, &url);
         // it wrote under /.metabench only
         let tree = dump_tree(&dump);
         assert!(tree
@@ -326,19 +333,9 @@ fn an_engine_out_of_room_is_one_line_and_what_was_filled_stays_consistent() {
             && !lines[0].contains("NOT consistent"),
         "{stderr}"
     );
-    let fsck = juicefs_fsck(&url);
-    assert!(
-        fsck.status.success() && fsck_problems(&fsck).is_empty(),
-        "{:#?}",
-        fsck_problems(&fsck)
-    );
-    // the counters count what the tree holds (empty files: 4 KiB each), no more
-    let dump = juicefs_dump(&url);
-    let c = count(&dump);
+    assert_fsck_clean(&url, &url);
+    let c = counted_by_the_counters(&juicefs_dump(&url), &url);
     assert!(c.names > 1_000, "{c:?}");
-    let inodes = (c.files + c.symlinks + c.dirs - 1) as i64;
-    assert_eq!(dump["Counters"]["usedInodes"].as_i64(), Some(inodes));
-    assert_eq!(dump["Counters"]["usedSpace"].as_i64(), Some(inodes * 4096));
 }
 
 #[test]

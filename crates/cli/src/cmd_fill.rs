@@ -312,7 +312,7 @@ pub async fn run(args: FillArgs) -> Result<i32, CliError> {
             stray,
         } => (written, Some((failure, stray))),
     };
-    let written = t.files + t.symlinks + t.hardlinks;
+    let written = t.names();
     match failure {
         None => {
             out!(

@@ -257,7 +257,7 @@ async fn grow_and_measure(
                     written,
                     stray,
                 } => {
-                    let n = written.files + written.symlinks + written.hardlinks;
+                    let n = written.names();
                     let kept = format!(
                         "{path} holds the {} entries written so far, {}",
                         thousands(n),

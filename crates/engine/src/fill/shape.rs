@@ -304,6 +304,12 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Entries that are not directories (files, symlinks, hard links): what `--files`
+    /// counts.
+    pub fn names(&self) -> u64 {
+        self.files + self.symlinks + self.hardlinks
+    }
+
     /// Adds another part's totals.
     pub fn merge(&mut self, o: &Totals) {
         self.inodes += o.inodes;
@@ -737,7 +743,7 @@ mod tests {
             w.check_whole(shape.file_size);
         }
         assert_eq!(w.dirs.len() as u64, shape.new_dirs() + 1);
-        let all: u64 = totals.files + totals.symlinks + totals.hardlinks;
+        let all: u64 = totals.names();
         assert_eq!(all, shape.files);
         assert_eq!(totals.dirs, shape.new_dirs());
         totals

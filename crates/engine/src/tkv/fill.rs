@@ -176,12 +176,7 @@ impl<'a> WaveDirs<'a> {
         let mut made = HashSet::new();
         let mut last: BTreeMap<Ino, (usize, &DirNode)> = BTreeMap::new();
         for (i, (b, _)) in batches.iter().enumerate() {
-            made.extend(
-                b.entries
-                    .iter()
-                    .filter(|e| matches!(e.node, Node::Dir))
-                    .map(|e| e.ino),
-            );
+            made.extend(dirs_made(b));
             for d in &b.dirs {
                 last.insert(d.ino, (i, d));
             }
@@ -200,7 +195,25 @@ impl<'a> WaveDirs<'a> {
     }
 }
 
+/// The directories `batch` makes: its sub-directories' entries.
+fn dirs_made(batch: &Batch) -> impl Iterator<Item = Ino> + '_ {
+    batch
+        .entries
+        .iter()
+        .filter(|e| matches!(e.node, Node::Dir))
+        .map(|e| e.ino)
+}
+
 impl TkvBulk {
+    /// The volume's `usedSpace` and `totalInodes` counters, in the order
+    /// [`TkvBulk::commit_counted`] adds [`Totals::space`] and [`Totals::inodes`] to them.
+    fn counter_keys(&self) -> [Vec<u8>; 2] {
+        [
+            self.keys.counter("usedSpace"),
+            self.keys.counter("totalInodes"),
+        ]
+    }
+
     /// How many of `batches`, from the first, make one wave: at most
     /// [`BulkLoad::in_flight`], each within the backend's cap on a commit's writes, and
     /// the records of the directories made before the wave within it too, with the
@@ -209,12 +222,7 @@ impl TkvBulk {
         let limit = self.kv.commit_every().unwrap_or(usize::MAX);
         let (mut made, mut before) = (HashSet::new(), HashSet::new());
         for (n, (b, _)) in batches.iter().take(self.in_flight()).enumerate() {
-            made.extend(
-                b.entries
-                    .iter()
-                    .filter(|e| matches!(e.node, Node::Dir))
-                    .map(|e| e.ino),
-            );
+            made.extend(dirs_made(b));
             before.extend(
                 b.dirs
                     .iter()
@@ -304,10 +312,7 @@ impl TkvBulk {
     /// landing: whether the counters now hold what it wrote (`Some(true)`), what they held
     /// before it (`Some(false)`), or anything else or nothing readable (`None`).
     async fn counted_commit_landed(&self) -> Option<bool> {
-        let counters = [
-            self.keys.counter("usedSpace"),
-            self.keys.counter("totalInodes"),
-        ];
+        let counters = self.counter_keys();
         let now = self.kv.batch_get(&counters).await.ok()?;
         let now: Vec<i64> = now
             .iter()
@@ -327,10 +332,7 @@ impl TkvBulk {
     /// that nobody moved the counters since they were read; read again and retried if
     /// somebody did.
     async fn commit_counted(&mut self, mut writes: Vec<Write>, added: &Totals) -> Result<()> {
-        let counters = [
-            self.keys.counter("usedSpace"),
-            self.keys.counter("totalInodes"),
-        ];
+        let counters = self.counter_keys();
         for attempt in 1.. {
             let now = self.kv.batch_get(&counters).await.map_err(kv)?;
             let mut observed = Vec::with_capacity(2);
@@ -574,7 +576,7 @@ mod tests {
         let crate::fill::FillEnd::Done(written) = end else {
             panic!("{end:?}");
         };
-        let names = written.files + written.symlinks + written.hardlinks;
+        let names = written.names();
         assert_eq!(names, 3_000);
         assert_eq!(whole_tree(&store).await as u64, names);
     }
@@ -591,7 +593,7 @@ mod tests {
             panic!("{end:?}");
         };
         assert!(e.to_string().contains("out of room"), "{e}");
-        let names = written.files + written.symlinks + written.hardlinks;
+        let names = written.names();
         assert!(names > 0 && names < 3_000, "{written:?}");
         assert_eq!(whole_tree(&store).await as u64, names);
     }
@@ -617,7 +619,7 @@ mod tests {
         let crate::fill::FillEnd::Done(written) = end else {
             panic!("{end:?}");
         };
-        let names = written.files + written.symlinks + written.hardlinks;
+        let names = written.names();
         assert_eq!(whole_tree(&store).await as u64, names);
     }
 }
