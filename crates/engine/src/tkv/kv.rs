@@ -198,6 +198,18 @@ pub trait KvBackend: Send + Sync {
     /// Deletes every key starting with `prefix` (administration, not an operation).
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()>;
 
+    /// Deletes exactly `keys`, not as one transaction, in a way a store out of room still
+    /// takes: how a bulk writer (`metabench fill`) takes back the keys of a refused wave.
+    /// By default unguarded commits of deletes, [`KvBackend::commit_every`] keys each.
+    async fn delete_keys(&self, keys: &[Vec<u8>]) -> KvResult<()> {
+        let per = self.commit_every().unwrap_or(usize::MAX).max(1);
+        for part in keys.chunks(per) {
+            let deletes: Vec<Write> = part.iter().map(|k| (k.clone(), None)).collect();
+            self.commit(&[], &deletes).await?;
+        }
+        Ok(())
+    }
+
     /// Server software and version, and the settings results record ([`crate::ServerInfo`]).
     async fn server_info(&self) -> KvResult<crate::ServerInfo>;
 

@@ -306,7 +306,7 @@ impl Engine for TkvEngine {
             kv: self.kv.clone(),
             keys: self.keys.clone(),
             stray: None,
-            counted: [(0, 0); 2],
+            counted: None,
         }))
     }
 
