@@ -19,6 +19,10 @@ use std::time::Duration;
 const GETS_BATCH: usize = 128;
 /// Buffered writes that make `etcdTxn.set` commit early.
 const COMMIT_EVERY: usize = 128;
+/// The largest response the client takes: JuiceFS's (Go's clientv3 default
+/// `MaxCallRecvMsgSize`, `math.MaxInt32`; `newEtcdClient` sets none), not tonic's 4 MiB,
+/// which a range read of a directory of some 50,000 entries exceeds.
+const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 /// The deletes [`EtcdKv::delete_keys`] sends at once: etcd writes its log once for the
 /// requests that arrive together.
 const DELETES_AT_ONCE: usize = 64;
@@ -162,7 +166,9 @@ impl EtcdKv {
         let client = Client::connect(endpoints.clone(), Some(opts.clone()))
             .await
             .map_err(|e| fail(connect_reason(&e, url, scheme == "https")))?;
-        let mut kv = client.kv_client();
+        let mut kv = client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
         // Check it answers.
         kv.get("metabench-ping", Some(GetOptions::new().with_count_only()))
             .await
@@ -190,7 +196,7 @@ impl EtcdKv {
             .get(|| async {
                 Client::connect(self.endpoints.clone(), Some(self.options.clone()))
                     .await
-                    .map(|c| c.kv_client())
+                    .map(|c| c.kv_client().max_decoding_message_size(MAX_RESPONSE_BYTES))
                     .map_err(other)
             })
             .await
