@@ -25,35 +25,9 @@ source "$ROOT/target/engines/env.sh"
 BENCH=bench-fill
 # shellcheck source=scripts/bench-common.sh
 source "$ROOT/scripts/bench-common.sh"
-PW=metabench-test-pw
 
 secs() { python3 -c "import time; print(time.time())"; }
 
-start_etcd() { # prints the port
-    local port peer; port=$(free_port); peer=$(free_port)
-    etcd --name "b$port" --data-dir "$TMP/etcd-$port" \
-        --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
-        --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-        --initial-cluster "b$port=http://127.0.0.1:$peer" --quota-backend-bytes 8589934592 \
-        > "$TMP/etcd-$port.log" 2>&1 &
-    echo $! >> "$TMP/pids"
-    for _ in $(seq 100); do grep -q "ready to serve" "$TMP/etcd-$port.log" && break; sleep 0.1; done
-    echo "$port"
-}
-pg() { PGPASSWORD=$PW psql -h 127.0.0.1 -p 15432 -U metabench -d "${2:-postgres}" -tAc "$1"; }
-my() { mysql -h 127.0.0.1 -P 13306 -u metabench -p$PW -N -e "$1" 2>/dev/null; }
-
-# a fresh empty database of engine $1: prints its meta URL
-fresh() {
-    local name="bf_$$_$RANDOM"
-    case "$1" in
-        redis) echo "redis://127.0.0.1:$(start_redis)/1" ;;
-        sqlite) echo "sqlite3://$TMP/$name.db" ;;
-        postgres) pg "CREATE DATABASE $name" >/dev/null; echo "postgres://metabench:$PW@127.0.0.1:15432/$name?sslmode=disable" ;;
-        mariadb) my "CREATE DATABASE $name"; echo "mysql://metabench:$PW@(127.0.0.1:13306)/$name" ;;
-        etcd) echo "etcd://127.0.0.1:$(start_etcd)/$name" ;;
-    esac
-}
 # bytes the engine holds for the volume at URL $2 of engine $1
 held() {
     local url="$2"
@@ -67,18 +41,11 @@ held() {
               curl -s "http://127.0.0.1:$port/metrics" | awk '/^etcd_mvcc_db_total_size_in_use_in_bytes /{printf "%d\n", $2}' ;;
     esac
 }
-drop() { # drops the SQL databases this script made
-    local url="$2" db
-    case "$1" in
-        postgres) db=${url##*/}; db=${db%%\?*}; pg "DROP DATABASE $db" >/dev/null ;;
-        mariadb) db=${url##*/}; my "DROP DATABASE $db" ;;
-    esac
-}
 
 printf '%-9s %10s %14s %12s %14s %8s %12s %14s\n' engine files "fill files/s" "fill s" "load files/s" "load s" "load÷fill" "bytes/file"
 for spec in $ENGINES; do
     e=${spec%%:*}; files=$FILES; [[ $spec == *:* ]] && files=${spec#*:}
-    a=$(fresh "$e"); b=$(fresh "$e")
+    a=$(fresh_db "$e"); b=$(fresh_db "$e")
     [[ $e == redis || $e == etcd ]] && base=$(held "$e" "$a") || base=0
     t0=$(secs)
     "$BIN" fill --meta "$a" --files "$files" --bucket "$TMP/bucket" > "$TMP/fill.out"
@@ -96,7 +63,7 @@ e, n, t0, t1, t2, t3, b = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:
 fill, load = t1 - t0, t3 - t2
 print(f"{e:<9} {n:>10,} {n/fill:>14,.0f} {fill:>12.1f} {n/load:>14,.0f} {load:>8.1f} {load/fill:>11.2f}x {b/n:>14,.0f}")
 EOF
-    drop "$e" "$a"; drop "$e" "$b"; rm -f "$TMP/dump.json"
+    drop_db "$e" "$a"; drop_db "$e" "$b"; rm -f "$TMP/dump.json"
 done
 if [[ " $ENGINES " == *" redis"* ]]; then
     port=$(start_redis)

@@ -10,11 +10,13 @@
 # storage on SQL engines), the fill's peak RSS, each operation's p50/p99 and the listing's
 # entries per second.
 #
-#   scripts/engines.sh start                       # not needed for redis and sqlite
+#   scripts/engines.sh start                       # for postgres and mariadb
 #   scripts/bench-scale.sh [SIZES] [ENGINES]       # SIZES="0 1M 10M", ENGINES="redis sqlite"
+#   scripts/bench-scale.sh "0 1M" "postgres mariadb etcd"
 #
-# Redis runs privately here (a redis-server on a free port, data in a temp folder, stopped
-# by PID), so its memory is the volume's alone. The JSON of every sweep, and a row per size
+# Redis and etcd run privately here (a server on a free port, data in a temp folder, stopped
+# by PID), so what they hold is the volume's alone; PostgreSQL and MariaDB get a new
+# database on the shared test engines, dropped after each size. etcd must be on PATH. The JSON of every sweep, and a row per size
 # (rows.jsonl, from which the table is printed), are kept in target/bench-scale/. Needs target/release/metabench (cargo build --release).
 set -euo pipefail
 
@@ -31,18 +33,6 @@ source "$ROOT/scripts/bench-common.sh"
 
 amount() { python3 -c "import sys; s=sys.argv[1]; m={'k':10**3,'K':10**3,'M':10**6,'G':10**9}; print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))" "$1"; }
 
-# a fresh empty database of engine $1: prints its meta URL (for Redis, its port goes in
-# $TMP/port: this runs in a subshell)
-fresh() {
-    case "$1" in
-        redis)
-            local port; port=$(start_redis)
-            echo "$port" > "$TMP/port"
-            echo "redis://127.0.0.1:$port/1" ;;
-        sqlite) echo "sqlite3://$TMP/scale_$RANDOM.db" ;;
-        *) echo "bench-scale: engine $1: redis or sqlite" >&2; exit 2 ;;
-    esac
-}
 # bytes the engine at URL $1 holds, by metabench's own reading (`info --json`: Redis
 # used_memory, the SQLite file and its WAL after a checkpoint)
 held() {
@@ -59,14 +49,14 @@ ROWS="$OUT/rows.jsonl"
 for e in $ENGINES; do
     for size in $SIZES; do
         n=$(amount "$size")
-        url=$(fresh "$e")
+        url=$(fresh_db "$e")
         tag="$e-$size"
         tree=() rss=0 empty=0
         if (( n > 0 )); then
             "$BIN" format --meta "$url" >/dev/null 2>&1 || true
             empty=$(held "$url")
             # start from an empty database again: fill formats it itself
-            if [[ "$e" == redis ]]; then redis-cli -p "$(cat "$TMP/port")" -n 1 flushdb >/dev/null; else rm -f "${url#sqlite3://}"*; fi
+            drop_db "$e" "$url"; url=$(fresh_db "$e")
             big=$(( n / 10 )); (( big > 1000000 )) && big=1000000
             /usr/bin/time -f '%M' -o "$TMP/rss" "$BIN" fill --meta "$url" --files "$n" \
                 --big-dirs 1 --big-dir-files "$big" > "$TMP/fill.out" 2>&1
@@ -98,20 +88,21 @@ print(json.dumps({"engine": e, "files": int(n), "bytes_per_file": (int(held) - i
                   "fill_rss": int(rss), "ops": ops, "listdir_entries": r.get("entries_per_call"),
                   "listdir_mean_us": r["mean_us"]}))
 EOF
-        [[ "$e" == redis ]] && stop_redis "$(cat "$TMP/port")"
+        drop_db "$e" "$url"
         echo "bench-scale: $tag done" >&2
     done
 done
 python3 - "$ROWS" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-rule = {"redis": 300, "sqlite": 600}
+rule = {"redis": 300, "sqlite": 600, "postgres": 600, "mariadb": 600}
 ops = ["getattr", "lookup", "create", "unlink"]
 head = ["engine", "files", "B/file (docs)", "fill RSS MiB"] + [f"{o} p50/p99 µs @1, @16" for o in ops] + ["listdir entries, entries/s"]
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for r in rows:
-    bpf = "-" if r["bytes_per_file"] is None else f'{r["bytes_per_file"]:.0f} ({rule[r["engine"]]})'
+    docs = rule.get(r["engine"], "-")
+    bpf = "-" if r["bytes_per_file"] is None else f'{r["bytes_per_file"]:.0f} ({docs})'
     rss = "-" if not r["fill_rss"] else f'{r["fill_rss"] / 2**20:.0f}'
     cells = [r["engine"], f'{r["files"]:,}', bpf, rss]
     for o in ops:
