@@ -34,30 +34,34 @@ pg() { PGPASSWORD=$PW psql -h 127.0.0.1 -p 15432 -U metabench -d "${2:-postgres}
 my() { mysql -h 127.0.0.1 -P 13306 -u metabench -p$PW -N -e "$1" 2>/dev/null; }
 
 # Starts a private single-member etcd (8 GiB backend quota); prints its port. Its PID is in
-# $TMP/etcd-<port>.pid (and stopped at exit). Needs etcd on PATH.
+# $TMP/etcd-<port>.pid (and stopped at exit). The etcd 3.5 of scripts/engines.sh
+# ($METABENCH_ETCD_BIN, in its env file), else the etcd on PATH.
 start_etcd() {
     local port peer; port=$(free_port); peer=$(free_port)
-    etcd --name "b$port" --data-dir "$TMP/etcd-$port" \
+    "${METABENCH_ETCD_BIN:-etcd}" --name "b$port" --data-dir "$TMP/etcd-$port" \
         --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
         --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
         --initial-cluster "b$port=http://127.0.0.1:$peer" --quota-backend-bytes 8589934592 \
         > "$TMP/etcd-$port.log" 2>&1 &
     echo $! | tee "$TMP/etcd-$port.pid" >> "$TMP/pids"
     for _ in $(seq 100); do grep -q "ready to serve" "$TMP/etcd-$port.log" && break; sleep 0.1; done
+    grep -q "ready to serve" "$TMP/etcd-$port.log" || { echo "$BENCH: etcd did not start: $TMP/etcd-$port.log" >&2; return 1; }
     echo "$port"
 }
 
 # A fresh empty database of engine $1 (redis, sqlite, postgres, mariadb, etcd): prints its
-# meta URL. Redis and etcd are private servers started here; PostgreSQL and MariaDB are
-# new databases on the shared test engines (scripts/engines.sh start).
+# meta URL, or fails. Redis and etcd are private servers started here; PostgreSQL and
+# MariaDB are new databases on the shared test engines (scripts/engines.sh start). Called
+# as url=$(fresh_db e), where set -e does not reach: each step returns on failure.
 fresh_db() {
-    local name="b_$$_$RANDOM"
+    local name="b_$$_$RANDOM" port
     case "$1" in
-        redis) echo "redis://127.0.0.1:$(start_redis)/1" ;;
+        redis) port=$(start_redis) || return 1; echo "redis://127.0.0.1:$port/1" ;;
         sqlite) echo "sqlite3://$TMP/$name.db" ;;
-        postgres) pg "CREATE DATABASE $name" >/dev/null; echo "postgres://metabench:$PW@127.0.0.1:15432/$name?sslmode=disable" ;;
-        mariadb) my "CREATE DATABASE $name"; echo "mysql://metabench:$PW@(127.0.0.1:13306)/$name" ;;
-        etcd) echo "etcd://127.0.0.1:$(start_etcd)/$name" ;;
+        postgres) pg "CREATE DATABASE $name" >/dev/null || return 1; echo "postgres://metabench:$PW@127.0.0.1:15432/$name?sslmode=disable" ;;
+        mariadb) my "CREATE DATABASE $name" || { echo "$BENCH: cannot create a MariaDB database (scripts/engines.sh start)" >&2; return 1; }
+                 echo "mysql://metabench:$PW@(127.0.0.1:13306)/$name" ;;
+        etcd) port=$(start_etcd) || return 1; echo "etcd://127.0.0.1:$port/$name" ;;
         *) echo "$BENCH: engine $1: redis, sqlite, postgres, mariadb or etcd" >&2; return 2 ;;
     esac
 }
@@ -72,6 +76,6 @@ drop_db() {
         postgres) db=${url##*/}; db=${db%%\?*}; pg "DROP DATABASE $db" >/dev/null ;;
         mariadb) db=${url##*/}; my "DROP DATABASE $db" ;;
         etcd) port=${url#etcd://127.0.0.1:}; port=${port%%/*}
-              kill "$(cat "$TMP/etcd-$port.pid")" 2>/dev/null || true; sleep 0.5; rm -rf "$TMP/etcd-$port" ;;
+              kill "$(cat "$TMP/etcd-$port.pid")" 2>/dev/null || true; sleep 0.5; rm -rf "$TMP/etcd-$port" || true ;;
     esac
 }

@@ -16,7 +16,8 @@
 #
 # Redis and etcd run privately here (a server on a free port, data in a temp folder, stopped
 # by PID), so what they hold is the volume's alone; PostgreSQL and MariaDB get a new
-# database on the shared test engines, dropped after each size. etcd must be on PATH. The JSON of every sweep, and a row per size
+# database on the shared test engines, dropped after each size. etcd is the etcd 3.5 of
+# scripts/engines.sh when its env file is there, else the one on PATH. The JSON of every sweep, and a row per size
 # (rows.jsonl, from which the table is printed), are kept in target/bench-scale/. Needs target/release/metabench (cargo build --release).
 set -euo pipefail
 
@@ -27,6 +28,9 @@ BIN="$ROOT/target/release/metabench"
 OUT="$ROOT/target/bench-scale"
 [[ -x "$BIN" ]] || { echo "bench-scale: build it first: cargo build --release" >&2; exit 2; }
 mkdir -p "$OUT"
+# the shared engines' env file, when they run: $METABENCH_ETCD_BIN, the etcd 3.5 started here
+# shellcheck disable=SC1091
+[[ -f "$ROOT/target/engines/env.sh" ]] && source "$ROOT/target/engines/env.sh"
 BENCH=bench-scale
 # shellcheck source=scripts/bench-common.sh
 source "$ROOT/scripts/bench-common.sh"

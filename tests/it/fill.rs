@@ -322,37 +322,44 @@ fn an_engine_out_of_room_is_one_line_and_what_was_filled_stays_consistent() {
     let etcd34: Start = metabench_testkit::EtcdServer::start_with_quota;
     let etcd35: Start = metabench_testkit::EtcdServer::start_35_with_quota;
     let fanout: &[&str] = &["--fanout", "60"];
-    for (start, shape, reads_refused) in [
+    let cases = [
         (etcd34, &[][..], false),
         (etcd35, &[][..], true),
         (etcd35, fanout, true),
-    ] {
-        let mut etcd = start(4_000_000);
-        let url = format!("etcd://127.0.0.1:{}/quota", etcd.port());
-        let bucket = temp_dir();
-        let out = fill(&url, bucket.path(), "200k", shape);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        // the start line, then the error in one line
-        let lines: Vec<&str> = stderr
-            .lines()
-            .filter(|l| !l.starts_with("metabench: filling"))
-            .collect();
-        assert_eq!(lines.len(), 1, "{stderr}");
-        assert!(
-            lines[0].contains("--quota-backend-bytes")
-                && lines[0].contains("consistent")
-                && !lines[0].contains("NOT consistent"),
-            "{stderr}"
-        );
-        if reads_refused {
-            // as the error says: etcd 3.5.1 refuses the real client's reads too until then
-            etcd.raise_quota(64_000_000);
+    ];
+    // the three at once: each waits mostly on its own etcd's disk
+    std::thread::scope(|scope| {
+        for (start, shape, reads_refused) in cases {
+            scope.spawn(move || {
+                let mut etcd = start(4_000_000);
+                let url = format!("etcd://127.0.0.1:{}/quota", etcd.port());
+                let bucket = temp_dir();
+                let out = fill(&url, bucket.path(), "200k", shape);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(1), "{stderr}");
+                // the start line, then the error in one line
+                let lines: Vec<&str> = stderr
+                    .lines()
+                    .filter(|l| !l.starts_with("metabench: filling"))
+                    .collect();
+                assert_eq!(lines.len(), 1, "{stderr}");
+                assert!(
+                    lines[0].contains("--quota-backend-bytes")
+                        && lines[0].contains("consistent")
+                        && !lines[0].contains("NOT consistent"),
+                    "{stderr}"
+                );
+                if reads_refused {
+                    // as the error says: etcd 3.5.1 refuses the real client's reads too
+                    // until then
+                    etcd.raise_quota(64_000_000);
+                }
+                assert_fsck_clean(&url, &url);
+                let c = counted_by_the_counters(&juicefs_dump(&url), &url);
+                assert!(c.names > 1_000, "{c:?}");
+            });
         }
-        assert_fsck_clean(&url, &url);
-        let c = counted_by_the_counters(&juicefs_dump(&url), &url);
-        assert!(c.names > 1_000, "{c:?}");
-    }
+    });
 }
 
 #[test]

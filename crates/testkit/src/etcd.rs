@@ -128,7 +128,8 @@ impl EtcdServer {
 
     /// What metabench's out-of-room error tells a user to do: restarts this etcd on its
     /// data with a backend quota of `quota_bytes`, then disarms its NOSPACE alarm
-    /// (`etcdctl alarm disarm`, the etcdctl beside its etcd).
+    /// (`etcdctl alarm disarm`, the etcdctl beside its etcd: the etcd 3.5 of
+    /// [`EtcdServer::start_35_with_quota`] has one, Debian's 3.4 none, and there it panics).
     pub fn raise_quota(&mut self, quota_bytes: u64) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -35,7 +35,9 @@ pub trait BulkLoad: Send {
     /// Writes one batch in one transaction: directory records (attribute and dir stat),
     /// entries, the nodes they make (attribute, chunks, symlink target, extended
     /// attribute, a hard-linked file's parents), and `added` to the volume's `usedSpace`
-    /// and `totalInodes`.
+    /// and `totalInodes`. On a TKV whose cap on a transaction's writes the batch exceeds,
+    /// several, the last guarded; [`BulkLoad::write_in_order`] sends such a batch as a
+    /// wave instead, which is taken back whole.
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()>;
 
     /// Transactions [`BulkLoad::write_in_order`] takes at once: 1 (the default) unless

@@ -317,22 +317,23 @@ impl KvBackend for EtcdKv {
         }
     }
 
-    /// One `DeleteRange` a key, [`DELETES_AT_ONCE`] at once: an etcd whose backend is
-    /// over its quota (the NOSPACE alarm) takes them, while an etcd without the fix of
-    /// etcd-io/etcd#13429 (3.5.1 has none, 3.4.23 has it) refuses every transaction, one
-    /// of deletes alone too.
+    /// One `DeleteRange` a key, [`DELETES_AT_ONCE`] at once, every key tried: an etcd
+    /// whose backend is over its quota (the NOSPACE alarm) takes them, while an etcd
+    /// without the fix of etcd-io/etcd#13429 (3.5.1 has none, 3.4.23 has it) refuses every
+    /// transaction, one of deletes alone too.
     async fn delete_keys(&self, keys: &[Vec<u8>]) -> KvResult<()> {
         let kv = self.kv().await?;
+        let mut first_failure = Ok(());
         for part in keys.chunks(DELETES_AT_ONCE) {
             let deletes = part.iter().map(|k| {
                 let (mut kv, k) = (kv.clone(), k.clone());
                 async move { kv.delete(k, None).await }
             });
             for done in futures_util::future::join_all(deletes).await {
-                done.map_err(other)?;
+                first_failure = first_failure.and(done.map(drop).map_err(other));
             }
         }
-        Ok(())
+        first_failure
     }
 
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()> {

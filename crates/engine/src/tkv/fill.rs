@@ -1,9 +1,11 @@
 //! Bulk loading for `metabench fill` on a transactional KV, as `kvMeta.LoadMeta`
-//! (`pkg/meta/tkv.go`) loads a dump: blind puts, a batch in one commit (batches are
-//! small enough where the backend caps a transaction's writes, e.g. etcd's
-//! `--max-txn-ops`). Where the backend takes several commits at once (etcd,
-//! [`KvBackend::commits_at_once`]), as `LoadMeta`'s concurrent writers send them, a wave
-//! of batches goes out together: see [`TkvBulk::write_in_order`].
+//! (`pkg/meta/tkv.go`) loads a dump: blind puts, a batch in one commit where it fits one
+//! (where the backend caps a transaction's writes, e.g. etcd's `--max-txn-ops`, batches
+//! are small, but a directory's sub-directories go together). Where the backend takes
+//! several commits at once (etcd, [`KvBackend::commits_at_once`]), as `LoadMeta`'s
+//! concurrent writers send them, a wave of batches goes out together, and a batch that
+//! does not fit one commit goes out as a wave of its own: see
+//! [`TkvBulk::write_in_order`].
 
 use super::kv::{KvBackend, KvError, KvResult, Write};
 use super::session::TkvSession;
@@ -351,7 +353,8 @@ impl TkvBulk {
     /// read again and retried if somebody did. Where the backend caps a commit's writes and
     /// `writes` exceed it, they go out as several commits, the last guarded: only a batch
     /// whose records of older directories alone fill a commit comes here that way
-    /// ([`TkvBulk::wave_len`] 0), and its earlier commits are not taken back on failure.
+    /// ([`TkvBulk::wave_len`] 0), and its earlier commits are not taken back on failure:
+    /// [`BulkLoad::take_stray`] says so.
     async fn commit_counted(&mut self, mut writes: Vec<Write>, added: &Totals) -> KvResult<()> {
         let counters = self.counter_keys();
         for attempt in 1.. {
@@ -375,6 +378,7 @@ impl TkvBulk {
             let per = self.commit_limit();
             let mut parts = writes.chunks(per).peekable();
             let mut result = Ok(());
+            let mut landed = 0;
             while let Some(part) = parts.next() {
                 // the observed counters guard the last commit, which writes them
                 let guard: &[(Vec<u8>, i64)] = if parts.peek().is_none() {
@@ -387,13 +391,22 @@ impl TkvBulk {
                 if result.is_err() {
                     break;
                 }
+                landed += 1;
             }
             match result {
                 Ok(()) => return Ok(()),
                 Err(KvError::Conflict(_)) if attempt < crate::retry::MAX_TRIES => {
                     writes.truncate(writes.len() - 2);
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if landed > 0 {
+                        self.stray = Some(format!(
+                            "{landed} commits of a batch too large for one landed before its \
+                             last failed, and were not taken back"
+                        ));
+                    }
+                    return Err(e);
+                }
             }
         }
         unreachable!("the loop returns")

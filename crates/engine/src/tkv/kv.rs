@@ -198,16 +198,20 @@ pub trait KvBackend: Send + Sync {
     /// Deletes every key starting with `prefix` (administration, not an operation).
     async fn delete_prefix(&self, prefix: &[u8]) -> KvResult<()>;
 
-    /// Deletes exactly `keys`, not as one transaction, in a way a store out of room still
-    /// takes: how a bulk writer (`metabench fill`) takes back the keys of a refused wave.
-    /// By default unguarded commits of deletes, [`KvBackend::commit_every`] keys each.
+    /// Deletes exactly `keys`, not as one transaction: how a bulk writer (`metabench
+    /// fill`) takes back the keys of a refused wave. By default unguarded commits of
+    /// deletes, [`KvBackend::commit_every`] keys each; a backend whose store, out of room,
+    /// refuses those but takes deletes of another kind sends those (etcd). Every part is
+    /// tried; the first failure is returned.
     async fn delete_keys(&self, keys: &[Vec<u8>]) -> KvResult<()> {
         let per = self.commit_every().unwrap_or(usize::MAX).max(1);
+        let mut first_failure = Ok(());
         for part in keys.chunks(per) {
             let deletes: Vec<Write> = part.iter().map(|k| (k.clone(), None)).collect();
-            self.commit(&[], &deletes).await?;
+            let done = self.commit(&[], &deletes).await;
+            first_failure = first_failure.and(done);
         }
-        Ok(())
+        first_failure
     }
 
     /// Server software and version, and the settings results record ([`crate::ServerInfo`]).
