@@ -484,11 +484,7 @@ fn ctrl_c_stops_cleans_up_and_exits_130() {
     // Wait until the run has started (its header is printed), then let it work a moment.
     wait_for(&log, "the run to start", Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(1500));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::kill("-INT", child.id());
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -601,11 +597,7 @@ fn ops_keeps_the_measured_operations_when_the_engine_dies() {
     // getattr done (its line is on stderr), setattr running: kill the engine.
     crate::wait_for_log(&log, "getattr ");
     std::thread::sleep(Duration::from_millis(500));
-    let killed = Command::new("kill")
-        .args(["-KILL", &redis.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    crate::kill("-KILL", redis.pid());
     let out = child.wait_with_output().unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(out.status.code(), Some(3), "{text}");

@@ -286,11 +286,7 @@ fn a_stopped_fill_leaves_a_volume_fsck_accepts() {
         // once it writes, let it write some batches, then Ctrl-C
         crate::wait_for_log(&log, "metabench: filling");
         std::thread::sleep(std::time::Duration::from_millis(1000));
-        let killed = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
+        crate::kill("-INT", child.id());
         let status = child.wait().unwrap();
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(status.code(), Some(130), "{url}: {text}");

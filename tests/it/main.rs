@@ -138,6 +138,16 @@ impl Drop for Started {
     }
 }
 
+/// Sends `signal` (`-INT`, `-TERM`, `-STOP`, `-KILL`) to process `pid`, as `kill` does,
+/// and checks that it was sent.
+pub fn kill(signal: &str, pid: u32) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
 /// Runs metabench with `args` (its stderr to a file), waits until it says `ready` and 3 s
 /// more (for the processes it starts to be under way), then sends SIGTERM to that process
 /// alone, as `kill PID` does, not to the metabench processes it started. Returns its exit
@@ -163,11 +173,7 @@ pub fn terminated_once(
         child.try_wait().unwrap().is_none(),
         "ended before the signal"
     );
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    kill("-TERM", child.id());
     let sent = std::time::Instant::now();
     let status = child.wait().unwrap();
     started.0 = None;

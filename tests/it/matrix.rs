@@ -1,7 +1,7 @@
 //! `metabench matrix`: the same plan on several engine configs, with unreachable engines
 //! listed rather than dropped, and the shipped configs/engines/*.toml readable.
 
-use crate::metabench;
+use crate::{kill, metabench};
 use metabench_testkit::{fresh_database, output_text, Kind};
 use std::path::Path;
 
@@ -186,15 +186,6 @@ fn sigterm_to_matrix_stops_the_run_in_progress() {
         "{}",
         output_text(&status)
     );
-}
-
-/// Sends `signal` (`-TERM`, `-STOP`, `-KILL`) to process `pid`, as `kill` does.
-fn kill(signal: &str, pid: u32) {
-    let sent = std::process::Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success(), "kill {signal} {pid}");
 }
 
 /// A run that cannot clean up (here: stopped, as one waiting on a frozen engine) does not
