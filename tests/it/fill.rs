@@ -188,7 +188,12 @@ fn fill_writes_what_clients_would_on_every_engine() {
                     .unwrap()
                     .to_owned();
                 let out = metabench_testkit::juicefs(&["destroy", "--yes", &url, &uuid]);
-                assert!(out.status.success(), "{var}: destroy");
+                assert!(
+                    out.status.success(),
+                    "{var}: destroy: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
             });
         }
     });

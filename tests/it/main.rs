@@ -27,9 +27,10 @@ mod sweep;
 mod terse;
 
 use std::sync::{Condvar, Mutex};
+use std::time::Instant;
 
-/// Which module runs now, and how many of its tests.
-static RUNNING: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
+/// Which module runs now, how many of its tests, and since when.
+static RUNNING: Mutex<(Option<&'static str>, usize, Option<Instant>)> = Mutex::new((None, 0, None));
 static CHANGED: Condvar = Condvar::new();
 
 /// Held by a test while it runs: tests of other modules wait until every test of this
@@ -42,7 +43,8 @@ pub fn phase(module: &'static str) -> Phase {
     while running.0.is_some_and(|m| m != module) {
         running = CHANGED.wait(running).unwrap_or_else(|e| e.into_inner());
     }
-    *running = (Some(module), running.1 + 1);
+    let since = running.2.unwrap_or_else(Instant::now);
+    *running = (Some(module), running.1 + 1, Some(since));
     Phase
 }
 
@@ -51,7 +53,15 @@ impl Drop for Phase {
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         running.1 -= 1;
         if running.1 == 0 {
-            running.0 = None;
+            // straight to stderr, past the harness's capture: where CI's minutes go
+            if let (Some(module), Some(since)) = (running.0, running.2) {
+                let line = format!(
+                    "it: {module} ran for {:.0} s\n",
+                    since.elapsed().as_secs_f64()
+                );
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            }
+            *running = (None, 0, None);
             CHANGED.notify_all();
         }
     }

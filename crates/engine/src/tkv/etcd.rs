@@ -50,8 +50,16 @@ pub struct EtcdKv {
     metrics_at: String,
 }
 
+/// An etcd client error as a [`KvError`]: `ResourceExhausted` (the NOSPACE alarm's
+/// "database space exceeded", or "too many requests") is raised before the request is
+/// applied, so it is [`KvError::Refused`].
 fn other(e: etcd_client::Error) -> KvError {
-    KvError::Other(format!("etcd: {e}"))
+    let refused = matches!(&e, etcd_client::Error::GRpcStatus(s)
+        if s.code() == tonic::Code::ResourceExhausted);
+    match refused {
+        true => KvError::Refused(format!("etcd: {e}")),
+        false => KvError::Other(format!("etcd: {e}")),
+    }
 }
 
 /// JuiceFS's `buildTlsConfig` (`pkg/meta/tkv_etcd.go`): TLS when the URL names a CA

@@ -271,9 +271,9 @@ impl TkvBulk {
     ///    and the volume is as the wave before left it; where the deletes fail too,
     ///    [`BulkLoad::take_stray`] says so.
     ///
-    /// A seal that fails with an error that may hide its landing (a timeout) is checked
-    /// by reading the counters back ([`TkvBulk::counted_commit_landed`]): if it landed, the wave
-    /// stands. A process killed within a wave leaves the wave's keys beside a volume that
+    /// A seal that fails with an error that may hide its landing (a timeout, not a
+    /// refusal) is checked by reading the counters back
+    /// ([`TkvBulk::counted_commit_landed`]): if it landed, the wave stands. A process killed within a wave leaves the wave's keys beside a volume that
     /// does not count them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         let dirs = WaveDirs::of(batches);
@@ -298,7 +298,7 @@ impl TkvBulk {
             let seal = dir_puts(&self.keys, dirs.sealed);
             match self.commit_counted(seal, &added).await {
                 Ok(()) => return (batches.len(), None),
-                Err(e) => match self.counted_commit_landed().await {
+                Err(e) => match self.counted_commit_landed(&e).await {
                     // it failed and yet landed (a timeout): the wave is whole
                     Some(true) => return (batches.len(), None),
                     Some(false) => failure = Some(kv(e)),
@@ -325,15 +325,21 @@ impl TkvBulk {
         (0, failure)
     }
 
-    /// After a commit of the counters that failed with an error that may hide its
-    /// landing: whether the counters now hold what it wrote (`Some(true)`), what they held
-    /// before it or it was never sent (`Some(false)`), or anything else or nothing
-    /// readable (`None`).
-    async fn counted_commit_landed(&self) -> Option<bool> {
+    /// After a commit of the counters that failed with `error`: whether it landed all the
+    /// same. `Some(false)` when the engine refused it before applying it
+    /// ([`KvError::Refused`]: an etcd 3.5 out of room, which then refuses the read-back
+    /// too) or it was never sent; otherwise (an error that may hide its landing, a
+    /// timeout) the counters are read back: `Some(true)` when they hold what it wrote,
+    /// `Some(false)` when they hold what they held before it, `None` for anything else or
+    /// nothing readable.
+    async fn counted_commit_landed(&self, error: &KvError) -> Option<bool> {
         let Some([(space_before, space_after), (inodes_before, inodes_after)]) = self.counted
         else {
             return Some(false);
         };
+        if matches!(error, KvError::Refused(_)) {
+            return Some(false);
+        }
         let counters = self.counter_keys();
         let now = self.kv.batch_get(&counters).await.ok()?;
         let now: Vec<i64> = now
@@ -439,23 +445,39 @@ mod tests {
     /// first), and out of room once it holds `room` keys: every commit and batch read
     /// refused, deletes alone too, as etcd 3.5.1 does under its NOSPACE alarm (they are
     /// transactions), while plain deletes ([`KvBackend::delete_keys`]) are still taken,
-    /// unless `deletes_too`. While
-    /// `time_out` holds, the fill's next commit of the counters lands and yet reports a
-    /// timeout.
+    /// unless `deletes_too`. The fill's next commit of the counters (the seal of a wave)
+    /// does as `seal` says, once.
     struct AsEtcd {
         store: MemKv,
         room: usize,
         deletes_too: bool,
-        time_out: AtomicBool,
+        seal: std::sync::Mutex<Seal>,
+        full: AtomicBool,
         commits: AtomicUsize,
+    }
+
+    /// What the fill's next commit of the counters meets.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Seal {
+        /// It lands, as every commit with room left does.
+        Lands,
+        /// It lands and yet reports a timeout.
+        LandsAndTimesOut,
+        /// It finds etcd out of room: refused unapplied, and so is all that follows.
+        FindsNoRoom,
     }
 
     impl AsEtcd {
         fn room_left(&self) -> KvResult<()> {
-            match self.store.len() >= self.room {
-                true => Err(KvError::Other("out of room".into())),
+            match self.full.load(Ordering::Relaxed) || self.store.len() >= self.room {
+                true => Err(KvError::Refused("out of room".into())),
                 false => Ok(()),
             }
+        }
+
+        /// What the next seal meets (then it lands, as every other commit does).
+        fn next_seal(&self) -> Seal {
+            std::mem::replace(&mut *self.seal.lock().unwrap(), Seal::Lands)
         }
     }
 
@@ -489,14 +511,21 @@ mod tests {
             for _ in 0..3 - sent % 4 {
                 tokio::task::yield_now().await;
             }
-            self.room_left()?;
-            self.store.commit(observed, writes).await?;
             // a fill's commit of the counters with the records beside them
             let counted = writes.iter().any(|(k, _)| k == b"CtotalInodes") && writes.len() > 2;
-            if counted && self.time_out.swap(false, Ordering::Relaxed) {
-                return Err(KvError::Other("timed out".into()));
+            let seal = match counted {
+                true => self.next_seal(),
+                false => Seal::Lands,
+            };
+            if seal == Seal::FindsNoRoom {
+                self.full.store(true, Ordering::Relaxed);
             }
-            Ok(())
+            self.room_left()?;
+            self.store.commit(observed, writes).await?;
+            match seal {
+                Seal::LandsAndTimesOut => Err(KvError::Other("timed out".into())),
+                _ => Ok(()),
+            }
         }
         async fn delete_keys(&self, keys: &[Vec<u8>]) -> KvResult<()> {
             if self.deletes_too {
@@ -589,10 +618,10 @@ mod tests {
         name: &str,
         room: usize,
         deletes_too: bool,
-        time_out: bool,
+        seal: Seal,
     ) -> (crate::fill::FillEnd, MemKv) {
         let shape = crate::fill::shape::every_feature(0);
-        fill_shape_as_etcd(name, &shape, room, deletes_too, time_out).await
+        fill_shape_as_etcd(name, &shape, room, deletes_too, seal).await
     }
 
     async fn fill_shape_as_etcd(
@@ -600,14 +629,15 @@ mod tests {
         shape: &crate::fill::shape::Shape,
         room: usize,
         deletes_too: bool,
-        time_out: bool,
+        seal: Seal,
     ) -> (crate::fill::FillEnd, MemKv) {
         let store = MemKv::named(&format!("{name}-{}", std::process::id()));
         let kv = Arc::new(AsEtcd {
             store: store.clone(),
             room,
             deletes_too,
-            time_out: AtomicBool::new(time_out),
+            seal: std::sync::Mutex::new(seal),
+            full: AtomicBool::new(false),
             commits: AtomicUsize::new(0),
         });
         let url = MetaUrl::parse(&format!("memkv://{name}")).unwrap();
@@ -655,7 +685,7 @@ mod tests {
 
     #[tokio::test]
     async fn waves_of_commits_at_once_leave_a_whole_tree() {
-        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false, false).await;
+        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false, Seal::Lands).await;
         let names = done(end).names();
         assert_eq!(names, 3_000);
         assert_eq!(whole_tree(&store).await as u64, names);
@@ -663,7 +693,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
-        let (end, store) = fill_as_etcd("waves-room", 4_000, false, false).await;
+        let (end, store) = fill_as_etcd("waves-room", 4_000, false, Seal::Lands).await;
         let (e, written, stray) = refused(end);
         assert_eq!(stray, None);
         assert!(e.to_string().contains("out of room"), "{e}");
@@ -674,7 +704,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_the_engine_will_not_take_back_is_said_to_be_stray() {
-        let (end, _store) = fill_as_etcd("waves-stray", 4_000, true, false).await;
+        let (end, _store) = fill_as_etcd("waves-stray", 4_000, true, Seal::Lands).await;
         let (e, _, stray) = refused(end);
         let stray = stray.expect("the deletes were refused");
         assert!(e.to_string().contains("out of room"), "{e}");
@@ -683,9 +713,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_last_commit_that_lands_and_yet_times_out_keeps_its_wave() {
-        let (end, store) = fill_as_etcd("waves-timeout", usize::MAX, false, true).await;
+        let (end, store) =
+            fill_as_etcd("waves-timeout", usize::MAX, false, Seal::LandsAndTimesOut).await;
         let names = done(end).names();
         assert_eq!(whole_tree(&store).await as u64, names);
+    }
+
+    /// etcd out of room just at a wave's last commit: refused unapplied, which etcd 3.5
+    /// then also does to the counters' read-back. The wave is taken back, and the volume
+    /// is whole: no "not consistent".
+    #[tokio::test]
+    async fn a_last_commit_refused_for_room_takes_its_wave_back_and_stays_whole() {
+        let (end, store) =
+            fill_as_etcd("waves-seal-full", usize::MAX, false, Seal::FindsNoRoom).await;
+        let (e, written, stray) = refused(end);
+        assert_eq!(stray, None);
+        assert!(e.to_string().contains("out of room"), "{e}");
+        assert!(written.names() < 3_000, "{written:?}");
+        assert_eq!(whole_tree(&store).await as u64, written.names());
     }
 
     /// A directory of 60 sub-directories is one batch of more writes than a commit takes
@@ -703,11 +748,11 @@ mod tests {
             "no batch is split"
         );
         let (end, store) =
-            fill_shape_as_etcd("split-whole", &shape, usize::MAX, false, false).await;
+            fill_shape_as_etcd("split-whole", &shape, usize::MAX, false, Seal::Lands).await;
         assert_eq!(whole_tree(&store).await as u64, done(end).names());
         for room in (40..1_200).step_by(29) {
             let name = format!("split-{room}");
-            let (end, store) = fill_shape_as_etcd(&name, &shape, room, false, false).await;
+            let (end, store) = fill_shape_as_etcd(&name, &shape, room, false, Seal::Lands).await;
             let (e, written, stray) = refused(end);
             assert_eq!(stray, None, "room {room}");
             assert!(e.to_string().contains("out of room"), "{e}");

@@ -29,7 +29,11 @@ pub enum KvError {
     /// The optimistic transaction lost a race (etcd compare failure, memkv conflict,
     /// TiKV write conflict, FDB not_committed): JuiceFS's `shouldRetry` is true.
     Conflict(String),
-    /// Anything else: final.
+    /// The engine refused the call before applying any of it, so nothing of it landed
+    /// (etcd's NOSPACE alarm: gRPC `ResourceExhausted`). Final.
+    Refused(String),
+    /// Anything else: final, and for a commit it cannot tell whether the writes landed
+    /// (a timeout, a dropped connection).
     Other(String),
 }
 
@@ -37,7 +41,7 @@ impl std::fmt::Display for KvError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Conflict(m) => write!(f, "conflicted transaction: {m}"),
-            Self::Other(m) => f.write_str(m),
+            Self::Refused(m) | Self::Other(m) => f.write_str(m),
         }
     }
 }
@@ -250,7 +254,7 @@ impl From<KvError> for TxErr {
     fn from(e: KvError) -> Self {
         match e {
             KvError::Conflict(_) => TxErr::Retry(e.to_string()),
-            KvError::Other(m) => TxErr::Meta(MetaError::Engine(m)),
+            KvError::Refused(m) | KvError::Other(m) => TxErr::Meta(MetaError::Engine(m)),
         }
     }
 }
