@@ -133,10 +133,23 @@ impl BulkLoad for TkvBulk {
         reserve_ids(&mut self.s, name, n).await
     }
 
+    /// A commit that fails with an error that may hide its landing (a timeout) is
+    /// checked by reading the counters back, as a wave's last one is
+    /// ([`TkvBulk::counted_commit_landed`]): if it landed, the batch is written.
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {
-        self.commit_counted(puts(&self.keys, batch), added)
-            .await
-            .map_err(kv)
+        let Err(e) = self.commit_counted(puts(&self.keys, batch), added).await else {
+            return Ok(());
+        };
+        match self.counted_commit_landed(&e).await {
+            Some(true) => Ok(()),
+            Some(false) => Err(kv(e)),
+            None => {
+                self.stray.get_or_insert_with(|| {
+                    "whether the batch's commit landed could not be told".into()
+                });
+                Err(kv(e))
+            }
+        }
     }
 
     fn in_flight(&self) -> usize {
@@ -442,18 +455,40 @@ mod tests {
 
     /// memkv as etcd takes a bulk writer's commits: at most 128 writes each, several at
     /// once and landing in another order than sent (of every 4, the last sent lands
-    /// first), and out of room once it holds `room` keys: every commit and batch read
-    /// refused, deletes alone too, as etcd 3.5.1 does under its NOSPACE alarm (they are
-    /// transactions), while plain deletes ([`KvBackend::delete_keys`]) are still taken,
-    /// unless `deletes_too`. The fill's next commit of the counters (the seal of a wave)
-    /// does as `seal` says, once.
+    /// first), with the faults of [`Faults`].
     struct AsEtcd {
         store: MemKv,
-        room: usize,
-        deletes_too: bool,
+        faults: Faults,
         seal: std::sync::Mutex<Seal>,
         full: AtomicBool,
         commits: AtomicUsize,
+    }
+
+    /// How [`AsEtcd`] deviates from a store with room for everything.
+    #[derive(Debug, Clone, Copy)]
+    struct Faults {
+        /// Out of room once it holds this many keys: every commit and batch read refused,
+        /// deletes alone too, as etcd 3.5.1 does under its NOSPACE alarm (they are
+        /// transactions), while plain deletes ([`KvBackend::delete_keys`]) are still
+        /// taken, unless `deletes_too`.
+        room: usize,
+        deletes_too: bool,
+        /// What the fill's first commit of the counters (the seal of a wave) meets.
+        seal: Seal,
+        /// Commits taken at once ([`KvBackend::commits_at_once`]): 1 writes every batch
+        /// in a commit of its own ([`BulkLoad::write`]), not in waves.
+        at_once: usize,
+    }
+
+    impl Default for Faults {
+        fn default() -> Self {
+            Self {
+                room: usize::MAX,
+                deletes_too: false,
+                seal: Seal::Lands,
+                at_once: 4,
+            }
+        }
     }
 
     /// What the fill's next commit of the counters meets.
@@ -469,7 +504,7 @@ mod tests {
 
     impl AsEtcd {
         fn room_left(&self) -> KvResult<()> {
-            match self.full.load(Ordering::Relaxed) || self.store.len() >= self.room {
+            match self.full.load(Ordering::Relaxed) || self.store.len() >= self.faults.room {
                 true => Err(KvError::Refused("out of room".into())),
                 false => Ok(()),
             }
@@ -490,7 +525,7 @@ mod tests {
             Some(128)
         }
         fn commits_at_once(&self) -> usize {
-            4
+            self.faults.at_once
         }
         async fn get(&self, key: &[u8]) -> KvResult<Versioned> {
             self.store.get(key).await
@@ -528,7 +563,7 @@ mod tests {
             }
         }
         async fn delete_keys(&self, keys: &[Vec<u8>]) -> KvResult<()> {
-            if self.deletes_too {
+            if self.faults.deletes_too {
                 self.room_left()?;
             }
             self.store.delete_keys(keys).await
@@ -614,29 +649,21 @@ mod tests {
             .count()
     }
 
-    async fn fill_as_etcd(
-        name: &str,
-        room: usize,
-        deletes_too: bool,
-        seal: Seal,
-    ) -> (crate::fill::FillEnd, MemKv) {
+    async fn fill_as_etcd(name: &str, faults: Faults) -> (crate::fill::FillEnd, MemKv) {
         let shape = crate::fill::shape::every_feature(0);
-        fill_shape_as_etcd(name, &shape, room, deletes_too, seal).await
+        fill_shape_as_etcd(name, &shape, faults).await
     }
 
     async fn fill_shape_as_etcd(
         name: &str,
         shape: &crate::fill::shape::Shape,
-        room: usize,
-        deletes_too: bool,
-        seal: Seal,
+        faults: Faults,
     ) -> (crate::fill::FillEnd, MemKv) {
         let store = MemKv::named(&format!("{name}-{}", std::process::id()));
         let kv = Arc::new(AsEtcd {
             store: store.clone(),
-            room,
-            deletes_too,
-            seal: std::sync::Mutex::new(seal),
+            faults,
+            seal: std::sync::Mutex::new(faults.seal),
             full: AtomicBool::new(false),
             commits: AtomicUsize::new(0),
         });
@@ -685,7 +712,7 @@ mod tests {
 
     #[tokio::test]
     async fn waves_of_commits_at_once_leave_a_whole_tree() {
-        let (end, store) = fill_as_etcd("waves-whole", usize::MAX, false, Seal::Lands).await;
+        let (end, store) = fill_as_etcd("waves-whole", Faults::default()).await;
         let names = done(end).names();
         assert_eq!(names, 3_000);
         assert_eq!(whole_tree(&store).await as u64, names);
@@ -693,7 +720,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
-        let (end, store) = fill_as_etcd("waves-room", 4_000, false, Seal::Lands).await;
+        let (end, store) = fill_as_etcd(
+            "waves-room",
+            Faults {
+                room: 4_000,
+                ..Faults::default()
+            },
+        )
+        .await;
         let (e, written, stray) = refused(end);
         assert_eq!(stray, None);
         assert!(e.to_string().contains("out of room"), "{e}");
@@ -704,7 +738,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_wave_the_engine_will_not_take_back_is_said_to_be_stray() {
-        let (end, _store) = fill_as_etcd("waves-stray", 4_000, true, Seal::Lands).await;
+        let (end, _store) = fill_as_etcd(
+            "waves-stray",
+            Faults {
+                room: 4_000,
+                deletes_too: true,
+                ..Faults::default()
+            },
+        )
+        .await;
         let (e, _, stray) = refused(end);
         let stray = stray.expect("the deletes were refused");
         assert!(e.to_string().contains("out of room"), "{e}");
@@ -713,9 +755,33 @@ mod tests {
 
     #[tokio::test]
     async fn a_last_commit_that_lands_and_yet_times_out_keeps_its_wave() {
-        let (end, store) =
-            fill_as_etcd("waves-timeout", usize::MAX, false, Seal::LandsAndTimesOut).await;
+        let (end, store) = fill_as_etcd(
+            "waves-timeout",
+            Faults {
+                seal: Seal::LandsAndTimesOut,
+                ..Faults::default()
+            },
+        )
+        .await;
         let names = done(end).names();
+        assert_eq!(whole_tree(&store).await as u64, names);
+    }
+
+    /// A batch written in a commit of its own (one commit at a time) that lands and yet
+    /// times out counts as written: the counters are read back.
+    #[tokio::test]
+    async fn a_lone_commit_that_lands_and_yet_times_out_counts_its_batch() {
+        let (end, store) = fill_as_etcd(
+            "lone-timeout",
+            Faults {
+                seal: Seal::LandsAndTimesOut,
+                at_once: 1,
+                ..Faults::default()
+            },
+        )
+        .await;
+        let names = done(end).names();
+        assert_eq!(names, 3_000);
         assert_eq!(whole_tree(&store).await as u64, names);
     }
 
@@ -724,8 +790,14 @@ mod tests {
     /// is whole: no "not consistent".
     #[tokio::test]
     async fn a_last_commit_refused_for_room_takes_its_wave_back_and_stays_whole() {
-        let (end, store) =
-            fill_as_etcd("waves-seal-full", usize::MAX, false, Seal::FindsNoRoom).await;
+        let (end, store) = fill_as_etcd(
+            "waves-seal-full",
+            Faults {
+                seal: Seal::FindsNoRoom,
+                ..Faults::default()
+            },
+        )
+        .await;
         let (e, written, stray) = refused(end);
         assert_eq!(stray, None);
         assert!(e.to_string().contains("out of room"), "{e}");
@@ -747,12 +819,19 @@ mod tests {
             l.batches(4).any(|b| put_count(&b) + 2 > 128),
             "no batch is split"
         );
-        let (end, store) =
-            fill_shape_as_etcd("split-whole", &shape, usize::MAX, false, Seal::Lands).await;
+        let (end, store) = fill_shape_as_etcd("split-whole", &shape, Faults::default()).await;
         assert_eq!(whole_tree(&store).await as u64, done(end).names());
         for room in (40..1_200).step_by(29) {
             let name = format!("split-{room}");
-            let (end, store) = fill_shape_as_etcd(&name, &shape, room, false, Seal::Lands).await;
+            let (end, store) = fill_shape_as_etcd(
+                &name,
+                &shape,
+                Faults {
+                    room,
+                    ..Faults::default()
+                },
+            )
+            .await;
             let (e, written, stray) = refused(end);
             assert_eq!(stray, None, "room {room}");
             assert!(e.to_string().contains("out of room"), "{e}");
