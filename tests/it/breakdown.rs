@@ -288,8 +288,9 @@ fn postgres_without_pg_stat_statements_says_engine_time_unknown() {
 }
 
 /// Where the server keeps its own time per statement or request (the test engines run
-/// PostgreSQL with pg_stat_statements, MariaDB with performance_schema and etcd with
-/// `--metrics extensive`), the engine part is known, comes from the operation's own phase
+/// PostgreSQL with pg_stat_statements, on this host, where its backends' CPU is read too;
+/// MariaDB with performance_schema and etcd with `--metrics extensive`), the engine part
+/// is known, comes from the operation's own phase
 /// (a create's statements cost more than a getattr's one), and the floor's own engine
 /// time is read too and left out of the wire. MariaDB's prepared statements are counted:
 /// each is a second exchange on the wire.
@@ -309,7 +310,12 @@ fn servers_that_time_their_statements_give_each_phase_its_engine_part() {
         metabench_testkit::unique_name("mb-breakdown")
     );
     for (meta, name, source) in [
-        (postgres.url(), "pg", "PostgreSQL pg_stat_statements"),
+        // the test server runs on this host: its backends' CPU, counted per statement
+        (
+            postgres.url(),
+            "pg",
+            "PostgreSQL backends' CPU (/proc/<pid>/schedstat",
+        ),
         (mysql.url(), "mysql", "performance_schema"),
         (etcd.as_str(), "etcd", "etcd grpc_server_handling_seconds"),
     ] {

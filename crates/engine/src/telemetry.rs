@@ -205,6 +205,13 @@ pub fn engine_time(
                 "Redis INFO commandstats: each command's mean time over the phase × the commands sent per call (per phase)".into(),
             )
         }
+        EngineKind::Postgres if backends_timed(delta) => {
+            let us = delta.counter("backend_cpu_us") / delta.counter("statement_calls");
+            EngineTime::Known(
+                us * round_trips_per_call,
+                "PostgreSQL backends' CPU (/proc/<pid>/schedstat, the server on this host) per statement over the phase × statements per call (per phase): a statement's parse, bind, run and commit, not its waits".into(),
+            )
+        }
         EngineKind::Postgres | EngineKind::Mysql | EngineKind::Etcd => {
             let (calls, total, missing, source) = match kind {
                 EngineKind::Postgres => (
@@ -237,6 +244,33 @@ pub fn engine_time(
         }
         _ => unknown("this engine keeps no per-command time"),
     }
+}
+
+/// Whether a PostgreSQL window's deltas time its backends ([`processes_cpu`] read at both
+/// edges, over the same backends) and count its statements (`pg_stat_statements`).
+fn backends_timed(delta: &Telemetry) -> bool {
+    delta.counters.contains_key("backend_cpu_us")
+        && delta.counters.get("backend_pid_sum") == Some(&0.0)
+        && delta.counter("statement_calls") > 0.0
+}
+
+/// What the processes `pids` of this host have run: their CPU time in µs (the first field
+/// of `/proc/<pid>/schedstat`, nanoseconds on a CPU), and the sum of their ids, so that a
+/// window whose set of processes changed shows as one whose sum moved. `None` unless
+/// every one is a process here named `comm` (a server in a container or on another host
+/// has ids that mean nothing here).
+pub(crate) fn processes_cpu(pids: &[u32], comm: &str) -> Option<(f64, f64)> {
+    let mut ns = 0u64;
+    for pid in pids {
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        if name.trim_end() != comm {
+            return None;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    let pid_sum: u64 = pids.iter().map(|&p| u64::from(p)).sum();
+    Some((ns as f64 / 1000.0, pid_sum as f64))
 }
 
 /// Redis `INFO all`: CPU, commands, AOF fsyncs and each command's calls and time
@@ -449,6 +483,31 @@ mod tests {
         assert!(engine_bound(EngineKind::Sqlite, &s, Duration::from_secs(2), 8).is_none());
     }
 
+    /// A busy process's CPU is read from its schedstat, and only under its own name.
+    #[test]
+    fn processes_cpu_reads_schedstat_under_the_processes_name() {
+        // a shell's busy loop is one thread: /proc/<pid>/schedstat is that thread's, as a
+        // PostgreSQL backend's is
+        let mut busy = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let pid = busy.id();
+        std::thread::sleep(Duration::from_millis(20));
+        let (before, sum) = processes_cpu(&[pid], "sh").expect("schedstat readable");
+        assert_eq!(sum, pid as f64);
+        std::thread::sleep(Duration::from_millis(100));
+        let (after, _) = processes_cpu(&[pid], "sh").unwrap();
+        let wrong_name = processes_cpu(&[pid], "postgres");
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        assert!(after - before >= 10_000.0, "{before} → {after} µs");
+        assert_eq!(wrong_name, None);
+        assert_eq!(processes_cpu(&[], "sh"), Some((0.0, 0.0)));
+        // gone: no reading
+        assert_eq!(processes_cpu(&[pid], "sh"), None);
+    }
+
     /// The engine part: Redis from each command's mean time over the window × the commands
     /// sent per call; unknown, and why, when a figure is missing; PostgreSQL and etcd from
     /// their statement or request time when it was read, else unknown.
@@ -487,6 +546,20 @@ mod tests {
             engine_time(EngineKind::Postgres, &pg, &BTreeMap::new(), None, 4.0),
             EngineTime::Known(40.0, "PostgreSQL pg_stat_statements: the mean statement time over the phase × statements per call (per phase)".into())
         );
+        // The backends' CPU, where it was read over the same backends, is the engine part.
+        let mut cpu = pg.clone();
+        cpu.counters.insert("backend_cpu_us".into(), 600.0);
+        cpu.counters.insert("backend_pid_sum".into(), 0.0);
+        assert!(matches!(
+            engine_time(EngineKind::Postgres, &cpu, &BTreeMap::new(), None, 4.0),
+            EngineTime::Known(us, source) if us == 60.0 && source.contains("schedstat")
+        ));
+        // Over another set of backends (one came or went) it is not: the statement time is.
+        cpu.counters.insert("backend_pid_sum".into(), 4242.0);
+        assert!(matches!(
+            engine_time(EngineKind::Postgres, &cpu, &BTreeMap::new(), None, 4.0),
+            EngineTime::Known(us, source) if us == 40.0 && source.contains("pg_stat_statements")
+        ));
         // A sum that fell (a MySQL connection closed within the window) is no reading.
         let mut fell = pg.clone();
         fell.counters.insert("statement_us".into(), -5.0);

@@ -793,6 +793,29 @@ impl Engine for SqlEngine {
                     if let Ok(Some(row)) = rows.as_ref().map(|r| r.first()) {
                         statement_time(&mut t, number(row.0.first()), number(row.0.get(1)));
                     }
+                    // The CPU of the backends of this database's connections (this one
+                    // left out), where the server runs on this host: what a statement
+                    // costs the server from its Bind to its commit, of which
+                    // pg_stat_statements times only the executor's run.
+                    if self.target.url.server_on_this_host() {
+                        let rows = c
+                            .simple_fetch(
+                                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+                                 AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+                            )
+                            .await;
+                        let pids: Option<Vec<u32>> = rows.ok().map(|rows| {
+                            rows.iter()
+                                .filter_map(|r| number(r.0.first()))
+                                .map(|p| p as u32)
+                                .collect()
+                        });
+                        let cpu = pids.and_then(|p| crate::telemetry::processes_cpu(&p, "postgres"));
+                        if let Some((us, pid_sum)) = cpu {
+                            t.counters.insert("backend_cpu_us".into(), us);
+                            t.counters.insert("backend_pid_sum".into(), pid_sum);
+                        }
+                    }
                 }
                 Dialect::Sqlite => {}
             }

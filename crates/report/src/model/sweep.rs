@@ -170,8 +170,8 @@ pub struct Floor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cpu_us: Option<f64>,
     /// The engine's own time per null round trip, µs, from its counters read around the
-    /// floor (Redis's `PING` in `INFO commandstats`, PostgreSQL's `SELECT 1` in
-    /// `pg_stat_statements`, etcd's request handling): the breakdown leaves it out of the
+    /// floor (Redis's `PING` in `INFO commandstats`, PostgreSQL's `SELECT 1` by its
+    /// backend's CPU or in `pg_stat_statements`, etcd's request handling): the breakdown leaves it out of the
     /// wire part, as it does the client's CPU. None where the engine keeps no such time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_us: Option<f64>,
