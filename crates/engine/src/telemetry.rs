@@ -33,10 +33,15 @@ impl Telemetry {
         }
     }
 
-    /// Adds another window's deltas: counters summed, gauges at their highest.
+    /// Adds another window's deltas: counters summed (a change marker such as
+    /// `backend_set` stays 0 only while both are), gauges at their highest.
     pub fn add(&mut self, other: &Telemetry) {
         for (k, v) in &other.counters {
-            *self.counters.entry(k.clone()).or_default() += v;
+            let sum = self.counters.entry(k.clone()).or_default();
+            match CHANGE_MARKERS.contains(&k.as_str()) {
+                true => *sum = sum.abs() + v.abs(),
+                false => *sum += v,
+            }
         }
         for (k, v) in &other.gauges {
             let g = self.gauges.entry(k.clone()).or_insert(*v);
@@ -157,9 +162,12 @@ pub enum EngineTime {
 /// work), times how many the operation sent per call: per phase, not per call. A
 /// `MULTI … EXEC` counts as its `exec`, whose time covers the commands queued in it.
 ///
-/// PostgreSQL (`pg_stat_statements`) and MariaDB/MySQL (`performance_schema`'s statement
-/// events of the connections in the database): the mean statement time over the window
-/// in this database × the statements (round trips) per call: per phase. etcd, started
+/// PostgreSQL on this host: its backends' CPU over the window per statement
+/// `pg_stat_statements` counted, where the window's backends stayed the same
+/// ([`processes_cpu`]); else, and on MariaDB/MySQL, the statements' own time
+/// (`pg_stat_statements`, `performance_schema`'s statement events of the connections in
+/// the database): the mean statement time over the window in this database × the
+/// statements (round trips) per call: per phase. etcd, started
 /// with `--metrics=extensive`: the mean gRPC handling time over the window × the
 /// requests per call: per phase.
 pub fn engine_time(
@@ -246,31 +254,52 @@ pub fn engine_time(
     }
 }
 
-/// Whether a PostgreSQL window's deltas time its backends ([`processes_cpu`] read at both
-/// edges, over the same backends) and count its statements (`pg_stat_statements`).
+/// Counters that mark a change rather than count one: 0 over a window when what they
+/// identify stayed the same. [`Telemetry::add`] keeps them 0 only while every window's was.
+const CHANGE_MARKERS: &[&str] = &["backend_set"];
+
+/// Whether a PostgreSQL window's deltas time its backends: [`processes_cpu`] read at both
+/// edges over the same backends (`backend_set`), no session started in between (`sessions`
+/// of `pg_stat_database`, PostgreSQL 14 and later: one that came and went would have run
+/// statements whose CPU no edge saw), CPU spent, and statements counted
+/// (`pg_stat_statements`).
 fn backends_timed(delta: &Telemetry) -> bool {
-    delta.counters.contains_key("backend_cpu_us")
-        && delta.counters.get("backend_pid_sum") == Some(&0.0)
+    delta.counter("backend_cpu_us") > 0.0
+        && delta.counters.get("backend_set") == Some(&0.0)
+        && delta.counter("sessions") == 0.0
         && delta.counter("statement_calls") > 0.0
 }
 
-/// What the processes `pids` of this host have run: their CPU time in µs (the first field
-/// of `/proc/<pid>/schedstat`, nanoseconds on a CPU), and the sum of their ids, so that a
-/// window whose set of processes changed shows as one whose sum moved. `None` unless
-/// every one is a process here named `comm` (a server in a container or on another host
-/// has ids that mean nothing here).
+/// What the single-threaded processes `pids` of this host (a PostgreSQL backend is one)
+/// have run: their CPU time in µs (the first field of `/proc/<pid>/schedstat`, that of the
+/// process's main thread, nanoseconds on a CPU), and a mark of which processes they are
+/// (a hash of each one's id and start time, below 2^48 so that an `f64` holds it
+/// exactly): two readings over the same processes have the same mark, one whose process
+/// exited and another took its id has not. `None` unless every one is a process here
+/// named `comm` (a server in a container or on another host has ids that mean nothing
+/// here).
 pub(crate) fn processes_cpu(pids: &[u32], comm: &str) -> Option<(f64, f64)> {
+    use std::hash::{Hash, Hasher};
     let mut ns = 0u64;
-    for pid in pids {
+    let mut started: Vec<(u32, u64)> = Vec::with_capacity(pids.len());
+    for &pid in pids {
         let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
         if name.trim_end() != comm {
             return None;
         }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+        let sched = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+        ns += sched.split_whitespace().next()?.parse::<u64>().ok()?;
+        // /proc/<pid>/stat: the start time is the 22nd field, the 20th after the name
+        // (which is in parentheses and may hold spaces)
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after_name = &stat[stat.rfind(')')? + 1..];
+        let start = after_name.split_whitespace().nth(19)?.parse::<u64>().ok()?;
+        started.push((pid, start));
     }
-    let pid_sum: u64 = pids.iter().map(|&p| u64::from(p)).sum();
-    Some((ns as f64 / 1000.0, pid_sum as f64))
+    started.sort_unstable();
+    let mut h = std::hash::DefaultHasher::new();
+    started.hash(&mut h);
+    Some((ns as f64 / 1000.0, (h.finish() >> 16) as f64))
 }
 
 /// Redis `INFO all`: CPU, commands, AOF fsyncs and each command's calls and time
@@ -495,7 +524,7 @@ mod tests {
         let pid = busy.id();
         std::thread::sleep(Duration::from_millis(20));
         let (before, sum) = processes_cpu(&[pid], "sh").expect("schedstat readable");
-        assert_eq!(sum, pid as f64);
+        assert!(sum < (1u64 << 48) as f64);
         std::thread::sleep(Duration::from_millis(100));
         let (after, _) = processes_cpu(&[pid], "sh").unwrap();
         let wrong_name = processes_cpu(&[pid], "postgres");
@@ -503,9 +532,21 @@ mod tests {
         busy.wait().unwrap();
         assert!(after - before >= 10_000.0, "{before} → {after} µs");
         assert_eq!(wrong_name, None);
-        assert_eq!(processes_cpu(&[], "sh"), Some((0.0, 0.0)));
+        assert_eq!(processes_cpu(&[], "sh").map(|(cpu, _)| cpu), Some(0.0));
         // gone: no reading
         assert_eq!(processes_cpu(&[pid], "sh"), None);
+        // the mark names the processes: the same ones, the same mark; another, another
+        let mut other = std::process::Command::new("sh")
+            .args(["-c", "sleep 5"])
+            .spawn()
+            .unwrap();
+        let o = other.id();
+        let once = processes_cpu(&[o], "sh").map(|(_, mark)| mark);
+        let again = processes_cpu(&[o], "sh").map(|(_, mark)| mark);
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert!(once.is_some() && once == again, "{once:?} {again:?}");
+        assert_ne!(once, Some(sum));
     }
 
     /// The engine part: Redis from each command's mean time over the window × the commands
@@ -549,17 +590,38 @@ mod tests {
         // The backends' CPU, where it was read over the same backends, is the engine part.
         let mut cpu = pg.clone();
         cpu.counters.insert("backend_cpu_us".into(), 600.0);
-        cpu.counters.insert("backend_pid_sum".into(), 0.0);
+        cpu.counters.insert("backend_set".into(), 0.0);
+        cpu.counters.insert("sessions".into(), 0.0);
         assert!(matches!(
             engine_time(EngineKind::Postgres, &cpu, &BTreeMap::new(), None, 4.0),
             EngineTime::Known(us, source) if us == 60.0 && source.contains("schedstat")
         ));
-        // Over another set of backends (one came or went) it is not: the statement time is.
-        cpu.counters.insert("backend_pid_sum".into(), 4242.0);
-        assert!(matches!(
-            engine_time(EngineKind::Postgres, &cpu, &BTreeMap::new(), None, 4.0),
-            EngineTime::Known(us, source) if us == 40.0 && source.contains("pg_stat_statements")
-        ));
+        // Over another set of backends, after a session that may have come and gone, or
+        // with no CPU seen, it is not: the statement time is.
+        for (counter, value) in [
+            ("backend_set", 4242.0),
+            ("sessions", 1.0),
+            ("backend_cpu_us", 0.0),
+        ] {
+            let mut changed = cpu.clone();
+            changed.counters.insert(counter.into(), value);
+            assert!(
+                matches!(
+                    engine_time(EngineKind::Postgres, &changed, &BTreeMap::new(), None, 4.0),
+                    EngineTime::Known(us, ref source) if us == 40.0 && source.contains("pg_stat_statements")
+                ),
+                "{counter}"
+            );
+        }
+        // Windows added up: the mark stays 0 only while every window's was.
+        let mut level = cpu.clone();
+        level.add(&cpu);
+        assert_eq!(level.counters["backend_set"], 0.0);
+        let mut moved = cpu.clone();
+        moved.counters.insert("backend_set".into(), -7.0);
+        level.add(&moved);
+        level.add(&cpu);
+        assert_eq!(level.counters["backend_set"], 7.0);
         // A sum that fell (a MySQL connection closed within the window) is no reading.
         let mut fell = pg.clone();
         fell.counters.insert("statement_us".into(), -5.0);

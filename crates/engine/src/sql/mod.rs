@@ -280,8 +280,8 @@ const MYSQL_SETTINGS: &[&str] = &[
 
 /// The settings a PostgreSQL run records ([`ServerInfo::settings`]): durability (`fsync`,
 /// `synchronous_commit`, as this database's sessions see it), `shared_buffers`,
-/// `max_connections`, `shared_preload_libraries` (pg_stat_statements there times the
-/// statements, the breakdown's engine part), and the statement logging, `log_statement`
+/// `max_connections`, `shared_preload_libraries` (pg_stat_statements there counts and
+/// times the statements of the breakdown's engine part), and the statement logging, `log_statement`
 /// and `log_min_duration_statement` (logging every statement costs the server time that
 /// no counter shows).
 const POSTGRES_SETTINGS: &[&str] = &[
@@ -811,9 +811,22 @@ impl Engine for SqlEngine {
                                 .collect()
                         });
                         let cpu = pids.and_then(|p| crate::telemetry::processes_cpu(&p, "postgres"));
-                        if let Some((us, pid_sum)) = cpu {
+                        if let Some((us, set)) = cpu {
                             t.counters.insert("backend_cpu_us".into(), us);
-                            t.counters.insert("backend_pid_sum".into(), pid_sum);
+                            t.counters.insert("backend_set".into(), set);
+                        }
+                        // PostgreSQL 14 and later: sessions begun in this database, so
+                        // that one that came and went between two readings shows
+                        let sessions = c
+                            .simple_fetch(
+                                "SELECT sessions FROM pg_stat_database WHERE datname = current_database()",
+                            )
+                            .await;
+                        if let Some(v) = sessions
+                            .ok()
+                            .and_then(|r| r.first().and_then(|r| number(r.0.first())))
+                        {
+                            t.counters.insert("sessions".into(), v);
                         }
                     }
                 }

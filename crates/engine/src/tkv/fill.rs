@@ -141,7 +141,12 @@ impl BulkLoad for TkvBulk {
             return Ok(());
         };
         match self.counted_commit_landed(&e).await {
-            Some(true) => Ok(()),
+            Some(true) => {
+                // the whole batch landed: its unguarded parts too, whatever commit_counted
+                // feared for them
+                self.stray = None;
+                Ok(())
+            }
             Some(false) => Err(kv(e)),
             None => {
                 self.stray.get_or_insert_with(|| {
@@ -286,8 +291,9 @@ impl TkvBulk {
     ///
     /// A seal that fails with an error that may hide its landing (a timeout, not a
     /// refusal) is checked by reading the counters back
-    /// ([`TkvBulk::counted_commit_landed`]): if it landed, the wave stands. A process killed within a wave leaves the wave's keys beside a volume that
-    /// does not count them.
+    /// ([`TkvBulk::counted_commit_landed`]): if it landed, the wave stands. A process
+    /// killed within a wave leaves the wave's keys beside a volume that does not count
+    /// them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         let dirs = WaveDirs::of(batches);
         let limit = self.commit_limit();
@@ -341,8 +347,9 @@ impl TkvBulk {
     /// After a commit of the counters that failed with `error`: whether it landed all the
     /// same. `Some(false)` when the engine refused it before applying it
     /// ([`KvError::Refused`]: an etcd 3.5 out of room, which then refuses the read-back
-    /// too) or it was never sent; otherwise (an error that may hide its landing, a
-    /// timeout) the counters are read back: `Some(true)` when they hold what it wrote,
+    /// too; [`KvError::Conflict`]: its guard on the counters failed) or it was never
+    /// sent; otherwise (an error that may hide its landing, a timeout) the counters are
+    /// read back: `Some(true)` when they hold what it wrote,
     /// `Some(false)` when they hold what they held before it, `None` for anything else or
     /// nothing readable.
     async fn counted_commit_landed(&self, error: &KvError) -> Option<bool> {
@@ -350,7 +357,7 @@ impl TkvBulk {
         else {
             return Some(false);
         };
-        if matches!(error, KvError::Refused(_)) {
+        if matches!(error, KvError::Refused(_) | KvError::Conflict(_)) {
             return Some(false);
         }
         let counters = self.counter_keys();
@@ -459,7 +466,9 @@ mod tests {
     struct AsEtcd {
         store: MemKv,
         faults: Faults,
-        seal: std::sync::Mutex<Seal>,
+        /// Commits of the counters still to land before the one `faults.seal` describes,
+        /// and what that one meets.
+        seal: std::sync::Mutex<(usize, Seal)>,
         full: AtomicBool,
         commits: AtomicUsize,
     }
@@ -473,8 +482,10 @@ mod tests {
         /// taken, unless `deletes_too`.
         room: usize,
         deletes_too: bool,
-        /// What the fill's first commit of the counters (the seal of a wave) meets.
+        /// What the fill's commit of the counters (a wave's seal, or a lone batch's
+        /// commit) after `seals_before` others meets.
         seal: Seal,
+        seals_before: usize,
         /// Commits taken at once ([`KvBackend::commits_at_once`]): 1 writes every batch
         /// in a commit of its own ([`BulkLoad::write`]), not in waves.
         at_once: usize,
@@ -486,6 +497,7 @@ mod tests {
                 room: usize::MAX,
                 deletes_too: false,
                 seal: Seal::Lands,
+                seals_before: 0,
                 at_once: 4,
             }
         }
@@ -498,6 +510,9 @@ mod tests {
         Lands,
         /// It lands and yet reports a timeout.
         LandsAndTimesOut,
+        /// It lands, fills etcd up, and reports a timeout: the counters' read-back is
+        /// refused, so whether it landed cannot be told.
+        LandsFillsUpAndTimesOut,
         /// It finds etcd out of room: refused unapplied, and so is all that follows.
         FindsNoRoom,
     }
@@ -510,9 +525,17 @@ mod tests {
             }
         }
 
-        /// What the next seal meets (then it lands, as every other commit does).
+        /// What the next seal meets (after the one `faults.seal` describes, they land, as
+        /// every other commit does).
         fn next_seal(&self) -> Seal {
-            std::mem::replace(&mut *self.seal.lock().unwrap(), Seal::Lands)
+            let mut next = self.seal.lock().unwrap();
+            match next.0 {
+                0 => std::mem::replace(&mut next.1, Seal::Lands),
+                _ => {
+                    next.0 -= 1;
+                    Seal::Lands
+                }
+            }
         }
     }
 
@@ -559,6 +582,10 @@ mod tests {
             self.store.commit(observed, writes).await?;
             match seal {
                 Seal::LandsAndTimesOut => Err(KvError::Other("timed out".into())),
+                Seal::LandsFillsUpAndTimesOut => {
+                    self.full.store(true, Ordering::Relaxed);
+                    Err(KvError::Other("timed out".into()))
+                }
                 _ => Ok(()),
             }
         }
@@ -663,7 +690,7 @@ mod tests {
         let kv = Arc::new(AsEtcd {
             store: store.clone(),
             faults,
-            seal: std::sync::Mutex::new(faults.seal),
+            seal: std::sync::Mutex::new((faults.seals_before, faults.seal)),
             full: AtomicBool::new(false),
             commits: AtomicUsize::new(0),
         });
@@ -790,10 +817,12 @@ mod tests {
     /// is whole: no "not consistent".
     #[tokio::test]
     async fn a_last_commit_refused_for_room_takes_its_wave_back_and_stays_whole() {
+        // the fourth wave's: three waves stand
         let (end, store) = fill_as_etcd(
             "waves-seal-full",
             Faults {
                 seal: Seal::FindsNoRoom,
+                seals_before: 3,
                 ..Faults::default()
             },
         )
@@ -801,8 +830,35 @@ mod tests {
         let (e, written, stray) = refused(end);
         assert_eq!(stray, None);
         assert!(e.to_string().contains("out of room"), "{e}");
-        assert!(written.names() < 3_000, "{written:?}");
+        assert!(
+            written.names() > 0 && written.names() < 3_000,
+            "{written:?}"
+        );
         assert_eq!(whole_tree(&store).await as u64, written.names());
+    }
+
+    /// A last commit that fails in a way that may hide its landing, and whose read-back
+    /// etcd refuses (out of room after it): whether it landed cannot be told, and the
+    /// fill says the volume may not be consistent, in a wave and in a commit of its own.
+    #[tokio::test]
+    async fn a_last_commit_that_cannot_be_told_to_have_landed_is_said_to_be_stray() {
+        for at_once in [4, 1] {
+            let (end, _store) = fill_as_etcd(
+                &format!("untold-{at_once}"),
+                Faults {
+                    seal: Seal::LandsFillsUpAndTimesOut,
+                    seals_before: 2,
+                    at_once,
+                    ..Faults::default()
+                },
+            )
+            .await;
+            let (e, written, stray) = refused(end);
+            assert!(e.to_string().contains("timed out"), "{at_once}: {e}");
+            assert!(written.names() > 0, "{at_once}: {written:?}");
+            let stray = stray.unwrap_or_else(|| panic!("{at_once}: no stray"));
+            assert!(stray.contains("could not be told"), "{at_once}: {stray}");
+        }
     }
 
     /// A directory of 60 sub-directories is one batch of more writes than a commit takes

@@ -32,8 +32,8 @@ pub enum KvError {
     /// The engine refused the call before applying any of it, so nothing of it landed
     /// (etcd's NOSPACE alarm: gRPC `ResourceExhausted`). Final.
     Refused(String),
-    /// Anything else: final, and for a commit it cannot tell whether the writes landed
-    /// (a timeout, a dropped connection).
+    /// Anything else: final; for a commit it may not tell whether the writes landed (a
+    /// timeout, a dropped connection).
     Other(String),
 }
 
