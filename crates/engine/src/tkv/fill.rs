@@ -737,30 +737,39 @@ mod tests {
         (e, written, stray)
     }
 
+    /// Fills with `faults`, which the fill must come through: every one of the 3,000 names
+    /// written, and a whole tree.
+    async fn fills_whole(name: &str, faults: Faults) {
+        let (end, store) = fill_as_etcd(name, faults).await;
+        let names = done(end).names();
+        assert_eq!(names, 3_000, "{name}");
+        assert_eq!(whole_tree(&store).await as u64, names, "{name}");
+    }
+
     #[tokio::test]
     async fn waves_of_commits_at_once_leave_a_whole_tree() {
-        let (end, store) = fill_as_etcd("waves-whole", Faults::default()).await;
-        let names = done(end).names();
-        assert_eq!(names, 3_000);
-        assert_eq!(whole_tree(&store).await as u64, names);
+        fills_whole("waves-whole", Faults::default()).await;
+    }
+
+    /// Fills with `faults`, which run etcd out of room: the fill stops there with some of
+    /// the names written, a whole tree, and no word of an inconsistent volume.
+    async fn stops_whole_for_room(name: &str, faults: Faults) {
+        let (end, store) = fill_as_etcd(name, faults).await;
+        let (e, written, stray) = refused(end);
+        assert_eq!(stray, None, "{name}");
+        assert!(e.to_string().contains("out of room"), "{name}: {e}");
+        let names = written.names();
+        assert!(names > 0 && names < 3_000, "{name}: {written:?}");
+        assert_eq!(whole_tree(&store).await as u64, names, "{name}");
     }
 
     #[tokio::test]
     async fn a_wave_that_runs_out_of_room_is_taken_back_whole() {
-        let (end, store) = fill_as_etcd(
-            "waves-room",
-            Faults {
-                room: 4_000,
-                ..Faults::default()
-            },
-        )
-        .await;
-        let (e, written, stray) = refused(end);
-        assert_eq!(stray, None);
-        assert!(e.to_string().contains("out of room"), "{e}");
-        let names = written.names();
-        assert!(names > 0 && names < 3_000, "{written:?}");
-        assert_eq!(whole_tree(&store).await as u64, names);
+        let faults = Faults {
+            room: 4_000,
+            ..Faults::default()
+        };
+        stops_whole_for_room("waves-room", faults).await;
     }
 
     #[tokio::test]
@@ -780,36 +789,19 @@ mod tests {
         assert!(stray.contains("out of room"), "{stray}");
     }
 
+    /// A last commit that lands and yet times out, of a wave or of a batch written in a
+    /// commit of its own (one commit at a time), counts as written: the counters are read
+    /// back.
     #[tokio::test]
-    async fn a_last_commit_that_lands_and_yet_times_out_keeps_its_wave() {
-        let (end, store) = fill_as_etcd(
-            "waves-timeout",
-            Faults {
+    async fn a_last_commit_that_lands_and_yet_times_out_keeps_its_batches() {
+        for at_once in [4, 1] {
+            let faults = Faults {
                 seal: Seal::LandsAndTimesOut,
+                at_once,
                 ..Faults::default()
-            },
-        )
-        .await;
-        let names = done(end).names();
-        assert_eq!(whole_tree(&store).await as u64, names);
-    }
-
-    /// A batch written in a commit of its own (one commit at a time) that lands and yet
-    /// times out counts as written: the counters are read back.
-    #[tokio::test]
-    async fn a_lone_commit_that_lands_and_yet_times_out_counts_its_batch() {
-        let (end, store) = fill_as_etcd(
-            "lone-timeout",
-            Faults {
-                seal: Seal::LandsAndTimesOut,
-                at_once: 1,
-                ..Faults::default()
-            },
-        )
-        .await;
-        let names = done(end).names();
-        assert_eq!(names, 3_000);
-        assert_eq!(whole_tree(&store).await as u64, names);
+            };
+            fills_whole(&format!("timeout-{at_once}"), faults).await;
+        }
     }
 
     /// etcd out of room just at a wave's last commit: refused unapplied, which etcd 3.5
@@ -818,23 +810,12 @@ mod tests {
     #[tokio::test]
     async fn a_last_commit_refused_for_room_takes_its_wave_back_and_stays_whole() {
         // the fourth wave's: three waves stand
-        let (end, store) = fill_as_etcd(
-            "waves-seal-full",
-            Faults {
-                seal: Seal::FindsNoRoom,
-                seals_before: 3,
-                ..Faults::default()
-            },
-        )
-        .await;
-        let (e, written, stray) = refused(end);
-        assert_eq!(stray, None);
-        assert!(e.to_string().contains("out of room"), "{e}");
-        assert!(
-            written.names() > 0 && written.names() < 3_000,
-            "{written:?}"
-        );
-        assert_eq!(whole_tree(&store).await as u64, written.names());
+        let faults = Faults {
+            seal: Seal::FindsNoRoom,
+            seals_before: 3,
+            ..Faults::default()
+        };
+        stops_whole_for_room("waves-seal-full", faults).await;
     }
 
     /// A last commit that fails in a way that may hide its landing, and whose read-back
