@@ -12,6 +12,7 @@ pub mod fill;
 pub mod in_process;
 pub mod meta;
 pub mod namespace;
+pub mod procfs;
 pub mod redis;
 pub mod retry;
 pub(crate) mod rules;

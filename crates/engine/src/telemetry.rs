@@ -288,12 +288,13 @@ pub(crate) fn processes_cpu(pids: &[u32], comm: &str) -> Option<(f64, f64)> {
             return None;
         }
         let sched = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-        ns += sched.split_whitespace().next()?.parse::<u64>().ok()?;
-        // /proc/<pid>/stat: the start time is the 22nd field, the 20th after the name
-        // (which is in parentheses and may hold spaces)
+        let [ran_ns, ..] = crate::procfs::schedstat_fields(&sched)?;
+        ns += ran_ns;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let after_name = &stat[stat.rfind(')')? + 1..];
-        let start = after_name.split_whitespace().nth(19)?.parse::<u64>().ok()?;
+        let start = crate::procfs::stat_after_name(&stat)?
+            .nth(19)?
+            .parse::<u64>()
+            .ok()?;
         started.push((pid, start));
     }
     started.sort_unstable();

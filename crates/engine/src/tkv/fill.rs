@@ -26,11 +26,8 @@ pub(super) struct TkvBulk {
     pub(super) s: TkvSession,
     pub(super) kv: Arc<dyn KvBackend>,
     pub(super) keys: TkvKeys,
-    /// What a failed wave left that could not be deleted again ([`BulkLoad::take_stray`]).
+    /// Why the volume may not be consistent after a failure ([`BulkLoad::take_stray`]).
     pub(super) stray: Option<String>,
-    /// The counters `usedSpace` and `totalInodes` before and after the last commit that
-    /// writes them, as it meant them; `None` until that commit is sent.
-    pub(super) counted: Option<[(i64, i64); 2]>,
 }
 
 fn kv(e: KvError) -> MetaError {
@@ -133,28 +130,10 @@ impl BulkLoad for TkvBulk {
         reserve_ids(&mut self.s, name, n).await
     }
 
-    /// A commit that fails with an error that may hide its landing (a timeout) is
-    /// checked by reading the counters back, as a wave's last one is
-    /// ([`TkvBulk::counted_commit_landed`]): if it landed, the batch is written.
     async fn write(&mut self, batch: &Batch, added: &Totals) -> Result<()> {
-        let Err(e) = self.commit_counted(puts(&self.keys, batch), added).await else {
-            return Ok(());
-        };
-        match self.counted_commit_landed(&e).await {
-            Some(true) => {
-                // the whole batch landed: its unguarded parts too, whatever commit_counted
-                // feared for them
-                self.stray = None;
-                Ok(())
-            }
-            Some(false) => Err(kv(e)),
-            None => {
-                self.stray.get_or_insert_with(|| {
-                    "whether the batch's commit landed could not be told".into()
-                });
-                Err(kv(e))
-            }
-        }
+        self.commit_counted(puts(&self.keys, batch), added)
+            .await
+            .map_err(kv)
     }
 
     fn in_flight(&self) -> usize {
@@ -289,11 +268,9 @@ impl TkvBulk {
     ///    and the volume is as the wave before left it; where the deletes fail too,
     ///    [`BulkLoad::take_stray`] says so.
     ///
-    /// A seal that fails with an error that may hide its landing (a timeout, not a
-    /// refusal) is checked by reading the counters back
-    /// ([`TkvBulk::counted_commit_landed`]): if it landed, the wave stands. A process
-    /// killed within a wave leaves the wave's keys beside a volume that does not count
-    /// them.
+    /// A seal that fails and yet landed (a timeout: [`TkvBulk::commit_counted`] reads the
+    /// counters back) leaves the wave standing. A process killed within a wave leaves the
+    /// wave's keys beside a volume that does not count them.
     async fn wave(&mut self, batches: &[(Batch, Totals)]) -> (usize, Option<MetaError>) {
         let dirs = WaveDirs::of(batches);
         let limit = self.commit_limit();
@@ -317,19 +294,7 @@ impl TkvBulk {
             let seal = dir_puts(&self.keys, dirs.sealed);
             match self.commit_counted(seal, &added).await {
                 Ok(()) => return (batches.len(), None),
-                Err(e) => match self.counted_commit_landed(&e).await {
-                    // it failed and yet landed (a timeout): the wave is whole
-                    Some(true) => return (batches.len(), None),
-                    Some(false) => failure = Some(kv(e)),
-                    None => {
-                        self.stray = Some(
-                            "whether the wave's last commit landed could not be told, so its \
-                             keys were deleted again"
-                                .into(),
-                        );
-                        failure = Some(kv(e));
-                    }
-                },
+                Err(e) => failure = Some(kv(e)),
             }
         }
         // every commit of the wave: one that failed may have landed all the same (a
@@ -344,24 +309,20 @@ impl TkvBulk {
         (0, failure)
     }
 
-    /// After a commit of the counters that failed with `error`: whether it landed all the
-    /// same. `Some(false)` when the engine refused it before applying it
-    /// ([`KvError::Refused`]: an etcd 3.5 out of room, which then refuses the read-back
-    /// too; [`KvError::Conflict`]: its guard on the counters failed) or it was never
-    /// sent; otherwise (an error that may hide its landing, a timeout) the counters are
-    /// read back: `Some(true)` when they hold what it wrote,
-    /// `Some(false)` when they hold what they held before it, `None` for anything else or
-    /// nothing readable.
-    async fn counted_commit_landed(&self, error: &KvError) -> Option<bool> {
-        let Some([(space_before, space_after), (inodes_before, inodes_after)]) = self.counted
-        else {
-            return Some(false);
-        };
+    /// After the commit that writes the counters failed with `error`, meaning to move
+    /// them as `counts` says (`usedSpace` and `totalInodes`, each from before to after):
+    /// whether it landed all the same. `Some(false)` when the engine refused it before
+    /// applying it ([`KvError::Refused`]: an etcd 3.5 out of room, which then refuses the
+    /// read-back too; [`KvError::Conflict`]: its guard on the counters failed); otherwise
+    /// (an error that may hide its landing, a timeout) the counters are read back:
+    /// `Some(true)` when they hold what it wrote, `Some(false)` when they hold what they
+    /// held before it, `None` for anything else or nothing readable.
+    async fn landed_all_the_same(&self, counts: [(i64, i64); 2], error: &KvError) -> Option<bool> {
         if matches!(error, KvError::Refused(_) | KvError::Conflict(_)) {
             return Some(false);
         }
-        let counters = self.counter_keys();
-        let now = self.kv.batch_get(&counters).await.ok()?;
+        let [(space_before, space_after), (inodes_before, inodes_after)] = counts;
+        let now = self.kv.batch_get(&self.counter_keys()).await.ok()?;
         let now: Vec<i64> = now
             .iter()
             .map(|v| parse_counter(v.as_ref().map(|(v, _)| v.as_slice())))
@@ -381,10 +342,14 @@ impl TkvBulk {
     /// whose records of older directories alone fill a commit comes here that way
     /// ([`TkvBulk::wave_len`] 0), and its earlier commits are not taken back on failure:
     /// [`BulkLoad::take_stray`] says so.
+    ///
+    /// A last commit that fails with an error that may hide its landing (a timeout) is
+    /// checked by reading the counters back ([`TkvBulk::landed_all_the_same`]): if it
+    /// landed, the writes are written; if that cannot be told, [`BulkLoad::take_stray`]
+    /// says so.
     async fn commit_counted(&mut self, mut writes: Vec<Write>, added: &Totals) -> KvResult<()> {
         let counters = self.counter_keys();
         for attempt in 1.. {
-            self.counted = None;
             let now = self.kv.batch_get(&counters).await?;
             let mut observed = Vec::with_capacity(2);
             let mut tail = Vec::with_capacity(2);
@@ -402,38 +367,45 @@ impl TkvBulk {
             });
             writes.extend(tail);
             let per = self.commit_limit();
-            let mut parts = writes.chunks(per).peekable();
+            let parts = writes.chunks(per).len();
             let mut result = Ok(());
             let mut landed = 0;
-            while let Some(part) = parts.next() {
+            for (n, part) in writes.chunks(per).enumerate() {
                 // the observed counters guard the last commit, which writes them
-                let guard: &[(Vec<u8>, i64)] = if parts.peek().is_none() {
-                    self.counted = Some(counted);
-                    &observed
-                } else {
-                    &[]
-                };
+                let guard: &[(Vec<u8>, i64)] = if n + 1 == parts { &observed } else { &[] };
                 result = self.kv.commit(guard, part).await;
                 if result.is_err() {
                     break;
                 }
                 landed += 1;
             }
-            match result {
+            let e = match result {
                 Ok(()) => return Ok(()),
                 Err(KvError::Conflict(_)) if attempt < crate::retry::MAX_TRIES => {
                     writes.truncate(writes.len() - 2);
+                    continue;
                 }
-                Err(e) => {
-                    if landed > 0 {
-                        self.stray = Some(format!(
-                            "{landed} commits of a batch too large for one landed before its \
-                             last failed, and were not taken back"
-                        ));
-                    }
-                    return Err(e);
+                Err(e) => e,
+            };
+            let verdict = match landed + 1 == parts {
+                true => self.landed_all_the_same(counted, &e).await,
+                false => Some(false),
+            };
+            match verdict {
+                Some(true) => return Ok(()),
+                None => {
+                    self.stray =
+                        Some("whether the commit of the counters landed could not be told".into())
                 }
+                Some(false) if landed > 0 => {
+                    self.stray = Some(format!(
+                        "{landed} commits of a batch too large for one landed before one \
+                         failed, and were not taken back"
+                    ))
+                }
+                Some(false) => {}
             }
+            return Err(e);
         }
         unreachable!("the loop returns")
     }

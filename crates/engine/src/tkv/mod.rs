@@ -306,7 +306,6 @@ impl Engine for TkvEngine {
             kv: self.kv.clone(),
             keys: self.keys.clone(),
             stray: None,
-            counted: None,
         }))
     }
 

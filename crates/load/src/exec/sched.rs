@@ -30,12 +30,7 @@ impl SchedStat {
     pub(super) fn fields(&self) -> Option<[u64; 3]> {
         let mut buf = [0u8; 128];
         let n = self.schedstat.read_at(&mut buf, 0).ok()?;
-        let mut fields = std::str::from_utf8(&buf[..n])
-            .ok()?
-            .split_ascii_whitespace()
-            .map(str::parse);
-        let mut next = || fields.next()?.ok();
-        Some([next()?, next()?, next()?])
+        metabench_engine::procfs::schedstat_fields(std::str::from_utf8(&buf[..n]).ok()?)
     }
 
     /// The thread's turns on a CPU so far (the second and third fields of `schedstat`).
@@ -55,11 +50,8 @@ impl SchedStat {
     pub(super) fn runnable(&self) -> Option<bool> {
         let mut buf = [0u8; 512];
         let n = self.stat.read_at(&mut buf, 0).ok()?;
-        let after_name = buf[..n].iter().rposition(|&b| b == b')')?;
-        let state = buf[after_name + 1..n]
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())?;
-        Some(*state == b'R')
+        let stat = std::str::from_utf8(&buf[..n]).ok()?;
+        Some(metabench_engine::procfs::stat_after_name(stat)?.next()? == "R")
     }
 }
 
