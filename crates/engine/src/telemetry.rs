@@ -166,8 +166,9 @@ pub enum EngineTime {
 /// `pg_stat_statements` counted, where the window's backends stayed the same
 /// ([`processes_cpu`]); else, and on MariaDB/MySQL, the statements' own time
 /// (`pg_stat_statements`, `performance_schema`'s statement events of the connections in
-/// the database): the mean statement time over the window in this database × the
-/// statements (round trips) per call: per phase. etcd, started
+/// the database, over the same connections at both edges): the mean statement time over
+/// the window in this database × the statements (round trips) per call: per phase. etcd,
+/// started
 /// with `--metrics=extensive`: the mean gRPC handling time over the window × the
 /// requests per call: per phase.
 pub fn engine_time(
@@ -241,9 +242,14 @@ pub fn engine_time(
                     "etcd grpc_server_handling_seconds: the mean request handling time over the phase × requests per call (per phase)",
                 ),
             };
+            // MySQL's figures are kept by connection, and one that closed within the
+            // window takes its figures with it, its statements from before the window
+            // too: over another set of connections (`backend_set`) the sums are no
+            // reading, nor where one fell.
+            if kind == EngineKind::Mysql && delta.counter("backend_set") != 0.0 {
+                return unknown("a connection to the volume's database opened or closed within the phase, and performance_schema keeps its figures by connection");
+            }
             match (delta.counters.get(calls), delta.counters.get(total)) {
-                // A connection that closed within the window takes its figures with it
-                // (MySQL, by connection): a sum that fell is no reading.
                 (Some(n), Some(us)) if *n > 0.0 && *us >= 0.0 => {
                     EngineTime::Known(us / n * round_trips_per_call, source.into())
                 }
@@ -256,6 +262,7 @@ pub fn engine_time(
 
 /// Counters that mark a change rather than count one: 0 over a window when what they
 /// identify stayed the same. [`Telemetry::add`] keeps them 0 only while every window's was.
+/// `backend_set`: the server workers of the volume's connections ([`set_mark`]).
 const CHANGE_MARKERS: &[&str] = &["backend_set"];
 
 /// Whether a PostgreSQL window's deltas time its backends: [`processes_cpu`] read at both
@@ -279,7 +286,6 @@ fn backends_timed(delta: &Telemetry) -> bool {
 /// named `comm` (a server in a container or on another host has ids that mean nothing
 /// here).
 pub(crate) fn processes_cpu(pids: &[u32], comm: &str) -> Option<(f64, f64)> {
-    use std::hash::{Hash, Hasher};
     let mut ns = 0u64;
     let mut started: Vec<(u32, u64)> = Vec::with_capacity(pids.len());
     for &pid in pids {
@@ -297,10 +303,19 @@ pub(crate) fn processes_cpu(pids: &[u32], comm: &str) -> Option<(f64, f64)> {
             .ok()?;
         started.push((pid, start));
     }
-    started.sort_unstable();
+    Some((ns as f64 / 1000.0, set_mark(started)))
+}
+
+/// A mark of a set of server workers (PostgreSQL backends by id and start time, MySQL
+/// connections' thread ids), for a [`CHANGE_MARKERS`] counter: the same for the same set
+/// in any order, another for another (a hash, below 2^48 so that an `f64` holds it
+/// exactly).
+pub(crate) fn set_mark<T: std::hash::Hash + Ord>(mut workers: Vec<T>) -> f64 {
+    use std::hash::{Hash, Hasher};
+    workers.sort_unstable();
     let mut h = std::hash::DefaultHasher::new();
-    started.hash(&mut h);
-    Some((ns as f64 / 1000.0, (h.finish() >> 16) as f64))
+    workers.hash(&mut h);
+    (h.finish() >> 16) as f64
 }
 
 /// Redis `INFO all`: CPU, commands, AOF fsyncs and each command's calls and time
@@ -640,13 +655,29 @@ mod tests {
         level.add(&moved);
         level.add(&cpu);
         assert_eq!(level.counters["backend_set"], 7.0);
-        // A sum that fell (a MySQL connection closed within the window) is no reading.
-        let mut fell = pg.clone();
-        fell.counters.insert("statement_us".into(), -5.0);
+        // MySQL: the mean statement time over the same connections; over another set (a
+        // connection replaced within the window), or where a sum fell, no reading.
+        let mut mysql = pg.clone();
+        mysql.counters.insert("backend_set".into(), 0.0);
         assert!(matches!(
-            engine_time(EngineKind::Mysql, &fell, &BTreeMap::new(), None, 4.0),
-            EngineTime::Unknown(_)
+            engine_time(EngineKind::Mysql, &mysql, &BTreeMap::new(), None, 4.0),
+            EngineTime::Known(us, ref source) if us == 40.0 && source.contains("performance_schema")
         ));
+        for (counter, value) in [("backend_set", 4242.0), ("statement_us", -5.0)] {
+            let mut changed = mysql.clone();
+            changed.counters.insert(counter.into(), value);
+            assert!(
+                matches!(
+                    engine_time(EngineKind::Mysql, &changed, &BTreeMap::new(), None, 4.0),
+                    EngineTime::Unknown(_)
+                ),
+                "{counter}"
+            );
+        }
+        // The mark of a set is the same in any order, another for another set.
+        assert_eq!(set_mark(vec![3u64, 1, 2]), set_mark(vec![1u64, 2, 3]));
+        assert_ne!(set_mark(vec![1u64, 2, 3]), set_mark(vec![1u64, 2, 4]));
+        assert!(set_mark(vec![u64::MAX]) < 2f64.powi(48));
         assert!(matches!(
             engine_time(EngineKind::Sqlite, &Telemetry::default(), &BTreeMap::new(), Some(7.0), 4.0),
             EngineTime::Known(us, _) if us == 7.0

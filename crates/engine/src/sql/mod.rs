@@ -745,6 +745,23 @@ impl Engine for SqlEngine {
                         if let Ok(Some(row)) = rows.as_ref().map(|r| r.first()) {
                             statement_time(&mut t, number(row.0.first()), number(row.0.get(1)));
                         }
+                        // Which connections those are (a thread id is never reused while
+                        // the server runs): a window over another set has no reading.
+                        let threads = c
+                            .simple_fetch(
+                                "SELECT THREAD_ID FROM performance_schema.threads \
+                                 WHERE PROCESSLIST_DB = DATABASE() AND PROCESSLIST_ID <> CONNECTION_ID()",
+                            )
+                            .await;
+                        if let Ok(rows) = threads {
+                            let ids: Vec<u64> = rows
+                                .iter()
+                                .filter_map(|r| number(r.0.first()))
+                                .map(|id| id as u64)
+                                .collect();
+                            t.counters
+                                .insert("backend_set".into(), crate::telemetry::set_mark(ids));
+                        }
                     }
                 }
                 Dialect::Postgres => {

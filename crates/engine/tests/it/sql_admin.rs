@@ -6,7 +6,8 @@
 use crate::sql_common;
 
 use metabench_engine::sql::SqlEngine;
-use metabench_engine::{Engine, MetaError, MetaUrl, VolumeState};
+use metabench_engine::{Engine, MetaError, MetaUrl, Telemetry, VolumeState};
+use metabench_schema::ROOT_INODE;
 use metabench_testkit::{fresh_database, Kind, TestDb};
 use sql_common::{engine, test_format};
 
@@ -261,12 +262,47 @@ async fn connection_limit(kind: Kind) {
     }
 }
 
+/// Which server workers a reading of the statement figures covers (`backend_set`): the
+/// same mark while the volume's connections stay, another once one more opens, so that a
+/// window over other connections (MariaDB keeps its figures by connection, and they leave
+/// with it) is not taken for a reading. SQLite has no server and no mark.
+async fn statement_figures_name_their_connections(kind: Kind) {
+    let db = fresh_database(kind);
+    let e = engine(&db).await;
+    e.format(&test_format("/tmp/metabench-unused/"))
+        .await
+        .unwrap();
+    let mark = |t: &Telemetry| t.counters.get("backend_set").copied();
+    let mut first = e.session(&Default::default()).await.unwrap();
+    first.getattr(ROOT_INODE).await.unwrap();
+    let a = e.telemetry().await.unwrap();
+    first.getattr(ROOT_INODE).await.unwrap();
+    let b = e.telemetry().await.unwrap();
+    if kind == Kind::Sqlite {
+        assert_eq!(mark(&b), None, "{b:?}");
+        return;
+    }
+    assert_eq!(
+        mark(&b.since(&a)),
+        Some(0.0),
+        "the same connections: {a:?} {b:?}"
+    );
+    let mut second = e.session(&Default::default()).await.unwrap();
+    second.getattr(ROOT_INODE).await.unwrap();
+    let c = e.telemetry().await.unwrap();
+    let moved = mark(&c.since(&b)).expect("marked");
+    assert_ne!(moved, 0.0, "a connection opened: {b:?} {c:?}");
+    second.close().await.unwrap();
+    first.close().await.unwrap();
+}
+
 metabench_testkit::engine_matrix!([mysql, postgres, sqlite] =>
     format_probe_destroy,
     format_with_trash,
     foreign_database_is_left_alone,
     server_info,
-    connection_limit
+    connection_limit,
+    statement_figures_name_their_connections
 );
 
 async fn open_err(url: &str) -> MetaError {
