@@ -26,8 +26,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SIZES="${1:-0 1M 10M}"
 ENGINES="${2:-redis sqlite}"
 BIN="$ROOT/target/release/metabench"
-# listings of the very large directory per size (etcd reads the whole directory for each
-# page: a directory of 1M entries takes minutes to list there)
+# listings of the very large directory per size (etcd reads the rest of the directory for
+# each page: a directory of 1M entries takes a minute to list there)
 LISTINGS="${LISTINGS:-5}"
 OUT="$ROOT/target/bench-scale"
 [[ -x "$BIN" ]] || { echo "bench-scale: build it first: cargo build --release" >&2; exit 2; }

@@ -221,6 +221,12 @@ pub fn engine_time(
                 "PostgreSQL backends' CPU (/proc/<pid>/schedstat, the server on this host) per statement over the phase × statements per call (per phase): a statement's parse, bind, run and commit, not its waits".into(),
             )
         }
+        // MySQL keeps its statement figures by connection, and one that closed within the
+        // window took its whole history with it: over another set of connections
+        // (`backend_set`) the sums are no reading.
+        EngineKind::Mysql if delta.counter("backend_set") != 0.0 => unknown(
+            "a connection to the volume's database opened or closed within the phase, and performance_schema keeps its figures by connection",
+        ),
         EngineKind::Postgres | EngineKind::Mysql | EngineKind::Etcd => {
             let (calls, total, missing, source) = match kind {
                 EngineKind::Postgres => (
@@ -242,14 +248,9 @@ pub fn engine_time(
                     "etcd grpc_server_handling_seconds: the mean request handling time over the phase × requests per call (per phase)",
                 ),
             };
-            // MySQL's figures are kept by connection, and one that closed within the
-            // window takes its figures with it, its statements from before the window
-            // too: over another set of connections (`backend_set`) the sums are no
-            // reading, nor where one fell.
-            if kind == EngineKind::Mysql && delta.counter("backend_set") != 0.0 {
-                return unknown("a connection to the volume's database opened or closed within the phase, and performance_schema keeps its figures by connection");
-            }
             match (delta.counters.get(calls), delta.counters.get(total)) {
+                // a sum that fell (pg_stat_statements evicted or reset entries, or a
+                // reading without the connections' mark) is no reading either
                 (Some(n), Some(us)) if *n > 0.0 && *us >= 0.0 => {
                     EngineTime::Known(us / n * round_trips_per_call, source.into())
                 }
@@ -296,7 +297,7 @@ pub(crate) fn processes_cpu(pids: &[u32], comm: &str) -> Option<(f64, f64)> {
         let sched = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
         let [ran_ns, ..] = crate::procfs::schedstat_fields(&sched)?;
         ns += ran_ns;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
         let start = crate::procfs::stat_after_name(&stat)?
             .nth(19)?
             .parse::<u64>()

@@ -50,8 +50,7 @@ impl SchedStat {
     pub(super) fn runnable(&self) -> Option<bool> {
         let mut buf = [0u8; 512];
         let n = self.stat.read_at(&mut buf, 0).ok()?;
-        let stat = std::str::from_utf8(&buf[..n]).ok()?;
-        Some(metabench_engine::procfs::stat_after_name(stat)?.next()? == "R")
+        Some(metabench_engine::procfs::stat_after_name(&buf[..n])?.next()? == "R")
     }
 }
 
